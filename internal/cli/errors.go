@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// Exit codes shared by every command.
+const (
+	ExitOK      = 0 // success
+	ExitFailed  = 1 // the command ran and the answer is "no" (conflict, failed checks)
+	ExitInvalid = 2 // the command could not run (bad input, unreachable daemon)
+)
+
+// Error is a user-facing error: what went wrong, and how to fix it.
+type Error struct {
+	Err  error
+	Hint string
+	Code int
+}
+
+func (e *Error) Error() string {
+	if e.Hint == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + "; " + e.Hint
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// invalid marks err as bad input (exit 2) with a hint.
+func invalid(err error, hint string) error { return &Error{Err: err, Hint: hint, Code: ExitInvalid} }
+
+// exitCode picks the process exit code for err.
+func exitCode(err error) int {
+	var e *Error
+	if errors.As(err, &e) && e.Code != 0 {
+		return e.Code
+	}
+	if errors.Is(err, matrix.ErrNoStack) {
+		return ExitFailed
+	}
+	return ExitInvalid
+}
+
+// printError prints err once, as "gpuimg: message", folding multi-line
+// errors (matrix file problems) under the first line.
+func printError(w io.Writer, err error) {
+	msg := strings.TrimSpace(err.Error())
+	lines := strings.Split(msg, "\n")
+	fmt.Fprintf(w, "gpuimg: %s\n", lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+var listKinds = []string{"cuda", "archs", "cudnn", "nccl", "torch", "tensorflow", "jax", "gpus", "os", "images", "sources"}
+
+func newListCmd(mo *MatrixOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list " + strings.Join(listKinds, "|"),
+		Short: "List what the matrix knows, with the source of every row",
+		Long: `list prints one kind of matrix row: CUDA releases with their driver floors,
+GPU architectures, cuDNN and NCCL releases, PyTorch/TensorFlow/JAX releases
+and their wheel variants, GPUs with their datasheet peaks, operating systems,
+NVIDIA base image tags, and the public sources all of it was read from.`,
+		Example: `  gpuimg matrix list cuda
+  gpuimg matrix list torch -o json | jq '.[0]'
+  gpuimg matrix list gpus
+  gpuimg matrix list sources`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: listKinds,
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
+			}
+			for _, k := range listKinds {
+				if args[0] == k {
+					return nil
+				}
+			}
+			return invalid(fmt.Errorf("unknown list %q", args[0]), "use one of "+strings.Join(listKinds, ", "))
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := mo.Load()
+			if err != nil {
+				return err
+			}
+			return renderList(cmd.OutOrStdout(), output, args[0], db)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func vs(v matrix.Version) string {
+	if v.IsZero() {
+		return "-"
+	}
+	return v.String()
+}
+
+func num(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%g", f)
+}
+
+func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
+	var rows any
+	t := newTable(w)
+	switch kind {
+	case "cuda":
+		rows = db.CUDA
+		t.row("CUDA", "MIN DRIVER", "COMPAT DRIVER", "RELEASED", "ARCHS", "SOURCE")
+		for _, r := range db.CUDA {
+			floor, _ := db.DriverFloor(r.Version)
+			compat, _ := db.CompatFloor(r.Version.Major())
+			drv := vs(r.MinDriver)
+			if r.MinDriver.IsZero() && !floor.IsZero() {
+				drv = floor.String() + " (from an earlier patch)"
+			}
+			archs := db.ArchsFor(r.Version)
+			span := "-"
+			if len(archs) > 0 {
+				span = archs[0] + ".." + archs[len(archs)-1]
+			}
+			t.row(r.Version.String(), drv, vs(compat), orDash(r.Released), span, r.Source)
+		}
+	case "archs":
+		rows = db.Archs
+		t.row("ARCH", "NAME", "ADDED IN", "REMOVED IN", "SOURCE")
+		for _, a := range db.Archs {
+			t.row(a.Arch, a.Name, vs(a.AddedIn), vs(a.RemovedIn), a.Source)
+		}
+	case "cudnn", "nccl":
+		libs := db.CuDNN
+		if kind == "nccl" {
+			libs = db.NCCL
+		}
+		rows = libs
+		t.row(strings.ToUpper(kind), "CUDA", "MIN DRIVER", "SOURCE")
+		for _, l := range libs {
+			t.row(l.Version.String(), l.CUDA.String(), vs(l.MinDriver), l.Source)
+		}
+	case "torch":
+		rows = db.Torch
+		t.row("TORCH", "PYTHON", "VISION", "AUDIO", "VARIANT", "STATUS", "CUDNN", "NCCL", "ARCHS", "SOURCE")
+		for _, r := range db.Torch {
+			for i, v := range r.Variants {
+				ver, py, tv, ta, src := r.Version.String(), r.Python.String(), orDash(r.Torchvision), orDash(r.Torchaudio), r.Source
+				if i > 0 {
+					ver, py, tv, ta, src = "", "", "", "", ""
+				}
+				archs := strings.Join(v.Archs, ",")
+				if len(v.PTX) > 0 {
+					archs += " +PTX " + strings.Join(v.PTX, ",")
+				}
+				t.row(ver, py, tv, ta, "cu"+strings.ReplaceAll(v.CUDA.String(), ".", ""), v.Status, vs(v.CuDNN), vs(v.NCCL), orDash(archs), src)
+			}
+		}
+	case "tensorflow":
+		rows = db.TensorFlow
+		t.row("TENSORFLOW", "PYTHON", "CUDA", "CUDNN", "SOURCE")
+		for _, r := range db.TensorFlow {
+			t.row(r.Version.String(), r.Python.String(), r.CUDA.String(), r.CuDNN.String(), r.Source)
+		}
+	case "jax":
+		rows = db.JAX
+		t.row("JAX", "PYTHON", "EXTRA", "MIN CUDA", "MIN CUDNN", "MIN DRIVER", "SOURCE")
+		for _, r := range db.JAX {
+			for i, v := range r.Variants {
+				ver, py, src := r.Version.String(), r.Python.String(), r.Source
+				if i > 0 {
+					ver, py, src = "", "", ""
+				}
+				t.row(ver, py, v.Extra, vs(v.MinCUDA), vs(v.MinCuDNN), vs(v.MinDriver), src)
+			}
+		}
+	case "gpus":
+		rows = db.GPUs
+		t.row("GPU", "ARCH", "MEMORY GB", "BANDWIDTH GB/s", "FP32", "TF32", "FP16", "BF16 TFLOPS", "ALIASES", "SOURCE")
+		for _, g := range db.GPUs {
+			t.row(g.Name, g.Arch, num(g.MemoryGB), num(g.MemoryBandwidthGBs), num(g.FP32TFLOPS), num(g.TF32TFLOPS), num(g.FP16TFLOPS), num(g.BF16TFLOPS), strings.Join(g.Aliases, ","), g.Source)
+		}
+	case "os":
+		rows = db.OS
+		t.row("OS", "FAMILY", "PYTHONS (default first)", "EOL", "SOURCE")
+		for _, o := range db.OS {
+			py := make([]string, len(o.Pythons))
+			for i, p := range o.Pythons {
+				py[i] = p.String()
+			}
+			t.row(o.Name, o.Family, strings.Join(py, ", "), orDash(o.EOL), o.Source)
+		}
+	case "images":
+		rows = db.BaseImages
+		t.row("CUDA", "OS", "FLAVORS", "CUDNN", "SOURCE")
+		for _, b := range db.BaseImages {
+			t.row(b.CUDA.String(), strings.Join(b.OS, ","), strings.Join(b.Flavors, ","), vs(b.CuDNN), b.Source)
+		}
+	case "sources":
+		ids := make([]string, 0, len(db.Sources))
+		for id := range db.Sources {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		list := make([]matrix.Source, len(ids))
+		t.row("ID", "TITLE", "URL")
+		for i, id := range ids {
+			list[i] = db.Sources[id]
+			t.row(id, list[i].Title, list[i].URL)
+		}
+		rows = list
+	}
+	if output == "json" {
+		return writeJSON(w, rows)
+	}
+	return t.flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+func newMatrixCmd() *cobra.Command {
+	mo := &MatrixOptions{}
+	cmd := &cobra.Command{
+		Use:   "matrix",
+		Short: "Query the compatibility matrix: resolve, check and list stacks",
+		Long: `The matrix knows which NVIDIA drivers, CUDA toolkits, cuDNN and NCCL releases,
+PyTorch/TensorFlow/JAX wheels, Python versions, base images and GPUs work
+together, and where each fact comes from.
+
+Add or override rows (internal builds, new releases) with --matrix-file FILE;
+the format is in docs/matrix-data.md.`,
+		Example: `  gpuimg matrix resolve --cuda 12.2 --torch 2.3
+  gpuimg matrix check --torch 2.3 --driver 525.60.13 --gpu a10
+  gpuimg matrix list torch`,
+	}
+	mo.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newResolveCmd(mo), newListCmd(mo), newCheckCmd(mo))
+	return cmd
+}
+
+func newResolveCmd(mo *MatrixOptions) *cobra.Command {
+	so := &StackOptions{}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "resolve",
+		Short: "Turn version constraints into one fully pinned stack",
+		Long: `resolve picks the most preferred stack that satisfies every flag: newest
+frameworks first, stable wheel variants before experimental ones, an image
+CUDA as close as possible to the wheels' CUDA (or the newest matching --cuda),
+the newest Ubuntu that fits, and the OS's own python3 where it fits.
+
+A framework's wheels may be built for an older CUDA than the image's within
+the same major version (minor-version compatibility), never a newer one.
+
+When nothing fits, resolve exits 1, says which constraints conflict and why,
+and lists the stacks that work with one constraint dropped.`,
+		Example: `  # CUDA 12.2 image with PyTorch 2.3 (cu121 wheels through minor-version compatibility)
+  gpuimg matrix resolve --cuda 12.2 --torch 2.3
+
+  # The newest PyTorch that runs on driver 525 hosts with A10 GPUs, as JSON for CI
+  gpuimg matrix resolve --torch latest --driver 525.60.13 --gpu a10 -o json
+
+  # TensorFlow on Rocky Linux 9, devel flavor
+  gpuimg matrix resolve --tensorflow 2.15 --os rockylinux9 --flavor devel`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			c, err := so.Constraints()
+			if err != nil {
+				return err
+			}
+			db, err := mo.Load()
+			if err != nil {
+				return err
+			}
+			s, err := db.Resolve(c)
+			if err != nil {
+				return renderConflict(cmd.OutOrStdout(), output, err)
+			}
+			return renderStack(cmd.OutOrStdout(), output, s)
+		},
+	}
+	so.AddFlags(cmd.Flags(), true)
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func checkOutput(got string, allowed ...string) error {
+	for _, a := range allowed {
+		if got == a {
+			return nil
+		}
+	}
+	return invalid(fmt.Errorf("unknown output format %q", got), "use -o "+strings.Join(allowed, ", -o "))
+}
+
+// conflictError is a ConflictError rendered for people: the reason, then
+// the stacks that work with one flag dropped.
+type conflictError struct{ ce *matrix.ConflictError }
+
+func (e conflictError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no stack fits: %s", e.ce.Reason)
+	if len(e.ce.Alternatives) == 0 {
+		b.WriteString("\nno stack works with any single constraint dropped; see gpuimg matrix list")
+	} else {
+		b.WriteString("\nthese work:")
+	}
+	for _, a := range e.ce.Alternatives {
+		fmt.Fprintf(&b, "\nwithout %s: %s", a.Dropped, summary(a.Stack))
+	}
+	return b.String()
+}
+
+func (e conflictError) Unwrap() error { return e.ce }
+
+func renderConflict(w io.Writer, output string, err error) error {
+	var ce *matrix.ConflictError
+	if !errors.As(err, &ce) {
+		return invalid(err, "")
+	}
+	if output == "json" || output == "yaml" {
+		v := struct {
+			Error        string               `json:"error" yaml:"error"`
+			Alternatives []matrix.Alternative `json:"alternatives" yaml:"alternatives"`
+		}{ce.Reason, ce.Alternatives}
+		if v.Alternatives == nil {
+			v.Alternatives = []matrix.Alternative{}
+		}
+		if werr := encode(w, output, v); werr != nil {
+			return werr
+		}
+	}
+	return conflictError{ce}
+}
+
+func encode(w io.Writer, output string, v any) error {
+	if output == "yaml" {
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		return enc.Close()
+	}
+	return writeJSON(w, v)
+}
+
+// summary is a one-line description of a stack.
+func summary(s matrix.Stack) string {
+	parts := []string{"CUDA " + s.CUDA}
+	for _, name := range []string{"torch", "tensorflow", "jax"} {
+		if fw, ok := s.Frameworks[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s (CUDA %s)", name, fw.Version, fw.CUDA))
+		}
+	}
+	parts = append(parts, "Python "+s.Python, s.OS, "driver >= "+s.MinDriver)
+	return strings.Join(parts, ", ")
+}
+
+func renderStack(w io.Writer, output string, s matrix.Stack) error {
+	if output != "table" {
+		return encode(w, output, s)
+	}
+	t := newTable(w)
+	t.row("CUDA", s.CUDA)
+	t.row("base image", s.BaseImage)
+	t.row("OS", s.OS)
+	t.row("Python", s.Python)
+	if s.CuDNN != "" {
+		where := "in the base image"
+		if !s.SystemCuDNN {
+			where = "bundled with the framework wheels"
+		}
+		t.row("cuDNN", s.CuDNN+" ("+where+")")
+	}
+	if s.NCCL != "" {
+		t.row("NCCL", s.NCCL)
+	}
+	t.row("driver floor", fmt.Sprintf(">= %s (>= %s under minor-version compatibility)", s.MinDriver, s.MinDriverCompat))
+	t.row("NVIDIA_REQUIRE_CUDA", s.RequireCUDA)
+	archs := strings.Join(s.GPUArchs, " ")
+	if len(s.PTXArchs) > 0 {
+		archs += " (PTX: " + strings.Join(s.PTXArchs, " ") + ")"
+	}
+	t.row("GPU archs", archs)
+	if s.GPU != "" {
+		t.row("target GPU", s.GPU)
+	}
+	for _, name := range []string{"torch", "tensorflow", "jax"} {
+		fw, ok := s.Frameworks[name]
+		if !ok {
+			continue
+		}
+		desc := fmt.Sprintf("%s, wheels for CUDA %s", fw.Version, fw.CUDA)
+		if fw.Status != "" {
+			desc += " (" + fw.Status + ")"
+		}
+		t.row(name, desc)
+		install := "pip install " + strings.Join(fw.Packages, " ")
+		if fw.IndexURL != "" {
+			install += " --index-url " + fw.IndexURL
+		}
+		t.row("", install)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(s.Notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
+	return nil
+}
+
+func newCheckCmd(mo *MatrixOptions) *cobra.Command {
+	so := &StackOptions{}
+	var output, stackFile string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Say whether a stack runs on a given driver and GPU, and why not",
+		Long: `check takes a stack (from the same flags as resolve, or a JSON file written by
+"gpuimg matrix resolve -o json") and a host (--driver, --gpu), and checks the
+driver against the stack's floor, strictly and under minor-version
+compatibility, and the GPU against the CUDA toolkit's and each framework's
+compiled architectures (native SASS, or PTX that the driver JIT-compiles).
+
+Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
+		Example: `  gpuimg matrix check --cuda 12.4 --torch 2.5 --driver 535.104.05 --gpu h100
+  gpuimg matrix resolve --torch 2.3 -o json > stack.json
+  gpuimg matrix check --stack stack.json --gpu sm_120 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
+			}
+			c, err := so.Constraints()
+			if err != nil {
+				return err
+			}
+			if c.Driver.IsZero() && c.GPU == "" {
+				return invalid(errors.New("nothing to check against"), "give --driver VERSION and/or --gpu NAME")
+			}
+			db, err := mo.Load()
+			if err != nil {
+				return err
+			}
+			stack, err := loadOrResolve(db, stackFile, c)
+			if err != nil {
+				return err
+			}
+			fs, err := db.CheckStack(stack, matrix.Target{Driver: c.Driver, GPU: c.GPU})
+			if err != nil {
+				return invalid(err, "")
+			}
+			return renderFindings(cmd.OutOrStdout(), output, stack, fs)
+		},
+	}
+	so.AddFlags(cmd.Flags(), false)
+	cmd.Flags().StringVar(&so.GPU, "gpu", "", "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)")
+	cmd.Flags().StringVar(&so.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05)")
+	cmd.Flags().StringVar(&stackFile, "stack", "", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Stack, error) {
+	var s matrix.Stack
+	if file == "" {
+		// The stack is resolved without the host: the host is what is checked.
+		c.Driver, c.GPU = matrix.Version{}, ""
+		s, err := db.Resolve(c)
+		if err != nil {
+			return s, renderConflict(io.Discard, "table", err)
+		}
+		return s, nil
+	}
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return s, invalid(fmt.Errorf("read stack: %w", err), "")
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, invalid(fmt.Errorf("read stack %s: %w", file, err), "write it with gpuimg matrix resolve -o json")
+	}
+	if s.CUDA == "" {
+		return s, invalid(fmt.Errorf("read stack %s: no cuda field", file), "write it with gpuimg matrix resolve -o json")
+	}
+	return s, nil
+}
+
+func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {
+	verdict := matrix.Verdict(fs)
+	if output == "json" {
+		v := struct {
+			Stack   matrix.Stack     `json:"stack"`
+			Checks  []matrix.Finding `json:"checks"`
+			Verdict matrix.Status    `json:"verdict"`
+		}{s, fs, verdict}
+		if err := writeJSON(w, v); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "stack: %s\n", summary(s))
+		t := newTable(w)
+		for _, f := range fs {
+			t.row(strings.ToUpper(string(f.Status)), f.Name, f.Message)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "verdict: %s\n", verdict)
+	}
+	if verdict == matrix.Fail {
+		return &Error{Err: errors.New("the stack does not run on that host (see the failed checks)"), Code: ExitFailed}
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// MatrixOptions selects the matrix: the built-in rows plus matrix files.
+type MatrixOptions struct {
+	// Files are extra matrix files (docs/matrix-data.md), applied in order.
+	Files []string
+}
+
+// AddFlags binds the options to flags.
+func (o *MatrixOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.Files, "matrix-file", nil, "extra matrix rows (YAML, see docs/matrix-data.md); repeatable, later files win")
+}
+
+// Load reads the matrix.
+func (o *MatrixOptions) Load() (*matrix.DB, error) {
+	db, err := matrix.Load(o.Files...)
+	if err != nil {
+		return nil, invalid(err, "fix the matrix file (format: docs/matrix-data.md)")
+	}
+	return db, nil
+}
+
+// StackOptions are the resolver's inputs as flags.
+type StackOptions struct {
+	CUDA, CuDNN, Python     string
+	Torch, TensorFlow, JAX  string
+	OS, Flavor, GPU, Driver string
+	Compat                  bool
+}
+
+// AddFlags binds the options to flags. withTarget adds --gpu, --driver
+// and --compat, which describe the host rather than the image.
+func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
+	fs.StringVar(&o.CUDA, "cuda", "", "CUDA toolkit of the image: version or constraint (12, 12.2, 12.2.2, '>=12.1,<12.5')")
+	fs.StringVar(&o.CuDNN, "cudnn", "", "cuDNN the frameworks load (9, 8.9)")
+	fs.StringVar(&o.Torch, "torch", "", "include PyTorch: version or constraint (2.3, '>=2.3,<2.5', latest)")
+	fs.StringVar(&o.TensorFlow, "tensorflow", "", "include TensorFlow: version or constraint (2.15, latest)")
+	fs.StringVar(&o.JAX, "jax", "", "include JAX with CUDA wheels: version or constraint (0.4.30, latest)")
+	fs.StringVar(&o.Python, "python", "", "CPython version (3.11); default: the OS's python3 if the frameworks support it")
+	fs.StringVar(&o.OS, "os", "", "base OS as NVIDIA names it (ubuntu22.04, rockylinux9) or a family (ubuntu); default: newest Ubuntu that fits")
+	fs.StringVar(&o.Flavor, "flavor", "runtime", "base image flavor: runtime, devel (compilers, headers) or base")
+	if withTarget {
+		o.addTargetFlags(fs)
+	}
+}
+
+func (o *StackOptions) addTargetFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name (h100, a10, l4), or architecture (sm_90, 8.6)")
+	fs.StringVar(&o.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05); the stack's floor must not exceed it")
+	fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
+}
+
+func parseFlagConstraint(flag, s string) (matrix.Constraint, error) {
+	if s == "" {
+		return matrix.Constraint{}, nil
+	}
+	c, err := matrix.ParseConstraint(s)
+	if err != nil {
+		return c, invalid(fmt.Errorf("--%s: %w", flag, err), "write a version (12.2), a prefix (12) or a range ('>=12.1,<12.5')")
+	}
+	return c, nil
+}
+
+func parseFramework(flag, s string) (*matrix.Constraint, error) {
+	if s == "" {
+		return nil, nil
+	}
+	switch strings.ToLower(s) {
+	case "latest", "any", "*", "yes", "true":
+		return &matrix.Constraint{}, nil
+	}
+	c, err := parseFlagConstraint(flag, s)
+	return &c, err
+}
+
+// Constraints parses the flags.
+func (o *StackOptions) Constraints() (matrix.Constraints, error) {
+	var c matrix.Constraints
+	var err error
+	if c.CUDA, err = parseFlagConstraint("cuda", o.CUDA); err != nil {
+		return c, err
+	}
+	if c.CuDNN, err = parseFlagConstraint("cudnn", o.CuDNN); err != nil {
+		return c, err
+	}
+	if c.Python, err = parseFlagConstraint("python", o.Python); err != nil {
+		return c, err
+	}
+	if c.Torch, err = parseFramework("torch", o.Torch); err != nil {
+		return c, err
+	}
+	if c.TensorFlow, err = parseFramework("tensorflow", o.TensorFlow); err != nil {
+		return c, err
+	}
+	if c.JAX, err = parseFramework("jax", o.JAX); err != nil {
+		return c, err
+	}
+	switch o.Flavor {
+	case "", "runtime", "devel", "base":
+	default:
+		return c, invalid(fmt.Errorf("--flavor %q is not a flavor", o.Flavor), "use runtime, devel or base")
+	}
+	c.OS, c.Flavor, c.GPU, c.Compat = o.OS, o.Flavor, o.GPU, o.Compat
+	if o.Driver != "" {
+		d, err := matrix.ParseVersion(o.Driver)
+		if err != nil {
+			return c, invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
+		}
+		c.Driver = d
+	}
+	if o.Compat && o.Driver == "" {
+		return c, invalid(fmt.Errorf("--compat needs --driver"), "add --driver VERSION")
+	}
+	return c, nil
+}

@@ -1,0 +1,243 @@
+package matrix
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Pos is where a row was read: a file and a line. Built-in rows name the
+// embedded file (data/cuda.yaml).
+type Pos struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
+
+// Row is what every matrix row has: where it came from and what it says
+// about disagreements between sources.
+type Row struct {
+	Source string   `yaml:"source" json:"source"`
+	Notes  []string `yaml:"notes" json:"notes,omitempty"`
+	At     Pos      `yaml:"-" json:"-"`
+}
+
+// Source is a public document a fact was read from.
+type Source struct {
+	ID        string `yaml:"id" json:"id"`
+	Title     string `yaml:"title" json:"title"`
+	URL       string `yaml:"url" json:"url"`
+	Retrieved string `yaml:"retrieved" json:"retrieved,omitempty"`
+	At        Pos    `yaml:"-" json:"-"`
+}
+
+// CUDAFamily holds what is true of a whole CUDA major version.
+type CUDAFamily struct {
+	Major int `yaml:"major" json:"major"`
+	// MinDriverCompat is the Linux driver floor for any release of the
+	// family under minor-version compatibility.
+	MinDriverCompat Version `yaml:"min_driver_compat" json:"min_driver_compat"`
+	Row             `yaml:",inline"`
+}
+
+// CUDARelease is one CUDA toolkit release (a GA or an update).
+type CUDARelease struct {
+	Version Version `yaml:"version" json:"version"`
+	// MinDriver is the Linux x86_64 driver that shipped with the toolkit:
+	// the floor without minor-version compatibility.
+	MinDriver Version `yaml:"min_driver" json:"min_driver"`
+	Released  string  `yaml:"released" json:"released,omitempty"`
+	Row       `yaml:",inline"`
+}
+
+// Arch is a GPU architecture (sm_XY) and the toolkits that can target it.
+type Arch struct {
+	Arch string `yaml:"arch" json:"arch"`
+	Name string `yaml:"name" json:"name"`
+	// AddedIn is the first toolkit that compiles for it.
+	AddedIn Version `yaml:"added_in" json:"added_in"`
+	// RemovedIn is the first toolkit that no longer does; zero if none.
+	RemovedIn Version `yaml:"removed_in" json:"removed_in,omitempty"`
+	Row       `yaml:",inline"`
+}
+
+// Library is a cuDNN or NCCL release and the CUDA versions it supports.
+type Library struct {
+	Version   Version    `yaml:"version" json:"version"`
+	CUDA      Constraint `yaml:"cuda" json:"cuda"`
+	MinDriver Version    `yaml:"min_driver" json:"min_driver,omitempty"`
+	Row       `yaml:",inline"`
+}
+
+// OS is an operating system NVIDIA publishes CUDA images for.
+type OS struct {
+	Name   string `yaml:"name" json:"name"`
+	Family string `yaml:"family" json:"family"`
+	// Pythons are the CPython minors the distribution's own repositories
+	// provide; the first is its default python3.
+	Pythons []Version `yaml:"pythons" json:"pythons"`
+	EOL     string    `yaml:"eol" json:"eol,omitempty"`
+	Row     `yaml:",inline"`
+}
+
+// BaseImage lists the nvidia/cuda tags published for one CUDA release.
+type BaseImage struct {
+	CUDA    Version  `yaml:"cuda" json:"cuda"`
+	OS      []string `yaml:"os" json:"os"`
+	Flavors []string `yaml:"flavors" json:"flavors"`
+	// CuDNN is the cuDNN inside the cudnn flavors, if known.
+	CuDNN Version `yaml:"cudnn" json:"cudnn,omitempty"`
+	Row   `yaml:",inline"`
+}
+
+// Torch is one PyTorch release.
+type Torch struct {
+	Version     Version        `yaml:"version" json:"version"`
+	Released    string         `yaml:"released" json:"released,omitempty"`
+	Python      Constraint     `yaml:"python" json:"python"`
+	Torchvision string         `yaml:"torchvision" json:"torchvision,omitempty"`
+	Torchaudio  string         `yaml:"torchaudio" json:"torchaudio,omitempty"`
+	Variants    []TorchVariant `yaml:"variants" json:"variants"`
+	Row         `yaml:",inline"`
+}
+
+// TorchVariant is one CUDA build of a PyTorch release (cu121, …).
+type TorchVariant struct {
+	CUDA     Version  `yaml:"cuda" json:"cuda"`
+	Status   string   `yaml:"status" json:"status"`
+	CuDNN    Version  `yaml:"cudnn" json:"cudnn,omitempty"`
+	NCCL     Version  `yaml:"nccl" json:"nccl,omitempty"`
+	Archs    []string `yaml:"archs" json:"archs,omitempty"`
+	PTX      []string `yaml:"ptx" json:"ptx,omitempty"`
+	IndexURL string   `yaml:"index_url" json:"index_url,omitempty"`
+	Notes    []string `yaml:"notes" json:"notes,omitempty"`
+}
+
+// TensorFlow is one tested GPU configuration of TensorFlow.
+type TensorFlow struct {
+	Version Version    `yaml:"version" json:"version"`
+	Python  Constraint `yaml:"python" json:"python"`
+	CUDA    Version    `yaml:"cuda" json:"cuda"`
+	CuDNN   Version    `yaml:"cudnn" json:"cudnn"`
+	Row     `yaml:",inline"`
+}
+
+// JAX is one JAX release and its CUDA wheel extras.
+type JAX struct {
+	Version  Version      `yaml:"version" json:"version"`
+	Python   Constraint   `yaml:"python" json:"python"`
+	Variants []JAXVariant `yaml:"variants" json:"variants"`
+	Row      `yaml:",inline"`
+}
+
+// JAXVariant is one pip extra of a JAX release (jax[cuda12]).
+type JAXVariant struct {
+	Extra     string   `yaml:"extra" json:"extra"`
+	CUDA      Version  `yaml:"cuda" json:"cuda"`
+	MinCUDA   Version  `yaml:"min_cuda" json:"min_cuda"`
+	MinCuDNN  Version  `yaml:"min_cudnn" json:"min_cudnn,omitempty"`
+	MinDriver Version  `yaml:"min_driver" json:"min_driver,omitempty"`
+	Notes     []string `yaml:"notes" json:"notes,omitempty"`
+}
+
+// GPU is a GPU model and its datasheet figures (dense peaks).
+type GPU struct {
+	Name               string   `yaml:"name" json:"name"`
+	Aliases            []string `yaml:"aliases" json:"aliases,omitempty"`
+	Arch               string   `yaml:"arch" json:"arch"`
+	MemoryGB           float64  `yaml:"memory_gb" json:"memory_gb"`
+	MemoryBandwidthGBs float64  `yaml:"memory_bandwidth_gbs" json:"memory_bandwidth_gbs"`
+	FP32TFLOPS         float64  `yaml:"fp32_tflops" json:"fp32_tflops"`
+	TF32TFLOPS         float64  `yaml:"tf32_tflops" json:"tf32_tflops,omitempty"`
+	FP16TFLOPS         float64  `yaml:"fp16_tflops" json:"fp16_tflops,omitempty"`
+	BF16TFLOPS         float64  `yaml:"bf16_tflops" json:"bf16_tflops,omitempty"`
+	Row                `yaml:",inline"`
+}
+
+// File is the content of one matrix file. Every key is optional.
+type File struct {
+	Sources      []Source      `yaml:"sources"`
+	CUDAFamilies []CUDAFamily  `yaml:"cuda_families"`
+	CUDA         []CUDARelease `yaml:"cuda"`
+	Archs        []Arch        `yaml:"archs"`
+	CuDNN        []Library     `yaml:"cudnn"`
+	NCCL         []Library     `yaml:"nccl"`
+	OS           []OS          `yaml:"os"`
+	BaseImages   []BaseImage   `yaml:"base_images"`
+	Torch        []Torch       `yaml:"torch"`
+	TensorFlow   []TensorFlow  `yaml:"tensorflow"`
+	JAX          []JAX         `yaml:"jax"`
+	GPUs         []GPU         `yaml:"gpus"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.
+func (v *Version) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a version, got %s", n.Line, kindName(n.Kind))
+	}
+	if n.Value == "" || n.Tag == "!!null" {
+		*v = Version{}
+		return nil
+	}
+	p, err := ParseVersion(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*v = p
+	return nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.
+func (c *Constraint) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a version constraint, got %s", n.Line, kindName(n.Kind))
+	}
+	if n.Value == "" || n.Tag == "!!null" {
+		*c = Constraint{}
+		return nil
+	}
+	p, err := ParseConstraint(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*c = p
+	return nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.DocumentNode:
+		return "a document"
+	}
+	return "a scalar"
+}
+
+// ParseFile decodes one matrix file. name is used in errors and positions.
+// Unknown keys and wrong types are errors naming the line.
+func ParseFile(name string, data []byte) (*File, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	f := &File{}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return f, nil // empty file
+	}
+	root := doc.Content[0]
+	if err := checkKeys(root, typeOf(f), ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := root.Decode(f); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+	}
+	setPositions(f, root, name)
+	return f, nil
+}

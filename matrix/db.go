@@ -1,0 +1,361 @@
+package matrix
+
+import (
+	"cmp"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+//go:embed data/*.yaml
+var builtinFS embed.FS
+
+// DB is the loaded compatibility matrix: built-in rows plus any matrix
+// files, validated and sorted. Lists are sorted newest first (GPUs and
+// architectures by name and number). A DB is read-only after Load and safe
+// for concurrent use.
+type DB struct {
+	Sources      map[string]Source
+	CUDAFamilies map[int]CUDAFamily
+	CUDA         []CUDARelease
+	Archs        []Arch
+	CuDNN        []Library
+	NCCL         []Library
+	OS           []OS
+	BaseImages   []BaseImage
+	Torch        []Torch
+	TensorFlow   []TensorFlow
+	JAX          []JAX
+	GPUs         []GPU
+	// Replaced says which built-in rows matrix files replaced.
+	Replaced []string
+}
+
+// Builtin returns the matrix embedded in gpuimg.
+func Builtin() (*DB, error) { return Load() }
+
+// Load reads the built-in matrix and then each matrix file in order. Rows
+// of a later file replace rows with the same key from earlier ones (see
+// docs/matrix-data.md). Errors name the file and line.
+func Load(paths ...string) (*DB, error) {
+	var files []*File
+	entries, err := fs.Glob(builtinFS, "data/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list built-in matrix: %w", err)
+	}
+	for _, name := range entries {
+		b, err := builtinFS.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("read built-in matrix %s: %w", name, err)
+		}
+		f, err := ParseFile(name, b)
+		if err != nil {
+			return nil, fmt.Errorf("built-in matrix is broken (a gpuimg bug): %w", err)
+		}
+		files = append(files, f)
+	}
+	builtinCount := len(files)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read matrix file: %w", err)
+		}
+		f, err := ParseFile(p, b)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return build(files, builtinCount)
+}
+
+// merger keeps rows by key; a later file's row replaces an earlier file's.
+type merger[T any] struct {
+	kind    string
+	key     func(T) string
+	pos     func(T) Pos
+	rows    []T
+	index   map[string]int
+	replace *[]string
+	errs    *[]error
+}
+
+func (m *merger[T]) add(rows []T, fileIdx, builtinCount int, seenInFile map[string]bool) {
+	if m.index == nil {
+		m.index = map[string]int{}
+	}
+	for _, r := range rows {
+		k := m.key(r)
+		if seenInFile[k] {
+			*m.errs = append(*m.errs, fmt.Errorf("%s: %s %s is listed twice in this file", m.pos(r), m.kind, k))
+			continue
+		}
+		seenInFile[k] = true
+		if i, ok := m.index[k]; ok {
+			if fileIdx >= builtinCount {
+				*m.replace = append(*m.replace, fmt.Sprintf("%s %s from %s replaces the row at %s", m.kind, k, m.pos(r), m.pos(m.rows[i])))
+			}
+			m.rows[i] = r
+			continue
+		}
+		m.index[k] = len(m.rows)
+		m.rows = append(m.rows, r)
+	}
+}
+
+func build(files []*File, builtinCount int) (*DB, error) {
+	var errs []error
+	db := &DB{Sources: map[string]Source{}, CUDAFamilies: map[int]CUDAFamily{}}
+	rowPos := func(r Row) Pos { return r.At }
+	var (
+		src  = merger[Source]{kind: "source", key: func(s Source) string { return s.ID }, pos: func(s Source) Pos { return s.At }}
+		fam  = merger[CUDAFamily]{kind: "CUDA family", key: func(r CUDAFamily) string { return fmt.Sprint(r.Major) }, pos: func(r CUDAFamily) Pos { return rowPos(r.Row) }}
+		cuda = merger[CUDARelease]{kind: "CUDA", key: func(r CUDARelease) string { return r.Version.Trunc(3).String() }, pos: func(r CUDARelease) Pos { return rowPos(r.Row) }}
+		arch = merger[Arch]{kind: "architecture", key: func(r Arch) string { return r.Arch }, pos: func(r Arch) Pos { return rowPos(r.Row) }}
+		dnn  = merger[Library]{kind: "cuDNN", key: func(r Library) string { return r.Version.String() }, pos: func(r Library) Pos { return rowPos(r.Row) }}
+		nccl = merger[Library]{kind: "NCCL", key: func(r Library) string { return r.Version.String() }, pos: func(r Library) Pos { return rowPos(r.Row) }}
+		oss  = merger[OS]{kind: "OS", key: func(r OS) string { return r.Name }, pos: func(r OS) Pos { return rowPos(r.Row) }}
+		tch  = merger[Torch]{kind: "torch", key: func(r Torch) string { return r.Version.String() }, pos: func(r Torch) Pos { return rowPos(r.Row) }}
+		tf   = merger[TensorFlow]{kind: "tensorflow", key: func(r TensorFlow) string { return r.Version.String() }, pos: func(r TensorFlow) Pos { return rowPos(r.Row) }}
+		jx   = merger[JAX]{kind: "jax", key: func(r JAX) string { return r.Version.String() }, pos: func(r JAX) Pos { return rowPos(r.Row) }}
+		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
+	)
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu} {
+		m.setup(&db.Replaced, &errs)
+	}
+	// Base images: several rows may share a CUDA version (OS sets differ by
+	// flavor); a later file's rows for a version replace all earlier ones.
+	var images []BaseImage
+	for i, f := range files {
+		seen := func() map[string]bool { return map[string]bool{} }
+		src.add(f.Sources, i, builtinCount, seen())
+		fam.add(f.CUDAFamilies, i, builtinCount, seen())
+		cuda.add(f.CUDA, i, builtinCount, seen())
+		arch.add(f.Archs, i, builtinCount, seen())
+		dnn.add(f.CuDNN, i, builtinCount, seen())
+		nccl.add(f.NCCL, i, builtinCount, seen())
+		oss.add(f.OS, i, builtinCount, seen())
+		tch.add(f.Torch, i, builtinCount, seen())
+		tf.add(f.TensorFlow, i, builtinCount, seen())
+		jx.add(f.JAX, i, builtinCount, seen())
+		gpu.add(f.GPUs, i, builtinCount, seen())
+		if len(f.BaseImages) > 0 {
+			mine := map[string]bool{}
+			for _, b := range f.BaseImages {
+				mine[b.CUDA.String()] = true
+			}
+			images = slices.DeleteFunc(images, func(b BaseImage) bool {
+				if mine[b.CUDA.String()] && i >= builtinCount {
+					db.Replaced = append(db.Replaced, fmt.Sprintf("base images for CUDA %s from %s replace the row at %s", b.CUDA, f.BaseImages[0].At.File, b.At))
+				}
+				return mine[b.CUDA.String()]
+			})
+			images = append(images, f.BaseImages...)
+		}
+	}
+	for _, s := range src.rows {
+		db.Sources[s.ID] = s
+	}
+	for _, r := range fam.rows {
+		db.CUDAFamilies[r.Major] = r
+	}
+	db.CUDA, db.Archs, db.CuDNN, db.NCCL = cuda.rows, arch.rows, dnn.rows, nccl.rows
+	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
+
+	errs = append(errs, db.validate()...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	db.sort()
+	return db, nil
+}
+
+func (m *merger[T]) setup(replace *[]string, errs *[]error) { m.replace, m.errs = replace, errs }
+
+var archRE = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+
+func (db *DB) validate() []error {
+	var errs []error
+	bad := func(at Pos, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", at, fmt.Sprintf(format, args...)))
+	}
+	checkRow := func(r Row, what string) {
+		if r.Source == "" {
+			bad(r.At, "%s has no source: every row names the id of an entry under sources:", what)
+		} else if _, ok := db.Sources[r.Source]; !ok {
+			bad(r.At, "%s names source %q, which no file defines under sources:", what, r.Source)
+		}
+	}
+	for _, s := range db.Sources {
+		if s.ID == "" || s.URL == "" {
+			bad(s.At, "a source needs an id and a url")
+		}
+	}
+	for _, f := range db.CUDAFamilies {
+		checkRow(f.Row, fmt.Sprintf("CUDA family %d", f.Major))
+		if f.MinDriverCompat.IsZero() {
+			bad(f.At, "CUDA family %d needs min_driver_compat", f.Major)
+		}
+	}
+	for _, r := range db.CUDA {
+		checkRow(r.Row, "CUDA "+r.Version.String())
+		if r.Version.Len() != 3 {
+			bad(r.At, "CUDA version %q must be x.y.z", r.Version)
+		}
+	}
+	for _, a := range db.Archs {
+		checkRow(a.Row, "architecture "+a.Arch)
+		if !archRE.MatchString(a.Arch) {
+			bad(a.At, "architecture %q must look like sm_90", a.Arch)
+		}
+		if a.AddedIn.IsZero() {
+			bad(a.At, "architecture %s needs added_in", a.Arch)
+		}
+	}
+	for _, libs := range []struct {
+		name string
+		rows []Library
+	}{{"cuDNN", db.CuDNN}, {"NCCL", db.NCCL}} {
+		for _, l := range libs.rows {
+			checkRow(l.Row, libs.name+" "+l.Version.String())
+			if l.Version.IsZero() || l.CUDA.IsZero() {
+				bad(l.At, "%s rows need version and cuda", libs.name)
+			}
+		}
+	}
+	osNames := map[string]bool{}
+	for _, o := range db.OS {
+		checkRow(o.Row, "OS "+o.Name)
+		osNames[o.Name] = true
+		if o.Name == "" || o.Family == "" || len(o.Pythons) == 0 {
+			bad(o.At, "OS rows need name, family and pythons")
+		}
+	}
+	for _, b := range db.BaseImages {
+		checkRow(b.Row, "base images for CUDA "+b.CUDA.String())
+		if b.CUDA.Len() != 3 || len(b.OS) == 0 || len(b.Flavors) == 0 {
+			bad(b.At, "base image rows need cuda (x.y.z), os and flavors")
+		}
+		for _, o := range b.OS {
+			if !osNames[o] {
+				bad(b.At, "base images for CUDA %s name OS %q, which has no os: row", b.CUDA, o)
+			}
+		}
+	}
+	for _, t := range db.Torch {
+		checkRow(t.Row, "torch "+t.Version.String())
+		if t.Version.IsZero() || t.Python.IsZero() || len(t.Variants) == 0 {
+			bad(t.At, "torch rows need version, python and variants")
+		}
+		for i, v := range t.Variants {
+			if v.CUDA.IsZero() {
+				bad(t.At, "torch %s variant %d needs cuda", t.Version, i+1)
+			}
+			if v.Status != "stable" && v.Status != "experimental" {
+				bad(t.At, "torch %s variant cu%s: status must be stable or experimental, not %q", t.Version, cudaTag(v.CUDA), v.Status)
+			}
+			for _, a := range append(slices.Clone(v.Archs), v.PTX...) {
+				if !archRE.MatchString(a) {
+					bad(t.At, "torch %s variant cu%s: architecture %q must look like sm_90", t.Version, cudaTag(v.CUDA), a)
+				}
+			}
+		}
+	}
+	for _, t := range db.TensorFlow {
+		checkRow(t.Row, "tensorflow "+t.Version.String())
+		if t.Version.IsZero() || t.Python.IsZero() || t.CUDA.IsZero() || t.CuDNN.IsZero() {
+			bad(t.At, "tensorflow rows need version, python, cuda and cudnn")
+		}
+	}
+	for _, j := range db.JAX {
+		checkRow(j.Row, "jax "+j.Version.String())
+		if j.Version.IsZero() || len(j.Variants) == 0 {
+			bad(j.At, "jax rows need version and variants")
+		}
+		for _, v := range j.Variants {
+			if v.Extra == "" || v.CUDA.IsZero() || v.MinCUDA.IsZero() {
+				bad(j.At, "jax %s variants need extra, cuda and min_cuda", j.Version)
+			}
+		}
+	}
+	for _, g := range db.GPUs {
+		checkRow(g.Row, "GPU "+g.Name)
+		if g.Name == "" || !archRE.MatchString(g.Arch) {
+			bad(g.At, "GPU rows need a name and an arch like sm_90")
+		}
+	}
+	return errs
+}
+
+func (db *DB) sort() {
+	newest := func(a, b Version) int { return b.Compare(a) }
+	slices.SortStableFunc(db.CUDA, func(a, b CUDARelease) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.CuDNN, func(a, b Library) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.NCCL, func(a, b Library) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.Torch, func(a, b Torch) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.TensorFlow, func(a, b TensorFlow) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.JAX, func(a, b JAX) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.BaseImages, func(a, b BaseImage) int { return newest(a.CUDA, b.CUDA) })
+	slices.SortStableFunc(db.Archs, func(a, b Arch) int { return cmp.Compare(archNumber(a.Arch), archNumber(b.Arch)) })
+	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })
+	slices.SortStableFunc(db.GPUs, func(a, b GPU) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// osFamilyRank orders OS families by preference when the user names none:
+// Ubuntu first (most CUDA users and wheels target it), then the RHEL family.
+var osFamilyRank = map[string]int{"ubuntu": 0, "rockylinux": 1, "ubi": 2}
+
+// compareOS sorts OS names by family preference, then newest release first.
+func compareOS(a, b string) int {
+	fa, va := splitOS(a)
+	fb, vb := splitOS(b)
+	ra, oka := osFamilyRank[fa]
+	rb, okb := osFamilyRank[fb]
+	if !oka {
+		ra = 99
+	}
+	if !okb {
+		rb = 99
+	}
+	if c := cmp.Compare(ra, rb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(fa, fb); c != 0 {
+		return c
+	}
+	return vb.Compare(va)
+}
+
+// splitOS splits "ubuntu22.04" into "ubuntu" and 22.04.
+func splitOS(name string) (string, Version) {
+	i := strings.IndexAny(name, "0123456789")
+	if i < 0 {
+		return name, Version{}
+	}
+	v, _ := ParseVersion(name[i:])
+	return name[:i], v
+}
+
+// archNumber turns sm_90 into 90 (sm_90a into 90).
+func archNumber(a string) int {
+	n := 0
+	for _, c := range strings.TrimPrefix(a, "sm_") {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// cudaTag turns 12.1 into "121", the suffix of PyTorch's cu121 variant.
+func cudaTag(v Version) string { return fmt.Sprintf("%d%d", v.Major(), v.Minor()) }
+
+// loadOnly builds a DB from parsed files alone, without the built-in rows
+// (for tests of the rules on a small, fixed world).
+func loadOnly(files ...*File) (*DB, error) { return build(files, 0) }

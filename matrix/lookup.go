@@ -1,0 +1,114 @@
+package matrix
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// DriverFloor returns the strict Linux driver floor of CUDA release v (x.y
+// or x.y.z). For x.y it is the highest floor of any x.y.z release, so the
+// result never understates what a wheel built with "x.y" may need. A
+// release whose row has no min_driver takes the floor of the newest older
+// release of the same minor. ok is false when no floor is published.
+func (db *DB) DriverFloor(v Version) (floor Version, ok bool) {
+	if v.Len() >= 3 {
+		// Exact release, or the newest older patch of the same minor.
+		for _, r := range db.CUDA { // newest first
+			if r.Version.HasPrefix(v.Trunc(2)) && r.Version.Compare(v) <= 0 && !r.MinDriver.IsZero() {
+				return r.MinDriver, true
+			}
+		}
+		return Version{}, false
+	}
+	for _, r := range db.CUDA {
+		if r.Version.HasPrefix(v) && !r.MinDriver.IsZero() && (floor.IsZero() || floor.Less(r.MinDriver)) {
+			floor = r.MinDriver
+		}
+	}
+	return floor, !floor.IsZero()
+}
+
+// CompatFloor returns the minor-version-compatibility driver floor of a
+// CUDA major version.
+func (db *DB) CompatFloor(major int) (Version, bool) {
+	f, ok := db.CUDAFamilies[major]
+	return f.MinDriverCompat, ok
+}
+
+// ArchsFor returns the architectures CUDA release v can compile for.
+func (db *DB) ArchsFor(v Version) []string {
+	mm := v.Trunc(2)
+	var out []string
+	for _, a := range db.Archs {
+		if a.AddedIn.Compare(mm) <= 0 && (a.RemovedIn.IsZero() || mm.Less(a.RemovedIn)) {
+			out = append(out, a.Arch)
+		}
+	}
+	return out
+}
+
+// Arch returns the row of architecture sm_XY.
+func (db *DB) Arch(name string) (Arch, bool) {
+	for _, a := range db.Archs {
+		if a.Arch == name {
+			return a, true
+		}
+	}
+	return Arch{}, false
+}
+
+// FindGPU finds a GPU by name or alias (case-insensitive), or by
+// architecture (sm_90 or 9.0), which yields a GPU row with only Name and
+// Arch set.
+func (db *DB) FindGPU(s string) (GPU, error) {
+	q := strings.ToLower(strings.TrimSpace(s))
+	for _, g := range db.GPUs {
+		if strings.ToLower(g.Name) == q || slices.Contains(g.Aliases, q) {
+			return g, nil
+		}
+	}
+	arch := q
+	if v, err := ParseVersion(q); err == nil && v.Len() == 2 {
+		arch = fmt.Sprintf("sm_%d%d", v.Major(), v.Minor())
+	}
+	if archRE.MatchString(arch) {
+		return GPU{Name: arch, Arch: arch}, nil
+	}
+	var names []string
+	for _, g := range db.GPUs {
+		names = append(names, g.Name)
+	}
+	return GPU{}, fmt.Errorf("unknown GPU %q: give a name (%s), or an architecture such as sm_90; see gpuimg matrix list gpus", s, strings.Join(names, ", "))
+}
+
+// BaseImageTag is the nvidia/cuda tag for a release, flavor and OS.
+func BaseImageTag(cuda Version, flavor, os string) string {
+	return fmt.Sprintf("nvidia/cuda:%s-%s-%s", cuda, flavor, os)
+}
+
+// archCovered says whether code compiled for the SASS archs and PTX archs
+// runs on GPU architecture g: SASS runs on the same major and any later
+// minor (sm_80 code runs on sm_86), PTX is JIT-compiled for any later GPU.
+// Architecture-specific targets (sm_90a) run only on that exact GPU.
+func archCovered(g string, sass, ptx []string) (native, viaPTX bool) {
+	gn := archNumber(g)
+	for _, s := range sass {
+		sn := archNumber(s)
+		if strings.HasSuffix(s, "a") || strings.HasSuffix(s, "f") {
+			if sn == gn {
+				native = true
+			}
+			continue
+		}
+		if sn/10 == gn/10 && sn <= gn {
+			native = true
+		}
+	}
+	for _, p := range ptx {
+		if archNumber(p) <= gn {
+			viaPTX = true
+		}
+	}
+	return native, viaPTX
+}

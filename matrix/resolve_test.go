@@ -1,0 +1,335 @@
+package matrix
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func world(t *testing.T) *DB {
+	t.Helper()
+	b, err := os.ReadFile("testdata/world.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFile("testdata/world.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := loadOnly(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func cons(s string) *Constraint { c := MustConstraint(s); return &c }
+
+func TestResolveRules(t *testing.T) {
+	db := world(t)
+	tests := []struct {
+		name string
+		c    Constraints
+		// want holds expected Stack fields; empty strings are not checked.
+		want      Stack
+		fwCUDA    string   // torch's wheel CUDA, if checked
+		noteHas   []string // substrings some note must contain
+		conflict  string   // substring of the conflict reason
+		dropped   []string // flags whose drop must give an alternative
+		inputErr  string   // substring of a non-conflict error
+		archs     []string
+		wantNoPTX bool
+	}{
+		{
+			name:    "older wheel CUDA runs on newer image CUDA of the same major",
+			c:       Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3")},
+			want:    Stack{CUDA: "12.2.2", MinDriver: "535.104.05", MinDriverCompat: "525.60.13", RequireCUDA: "cuda>=12.2", BaseImage: "nvidia/cuda:12.2.2-runtime-ubuntu22.04", Python: "3.10", OS: "ubuntu22.04", CuDNN: "8.9.2.26", NCCL: "2.20.5"},
+			fwCUDA:  "12.1",
+			noteHas: []string{"built for CUDA 12.1; they run on the CUDA 12.2.2 image through minor-version compatibility", "experimental"},
+		},
+		{
+			name:   "stable variant first; image CUDA as close to the wheels as possible",
+			c:      Constraints{Torch: cons("2.3")},
+			want:   Stack{CUDA: "11.8.0", MinDriver: "520.61.05", MinDriverCompat: "450.80.02", RequireCUDA: "cuda>=11.8"},
+			fwCUDA: "11.8",
+		},
+		{
+			name:   "without a stable variant for the CUDA, the closest image for the wheel",
+			c:      Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12")},
+			want:   Stack{CUDA: "12.4.1"},
+			fwCUDA: "12.1",
+		},
+		{
+			name:     "wheel CUDA newer than the image is refused",
+			c:        Constraints{CUDA: MustConstraint("12.1"), TensorFlow: cons("2.15")},
+			conflict: "tensorflow 2.15.0 wheels are built for CUDA 12.2; an image with CUDA 12.1.1 cannot run them",
+			dropped:  []string{"--cuda 12.1"},
+		},
+		{
+			name:     "wheel CUDA of another major is refused",
+			c:        Constraints{CUDA: MustConstraint("11.8"), Torch: cons("2.2")},
+			conflict: "torch 2.2.0 wheels are built for CUDA 12.1; an image with CUDA 11.8.0 cannot run them",
+			dropped:  []string{"--cuda 11.8"},
+		},
+		{
+			name:     "driver below the strict floor is a conflict and names --compat",
+			c:        Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3"), Driver: MustVersion("530.30.02")},
+			conflict: "--compat would allow it",
+			dropped:  []string{"--driver 530.30.02"},
+		},
+		{
+			name:    "driver under --compat meets the family floor and relaxes NVIDIA_REQUIRE_CUDA",
+			c:       Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3"), Driver: MustVersion("530.30.02"), Compat: true},
+			want:    Stack{CUDA: "12.2.2", RequireCUDA: "cuda>=12.0", MinDriver: "535.104.05"},
+			noteHas: []string{"minor-version compatibility, so PTX JIT is unavailable"},
+		},
+		{
+			name:     "driver below the compatibility floor is a conflict even with --compat",
+			c:        Constraints{CUDA: MustConstraint("12"), Torch: cons("2.3"), Driver: MustVersion("470.57.02"), Compat: true},
+			conflict: "driver 470.57.02 is below the stack's floor",
+		},
+		{
+			name: "a driver picks the newest CUDA whose strict floor it meets",
+			c:    Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12"), Driver: MustVersion("536.0")},
+			want: Stack{CUDA: "12.2.2", MinDriver: "535.104.05"},
+		},
+		{
+			name: "the floor is the highest over the image and every framework",
+			c:    Constraints{CUDA: MustConstraint("12.1"), JAX: cons("0.4.31")},
+			want: Stack{CUDA: "12.1.1", MinDriver: "540.0", MinDriverCompat: "540.0"},
+		},
+		{
+			name: "a framework floor below the image floor does not lower it",
+			c:    Constraints{CUDA: MustConstraint("12.1"), JAX: cons("0.4.30")},
+			want: Stack{CUDA: "12.1.1", MinDriver: "530.30.02", MinDriverCompat: "525.60.13"},
+		},
+		{
+			name:    "SASS runs forward within a major: sm_80 code on an sm_86 GPU",
+			c:       Constraints{Torch: cons("2.2"), GPU: "a10"},
+			want:    Stack{GPU: "A10"},
+			archs:   []string{"sm_80"},
+			noteHas: []string{"bundles cuDNN 8.9.2.26"},
+		},
+		{
+			name:     "SASS does not cross majors and without PTX there is no kernel",
+			c:        Constraints{Torch: cons("2.2"), GPU: "h100"},
+			conflict: "torch 2.2.0 cu121 has no kernels for H100-SXM (sm_90): it was compiled for sm_80",
+			dropped:  []string{"--gpu h100", "--torch 2.2"},
+		},
+		{
+			name:     "a GPU newer than the toolkit is explained",
+			c:        Constraints{Torch: cons("2.3"), GPU: "b200"},
+			conflict: "B200 (sm_100, Blackwell) needs CUDA 12.8 or newer",
+		},
+		{
+			name:    "PTX is JIT-compiled forward, with a note",
+			c:       Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12"), GPU: "sm_100"},
+			conflict: "needs CUDA 12.8 or newer",
+		},
+		{
+			name: "python: the OS default when the frameworks allow it",
+			c:    Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12.2")},
+			want: Stack{Python: "3.10", OS: "ubuntu22.04"},
+		},
+		{
+			name: "python: another OS when the preferred one lacks the version",
+			c:    Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12.2"), Python: MustConstraint("3.12")},
+			want: Stack{Python: "3.12", OS: "rockylinux9"},
+		},
+		{
+			name:     "python: no OS and framework agree",
+			c:        Constraints{Torch: cons("2.2"), Python: MustConstraint("3.12")},
+			conflict: "no Python fits",
+		},
+		{
+			name: "old TensorFlow loads CUDA and cuDNN from the image: cudnn flavor",
+			c:    Constraints{TensorFlow: cons("2.13")},
+			want: Stack{CUDA: "11.8.0", SystemCuDNN: true, BaseImage: "nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04", CuDNN: "8.9.6.50"},
+		},
+		{
+			name:     "pip cannot hold two cuDNN majors",
+			c:        Constraints{Torch: cons("2.3"), JAX: cons("0.4.30"), CUDA: MustConstraint("12")},
+			conflict: "needs cuDNN >=9.1; pip cannot install both",
+		},
+		{
+			name: "--cudnn selects the framework variant",
+			c:    Constraints{Torch: cons("2.3"), CuDNN: MustConstraint("8.7")},
+			want: Stack{CUDA: "11.8.0", CuDNN: "8.7.0.84"},
+		},
+		{
+			name: "--cudnn with no framework asks for a cudnn base image",
+			c:    Constraints{CuDNN: MustConstraint("8")},
+			want: Stack{CUDA: "11.8.0", SystemCuDNN: true, CuDNN: "8.9.6.50"},
+		},
+		{
+			name: "no framework: newest CUDA, toolkit architectures",
+			c:    Constraints{},
+			want: Stack{CUDA: "12.4.1", OS: "ubuntu22.04"},
+		},
+		{
+			name:     "a GPU support removed from CUDA",
+			c:        Constraints{GPU: "nonexistent-gpu"},
+			inputErr: "unknown GPU",
+		},
+		{
+			name:     "unknown framework version",
+			c:        Constraints{Torch: cons("9.9")},
+			inputErr: `no torch release matches "9.9"; known: 2.3.1, 2.2.0`,
+		},
+		{
+			name:     "unknown flavor",
+			c:        Constraints{Flavor: "slim"},
+			inputErr: "unknown flavor",
+		},
+		{
+			name: "OS family prefix",
+			c:    Constraints{OS: "rockylinux"},
+			want: Stack{OS: "rockylinux9", Python: "3.9"},
+		},
+		{
+			name:     "unknown OS",
+			c:        Constraints{OS: "debian12"},
+			inputErr: "unknown OS",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := db.Resolve(tt.c)
+			if tt.inputErr != "" {
+				if err == nil || errors.Is(err, ErrNoStack) || !strings.Contains(err.Error(), tt.inputErr) {
+					t.Fatalf("err = %v, want an input error mentioning %q", err, tt.inputErr)
+				}
+				return
+			}
+			if tt.conflict != "" {
+				var ce *ConflictError
+				if !errors.As(err, &ce) || !errors.Is(err, ErrNoStack) {
+					t.Fatalf("err = %v (stack %+v), want a ConflictError", err, s)
+				}
+				if !strings.Contains(ce.Reason, tt.conflict) {
+					t.Errorf("reason = %q, want it to contain %q", ce.Reason, tt.conflict)
+				}
+				got := map[string]bool{}
+				for _, a := range ce.Alternatives {
+					got[a.Dropped] = true
+				}
+				for _, d := range tt.dropped {
+					if !got[d] {
+						t.Errorf("no alternative without %s; got %v", d, ce.Alternatives)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			w := reflect.ValueOf(tt.want)
+			g := reflect.ValueOf(s)
+			for i := range w.NumField() {
+				f := w.Field(i)
+				if f.Kind() == reflect.String && f.String() != "" && f.String() != g.Field(i).String() {
+					t.Errorf("%s = %q, want %q", w.Type().Field(i).Name, g.Field(i).String(), f.String())
+				}
+				if f.Kind() == reflect.Bool && f.Bool() && !g.Field(i).Bool() {
+					t.Errorf("%s = false, want true", w.Type().Field(i).Name)
+				}
+			}
+			if tt.fwCUDA != "" && s.Frameworks["torch"].CUDA != tt.fwCUDA {
+				t.Errorf("torch wheel CUDA = %s, want %s", s.Frameworks["torch"].CUDA, tt.fwCUDA)
+			}
+			if tt.archs != nil && !reflect.DeepEqual(s.GPUArchs, tt.archs) {
+				t.Errorf("gpu_archs = %v, want %v", s.GPUArchs, tt.archs)
+			}
+			all := strings.Join(s.Notes, "\n")
+			for _, n := range tt.noteHas {
+				if !strings.Contains(all, n) {
+					t.Errorf("no note contains %q; notes:\n%s", n, all)
+				}
+			}
+		})
+	}
+}
+
+func TestResolvePTXForward(t *testing.T) {
+	db := world(t)
+	// Add a GPU newer than the wheels' SASS but supported by the toolkit:
+	// sm_89 is covered by sm_80 SASS (same major), so use a pretend sm_91
+	// row? No: keep to real architectures. torch 2.3.1 cu121 has sm_90 PTX,
+	// and an sm_100 GPU needs CUDA 12.8, absent here; so check the PTX rule
+	// directly.
+	native, jit := archCovered("sm_100", []string{"sm_80", "sm_90"}, []string{"sm_90"})
+	if native || !jit {
+		t.Errorf("sm_100 with sm_90 PTX: native=%v jit=%v, want false true", native, jit)
+	}
+	native, jit = archCovered("sm_86", []string{"sm_80"}, nil)
+	if !native || jit {
+		t.Errorf("sm_86 with sm_80 SASS: native=%v jit=%v, want true false", native, jit)
+	}
+	native, _ = archCovered("sm_90", []string{"sm_90a"}, nil)
+	if !native {
+		t.Error("sm_90a code must run on sm_90")
+	}
+	native, _ = archCovered("sm_100", []string{"sm_90a"}, nil)
+	if native {
+		t.Error("sm_90a code must not run on sm_100")
+	}
+	native, _ = archCovered("sm_80", []string{"sm_86"}, nil)
+	if native {
+		t.Error("sm_86 code must not run on sm_80 (SASS runs forward only)")
+	}
+	_ = db
+}
+
+func TestResolveDeterministic(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3")}
+	var first []byte
+	for i := range 5 {
+		s, err := db.Resolve(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(s)
+		if i == 0 {
+			first = b
+		} else if string(b) != string(first) {
+			t.Fatalf("run %d differs:\n%s\n%s", i, first, b)
+		}
+	}
+}
+
+// TestBuiltinCUDA122Torch23 is the issue's headline example, on the real
+// facts: a CUDA 12.2.2 image with torch 2.3.1 cu121 wheels and a note.
+func TestBuiltinCUDA122Torch23(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Resolve(Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tor := s.Frameworks["torch"]
+	if s.CUDA != "12.2.2" || tor.Version != "2.3.1" || tor.CUDA != "12.1" || tor.IndexURL != "https://download.pytorch.org/whl/cu121" {
+		t.Fatalf("got CUDA %s torch %s cu%s from %s", s.CUDA, tor.Version, tor.CUDA, tor.IndexURL)
+	}
+	if s.MinDriver != "535.104.05" || s.MinDriverCompat != "525.60.13" || s.RequireCUDA != "cuda>=12.2" {
+		t.Errorf("floors %s / %s, require %s", s.MinDriver, s.MinDriverCompat, s.RequireCUDA)
+	}
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "minor-version compatibility") {
+		t.Errorf("no note on minor-version compatibility: %v", s.Notes)
+	}
+	want := []string{"torch==2.3.1", "torchvision==0.18.1", "torchaudio==2.3.1"}
+	if !reflect.DeepEqual(tor.Packages, want) {
+		t.Errorf("packages = %v, want %v", tor.Packages, want)
+	}
+	if len(s.Sources) == 0 {
+		t.Error("stack names no sources")
+	}
+}

@@ -1,0 +1,66 @@
+package matrix
+
+// Stack is a fully pinned GPU software stack. Its JSON form is a public
+// contract: it is what `gpuimg matrix resolve -o json` prints and what the
+// builder stores in the image label dev.gpuimg.stack. Add fields; never
+// rename or remove one.
+type Stack struct {
+	// CUDA is the x.y.z of the image's CUDA toolkit (the base image).
+	CUDA string `json:"cuda" yaml:"cuda"`
+	// CuDNN is the cuDNN the stack's frameworks load: the one bundled with
+	// the framework wheels, else the one in the base image. Empty if none.
+	CuDNN string `json:"cudnn,omitempty" yaml:"cudnn,omitempty"`
+	// NCCL is the NCCL the frameworks load, when known.
+	NCCL string `json:"nccl,omitempty" yaml:"nccl,omitempty"`
+	// Python is the CPython minor version (3.10), from the OS's packages.
+	Python string `json:"python" yaml:"python"`
+	// OS is the base image's OS as NVIDIA names it (ubuntu22.04).
+	OS string `json:"os" yaml:"os"`
+	// Flavor is runtime, devel or base.
+	Flavor string `json:"flavor" yaml:"flavor"`
+	// SystemCuDNN is true when the base image itself carries cuDNN (a
+	// cudnn flavor), because a framework or the user needs it there.
+	SystemCuDNN bool `json:"system_cudnn" yaml:"system_cudnn"`
+	// BaseImage is the NVIDIA image tag to build FROM (the builder pins it
+	// by digest).
+	BaseImage string `json:"base_image" yaml:"base_image"`
+	// MinDriver is the lowest Linux driver that runs everything in the
+	// stack without relying on minor-version compatibility.
+	MinDriver string `json:"min_driver" yaml:"min_driver"`
+	// MinDriverCompat is the lowest Linux driver that runs it under CUDA
+	// minor-version compatibility (no PTX JIT, some APIs unavailable).
+	MinDriverCompat string `json:"min_driver_compat" yaml:"min_driver_compat"`
+	// RequireCUDA is the value for the image's NVIDIA_REQUIRE_CUDA.
+	RequireCUDA string `json:"require_cuda" yaml:"require_cuda"`
+	// GPUArchs are the GPU architectures (sm_XY) the stack has native
+	// kernels (SASS) for; PTXArchs those it can JIT-compile from.
+	GPUArchs []string `json:"gpu_archs" yaml:"gpu_archs"`
+	PTXArchs []string `json:"ptx_archs,omitempty" yaml:"ptx_archs,omitempty"`
+	// GPU is the target GPU the stack was resolved for, if one was given.
+	GPU string `json:"gpu,omitempty" yaml:"gpu,omitempty"`
+	// Frameworks maps torch, tensorflow and jax to what is installed.
+	Frameworks map[string]Framework `json:"frameworks" yaml:"frameworks"`
+	// Notes explain choices a reader might not expect.
+	Notes []string `json:"notes" yaml:"notes"`
+	// Sources maps each source id the stack's facts came from to its URL.
+	Sources map[string]string `json:"sources" yaml:"sources"`
+}
+
+// Framework is one framework in a Stack.
+type Framework struct {
+	Version string `json:"version" yaml:"version"`
+	// CUDA is the major.minor the wheel variant was built for (12.1 for cu121).
+	CUDA string `json:"cuda" yaml:"cuda"`
+	// CuDNN and NCCL are what the wheels bundle or require.
+	CuDNN string `json:"cudnn,omitempty" yaml:"cudnn,omitempty"`
+	NCCL  string `json:"nccl,omitempty" yaml:"nccl,omitempty"`
+	// Status is stable or experimental (PyTorch's labels for its variants).
+	Status string `json:"status,omitempty" yaml:"status,omitempty"`
+	// IndexURL is the pip index to install Packages from; empty means PyPI.
+	IndexURL string `json:"index_url,omitempty" yaml:"index_url,omitempty"`
+	// Packages are exact pip requirements (torch==2.3.1).
+	Packages []string `json:"packages" yaml:"packages"`
+	// Archs and PTX are the architectures compiled into the wheels, if known.
+	Archs []string `json:"archs,omitempty" yaml:"archs,omitempty"`
+	PTX   []string `json:"ptx,omitempty" yaml:"ptx,omitempty"`
+}

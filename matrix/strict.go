@@ -1,0 +1,128 @@
+package matrix
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// yaml.v3's Node.Decode ignores unknown keys, and a typo in a team's matrix
+// file ("min_drvier") must not be silently dropped. checkKeys walks the node
+// tree beside the Go type and rejects keys the type does not have.
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+func typeOf(v any) reflect.Type { return reflect.TypeOf(v).Elem() }
+
+// yamlFields maps the YAML key of every field of struct type t, including
+// fields of inlined structs, to that field's type.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // leaf types check themselves
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: %s must be a mapping (key: value), not %s", n.Line, describe(path), kindName(n.Kind))
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ft, ok := fields[k.Value]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for name := range fields {
+					known = append(known, name)
+				}
+				slices.Sort(known)
+				return fmt.Errorf("line %d: unknown key %q in %s; known keys: %s", k.Line, k.Value, describe(path), strings.Join(known, ", "))
+			}
+			if err := checkKeys(v, ft, joinPath(path, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("line %d: %s must be a list, not %s", n.Line, describe(path), kindName(n.Kind))
+		}
+		for _, item := range n.Content {
+			if err := checkKeys(item, t.Elem(), path+"[]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func describe(path string) string {
+	if path == "" {
+		return "the file"
+	}
+	return path
+}
+
+// setPositions records the file and line of every top-level row.
+func setPositions(f *File, root *yaml.Node, file string) {
+	rv := reflect.ValueOf(f).Elem()
+	byKey := map[string]int{}
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ",")
+		byKey[name] = i
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, seq := root.Content[i], root.Content[i+1]
+		idx, ok := byKey[k.Value]
+		if !ok || seq.Kind != yaml.SequenceNode {
+			continue
+		}
+		rows := rv.Field(idx)
+		for j, item := range seq.Content {
+			if j >= rows.Len() {
+				break
+			}
+			at := rows.Index(j).FieldByName("At")
+			if at.IsValid() && at.CanSet() {
+				at.Set(reflect.ValueOf(Pos{File: file, Line: item.Line}))
+			}
+		}
+	}
+}
