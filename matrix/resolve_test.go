@@ -125,8 +125,8 @@ func TestResolveRules(t *testing.T) {
 			conflict: "B200 (sm_100, Blackwell) needs CUDA 12.8 or newer",
 		},
 		{
-			name:    "PTX is JIT-compiled forward, with a note",
-			c:       Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12"), GPU: "sm_100"},
+			name:     "PTX is JIT-compiled forward, with a note",
+			c:        Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12"), GPU: "sm_100"},
 			conflict: "needs CUDA 12.8 or newer",
 		},
 		{
