@@ -149,7 +149,7 @@ cuda:
 	if s.Sources["ours"] == "" {
 		t.Errorf("sources %v lack ours", s.Sources)
 	}
-	if !strings.Contains(strings.Join(s.Notes, "\n"), "CUDA 12.2.2 from "+p+":12 replaces the row at data/cuda.yaml") {
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "CUDA 12.2.2 from ours.yaml:12 replaces the row at data/cuda.yaml") {
 		t.Errorf("no note on the replaced row: %v", s.Notes)
 	}
 }

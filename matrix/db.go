@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -98,7 +99,7 @@ func (m *merger[T]) add(rows []T, fileIdx, builtinCount int, seenInFile map[stri
 		seenInFile[k] = true
 		if i, ok := m.index[k]; ok {
 			if fileIdx >= builtinCount {
-				*m.replace = append(*m.replace, fmt.Sprintf("%s %s from %s replaces the row at %s", m.kind, k, m.pos(r), m.pos(m.rows[i])))
+				*m.replace = append(*m.replace, fmt.Sprintf("%s %s from %s replaces the row at %s", m.kind, k, shortPos(m.pos(r)), m.pos(m.rows[i])))
 			}
 			m.rows[i] = r
 			continue
@@ -151,7 +152,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 			}
 			images = slices.DeleteFunc(images, func(b BaseImage) bool {
 				if mine[b.CUDA.String()] && i >= builtinCount {
-					db.Replaced = append(db.Replaced, fmt.Sprintf("base images for CUDA %s from %s replace the row at %s", b.CUDA, f.BaseImages[0].At.File, b.At))
+					db.Replaced = append(db.Replaced, fmt.Sprintf("base images for CUDA %s from %s replace the row at %s", b.CUDA, filepath.Base(f.BaseImages[0].At.File), b.At))
 				}
 				return mine[b.CUDA.String()]
 			})
@@ -174,6 +175,10 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.sort()
 	return db, nil
 }
+
+// shortPos names a user file by its base name: the note ends up in image
+// labels, which must not depend on where the file lay on the build host.
+func shortPos(p Pos) string { return fmt.Sprintf("%s:%d", filepath.Base(p.File), p.Line) }
 
 func (m *merger[T]) setup(replace *[]string, errs *[]error) { m.replace, m.errs = replace, errs }
 

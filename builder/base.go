@@ -1,0 +1,120 @@
+package builder
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Base is a base image pinned by digest.
+type Base struct {
+	// Name is the canonical reference (docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04).
+	Name string `json:"name"`
+	// Digest is the manifest or index digest the tag pointed at.
+	Digest string `json:"digest"`
+	// From is what the Dockerfile's FROM says: the registry (or its
+	// mirror) reference with the digest.
+	From string `json:"from"`
+	// Created is the base image's creation time (of the first platform's
+	// config), the default SOURCE_DATE_EPOCH.
+	Created time.Time `json:"created"`
+}
+
+// Mirrors maps a registry host (docker.io) to a mirror (127.0.0.1:5000 or
+// https://mirror.example.com). A plain host name or an http:// mirror on
+// loopback is reached over plain HTTP.
+type Mirrors map[string]string
+
+// ParseMirrors parses REGISTRY=MIRROR pairs.
+func ParseMirrors(pairs []string) (Mirrors, error) {
+	m := Mirrors{}
+	for _, p := range pairs {
+		reg, mirror, ok := strings.Cut(p, "=")
+		if !ok || reg == "" || mirror == "" {
+			return nil, fmt.Errorf("registry mirror %q: want REGISTRY=MIRROR (docker.io=mirror.example.com)", p)
+		}
+		m[canonicalRegistry(reg)] = mirror
+	}
+	return m, nil
+}
+
+func canonicalRegistry(r string) string {
+	switch r {
+	case "docker.io", "index.docker.io", "registry-1.docker.io":
+		return name.DefaultRegistry
+	}
+	return r
+}
+
+// mirrorHost returns the host of a mirror and whether it is plain HTTP.
+func mirrorHost(m string) (host string, insecure bool) {
+	switch {
+	case strings.HasPrefix(m, "http://"):
+		return strings.TrimSuffix(strings.TrimPrefix(m, "http://"), "/"), true
+	case strings.HasPrefix(m, "https://"):
+		return strings.TrimSuffix(strings.TrimPrefix(m, "https://"), "/"), false
+	}
+	return strings.TrimSuffix(m, "/"), isLoopback(m)
+}
+
+func isLoopback(host string) bool {
+	h := host
+	if i := strings.LastIndex(h, ":"); i > 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "[::1]"
+}
+
+// PinBase resolves tag (as the resolver names it, nvidia/cuda:…) to a
+// digest, through a mirror when one is configured for its registry.
+func PinBase(ctx context.Context, tag string, mirrors Mirrors, platform *v1.Platform) (Base, error) {
+	ref, err := name.ParseReference(tag)
+	if err != nil {
+		return Base{}, fmt.Errorf("parse base image %s: %w", tag, err)
+	}
+	canonical := ref.Name()
+	if ref.Context().RegistryStr() == name.DefaultRegistry {
+		canonical = "docker.io/" + strings.TrimPrefix(canonical, name.DefaultRegistry+"/")
+	}
+	fetch := ref
+	if m, ok := mirrors[ref.Context().RegistryStr()]; ok {
+		host, insecure := mirrorHost(m)
+		var opts []name.Option
+		if insecure {
+			opts = append(opts, name.Insecure)
+		}
+		fetch, err = name.ParseReference(host+"/"+ref.Context().RepositoryStr()+":"+ref.Identifier(), opts...)
+		if err != nil {
+			return Base{}, fmt.Errorf("mirror %s for %s: %w", m, ref.Context().RegistryStr(), err)
+		}
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	if platform != nil {
+		opts = append(opts, remote.WithPlatform(*platform))
+	}
+	desc, err := remote.Get(fetch, opts...)
+	if err != nil {
+		return Base{}, fmt.Errorf("resolve base image %s (from %s): %w", canonical, fetch.Context().RegistryStr(), err)
+	}
+	b := Base{
+		Name:   canonical,
+		Digest: desc.Digest.String(),
+		From:   fetch.Context().Name() + ":" + ref.Identifier() + "@" + desc.Digest.String(),
+	}
+	img, err := desc.Image() // for an index, the platform's image
+	if err != nil {
+		return Base{}, fmt.Errorf("read base image %s: %w", canonical, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return Base{}, fmt.Errorf("read base image config %s: %w", canonical, err)
+	}
+	b.Created = cfg.Created.UTC()
+	return b, nil
+}

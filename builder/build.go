@@ -1,0 +1,385 @@
+package builder
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/cli/cli/config"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/cmd/buildctl/build"
+	"github.com/moby/buildkit/session"
+	"github.com/moby/buildkit/session/auth/authprovider"
+	"github.com/moby/buildkit/session/secrets/secretsprovider"
+	"github.com/moby/buildkit/util/progress/progressui"
+	"github.com/tonistiigi/fsutil"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// StackLabel is the image label holding the resolved stack as JSON.
+const StackLabel = "dev.gpuimg.stack"
+
+// Request is one build. It is a plain struct, like BuildKit's SolveOpt.
+type Request struct {
+	Stack  matrix.Stack
+	Extras Extras
+	// ContextDir is the directory --copy sources and the requirements file
+	// are relative to. Default: the current directory.
+	ContextDir string
+	// Platforms to build ("linux/amd64"); several give a multi-platform
+	// index. Default: the daemon's platform.
+	Platforms []string
+	// Tags are image names; with Push they are pushed to their registries.
+	Tags []string
+	Push bool
+	// Outputs are extra outputs in BuildKit's syntax (type=oci,dest=F …).
+	Outputs []string
+	// CacheFrom and CacheTo are cache imports/exports in BuildKit's syntax.
+	CacheFrom, CacheTo []string
+	// Secrets are BuildKit secrets: id=ID,src=FILE or id=ID,env=VAR.
+	Secrets []string
+	// Mirrors are registry mirrors, used to pin the base image; the daemon
+	// must use the same ones (a local daemon started by gpuimg does).
+	Mirrors Mirrors
+	// InsecureRegistries are pushed to over plain HTTP (loopback always is).
+	InsecureRegistries []string
+	// Pip index settings; when any is set, every pip step (frameworks
+	// included) uses them through a generated pip.conf secret.
+	PipIndexURL       string
+	PipExtraIndexURLs []string
+	PipTrustedHosts   []string
+	// SourceDateEpoch fixes timestamps; nil means the base image's
+	// creation time, so the same inputs give the same image.
+	SourceDateEpoch *int64
+	// Source, Revision fill org.opencontainers.image.source/revision.
+	Source, Revision string
+	// Progress receives BuildKit's progress display; nil discards it.
+	Progress     io.Writer
+	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
+}
+
+// Plan is a build ready to run: the pinned base, the generated Dockerfile
+// and the labels.
+type Plan struct {
+	Base            Base              `json:"base"`
+	Dockerfile      string            `json:"dockerfile"`
+	Labels          map[string]string `json:"labels"`
+	SourceDateEpoch int64             `json:"source_date_epoch"`
+}
+
+// Result is what a build produced.
+type Result struct {
+	// Digest is the image (or index) digest, when an image was exported.
+	Digest string `json:"digest,omitempty"`
+	Tags   []string     `json:"tags,omitempty"`
+	Pushed bool         `json:"pushed"`
+	Base   Base         `json:"base"`
+	Stack  matrix.Stack `json:"stack"`
+	// Duration is the wall time of the solve.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+func (r *Request) pipMirror() bool {
+	return r.PipIndexURL != "" || len(r.PipExtraIndexURLs) > 0 || len(r.PipTrustedHosts) > 0
+}
+
+func (r *Request) pipConf() []byte {
+	var b strings.Builder
+	b.WriteString("[global]\n")
+	if r.PipIndexURL != "" {
+		fmt.Fprintf(&b, "index-url = %s\n", r.PipIndexURL)
+	}
+	if len(r.PipExtraIndexURLs) > 0 {
+		fmt.Fprintf(&b, "extra-index-url = %s\n", strings.Join(r.PipExtraIndexURLs, "\n    "))
+	}
+	if len(r.PipTrustedHosts) > 0 {
+		fmt.Fprintf(&b, "trusted-host = %s\n", strings.Join(r.PipTrustedHosts, "\n    "))
+	}
+	return []byte(b.String())
+}
+
+func secretIDs(specs []string) ([]string, error) {
+	var ids []string
+	for _, s := range specs {
+		id := ""
+		for f := range strings.SplitSeq(s, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			if k == "id" {
+				id = v
+			}
+		}
+		if id == "" {
+			return nil, fmt.Errorf("secret %q: want id=ID,src=FILE or id=ID,env=VAR", s)
+		}
+		if id == SecretPipMirror {
+			return nil, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", id)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func parsePlatform(p string) (*v1.Platform, error) {
+	pl, err := v1.ParsePlatform(p)
+	if err != nil {
+		return nil, fmt.Errorf("platform %q: %w", p, err)
+	}
+	return pl, nil
+}
+
+// Prepare pins the base image and renders the build without running it
+// (this is what --dockerfile-only prints).
+func Prepare(ctx context.Context, req Request) (*Plan, error) {
+	ids, err := secretIDs(req.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	var platform *v1.Platform
+	if len(req.Platforms) > 0 {
+		if platform, err = parsePlatform(req.Platforms[0]); err != nil {
+			return nil, err
+		}
+	}
+	base, err := PinBase(ctx, req.Stack.BaseImage, req.Mirrors, platform)
+	if err != nil {
+		return nil, err
+	}
+	hasReq := req.Extras.Requirements != ""
+	df, err := Dockerfile(Definition{
+		Stack: req.Stack, Base: base.From, Extras: req.Extras,
+		PipMirror: req.pipMirror(), Secrets: ids, HasRequirements: hasReq,
+	})
+	if err != nil {
+		return nil, err
+	}
+	epoch := base.Created.Unix()
+	if req.SourceDateEpoch != nil {
+		epoch = *req.SourceDateEpoch
+	}
+	if epoch < 0 {
+		epoch = 0
+	}
+	var stackJSON strings.Builder
+	enc := json.NewEncoder(&stackJSON)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(req.Stack); err != nil {
+		return nil, fmt.Errorf("encode stack label: %w", err)
+	}
+	labels := map[string]string{
+		"org.opencontainers.image.created":     time.Unix(epoch, 0).UTC().Format(time.RFC3339),
+		"org.opencontainers.image.version":     versionLabel(req.Stack),
+		"org.opencontainers.image.base.name":   base.Name,
+		"org.opencontainers.image.base.digest": base.Digest,
+		StackLabel:                             strings.TrimSpace(stackJSON.String()),
+	}
+	if req.Source != "" {
+		labels["org.opencontainers.image.source"] = req.Source
+	}
+	if req.Revision != "" {
+		labels["org.opencontainers.image.revision"] = req.Revision
+	}
+	return &Plan{Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
+}
+
+// versionLabel summarises the stack: cuda12.2.2-torch2.3.1-py3.10.
+func versionLabel(s matrix.Stack) string {
+	parts := []string{"cuda" + s.CUDA}
+	for _, n := range frameworkOrder {
+		if fw, ok := s.Frameworks[n]; ok {
+			parts = append(parts, n+fw.Version)
+		}
+	}
+	parts = append(parts, "py"+s.Python)
+	return strings.Join(parts, "-")
+}
+
+// Build runs the plan on BuildKit: the generated Dockerfile through the
+// Dockerfile frontend, with the requested outputs, cache and secrets.
+func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Result, error) {
+	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
+		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
+	}
+	tmp, err := os.MkdirTemp("", "gpuimg-build-")
+	if err != nil {
+		return nil, fmt.Errorf("create build context: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy}
+	ctxDir := req.ContextDir
+	if ctxDir == "" {
+		ctxDir = "."
+	}
+	if req.Extras.Requirements != "" {
+		p := req.Extras.Requirements
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(ctxDir, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read requirements: %w", err)
+		}
+		files[ctxRequirements] = b
+	}
+	for name, b := range files {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return nil, fmt.Errorf("write build context: %w", err)
+		}
+	}
+	for _, cp := range req.Extras.Copy {
+		src, _, _ := strings.Cut(cp, ":")
+		if _, err := os.Stat(filepath.Join(ctxDir, src)); err != nil {
+			return nil, fmt.Errorf("copy %s: %w", cp, err)
+		}
+	}
+	localCtx, err := fsutil.NewFS(tmp)
+	if err != nil {
+		return nil, err
+	}
+	mounts := map[string]fsutil.FS{"context": localCtx, "dockerfile": localCtx}
+	attrs := map[string]string{
+		"filename":                    "Dockerfile",
+		"build-arg:SOURCE_DATE_EPOCH": strconv.FormatInt(plan.SourceDateEpoch, 10),
+	}
+	if len(req.Extras.Copy) > 0 {
+		userCtx, err := fsutil.NewFS(ctxDir)
+		if err != nil {
+			return nil, fmt.Errorf("context directory %s: %w", ctxDir, err)
+		}
+		mounts[UserContext] = userCtx
+		attrs["context:"+UserContext] = "local:" + UserContext
+	}
+	if len(req.Platforms) > 0 {
+		attrs["platform"] = strings.Join(req.Platforms, ",")
+	}
+	for k, v := range plan.Labels {
+		attrs["label:"+k] = v
+	}
+
+	exports, err := build.ParseOutput(req.Outputs)
+	if err != nil {
+		return nil, fmt.Errorf("--output: %w", err)
+	}
+	if len(req.Tags) > 0 {
+		e := client.ExportEntry{Type: client.ExporterImage, Attrs: map[string]string{"name": strings.Join(req.Tags, ",")}}
+		if req.Push {
+			e.Attrs["push"] = "true"
+			for _, t := range req.Tags {
+				if isLoopback(strings.SplitN(t, "/", 2)[0]) || slices.Contains(req.InsecureRegistries, strings.SplitN(t, "/", 2)[0]) {
+					e.Attrs["registry.insecure"] = "true"
+				}
+			}
+		}
+		exports = append(exports, e)
+	}
+	for i := range exports {
+		switch exports[i].Type {
+		case client.ExporterImage, client.ExporterOCI, client.ExporterDocker:
+			exports[i].Attrs["rewrite-timestamp"] = "true"
+		}
+	}
+	cacheTo, err := build.ParseExportCache(req.CacheTo)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-to: %w", err)
+	}
+	cacheFrom, err := build.ParseImportCache(req.CacheFrom)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-from: %w", err)
+	}
+
+	// Secrets: the user's, plus the generated pip.conf.
+	var sources []secretsprovider.Source
+	for _, s := range req.Secrets {
+		src := secretsprovider.Source{}
+		for f := range strings.SplitSeq(s, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "id":
+				src.ID = v
+			case "src", "source":
+				src.FilePath = v
+			case "env":
+				src.Env = v
+			default:
+				return nil, fmt.Errorf("secret %q: unknown key %q (use id, src, env)", s, k)
+			}
+		}
+		if src.FilePath == "" && src.Env == "" {
+			src.Env = src.ID
+		}
+		sources = append(sources, src)
+	}
+	if req.pipMirror() {
+		p := filepath.Join(tmp, "..", filepath.Base(tmp)+".pip.conf")
+		if err := os.WriteFile(p, req.pipConf(), 0o600); err != nil {
+			return nil, fmt.Errorf("write pip.conf secret: %w", err)
+		}
+		defer os.Remove(p)
+		sources = append(sources, secretsprovider.Source{ID: SecretPipMirror, FilePath: p})
+	}
+	store, err := secretsprovider.NewStore(sources)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	dockerConfig := config.LoadDefaultConfigFile(io.Discard)
+	attach := []session.Attachable{
+		authprovider.NewDockerAuthProvider(authprovider.DockerAuthProviderConfig{AuthConfigProvider: authprovider.LoadAuthConfig(dockerConfig)}),
+		secretsprovider.NewSecretProvider(store),
+	}
+
+	opt := client.SolveOpt{
+		Frontend:      "dockerfile.v0",
+		FrontendAttrs: attrs,
+		LocalMounts:   mounts,
+		Exports:       exports,
+		CacheExports:  cacheTo,
+		CacheImports:  cacheFrom,
+		Session:       attach,
+	}
+	mode := req.ProgressMode
+	if mode == "" {
+		mode = string(progressui.AutoMode)
+	}
+	out := req.Progress
+	if out == nil {
+		out, mode = io.Discard, string(progressui.QuietMode)
+	}
+	display, err := progressui.NewDisplay(out, progressui.DisplayMode(mode))
+	if err != nil {
+		return nil, fmt.Errorf("progress %s: %w", mode, err)
+	}
+	ch := make(chan *client.SolveStatus) // closed by Solve
+	start := time.Now()
+	var resp *client.SolveResponse
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() error {
+		var err error
+		resp, err = c.Solve(ectx, nil, opt, ch)
+		return err
+	})
+	eg.Go(func() error {
+		_, err := display.UpdateFrom(context.WithoutCancel(ectx), ch)
+		return err
+	})
+	if err := eg.Wait(); err != nil {
+		return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
+	}
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start)}
+	if resp != nil {
+		res.Digest = resp.ExporterResponse["containerimage.digest"]
+	}
+	return res, nil
+}

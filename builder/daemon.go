@@ -1,0 +1,254 @@
+package builder
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/buildkit/client"
+)
+
+// Connect dials a BuildKit daemon (unix://, tcp://, docker-container://,
+// kube-pod:// … as BuildKit's client accepts) and checks it answers.
+func Connect(ctx context.Context, addr string, opts ...client.ClientOpt) (*client.Client, error) {
+	c, err := client.New(ctx, addr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to buildkitd at %s: %w", addr, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.ListWorkers(pctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("buildkitd at %s does not answer: %w", addr, err)
+	}
+	return c, nil
+}
+
+// Local manages a buildkitd that gpuimg starts itself and reuses across
+// runs. It keeps its state (root, socket, config, log, pid) in StateDir.
+type Local struct {
+	// StateDir holds the daemon's state. Required.
+	StateDir string
+	// Buildkitd is the buildkitd binary; empty means look it up on PATH.
+	Buildkitd string
+	// Mirrors and InsecureRegistries go into buildkitd.toml.
+	Mirrors            Mirrors
+	InsecureRegistries []string
+}
+
+// ErrNeedsRoot is returned when a local buildkitd cannot be started
+// because gpuimg does not run as root.
+var ErrNeedsRoot = errors.New("gpuimg starts a local buildkitd only as root")
+
+func (l *Local) socket() string {
+	p := filepath.Join(l.StateDir, "buildkitd.sock")
+	if len(p) < 100 {
+		return p
+	}
+	// Unix socket paths are limited to 108 bytes.
+	sum := sha256.Sum256([]byte(l.StateDir))
+	return fmt.Sprintf("/run/gpuimg-%x.sock", sum[:6])
+}
+
+// Address is the daemon's address.
+func (l *Local) Address() string { return "unix://" + l.socket() }
+
+func (l *Local) config() []byte {
+	var b bytes.Buffer
+	b.WriteString("# Written by gpuimg; rewritten when its settings change.\n")
+	b.WriteString("[worker.oci]\n  enabled = true\n  snapshotter = \"overlayfs\"\n  gc = true\n")
+	b.WriteString("[worker.containerd]\n  enabled = false\n")
+	insecure := map[string]bool{}
+	for _, r := range l.InsecureRegistries {
+		insecure[r] = true
+	}
+	regs := make([]string, 0, len(l.Mirrors))
+	for r := range l.Mirrors {
+		regs = append(regs, r)
+	}
+	sort.Strings(regs)
+	for _, r := range regs {
+		host, plain := mirrorHost(l.Mirrors[r])
+		reg := r
+		if reg == "index.docker.io" {
+			reg = "docker.io"
+		}
+		fmt.Fprintf(&b, "[registry.%q]\n  mirrors = [%q]\n", reg, host)
+		if plain {
+			insecure[host] = true
+		}
+	}
+	hosts := make([]string, 0, len(insecure))
+	for h := range insecure {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "[registry.%q]\n  http = true\n  insecure = true\n", h)
+	}
+	return b.Bytes()
+}
+
+// Ensure returns a client for the local daemon, starting it (detached, so
+// later runs reuse it) if it is not running or its settings changed.
+func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
+	if err := os.MkdirAll(l.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create buildkitd state dir: %w", err)
+	}
+	cfgPath := filepath.Join(l.StateDir, "buildkitd.toml")
+	want := l.config()
+	have, _ := os.ReadFile(cfgPath)
+	if pid := l.pid(); pid > 0 {
+		if bytes.Equal(have, want) {
+			if c, err := Connect(ctx, l.Address()); err == nil {
+				return c, nil
+			}
+		}
+		if err := l.Stop(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w (rootless BuildKit needs rootlesskit); run as root, or pass --builder ADDR (or BUILDKIT_HOST) for a running buildkitd", ErrNeedsRoot)
+	}
+	bin := l.Buildkitd
+	if bin == "" {
+		var err error
+		if bin, err = findBinary("buildkitd"); err != nil {
+			return nil, fmt.Errorf("buildkitd not found; build it with `make tools` (pinned in tools/go.mod) and put bin/ on PATH, or pass --builder ADDR: %w", err)
+		}
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		return nil, errors.New("runc not found; install it (apt-get install runc) or pass --builder ADDR for a running buildkitd")
+	}
+	if err := os.WriteFile(cfgPath, want, 0o600); err != nil {
+		return nil, fmt.Errorf("write buildkitd config: %w", err)
+	}
+	sock := l.socket()
+	_ = os.Remove(sock)
+	logf, err := os.OpenFile(filepath.Join(l.StateDir, "buildkitd.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open buildkitd log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin,
+		"--root", filepath.Join(l.StateDir, "root"),
+		"--addr", "unix://"+sock,
+		"--config", cfgPath,
+		"--oci-worker-net", "host",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive gpuimg, for reuse
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start buildkitd: %w", err)
+	}
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(filepath.Join(l.StateDir, "buildkitd.pid"), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+		return nil, fmt.Errorf("write buildkitd pid: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("buildkitd exited at start (%v): %s", err, l.logTail())
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if _, err := os.Stat(sock); err == nil {
+			if c, err := Connect(ctx, l.Address()); err == nil {
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("buildkitd did not answer within 30s: %s", l.logTail())
+		}
+	}
+}
+
+func (l *Local) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(l.StateDir, "buildkitd.log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// pid returns the pid of a running daemon started by gpuimg, or 0.
+func (l *Local) pid() int {
+	b, err := os.ReadFile(filepath.Join(l.StateDir, "buildkitd.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		return 0
+	}
+	// Make sure the pid is still a buildkitd (pids are reused).
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !bytes.Contains(cmdline, []byte("buildkitd")) {
+		return 0
+	}
+	return pid
+}
+
+// Running reports whether the local daemon runs, and its pid.
+func (l *Local) Running() (int, bool) {
+	pid := l.pid()
+	return pid, pid > 0
+}
+
+// Stop stops the local daemon if it runs (SIGTERM, then SIGKILL after 10s).
+func (l *Local) Stop(ctx context.Context) error {
+	pid := l.pid()
+	if pid == 0 {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop buildkitd (pid %d): %w", pid, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			time.Sleep(200 * time.Millisecond)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	_ = os.Remove(filepath.Join(l.StateDir, "buildkitd.pid"))
+	return nil
+}
+
+// findBinary looks for name on PATH, then beside the running executable.
+func findBinary(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on PATH nor beside gpuimg", name)
+}

@@ -1,0 +1,144 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/builder"
+)
+
+// Env is a running build environment: a registry standing in for Docker
+// Hub (buildkitd and gpuimg reach it through --registry-mirror), a
+// buildkitd started by builder.Local, and a PEP 503 index of wheels.
+type Env struct {
+	Dir      string
+	Tools    Tools
+	Registry *Registry
+	BuildKit *builder.Local
+	Index    *Index
+	// WheelDir is what Index serves; add wheels with Wheel.
+	WheelDir string
+	// MatrixFile adjusts the matrix to the fixtures: the Debian bookworm
+	// rootfs standing in for ubuntu22.04 has Python 3.11.
+	MatrixFile string
+	rootfs     string
+}
+
+// fixtureMatrix describes the fixture base images truthfully.
+const fixtureMatrix = `# The test environment's base images are Debian bookworm root filesystems
+# pushed under NVIDIA's tag names; this file tells the resolver what is
+# really in them.
+sources:
+  - id: gpuimg-testenv
+    title: gpuimg test environment (Debian bookworm rootfs standing in for nvidia/cuda ubuntu22.04 images)
+    url: https://github.com/gpuimg/gpuimg/tree/main/internal/testenv
+os:
+  - name: ubuntu22.04
+    family: ubuntu
+    pythons: ["3.11"]
+    source: gpuimg-testenv
+`
+
+// Start starts a registry, a buildkitd and an index under dir (keep dir
+// short: buildkitd's socket lives there). Call Stop when done, also on error.
+func Start(ctx context.Context, dir string) (*Env, error) {
+	e := &Env{Dir: dir}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("the build environment needs root (buildkitd with runc)")
+	}
+	if err := EnsurePackages(ctx, "runc", "debootstrap"); err != nil {
+		return nil, err
+	}
+	var err error
+	if e.Tools, err = BuildTools(ctx); err != nil {
+		return nil, err
+	}
+	if e.rootfs, err = BaseRootfs(ctx); err != nil {
+		return nil, err
+	}
+	if e.Registry, err = StartRegistry(ctx, e.Tools.Registry, filepath.Join(dir, "registry")); err != nil {
+		return e, err
+	}
+	e.BuildKit = &builder.Local{
+		StateDir:  filepath.Join(dir, "bk"),
+		Buildkitd: e.Tools.Buildkitd,
+		Mirrors:   builder.Mirrors{"index.docker.io": e.Registry.Host},
+	}
+	c, err := e.BuildKit.Ensure(ctx)
+	if err != nil {
+		return e, err
+	}
+	c.Close()
+	e.WheelDir = filepath.Join(dir, "wheels")
+	if err := os.MkdirAll(e.WheelDir, 0o755); err != nil {
+		return e, err
+	}
+	if e.Index, err = ServeIndex(e.WheelDir); err != nil {
+		return e, err
+	}
+	e.MatrixFile = filepath.Join(dir, "fixture-matrix.yaml")
+	if err := os.WriteFile(e.MatrixFile, []byte(fixtureMatrix), 0o644); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// Mirror is the --registry-mirror value that reaches the fixture registry.
+func (e *Env) Mirror() string { return "docker.io=" + e.Registry.Host }
+
+// PushBase pushes the fixture rootfs as tag (nvidia/cuda:12.2.2-runtime-ubuntu22.04)
+// to the registry standing in for Docker Hub, with NVIDIA's environment.
+func (e *Env) PushBase(ctx context.Context, tag string) (string, error) {
+	repo, version, _ := strings.Cut(tag, ":")
+	cuda := strings.SplitN(version, "-", 2)[0]
+	mm := strings.Join(strings.SplitN(cuda, ".", 3)[:2], ".")
+	env := []string{"CUDA_VERSION=" + cuda, "NVIDIA_REQUIRE_CUDA=cuda>=" + mm, "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}
+	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, env)
+}
+
+// TorchWheels writes wheels for torch, torchvision and torchaudio as the
+// CUDA variant cuda (12.1) would ship them, for CPython 3.11 on x86_64:
+// real names, real version labels (+cu121), and torch/version.py with its
+// cuda line, which is what gpuimg's install check reads.
+func (e *Env) TorchWheels(torch, vision, audio, cuda string) error {
+	local := "+cu" + strings.ReplaceAll(cuda, ".", "")
+	tag := "cp311-cp311-linux_x86_64"
+	if _, err := Wheel(e.WheelDir, "torch", torch+local, tag, map[string]string{
+		"torch/__init__.py": "from .version import __version__\n",
+		"torch/version.py":  fmt.Sprintf("from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n__version__ = '%s%s'\ndebug = False\ncuda: Optional[str] = '%s'\ngit_version = 'gpuimg-testenv'\nhip: Optional[str] = None\n", torch, local, cuda),
+	}); err != nil {
+		return err
+	}
+	if _, err := Wheel(e.WheelDir, "torchvision", vision+local, tag, map[string]string{"torchvision/__init__.py": fmt.Sprintf("__version__ = '%s%s'\n", vision, local)}); err != nil {
+		return err
+	}
+	_, err := Wheel(e.WheelDir, "torchaudio", audio+local, tag, map[string]string{"torchaudio/__init__.py": fmt.Sprintf("__version__ = '%s%s'\n", audio, local)})
+	return err
+}
+
+// Stop stops everything Start started, by PID, and removes the daemon's
+// state (buildkitd is stopped first).
+func (e *Env) Stop(ctx context.Context) error {
+	if e == nil {
+		return nil
+	}
+	var firstErr error
+	if e.Index != nil {
+		_ = e.Index.Close()
+	}
+	if e.BuildKit != nil {
+		if err := e.BuildKit.Stop(ctx); err != nil {
+			firstErr = err
+		}
+	}
+	e.Registry.Stop()
+	if firstErr == nil && e.BuildKit != nil {
+		if err := os.RemoveAll(e.BuildKit.StateDir); err != nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}

@@ -1,0 +1,125 @@
+package testenv
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// DebianMirror is where debootstrap and the fixtures' apt get packages.
+const DebianMirror = "http://deb.debian.org/debian"
+
+// CacheDir is where fixtures are kept between runs (they take a minute
+// to make): $GPUIMG_TESTENV_CACHE, else ~/.cache/gpuimg-testenv.
+func CacheDir() string {
+	if d := os.Getenv("GPUIMG_TESTENV_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "gpuimg-testenv")
+	}
+	return filepath.Join(home, ".cache", "gpuimg-testenv")
+}
+
+// BaseRootfs returns a tar of a minimal Debian bookworm root filesystem
+// with the given extra packages (python3 and python3-venv by default),
+// made with debootstrap and cached under CacheDir by package list.
+func BaseRootfs(ctx context.Context, include ...string) (string, error) {
+	if len(include) == 0 {
+		include = []string{"python3", "python3-venv"}
+	}
+	sort.Strings(include)
+	sum := sha256.Sum256([]byte("bookworm minbase " + strings.Join(include, ",")))
+	dir := CacheDir()
+	out := filepath.Join(dir, fmt.Sprintf("rootfs-bookworm-%x.tar", sum[:6]))
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	if err := EnsurePackages(ctx, "debootstrap"); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	root, err := os.MkdirTemp(dir, "rootfs-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(root)
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), "bookworm", root, DebianMirror)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("debootstrap: %w\n%s", err, tail(b, 2000))
+	}
+	// Keep the image lean and deterministic-ish: no apt lists or caches.
+	for _, p := range []string{"var/lib/apt/lists", "var/cache/apt/archives", "var/log"} {
+		_ = os.RemoveAll(filepath.Join(root, p))
+		_ = os.MkdirAll(filepath.Join(root, p), 0o755)
+	}
+	tmp := out + ".tmp"
+	tarCmd := exec.CommandContext(ctx, "tar", "-C", root, "--numeric-owner", "--sort=name", "--mtime=2024-01-01 00:00:00", "-cf", tmp, ".")
+	if b, err := tarCmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("tar rootfs: %w\n%s", err, b)
+	}
+	return out, os.Rename(tmp, out)
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// PushImage pushes a single-layer image made of rootfs tar to ref (on a
+// loopback registry, over plain HTTP), with env in its config, and returns
+// its digest. The config's created time is fixed, so the same rootfs gives
+// the same digest.
+func PushImage(ctx context.Context, rootfsTar, ref string, env []string) (string, error) {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return "", err
+	}
+	layer, err := tarball.LayerFromFile(rootfsTar)
+	if err != nil {
+		return "", fmt.Errorf("layer from %s: %w", rootfsTar, err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Created = v1.Time{Time: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg.Config.Env = append([]string{"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
+	cfg.Config.Cmd = []string{"bash"}
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	return d.String(), nil
+}

@@ -1,0 +1,95 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// RepoRoot finds the gpuimg checkout from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/gpuimg/gpuimg\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the gpuimg checkout")
+		}
+		dir = parent
+	}
+}
+
+// Tools are the helper binaries pinned in tools/go.mod.
+type Tools struct {
+	Buildkitd, Buildctl, Registry string
+}
+
+// BuildTools builds buildkitd, buildctl and the registry from tools/go.mod
+// into bin/ of the checkout, unless they are there already.
+func BuildTools(ctx context.Context) (Tools, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return Tools{}, err
+	}
+	bin := filepath.Join(root, "bin")
+	t := Tools{Buildkitd: filepath.Join(bin, "buildkitd"), Buildctl: filepath.Join(bin, "buildctl"), Registry: filepath.Join(bin, "registry")}
+	missing := false
+	for _, p := range []string{t.Buildkitd, t.Buildctl, t.Registry} {
+		if _, err := os.Stat(p); err != nil {
+			missing = true
+		}
+	}
+	if !missing {
+		return t, nil
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+"/",
+		"github.com/moby/buildkit/cmd/buildkitd",
+		"github.com/moby/buildkit/cmd/buildctl",
+		"github.com/distribution/distribution/v3/cmd/registry")
+	cmd.Dir = filepath.Join(root, "tools")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return Tools{}, fmt.Errorf("build tools from tools/go.mod: %w\n%s", err, out)
+	}
+	return t, nil
+}
+
+// EnsurePackages installs Debian packages that are missing (needs root).
+func EnsurePackages(ctx context.Context, pkgs ...string) error {
+	var missing []string
+	for _, p := range pkgs {
+		if exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", p).Run() != nil {
+			missing = append(missing, p)
+			continue
+		}
+		out, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", p).Output()
+		if !strings.Contains(string(out), "install ok installed") {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("need Debian packages %s; install them as root (apt-get install %s)", strings.Join(missing, " "), strings.Join(missing, " "))
+	}
+	upd := exec.CommandContext(ctx, "apt-get", "update", "-qq")
+	if out, err := upd.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get update: %w\n%s", err, out)
+	}
+	args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, missing...)
+	cmd := exec.CommandContext(ctx, "apt-get", args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get install %s: %w\n%s", strings.Join(missing, " "), err, out)
+	}
+	return nil
+}
