@@ -80,7 +80,7 @@ type Plan struct {
 // Result is what a build produced.
 type Result struct {
 	// Digest is the image (or index) digest, when an image was exported.
-	Digest string `json:"digest,omitempty"`
+	Digest string       `json:"digest,omitempty"`
 	Tags   []string     `json:"tags,omitempty"`
 	Pushed bool         `json:"pushed"`
 	Base   Base         `json:"base"`
