@@ -63,6 +63,10 @@ type Request struct {
 	SourceDateEpoch *int64
 	// Source, Revision fill org.opencontainers.image.source/revision.
 	Source, Revision string
+	// NoCache ignores BuildKit's cache for every step. Index settings are
+	// not part of the cache key, so use it after an index changed what it
+	// serves for a pinned version.
+	NoCache bool
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -261,6 +265,9 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		}
 		mounts[UserContext] = userCtx
 		attrs["context:"+UserContext] = "local:" + UserContext
+	}
+	if req.NoCache {
+		attrs["no-cache"] = ""
 	}
 	if len(req.Platforms) > 0 {
 		attrs["platform"] = strings.Join(req.Platforms, ",")

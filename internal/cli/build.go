@@ -45,6 +45,7 @@ type BuildOptions struct {
 	Secrets         []string
 	Progress        string
 	DockerfileOnly  bool
+	NoCache         bool
 	SourceDateEpoch string
 	Output          string
 }
@@ -75,6 +76,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max | type=local,dest=DIR (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR; ids netrc and pip.conf are put where pip reads them (repeatable)")
 	fs.StringVar(&o.Progress, "progress", "auto", "progress output on stderr: auto, plain, tty, rawjson or quiet")
+	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step (pip index settings are not part of the cache key)")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
 	fs.StringVarP(&o.Output, "output-format", "o", "text", "result format on stdout: text or json")
@@ -266,7 +268,7 @@ func (o *BuildOptions) request(cmd *cobra.Command, so *StackOptions, mo *MatrixO
 		Tags: o.Tags, Push: o.Push, Outputs: o.Outputs, CacheFrom: o.CacheFrom, CacheTo: o.CacheTo,
 		Secrets: o.Secrets, Mirrors: mirrors, InsecureRegistries: o.InsecureRegistries,
 		PipIndexURL: o.PipIndexURL, PipExtraIndexURLs: o.PipExtraIndexURLs, PipTrustedHosts: o.PipTrustedHosts,
-		SourceDateEpoch: epoch, Source: source, Revision: revision,
+		SourceDateEpoch: epoch, Source: source, Revision: revision, NoCache: o.NoCache,
 		Progress: cmd.ErrOrStderr(), ProgressMode: o.Progress,
 	}
 	return req, db, c, nil

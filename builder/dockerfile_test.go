@@ -1,0 +1,221 @@
+package builder
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func resolve(t *testing.T, c matrix.Constraints) matrix.Stack {
+	t.Helper()
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func cons(s string) *matrix.Constraint { c := matrix.MustConstraint(s); return &c }
+
+const pinned = "docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+func TestDockerfileGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		def  Definition
+	}{
+		{"torch-cu122", Definition{
+			Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}),
+			Base:  pinned,
+		}},
+		{"torch-extras-mirror-secrets", Definition{
+			Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}),
+			Base:  pinned,
+			Extras: Extras{
+				Pip:  []string{"numpy==1.26.4", "einops>=0.8"},
+				Apt:  []string{"git", "curl"},
+				Copy: []string{"src:/app/src", "train.py:/app/train.py"},
+				Env:  map[string]string{"HF_HOME": "/cache/hf", "PRICE": "$5 \"quoted\""},
+				Workdir: "/app", Entrypoint: []string{"python", "/app/train.py"},
+			},
+			PipMirror: true, Secrets: []string{"netrc", "token"}, HasRequirements: true,
+		}},
+		{"tensorflow-rocky", Definition{
+			Stack: resolve(t, matrix.Constraints{TensorFlow: cons("2.15"), OS: "rockylinux9"}),
+			Base:  "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Dockerfile(tt.def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := Dockerfile(tt.def)
+			if got != again {
+				t.Fatal("Dockerfile is not deterministic")
+			}
+			golden := filepath.Join("testdata", tt.name+".Dockerfile")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./builder -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("Dockerfile differs from %s (go test ./builder -update after checking):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestDockerfileLayerOrder(t *testing.T) {
+	df, err := Dockerfile(Definition{
+		Stack:  resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}),
+		Base:   pinned,
+		Extras: Extras{Pip: []string{"numpy==1.26.4"}, Apt: []string{"git"}, Copy: []string{"a:/a"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := []string{"FROM ", "python3.10 -m venv", "torch==2.3.1", "install -y --no-install-recommends git", "numpy==1.26.4", "COPY --link"}
+	last := -1
+	for _, s := range order {
+		i := strings.Index(df, s)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order (least to most often changing):\n%s", s, df)
+		}
+		last = i
+	}
+	for _, want := range []string{"ENV CUDA_VERSION=12.2.2", `NVIDIA_REQUIRE_CUDA="cuda>=12.2"`, "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "--index-url https://download.pytorch.org/whl/cu121", "gpuimg-verify.py torch 2.3.1 12.1"} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+}
+
+func TestDockerfileRejects(t *testing.T) {
+	s := resolve(t, matrix.Constraints{Torch: cons("2.3")})
+	if _, err := Dockerfile(Definition{Stack: s, Base: "nvidia/cuda:12.2.2-runtime-ubuntu22.04"}); err == nil || !strings.Contains(err.Error(), "not pinned by digest") {
+		t.Errorf("unpinned base: err = %v", err)
+	}
+	if _, err := Dockerfile(Definition{Stack: s, Base: pinned, Extras: Extras{Pip: []string{"--index-url=http://evil"}}}); err == nil {
+		t.Error("a pip option smuggled as a requirement must be rejected")
+	}
+}
+
+func TestExtrasValidate(t *testing.T) {
+	tests := []struct {
+		e    Extras
+		want string
+	}{
+		{Extras{Pip: []string{"numpy==1.26.4", "jax[cuda12]==0.4.30", "einops>=0.8,<0.9", "requests"}}, ""},
+		{Extras{Pip: []string{"numpy; rm -rf /"}}, "is not NAME or NAME==VERSION"},
+		{Extras{Apt: []string{"git", "libcudnn8=8.9.7.29-1+cuda12.2"}}, ""},
+		{Extras{Apt: []string{"git && curl"}}, "not a valid apt/dnf package name"},
+		{Extras{Copy: []string{"src"}}, "want SRC:DST"},
+		{Extras{Copy: []string{"src:app"}}, "absolute path"},
+		{Extras{Copy: []string{"../secret:/x"}}, "inside the context"},
+		{Extras{Copy: []string{"/etc/passwd:/x"}}, "inside the context"},
+		{Extras{Env: map[string]string{"1BAD": "x"}}, "not valid"},
+		{Extras{Workdir: "app"}, "absolute path"},
+	}
+	for _, tt := range tests {
+		err := tt.e.Validate()
+		if tt.want == "" && err != nil {
+			t.Errorf("%+v: %v", tt.e, err)
+		}
+		if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%+v: err = %v, want %q", tt.e, err, tt.want)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", `cuda: "12.2"
+torch: "2.3"
+pip: [numpy==1.26.4]
+apt: [git]
+env: {HF_HOME: /cache}
+entrypoint: [python, -m, app]
+registry_mirrors: {docker.io: mirror.example.com}
+tag: [registry.example.com/ml/torch:2.3]
+push: true
+`)
+	c, err := LoadConfig(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CUDA != "12.2" || c.Torch != "2.3" || len(c.Pip) != 1 || c.Env["HF_HOME"] != "/cache" || !c.Push || c.RegistryMirrors["docker.io"] != "mirror.example.com" {
+		t.Errorf("config = %+v", c)
+	}
+	for body, want := range map[string]string{
+		"cuda: 12.2\npyp: [numpy]\n":    "line 2: field pyp not found",
+		"pip: numpy\n":                  "line 1: cannot unmarshal",
+		"copy: [\"src:rel\"]\n":         "absolute path",
+		"cuda: [\n":                     "bad.yaml",
+		"push: maybe\n":                 "line 1: cannot unmarshal",
+	} {
+		p := write("bad.yaml", body)
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", body, err, want)
+		}
+	}
+	if _, err := LoadConfig(write("empty.yaml", "")); err != nil {
+		t.Errorf("empty config: %v", err)
+	}
+}
+
+func TestParseMirrors(t *testing.T) {
+	m, err := ParseMirrors([]string{"docker.io=127.0.0.1:5000", "ghcr.io=https://ghcr-mirror.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["index.docker.io"] != "127.0.0.1:5000" || m["ghcr.io"] == "" {
+		t.Errorf("mirrors = %v", m)
+	}
+	if _, err := ParseMirrors([]string{"docker.io"}); err == nil {
+		t.Error("a mirror without = must be rejected")
+	}
+	if h, plain := mirrorHost("127.0.0.1:5000"); h != "127.0.0.1:5000" || !plain {
+		t.Errorf("loopback mirror: %s %v", h, plain)
+	}
+	if h, plain := mirrorHost("mirror.example.com"); h != "mirror.example.com" || plain {
+		t.Errorf("remote mirror: %s %v", h, plain)
+	}
+}
+
+func TestLocalConfig(t *testing.T) {
+	l := &Local{StateDir: "/x", Mirrors: Mirrors{"index.docker.io": "127.0.0.1:5000"}, InsecureRegistries: []string{"reg.internal:5000"}}
+	got := string(l.config())
+	for _, want := range []string{"[registry.\"docker.io\"]\n  mirrors = [\"127.0.0.1:5000\"]", "[registry.\"127.0.0.1:5000\"]\n  http = true", "[registry.\"reg.internal:5000\"]\n  http = true", "snapshotter = \"overlayfs\""} {
+		if !strings.Contains(got, want) {
+			t.Errorf("buildkitd.toml lacks %q:\n%s", want, got)
+		}
+	}
+	long := &Local{StateDir: "/" + strings.Repeat("d", 120)}
+	if len(long.socket()) >= 108 {
+		t.Errorf("socket path %q is too long for a unix socket", long.socket())
+	}
+}

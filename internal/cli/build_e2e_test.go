@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// TestBuildEndToEnd builds CUDA 12.2 + PyTorch 2.3 on a real buildkitd,
+// through the mirror flags, pushes it to a real registry, and checks the
+// result with skopeo and by reading every layer. It needs root (buildkitd
+// runs containers with runc) and Debian's package mirror (debootstrap
+// makes the fixture base image once; it is cached).
+func TestBuildEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: buildkitd runs build steps with runc")
+	}
+	if testing.Short() {
+		t.Skip("-short: skipping the BuildKit end-to-end test")
+	}
+	ctx := t.Context()
+	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/tmp", "gi-") // short: buildkitd's socket lives here
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(ctx, dir)
+	t.Cleanup(func() {
+		if err := env.Stop(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("stop test environment: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseDigest, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1.0", "1.1"} {
+		if _, err := testenv.Wheel(env.WheelDir, "gpuimg-extra", v, "py3-none-any", map[string]string{"gpuimg_extra/__init__.py": "VERSION = '" + v + "'\n"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The user's project: a file to copy, secrets that must not leak.
+	proj := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(proj, "app.py"), []byte("print('hello from gpuimg')\n"), 0o644))
+	const netrcSecret, indexSecret = "S3CRET-NETRC-7f3a", "S3CRET-INDEX-91bc"
+	netrc := filepath.Join(t.TempDir(), "netrc")
+	must(t, os.WriteFile(netrc, []byte("machine 127.0.0.1 login ci password "+netrcSecret+"\n"), 0o600))
+	index := strings.Replace(env.Index.URL, "http://", "http://ci:"+indexSecret+"@", 1)
+
+	ref := env.Registry.Host + "/gpuimg/e2e:cu122-torch2.3"
+	buildArgs := func(extra string, more ...string) []string {
+		args := []string{"build", "--cuda", "12.2", "--torch", "2.3",
+			"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
+			"--pip-index-url", index, "--builder", env.BuildKit.Address(),
+			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra,
+			"--env", "HF_HOME=/cache/hf", "--workdir", "/app", "--entrypoint", `["python","/app/app.py"]`,
+			"--secret", "id=netrc,src=" + netrc, "--progress", "plain", "-o", "json"}
+		return append(args, more...)
+	}
+	build := func(t *testing.T, args ...string) (digest, progress string) {
+		t.Helper()
+		out, errOut, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("gpuimg build exited %d:\n%s", code, lastLines(errOut, 30))
+		}
+		var res struct{ Digest string }
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Digest == "" {
+			t.Fatalf("result %q: %v", out, err)
+		}
+		return res.Digest, errOut
+	}
+
+	digest, _ := build(t, buildArgs("1.0", "-t", ref, "--push")...)
+
+	t.Run("skopeo sees labels, env and the digest-pinned base", func(t *testing.T) {
+		out, err := exec.CommandContext(ctx, "skopeo", "inspect", "--tls-verify=false", "docker://"+ref).Output()
+		if err != nil {
+			t.Fatalf("skopeo inspect: %v", err)
+		}
+		var info struct {
+			Digest string
+			Labels map[string]string
+			Env    []string
+		}
+		must(t, json.Unmarshal(out, &info))
+		if info.Digest != digest {
+			t.Errorf("skopeo digest %s, gpuimg said %s", info.Digest, digest)
+		}
+		if got := info.Labels["org.opencontainers.image.base.digest"]; got != baseDigest {
+			t.Errorf("base.digest label %q, pushed base is %s", got, baseDigest)
+		}
+		if got := info.Labels["org.opencontainers.image.base.name"]; got != "docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04" {
+			t.Errorf("base.name label %q", got)
+		}
+		for _, k := range []string{"org.opencontainers.image.created", "org.opencontainers.image.version"} {
+			if info.Labels[k] == "" {
+				t.Errorf("label %s missing", k)
+			}
+		}
+		var stack matrix.Stack
+		if err := json.Unmarshal([]byte(info.Labels["dev.gpuimg.stack"]), &stack); err != nil {
+			t.Fatalf("dev.gpuimg.stack: %v", err)
+		}
+		if stack.CUDA != "12.2.2" || stack.Frameworks["torch"].Version != "2.3.1" || stack.Frameworks["torch"].CUDA != "12.1" || stack.RequireCUDA != "cuda>=12.2" {
+			t.Errorf("stack label = %+v", stack)
+		}
+		envs := strings.Join(info.Env, "\n")
+		for _, want := range []string{"CUDA_VERSION=12.2.2", "NVIDIA_REQUIRE_CUDA=cuda>=12.2", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "HF_HOME=/cache/hf", "PATH=/opt/venv/bin:"} {
+			if !strings.Contains(envs, want) {
+				t.Errorf("env lacks %s:\n%s", want, envs)
+			}
+		}
+	})
+
+	t.Run("unpacked image has the pinned wheels and no secrets", func(t *testing.T) {
+		r, err := name.ParseReference(ref, name.Insecure)
+		must(t, err)
+		img, err := remote.Image(r, remote.WithContext(ctx))
+		must(t, err)
+		cfg, err := img.RawConfigFile()
+		must(t, err)
+		mf, err := img.RawManifest()
+		must(t, err)
+		for _, s := range []string{netrcSecret, indexSecret} {
+			if bytes.Contains(cfg, []byte(s)) || bytes.Contains(mf, []byte(s)) {
+				t.Errorf("secret %s is in the image config, history or manifest", s)
+			}
+		}
+		files := map[string]string{}
+		layers, err := img.Layers()
+		must(t, err)
+		for i, l := range layers {
+			rc, err := l.Uncompressed()
+			must(t, err)
+			tr := tar.NewReader(rc)
+			for {
+				h, err := tr.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				must(t, err)
+				b, err := io.ReadAll(tr)
+				must(t, err)
+				for _, s := range []string{netrcSecret, indexSecret} {
+					if bytes.Contains(b, []byte(s)) || strings.Contains(h.Name, s) {
+						t.Errorf("secret %s is in layer %d, file %s", s, i, h.Name)
+					}
+				}
+				if strings.HasSuffix(h.Name, "torch/version.py") || h.Name == "app/app.py" || strings.HasSuffix(h.Name, "gpuimg_extra/__init__.py") {
+					files[h.Name] = string(b)
+				}
+			}
+			rc.Close()
+		}
+		found := func(suffix, content string) {
+			for n, b := range files {
+				if strings.HasSuffix(n, suffix) && strings.Contains(b, content) {
+					return
+				}
+			}
+			t.Errorf("no %s containing %q in the image (found %v)", suffix, content, keys(files))
+		}
+		found("site-packages/torch/version.py", "cuda: Optional[str] = '12.1'")
+		found("site-packages/torch/version.py", "__version__ = '2.3.1+cu121'")
+		found("app/app.py", "hello from gpuimg")
+		found("gpuimg_extra/__init__.py", "VERSION = '1.0'")
+	})
+
+	t.Run("a rebuild of the same inputs is a no-op with the same digest", func(t *testing.T) {
+		again, progress := build(t, buildArgs("1.0", "-t", ref, "--push")...)
+		if again != digest {
+			t.Errorf("rebuild digest %s, first %s", again, digest)
+		}
+		if n := strings.Count(progress, "CACHED"); n < 4 {
+			t.Errorf("only %d steps were CACHED on a no-op rebuild:\n%s", n, lastLines(progress, 40))
+		}
+	})
+
+	t.Run("changing one pip package rebuilds only the user layers", func(t *testing.T) {
+		other, progress := build(t, buildArgs("1.1", "-t", env.Registry.Host+"/gpuimg/e2e:extra-1.1", "--push")...)
+		if other == digest {
+			t.Error("a different --pip gave the same digest")
+		}
+		for _, line := range strings.Split(progress, "\n") {
+			if strings.Contains(line, "gpuimg-verify.py torch") && strings.Contains(line, "] RUN ") {
+				step := strings.Fields(line)[0]
+				if !strings.Contains(progress, step+" CACHED") {
+					t.Errorf("the framework step %s was rebuilt:\n%s", step, lastLines(progress, 40))
+				}
+			}
+		}
+	})
+
+	t.Run("reproducible: the same digest from an empty cache", func(t *testing.T) {
+		prune := exec.CommandContext(ctx, env.Tools.Buildctl, "--addr", env.BuildKit.Address(), "prune", "--all")
+		if out, err := prune.CombinedOutput(); err != nil {
+			t.Fatalf("buildctl prune: %v\n%s", err, out)
+		}
+		fresh, progress := build(t, buildArgs("1.0", "-t", env.Registry.Host+"/gpuimg/e2e:fresh", "--push")...)
+		if fresh != digest {
+			t.Errorf("build from an empty cache gave %s, first build %s", fresh, digest)
+		}
+		if strings.Count(progress, "CACHED") >= 4 {
+			t.Error("the cache was not emptied; the test proves nothing")
+		}
+	})
+
+	t.Run("an OCI archive output", func(t *testing.T) {
+		dest := filepath.Join(t.TempDir(), "image.tar")
+		build(t, buildArgs("1.0", "--output", "type=oci,dest="+dest)...)
+		f, err := os.Open(dest)
+		must(t, err)
+		defer f.Close()
+		tr := tar.NewReader(f)
+		seen := map[string]bool{}
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			must(t, err)
+			seen[h.Name] = true
+		}
+		if !seen["index.json"] || !seen["oci-layout"] {
+			t.Errorf("not an OCI layout archive: %v", keys(seen))
+		}
+	})
+
+	t.Run("a wrong wheel variant fails the build and pushes no tag", func(t *testing.T) {
+		wrong := t.TempDir()
+		bad := *env
+		bad.WheelDir = wrong
+		must(t, bad.TorchWheels("2.3.1", "0.18.1", "2.3.1", "11.8"))
+		idx, err := testenv.ServeIndex(wrong)
+		must(t, err)
+		defer idx.Close()
+		badRef := env.Registry.Host + "/gpuimg/e2e:wrong-variant"
+		args := buildArgs("1.0", "-t", badRef, "--push", "--no-cache")
+		for i, a := range args {
+			if a == index {
+				args[i] = idx.URL
+			}
+		}
+		_, errOut, code := run(t, args...)
+		if code != ExitFailed || !strings.Contains(errOut, "is built for CUDA 11.8, the stack needs CUDA 12.1") {
+			t.Fatalf("exit %d, want 1 with the variant mismatch:\n%s", code, lastLines(errOut, 15))
+		}
+		r, _ := name.ParseReference(badRef, name.Insecure)
+		if _, err := remote.Head(r, remote.WithContext(ctx)); err == nil {
+			t.Error("the tag of a failed build exists")
+		}
+	})
+
+	t.Run("dockerfile-only prints the pinned FROM", func(t *testing.T) {
+		out, errOut, code := run(t, "build", "--cuda", "12.2", "--torch", "2.3", "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(), "--dockerfile-only")
+		if code != 0 {
+			t.Fatal(errOut)
+		}
+		if !strings.Contains(out, "FROM "+env.Registry.Host+"/nvidia/cuda:12.2.2-runtime-ubuntu22.04@"+baseDigest) {
+			t.Errorf("FROM is not pinned to %s:\n%s", baseDigest, out)
+		}
+	})
+
+	t.Run("bad daemon and registry addresses fail in one line", func(t *testing.T) {
+		tests := []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--builder", "unix:///tmp/gi-nonexistent.sock"}, "buildkitd at unix:///tmp/gi-nonexistent.sock does not answer"},
+			{[]string{"--registry-mirror", "docker.io=127.0.0.1:1"}, "resolve base image docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04"},
+			{[]string{"-t", "x/y:z"}, "--tag without --push keeps nothing"},
+		}
+		for _, tt := range tests {
+			args := append([]string{"build", "--cuda", "12.2", "--torch", "2.3", "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(), "--builder", env.BuildKit.Address(), "--progress", "quiet"}, tt.args...)
+			_, errOut, code := run(t, args...)
+			if code == 0 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%v: exit %d, stderr %q, want %q", tt.args, code, errOut, tt.want)
+			}
+			if n := strings.Count(errOut, "gpuimg: ") - strings.Count(errOut, "gpuimg: stack "); n != 1 {
+				t.Errorf("%v: %d error lines: %q", tt.args, n, errOut)
+			}
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
