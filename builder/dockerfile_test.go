@@ -42,10 +42,10 @@ func TestDockerfileGolden(t *testing.T) {
 			Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}),
 			Base:  pinned,
 			Extras: Extras{
-				Pip:  []string{"numpy==1.26.4", "einops>=0.8"},
-				Apt:  []string{"git", "curl"},
-				Copy: []string{"src:/app/src", "train.py:/app/train.py"},
-				Env:  map[string]string{"HF_HOME": "/cache/hf", "PRICE": "$5 \"quoted\""},
+				Pip:     []string{"numpy==1.26.4", "einops>=0.8"},
+				Apt:     []string{"git", "curl"},
+				Copy:    []string{"src:/app/src", "train.py:/app/train.py"},
+				Env:     map[string]string{"HF_HOME": "/cache/hf", "PRICE": "$5 \"quoted\""},
 				Workdir: "/app", Entrypoint: []string{"python", "/app/train.py"},
 			},
 			PipMirror: true, Secrets: []string{"netrc", "token"}, HasRequirements: true,
@@ -171,11 +171,11 @@ push: true
 		t.Errorf("config = %+v", c)
 	}
 	for body, want := range map[string]string{
-		"cuda: 12.2\npyp: [numpy]\n":    "line 2: field pyp not found",
-		"pip: numpy\n":                  "line 1: cannot unmarshal",
-		"copy: [\"src:rel\"]\n":         "absolute path",
-		"cuda: [\n":                     "bad.yaml",
-		"push: maybe\n":                 "line 1: cannot unmarshal",
+		"cuda: 12.2\npyp: [numpy]\n": "line 2: field pyp not found",
+		"pip: numpy\n":               "line 1: cannot unmarshal",
+		"copy: [\"src:rel\"]\n":      "absolute path",
+		"cuda: [\n":                  "bad.yaml",
+		"push: maybe\n":              "line 1: cannot unmarshal",
 	} {
 		p := write("bad.yaml", body)
 		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {
