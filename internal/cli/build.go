@@ -29,6 +29,8 @@ type BuildOptions struct {
 	ContextDir string
 
 	Builder            string
+	TLSCA, TLSCert     string
+	TLSKey, TLSName    string
 	StateDir           string
 	Mirrors            []string
 	InsecureRegistries []string
@@ -62,6 +64,10 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Entrypoint, "entrypoint", "", `entrypoint, as a JSON array ('["python","-m","app"]') or words`)
 	fs.StringVar(&o.ContextDir, "context", ".", "directory --copy and --requirements paths are relative to")
 	fs.StringVar(&o.Builder, "builder", "", "BuildKit daemon address (unix://, tcp://, docker-container://, kube-pod://); default $BUILDKIT_HOST, else a local buildkitd gpuimg starts and reuses")
+	fs.StringVar(&o.TLSCA, "builder-tls-ca", "", "CA certificate of a tcp:// buildkitd")
+	fs.StringVar(&o.TLSCert, "builder-tls-cert", "", "client certificate for a tcp:// buildkitd")
+	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for a tcp:// buildkitd")
+	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
 	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
 	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
 	fs.StringArrayVar(&o.InsecureRegistries, "insecure-registry", nil, "registry reached over plain HTTP (loopback always is; repeatable)")
@@ -318,7 +324,7 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, re
 		if cl, err = local.Ensure(ctx); err != nil {
 			return invalid(err, "")
 		}
-	} else if cl, err = builder.Connect(ctx, o.Builder); err != nil {
+	} else if cl, err = builder.Connect(ctx, o.Builder, o.clientOpts()...); err != nil {
 		return invalid(err, "start buildkitd there, or drop --builder/BUILDKIT_HOST to let gpuimg start one locally")
 	}
 	defer cl.Close()
@@ -342,6 +348,18 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, re
 	fmt.Fprintf(stdout, "base: %s@%s\n", res.Base.Name, res.Base.Digest)
 	fmt.Fprintf(stdout, "stack: %s\n", summary(res.Stack))
 	return nil
+}
+
+// clientOpts turns the TLS flags into BuildKit client options.
+func (o *BuildOptions) clientOpts() []client.ClientOpt {
+	var opts []client.ClientOpt
+	if o.TLSCA != "" || o.TLSName != "" {
+		opts = append(opts, client.WithServerConfig(o.TLSName, o.TLSCA))
+	}
+	if o.TLSCert != "" || o.TLSKey != "" {
+		opts = append(opts, client.WithCredentials(o.TLSCert, o.TLSKey))
+	}
+	return opts
 }
 
 func newBuilderCmd() *cobra.Command {
