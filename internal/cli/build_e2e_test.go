@@ -57,6 +57,9 @@ func TestBuildEndToEnd(t *testing.T) {
 	if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := testenv.Wheel(env.WheelDir, "gpuimg-req", "2.0", "py3-none-any", map[string]string{"gpuimg_req/__init__.py": "VERSION = '2.0'\n"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, v := range []string{"1.0", "1.1"} {
 		if _, err := testenv.Wheel(env.WheelDir, "gpuimg-extra", v, "py3-none-any", map[string]string{"gpuimg_extra/__init__.py": "VERSION = '" + v + "'\n"}); err != nil {
 			t.Fatal(err)
@@ -66,6 +69,7 @@ func TestBuildEndToEnd(t *testing.T) {
 	// The user's project: a file to copy, secrets that must not leak.
 	proj := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(proj, "app.py"), []byte("print('hello from gpuimg')\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(proj, "requirements.txt"), []byte("gpuimg-req==2.0\n"), 0o644))
 	const netrcSecret, indexSecret = "S3CRET-NETRC-7f3a", "S3CRET-INDEX-91bc"
 	netrc := filepath.Join(t.TempDir(), "netrc")
 	must(t, os.WriteFile(netrc, []byte("machine 127.0.0.1 login ci password "+netrcSecret+"\n"), 0o600))
@@ -76,7 +80,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		args := []string{"build", "--cuda", "12.2", "--torch", "2.3",
 			"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", index, "--builder", env.BuildKit.Address(),
-			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra,
+			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra, "--requirements", "requirements.txt",
 			"--env", "HF_HOME=/cache/hf", "--workdir", "/app", "--entrypoint", `["python","/app/app.py"]`,
 			"--secret", "id=netrc,src=" + netrc, "--progress", "plain", "-o", "json"}
 		return append(args, more...)
@@ -170,7 +174,7 @@ func TestBuildEndToEnd(t *testing.T) {
 						t.Errorf("secret %s is in layer %d, file %s", s, i, h.Name)
 					}
 				}
-				if strings.HasSuffix(h.Name, "torch/version.py") || h.Name == "app/app.py" || strings.HasSuffix(h.Name, "gpuimg_extra/__init__.py") {
+				if strings.HasSuffix(h.Name, "torch/version.py") || h.Name == "app/app.py" || strings.HasSuffix(h.Name, "/__init__.py") {
 					files[h.Name] = string(b)
 				}
 			}
@@ -188,6 +192,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		found("site-packages/torch/version.py", "__version__ = '2.3.1+cu121'")
 		found("app/app.py", "hello from gpuimg")
 		found("gpuimg_extra/__init__.py", "VERSION = '1.0'")
+		found("gpuimg_req/__init__.py", "VERSION = '2.0'")
 	})
 
 	t.Run("a rebuild of the same inputs is a no-op with the same digest", func(t *testing.T) {
@@ -226,6 +231,22 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 		if strings.Count(progress, "CACHED") >= 4 {
 			t.Error("the cache was not emptied; the test proves nothing")
+		}
+	})
+
+	t.Run("a local cache export is imported after the daemon's cache is gone", func(t *testing.T) {
+		cacheDir := t.TempDir()
+		build(t, buildArgs("1.0", "-t", env.Registry.Host+"/gpuimg/e2e:cache-src", "--push", "--cache-to", "type=local,dest="+cacheDir+",mode=max")...)
+		prune := exec.CommandContext(ctx, env.Tools.Buildctl, "--addr", env.BuildKit.Address(), "prune", "--all")
+		if out, err := prune.CombinedOutput(); err != nil {
+			t.Fatalf("buildctl prune: %v\n%s", err, out)
+		}
+		got, progress := build(t, buildArgs("1.0", "-t", env.Registry.Host+"/gpuimg/e2e:from-cache", "--push", "--cache-from", "type=local,src="+cacheDir)...)
+		if got != digest {
+			t.Errorf("build from imported cache gave %s, want %s", got, digest)
+		}
+		if n := strings.Count(progress, "CACHED"); n < 4 {
+			t.Errorf("only %d steps came from the imported cache:\n%s", n, lastLines(progress, 40))
 		}
 	})
 
@@ -282,6 +303,45 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 		if !strings.Contains(out, "FROM "+env.Registry.Host+"/nvidia/cuda:12.2.2-runtime-ubuntu22.04@"+baseDigest) {
 			t.Errorf("FROM is not pinned to %s:\n%s", baseDigest, out)
+		}
+	})
+
+	t.Run("without --builder gpuimg starts, reuses and stops its own buildkitd", func(t *testing.T) {
+		state, err := os.MkdirTemp("/tmp", "gs-")
+		must(t, err)
+		defer os.RemoveAll(state)
+		var args []string
+		all := buildArgs("1.0", "-t", env.Registry.Host+"/gpuimg/e2e:local-daemon", "--push", "--state-dir", state)
+		for i := 0; i < len(all); i++ {
+			if all[i] == "--builder" {
+				i++ // the same build, on gpuimg's own daemon
+				continue
+			}
+			args = append(args, all[i])
+		}
+		// buildkitd is found beside the test binary's PATH: put bin/ on it.
+		t.Setenv("PATH", filepath.Dir(env.Tools.Buildkitd)+":"+os.Getenv("PATH"))
+		out, errOut, code := run(t, args...)
+		defer func() {
+			if _, errOut, code := run(t, "builder", "stop", "--state-dir", state); code != 0 {
+				t.Errorf("builder stop: %s", errOut)
+			}
+			out, _, _ := run(t, "builder", "status", "--state-dir", state)
+			if !strings.Contains(out, "not running") {
+				t.Errorf("after stop: %s", out)
+			}
+		}()
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, lastLines(errOut, 20))
+		}
+		var res struct{ Digest string }
+		must(t, json.Unmarshal([]byte(out), &res))
+		if res.Digest != digest {
+			t.Errorf("the same inputs on another daemon gave %s, want %s", res.Digest, digest)
+		}
+		status, _, _ := run(t, "builder", "status", "--state-dir", state)
+		if !strings.Contains(status, "running: pid") {
+			t.Errorf("builder status: %s", status)
 		}
 	})
 
