@@ -112,3 +112,11 @@ func archCovered(g string, sass, ptx []string) (native, viaPTX bool) {
 	}
 	return native, viaPTX
 }
+
+// ArchCovered says whether device code with the given SASS and PTX
+// architectures runs on GPU architecture gpu: natively (SASS of the same
+// major, no newer minor; sm_90a-style code only on that exact GPU), or by
+// JIT-compiling PTX no newer than the GPU.
+func ArchCovered(gpu string, sass, ptx []string) (native, viaPTX bool) {
+	return archCovered(gpu, sass, ptx)
+}

@@ -1,0 +1,306 @@
+package images
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/daemon"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Transport says where an image lives. The names are skopeo's.
+type Transport string
+
+// Transports gpuimg reads.
+const (
+	Registry      Transport = "docker"         // docker://REF or a bare REF
+	OCI           Transport = "oci"            // oci:DIR[:NAME]
+	OCIArchive    Transport = "oci-archive"    // oci-archive:FILE[:NAME]
+	DockerArchive Transport = "docker-archive" // docker-archive:FILE[:REF]
+	DockerDaemon  Transport = "docker-daemon"  // docker-daemon:REF
+)
+
+// Ref is an image reference with its transport, parsed once and used by
+// validate and images alike.
+type Ref struct {
+	Transport Transport
+	// Name is the registry reference (docker, docker-daemon) or the path
+	// (oci, oci-archive, docker-archive).
+	Name string
+	// Select picks one image inside a layout or archive: the
+	// org.opencontainers.image.ref.name of an OCI layout, or the tag in a
+	// docker archive. Empty means the only one.
+	Select string
+}
+
+func (r Ref) String() string {
+	switch r.Transport {
+	case Registry:
+		return r.Name
+	case DockerDaemon:
+		return "docker-daemon:" + r.Name
+	}
+	s := string(r.Transport) + ":" + r.Name
+	if r.Select != "" {
+		s += ":" + r.Select
+	}
+	return s
+}
+
+// ParseRef parses an image reference as skopeo writes them.
+func ParseRef(s string) (Ref, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Ref{}, errors.New("empty image reference")
+	}
+	t, rest, ok := strings.Cut(s, ":")
+	switch Transport(t) {
+	case OCI, OCIArchive, DockerArchive:
+		if !ok || rest == "" {
+			return Ref{}, fmt.Errorf("image %q: %s needs a path (%s:PATH)", s, t, t)
+		}
+		p, sel, _ := strings.Cut(rest, ":")
+		return Ref{Transport: Transport(t), Name: p, Select: sel}, nil
+	case DockerDaemon:
+		if _, err := name.ParseReference(rest); err != nil {
+			return Ref{}, fmt.Errorf("image %q: %w", s, err)
+		}
+		return Ref{Transport: DockerDaemon, Name: rest}, nil
+	}
+	s = strings.TrimPrefix(s, "docker://")
+	if _, err := name.ParseReference(s); err != nil {
+		return Ref{}, fmt.Errorf("image %q is not a registry reference, oci:DIR, oci-archive:FILE, docker-archive:FILE or docker-daemon:REF: %w", s, err)
+	}
+	return Ref{Transport: Registry, Name: s}, nil
+}
+
+// OpenOptions tune Open.
+type OpenOptions struct {
+	// Platform selects an image from an index; default linux/amd64.
+	Platform *v1.Platform
+	// Insecure allows plain HTTP to the registry (loopback always may).
+	Insecure bool
+	// TempDir receives unpacked archives; default os.TempDir().
+	TempDir string
+}
+
+// Opened is an image ready to read. Close releases temporary files.
+type Opened struct {
+	Image v1.Image
+	// Digest is the digest of the image's manifest.
+	Digest string
+	// Platform is the platform that was selected, if an index was read.
+	Platform string
+	close    func() error
+}
+
+// Close removes temporary files made by Open.
+func (o *Opened) Close() error {
+	if o.close == nil {
+		return nil
+	}
+	return o.close()
+}
+
+// Open reads the image a reference names. Layers are read lazily.
+func Open(ctx context.Context, r Ref, opt OpenOptions) (*Opened, error) {
+	pl := opt.Platform
+	if pl == nil {
+		pl = &v1.Platform{OS: "linux", Architecture: "amd64"}
+	}
+	switch r.Transport {
+	case Registry:
+		var nopts []name.Option
+		if opt.Insecure {
+			nopts = append(nopts, name.Insecure)
+		}
+		ref, err := name.ParseReference(r.Name, nopts...)
+		if err != nil {
+			return nil, err
+		}
+		if !opt.Insecure && isLoopback(ref.Context().RegistryStr()) {
+			ref, _ = name.ParseReference(r.Name, name.Insecure)
+		}
+		desc, err := remote.Get(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithPlatform(*pl))
+		if err != nil {
+			return nil, fmt.Errorf("fetch %s: %w", r, err)
+		}
+		img, err := desc.Image()
+		if err != nil {
+			return nil, fmt.Errorf("read %s for %s: %w", r, pl, err)
+		}
+		return opened(img, desc.MediaType.IsIndex(), pl, nil)
+	case OCI:
+		return openLayout(r.Name, r.Select, pl, nil)
+	case OCIArchive:
+		dir, err := os.MkdirTemp(opt.TempDir, "gpuimg-oci-")
+		if err != nil {
+			return nil, err
+		}
+		cleanup := func() error { return os.RemoveAll(dir) }
+		if err := untar(r.Name, dir); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("unpack %s: %w", r, err)
+		}
+		o, err := openLayout(dir, r.Select, pl, cleanup)
+		if err != nil {
+			cleanup()
+		}
+		return o, err
+	case DockerArchive:
+		var tag *name.Tag
+		if r.Select != "" {
+			t, err := name.NewTag(r.Select)
+			if err != nil {
+				return nil, fmt.Errorf("image %s: %w", r, err)
+			}
+			tag = &t
+		}
+		img, err := tarball.ImageFromPath(r.Name, tag)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", r, err)
+		}
+		return opened(img, false, pl, nil)
+	case DockerDaemon:
+		ref, err := name.ParseReference(r.Name)
+		if err != nil {
+			return nil, err
+		}
+		img, err := daemon.Image(ref, daemon.WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("read %s from the Docker daemon: %w", r, err)
+		}
+		return opened(img, false, pl, nil)
+	}
+	return nil, fmt.Errorf("unknown transport %q", r.Transport)
+}
+
+func opened(img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error) (*Opened, error) {
+	d, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("image digest: %w", err)
+	}
+	o := &Opened{Image: img, Digest: d.String(), close: cleanup}
+	if fromIndex {
+		o.Platform = pl.String()
+	}
+	return o, nil
+}
+
+func openLayout(dir, sel string, pl *v1.Platform, cleanup func() error) (*Opened, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open OCI layout %s: %w", dir, err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("read OCI layout %s: %w", dir, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var chosen []v1.Descriptor
+	for _, d := range im.Manifests {
+		if sel == "" || d.Annotations["org.opencontainers.image.ref.name"] == sel || d.Annotations["io.containerd.image.name"] == sel {
+			chosen = append(chosen, d)
+		}
+	}
+	if len(chosen) != 1 {
+		return nil, fmt.Errorf("OCI layout %s holds %d images matching %q; name one as oci:DIR:NAME", dir, len(chosen), sel)
+	}
+	d := chosen[0]
+	if d.MediaType.IsIndex() {
+		sub, err := idx.ImageIndex(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		sm, err := sub.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range sm.Manifests {
+			if m.Platform != nil && m.Platform.Satisfies(*pl) {
+				img, err := sub.Image(m.Digest)
+				if err != nil {
+					return nil, err
+				}
+				return opened(img, true, pl, cleanup)
+			}
+		}
+		return nil, fmt.Errorf("OCI layout %s has no image for %s", dir, pl)
+	}
+	img, err := idx.Image(d.Digest)
+	if err != nil {
+		return nil, err
+	}
+	return opened(img, false, pl, cleanup)
+}
+
+// untar unpacks an archive into dir, refusing entries that would land
+// outside it.
+func untar(file, dir string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		clean := path.Clean("/" + h.Name)
+		if strings.Contains(h.Name, "..") && clean != "/"+strings.TrimPrefix(h.Name, "./") {
+			return fmt.Errorf("archive entry %q escapes the archive", h.Name)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(clean))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, tr); err != nil {
+				out.Close()
+				return err
+			}
+			if err := out.Close(); err != nil {
+				return err
+			}
+		default:
+			// An OCI layout holds only directories and regular files.
+		}
+	}
+}
+
+func isLoopback(host string) bool {
+	h := host
+	if i := strings.LastIndex(h, ":"); i > 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "[::1]"
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate"
+)
+
+func newValidateCmd() *cobra.Command {
+	mo := &MatrixOptions{}
+	var platform, driver, gpu, bandwidth, output string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "validate IMAGE",
+		Short: "Check what is really inside an image, and whether it runs on a driver and GPU",
+		Long: `validate reads every layer of an image once (streamed, nothing extracted, deleted
+files applied) and reports what is really inside: OS, CUDA, cuDNN, NCCL, cuBLAS,
+Python, pip packages (torch with its CUDA), and the GPU architectures compiled
+into each CUDA library. Then it checks:
+
+  stack-label     the files agree with the dev.gpuimg.stack label
+  torch-cuda      torch's CUDA vs the image's (same major, not newer)
+  python, cudnn   against the matrix's facts for that torch release
+  require-cuda    NVIDIA_REQUIRE_CUDA is set and not weaker than what is inside
+  driver          --driver meets the floor, strictly or under minor-version compatibility
+  gpu             --gpu has native kernels (or PTX to JIT) in every CUDA library
+  duplicate-libs  CUDA libraries both from the OS and from pip wheels
+  secrets         credentials in files, environment, labels or history
+  size            compressed size, layers, pull time at --bandwidth
+
+IMAGE is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
+docker-archive:FILE or docker-daemon:REF.
+
+Exit status: 0 pass (warnings allowed), 1 a check failed, 2 validation could
+not run (unreachable registry, corrupt layer, bad flags).`,
+		Example: `  gpuimg validate registry.example.com/ml/torch:2.3-cu122 --driver 535.104.05 --gpu h100
+  gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
+  gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json", "junit"); err != nil {
+				return err
+			}
+			ref, err := images.ParseRef(args[0])
+			if err != nil {
+				return invalid(err, "")
+			}
+			opt := validate.Options{Name: ref.String(), GPU: gpu}
+			if driver != "" {
+				if opt.Driver, err = matrix.ParseVersion(driver); err != nil {
+					return invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
+				}
+			}
+			if bandwidth != "" {
+				if opt.Bandwidth, err = validate.ParseBandwidth(bandwidth); err != nil {
+					return invalid(err, "")
+				}
+			}
+			var pl *v1.Platform
+			if platform != "" {
+				if pl, err = v1.ParsePlatform(platform); err != nil {
+					return invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/arm64")
+				}
+			}
+			if opt.DB, err = mo.Load(); err != nil {
+				return err
+			}
+			if gpu != "" {
+				if _, err := opt.DB.FindGPU(gpu); err != nil {
+					return invalid(err, "")
+				}
+			}
+			img, err := images.Open(cmd.Context(), ref, images.OpenOptions{Platform: pl, Insecure: insecure})
+			if err != nil {
+				return invalid(err, "check the reference, the registry and your credentials (docker login)")
+			}
+			defer img.Close()
+			opt.Digest, opt.Platform = img.Digest, img.Platform
+			rep, err := validate.Inspect(cmd.Context(), img.Image, opt)
+			if err != nil {
+				return invalid(fmt.Errorf("validate %s: %w", ref, err), "")
+			}
+			out := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				err = rep.WriteJSON(out)
+			case "junit":
+				err = rep.WriteJUnit(out)
+			default:
+				err = rep.WriteText(out)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.Verdict == matrix.Fail {
+				return &Error{Err: errors.New("validation failed (see the failed checks)"), Code: ExitFailed}
+			}
+			return nil
+		},
+	}
+	mo.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
+	cmd.Flags().StringVar(&driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
+	cmd.Flags().StringVar(&gpu, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
+	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (loopback always may)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
+	return cmd
+}

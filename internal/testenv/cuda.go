@@ -1,0 +1,67 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// DebianCUDAPackages are Debian 12's packages of NVIDIA's CUDA 11.8
+// libraries (non-free), used as real test data: libcudart carries the
+// runtime version in its file name, libcurand and libcublas carry device
+// code for sm_35 … sm_90.
+var DebianCUDAPackages = []string{"libcudart11.0", "libcurand10", "libcublas11"}
+
+// DebianCUDA downloads Debian's CUDA 11.8 library packages (and
+// nvidia-cuda-toolkit for its cuobjdump) with a private apt configuration
+// that enables contrib and non-free without touching the host's, unpacks
+// them under CacheDir, and returns the unpacked root. It needs network to
+// Debian's mirror; the result is cached.
+func DebianCUDA(ctx context.Context) (root string, err error) {
+	dir := filepath.Join(CacheDir(), "debian-cuda-11.8")
+	root = filepath.Join(dir, "root")
+	done := filepath.Join(dir, ".done")
+	if _, err := os.Stat(done); err == nil {
+		return root, nil
+	}
+	lists := filepath.Join(dir, "lists")
+	archives := filepath.Join(dir, "archives")
+	for _, d := range []string{filepath.Join(lists, "partial"), filepath.Join(archives, "partial"), root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	src := filepath.Join(dir, "sources.list")
+	line := "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] " + DebianMirror + " bookworm main contrib non-free\n"
+	if err := os.WriteFile(src, []byte(line), 0o644); err != nil {
+		return "", err
+	}
+	opts := []string{"-o", "Dir::Etc::SourceList=" + src, "-o", "Dir::Etc::SourceParts=/dev/null",
+		"-o", "Dir::State::Lists=" + lists, "-o", "Dir::Cache::Archives=" + archives, "-o", "APT::Sandbox::User=root", "-qq"}
+	if out, err := exec.CommandContext(ctx, "apt-get", append(opts, "update")...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get update (Debian non-free): %w\n%s", err, out)
+	}
+	pkgs := append(append([]string(nil), DebianCUDAPackages...), "nvidia-cuda-toolkit")
+	dl := exec.CommandContext(ctx, "apt-get", append(opts, append([]string{"download"}, pkgs...)...)...)
+	dl.Dir = archives
+	if out, err := dl.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get download %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	debs, _ := filepath.Glob(filepath.Join(archives, "*.deb"))
+	if len(debs) < len(pkgs) {
+		return "", fmt.Errorf("downloaded %d of %d packages", len(debs), len(pkgs))
+	}
+	for _, deb := range debs {
+		if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, root).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("unpack %s: %w\n%s", deb, err, out)
+		}
+		_ = os.Remove(deb)
+	}
+	return root, os.WriteFile(done, nil, 0o644)
+}
+
+// Cuobjdump returns the cuobjdump unpacked by DebianCUDA.
+func Cuobjdump(root string) string { return filepath.Join(root, "usr", "bin", "cuobjdump") }

@@ -1,0 +1,370 @@
+package validate
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Found is what is really inside an image, read from its files.
+type Found struct {
+	OS       string `json:"os,omitempty"`        // NVIDIA's name: ubuntu22.04, rockylinux9, debian12
+	OSPretty string `json:"os_pretty,omitempty"` // PRETTY_NAME
+	// CUDA is the CUDA version of the image: the toolkit's version.json,
+	// else the newest system libcudart.
+	CUDA string `json:"cuda,omitempty"`
+	// CuDNN, NCCL and CuBLAS are what the frameworks load: NVIDIA's pip
+	// wheels when present, else the system libraries.
+	CuDNN  string `json:"cudnn,omitempty"`
+	NCCL   string `json:"nccl,omitempty"`
+	CuBLAS string `json:"cublas,omitempty"`
+	Python string `json:"python,omitempty"`
+	// Packages are pip-installed distributions, normalized name → version.
+	Packages map[string]string `json:"packages"`
+	// Torch is read from torch/version.py.
+	Torch *TorchInfo `json:"torch,omitempty"`
+	// Kernels maps each library with device code to its architectures.
+	Kernels map[string]Kernels `json:"kernels"`
+	// Libraries are the CUDA libraries found, system and pip.
+	Libraries []Library `json:"libraries,omitempty"`
+
+	secrets    []string
+	venvPython string
+	pythons    map[string]bool
+	sitePython map[string]string // site-packages dir → python minor
+}
+
+// TorchInfo is what torch/version.py says.
+type TorchInfo struct {
+	Version string `json:"version"`
+	CUDA    string `json:"cuda,omitempty"` // empty for a CPU build
+	Path    string `json:"path"`
+}
+
+// Library is one CUDA library file.
+type Library struct {
+	Family  string `json:"family"` // cublas, cudnn, nccl, …
+	Version string `json:"version,omitempty"`
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	Pip     bool   `json:"pip"` // from an NVIDIA pip wheel (site-packages/nvidia/…)
+}
+
+var (
+	reVersionedLib = regexp.MustCompile(`^lib(cudart|cudnn|nccl|cublas|cublasLt|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink|cudnn_[a-z_]+)\.so(\.[0-9][0-9.]*)?$`)
+	reDistInfo     = regexp.MustCompile(`^(.*/(?:site|dist)-packages)/([^/]+)\.dist-info/METADATA$`)
+	rePythonDir    = regexp.MustCompile(`(?:^|/)lib/python(3\.[0-9]+)/(?:site|dist)-packages$`)
+	rePythonBin    = regexp.MustCompile(`^usr/(?:local/)?bin/python(3\.[0-9]+)$`)
+	reCUDAVersion  = regexp.MustCompile(`^usr/local/cuda(-[0-9.]+)?/version\.(json|txt)$`)
+	reDefine       = regexp.MustCompile(`(?m)^#define\s+(CUDNN_MAJOR|CUDNN_MINOR|CUDNN_PATCHLEVEL|NCCL_MAJOR|NCCL_MINOR|NCCL_PATCH|CUDA_VERSION)\s+([0-9]+)`)
+	reTorchVersion = regexp.MustCompile(`(?m)^__version__\s*=\s*['"]([^'"]+)['"]`)
+	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:\s*:\s*[^=]+)?\s*=\s*(None|['"]([^'"]*)['"])`)
+	reNormalize    = regexp.MustCompile(`[-_.]+`)
+)
+
+// detector collects Found from the entries Walk yields.
+type detector struct {
+	f          Found
+	toolkit    string // from version.json
+	runtimes   []string
+	sysCuDNN   string
+	sysNCCL    string
+	sysCuBLAS  string
+	headers    map[string]map[string]int // header file → defines
+	scanKernel func(path string) bool
+}
+
+func newDetector() *detector {
+	return &detector{
+		f:       Found{Packages: map[string]string{}, Kernels: map[string]Kernels{}, pythons: map[string]bool{}, sitePython: map[string]string{}},
+		headers: map[string]map[string]int{},
+	}
+}
+
+// readSmall reads at most n bytes of r.
+func readSmall(r io.Reader, n int64) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r, n))
+	return b
+}
+
+func (d *detector) visit(e Entry, r io.Reader) error {
+	p := e.Path
+	base := path.Base(p)
+	h := e.Header
+	isReg := h.Typeflag == '0' || h.Typeflag == 0
+	if m := rePythonBin.FindStringSubmatch(p); m != nil {
+		d.f.pythons[m[1]] = true
+	}
+	if strings.HasSuffix(p, "-packages") && h.Typeflag == '5' {
+		if m := rePythonDir.FindStringSubmatch(p); m != nil {
+			d.f.sitePython[p] = m[1]
+			d.f.pythons[m[1]] = true
+		}
+	}
+	if !isReg && h.Typeflag != '2' {
+		return nil
+	}
+	if isSecretFile(p) && isReg {
+		if reason := secretIn(p, readSmall(r, 1<<20)); reason != "" {
+			d.f.secrets = append(d.f.secrets, reason)
+		}
+		return nil
+	}
+	switch {
+	case p == "etc/os-release" || p == "usr/lib/os-release":
+		if isReg && (d.f.OS == "" || p == "etc/os-release") {
+			d.f.OS, d.f.OSPretty = parseOSRelease(readSmall(r, 64<<10))
+		}
+	case reCUDAVersion.MatchString(p) && isReg:
+		if v := parseCUDAVersionFile(base, readSmall(r, 1<<20)); v != "" && newer(v, d.toolkit) {
+			d.toolkit = v
+		}
+	case base == "pyvenv.cfg" && isReg:
+		for _, line := range strings.Split(string(readSmall(r, 64<<10)), "\n") {
+			k, v, ok := strings.Cut(line, "=")
+			if ok && (strings.TrimSpace(k) == "version" || strings.TrimSpace(k) == "version_info") {
+				d.f.venvPython = minorOf(strings.TrimSpace(v))
+			}
+		}
+	case strings.HasSuffix(p, "/torch/version.py") && strings.Contains(p, "-packages/") && isReg:
+		b := readSmall(r, 64<<10)
+		ti := &TorchInfo{Path: p}
+		if m := reTorchVersion.FindSubmatch(b); m != nil {
+			ti.Version = string(m[1])
+		}
+		if m := reTorchCUDA.FindSubmatch(b); m != nil && string(m[1]) != "None" {
+			ti.CUDA = string(m[2])
+		}
+		d.f.Torch = ti
+	case (base == "cudnn_version.h" || base == "nccl.h" || base == "cuda.h") && isReg:
+		defs := map[string]int{}
+		for _, m := range reDefine.FindAllSubmatch(readSmall(r, 4<<20), -1) {
+			n, _ := strconv.Atoi(string(m[2]))
+			defs[string(m[1])] = n
+		}
+		d.headers[p] = defs
+	}
+	if m := reDistInfo.FindStringSubmatch(p); m != nil && isReg {
+		name, version := parseMetadata(readSmall(r, 256<<10))
+		if name != "" {
+			d.f.Packages[normalize(name)] = version
+		}
+		if pm := rePythonDir.FindStringSubmatch(m[1]); pm != nil {
+			d.f.sitePython[m[1]] = pm[1]
+			d.f.pythons[pm[1]] = true
+		}
+		return nil
+	}
+	if m := reVersionedLib.FindStringSubmatch(base); m != nil && isReg {
+		family := strings.ToLower(m[1])
+		if strings.HasPrefix(family, "cudnn_") {
+			family = "cudnn"
+		}
+		version := strings.TrimPrefix(m[2], ".")
+		pip := strings.Contains(p, "-packages/nvidia/")
+		d.f.Libraries = append(d.f.Libraries, Library{Family: family, Version: version, Path: p, Size: h.Size, Pip: pip})
+		if !pip && strings.Count(version, ".") >= 2 {
+			switch family {
+			case "cudart":
+				d.runtimes = append(d.runtimes, version)
+			case "cudnn":
+				if m[1] == "cudnn" && newer(version, d.sysCuDNN) {
+					d.sysCuDNN = version
+				}
+			case "nccl":
+				if newer(version, d.sysNCCL) {
+					d.sysNCCL = version
+				}
+			case "cublas":
+				if newer(version, d.sysCuBLAS) {
+					d.sysCuBLAS = version
+				}
+			}
+		}
+	}
+	if isReg && h.Size > 64<<10 && isDeviceLib(p, base) {
+		k, err := ScanFatbin(r)
+		if err != nil {
+			return nil // a truncated library: the walk reports stream errors itself
+		}
+		if !k.Empty() {
+			d.f.Kernels[p] = k
+		}
+	}
+	return nil
+}
+
+// isDeviceLib says whether a file may carry CUDA device code worth scanning.
+func isDeviceLib(p, base string) bool {
+	if !strings.Contains(base, ".so") {
+		return false
+	}
+	for _, pre := range []string{"libcu", "libnv", "libnccl", "libtorch", "libc10_cuda", "libcaffe2", "libxla", "libjax", "libtensorflow", "libflash", "libcudnn"} {
+		if strings.HasPrefix(base, pre) {
+			return true
+		}
+	}
+	return strings.Contains(p, "-packages/nvidia/") || strings.Contains(p, "/cuda")
+}
+
+func (d *detector) finish() Found {
+	f := d.f
+	// CUDA: the toolkit's own version file, else the newest system runtime.
+	f.CUDA = d.toolkit
+	if f.CUDA == "" {
+		for _, v := range d.runtimes {
+			if newer(v, f.CUDA) {
+				f.CUDA = v
+			}
+		}
+	}
+	// Libraries the frameworks load: pip wheels first, then the system.
+	pick := func(pipName, sys string) string {
+		if v := f.Packages[pipName]; v != "" {
+			return v
+		}
+		return sys
+	}
+	f.CuDNN = pick("nvidia-cudnn-cu12", pick("nvidia-cudnn-cu11", pick("nvidia-cudnn-cu13", d.sysCuDNN)))
+	f.NCCL = pick("nvidia-nccl-cu12", pick("nvidia-nccl-cu11", pick("nvidia-nccl-cu13", d.sysNCCL)))
+	f.CuBLAS = pick("nvidia-cublas-cu12", pick("nvidia-cublas-cu11", pick("nvidia-cublas-cu13", d.sysCuBLAS)))
+	for hp, defs := range d.headers {
+		switch path.Base(hp) {
+		case "cudnn_version.h":
+			if f.CuDNN == "" && defs["CUDNN_MAJOR"] > 0 {
+				f.CuDNN = fmtVersion(defs["CUDNN_MAJOR"], defs["CUDNN_MINOR"], defs["CUDNN_PATCHLEVEL"])
+			}
+		case "nccl.h":
+			if f.NCCL == "" && defs["NCCL_MAJOR"] > 0 {
+				f.NCCL = fmtVersion(defs["NCCL_MAJOR"], defs["NCCL_MINOR"], defs["NCCL_PATCH"])
+			}
+		case "cuda.h":
+			if f.CUDA == "" && defs["CUDA_VERSION"] > 0 {
+				v := defs["CUDA_VERSION"]
+				f.CUDA = strconv.Itoa(v/1000) + "." + strconv.Itoa(v%1000/10)
+			}
+		}
+	}
+	// Python: the venv's, else the one whose site-packages hold torch,
+	// else the newest installed.
+	switch {
+	case f.venvPython != "":
+		f.Python = f.venvPython
+	case f.Torch != nil:
+		for dir, py := range f.sitePython {
+			if strings.HasPrefix(f.Torch.Path, dir+"/") {
+				f.Python = py
+			}
+		}
+	}
+	if f.Python == "" {
+		for py := range f.pythons {
+			if newer(py, f.Python) {
+				f.Python = py
+			}
+		}
+	}
+	sort.Slice(f.Libraries, func(i, j int) bool { return f.Libraries[i].Path < f.Libraries[j].Path })
+	return f
+}
+
+func fmtVersion(parts ...int) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ".")
+}
+
+func minorOf(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// newer reports whether dotted version a sorts after b ("" is oldest).
+func newer(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return false
+}
+
+func normalize(name string) string { return strings.ToLower(reNormalize.ReplaceAllString(name, "-")) }
+
+// parseMetadata reads Name and Version from a dist-info METADATA header.
+func parseMetadata(b []byte) (name, version string) {
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "Name:"); ok {
+			name = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(line, "Version:"); ok {
+			version = strings.TrimSpace(v)
+		}
+	}
+	return name, version
+}
+
+// parseOSRelease turns os-release into NVIDIA's OS naming.
+func parseOSRelease(b []byte) (name, pretty string) {
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok {
+			kv[k] = strings.Trim(v, `"'`)
+		}
+	}
+	id, ver := kv["ID"], kv["VERSION_ID"]
+	switch id {
+	case "rocky":
+		return "rockylinux" + strings.SplitN(ver, ".", 2)[0], kv["PRETTY_NAME"]
+	case "rhel":
+		return "ubi" + strings.SplitN(ver, ".", 2)[0], kv["PRETTY_NAME"]
+	}
+	return id + ver, kv["PRETTY_NAME"]
+}
+
+// parseCUDAVersionFile reads version.json ({"cuda":{"version":"12.2.2"}})
+// or the older version.txt ("CUDA Version 11.0.228").
+func parseCUDAVersionFile(base string, b []byte) string {
+	if base == "version.json" {
+		var v struct {
+			CUDA struct {
+				Version string `json:"version"`
+			} `json:"cuda"`
+		}
+		if json.Unmarshal(b, &v) == nil {
+			return v.CUDA.Version
+		}
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if v, ok := strings.CutPrefix(s, "CUDA Version "); ok {
+		return strings.Fields(v)[0]
+	}
+	return ""
+}

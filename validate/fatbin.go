@@ -1,0 +1,180 @@
+package validate
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Device code in CUDA libraries lives in ELF .nv_fatbin sections as "fat
+// binary" containers: a 16-byte header (magic 0xBA55ED50, version 1,
+// header size 16, size of what follows) and then entries, each a header
+// (kind: 1 PTX, 2 or 0x10 ELF/SASS; its own size; payload size; the
+// target architecture) followed by its payload. The layout was checked
+// against cuobjdump --list-elf/--list-ptx on NVIDIA's libraries (see
+// fatbin_test.go). Containers are 8-byte aligned in the file, so the
+// scanner looks for the magic at 8-byte steps of the plain byte stream:
+// no ELF parsing, no seeking, one pass, so it works on a layer's tar
+// stream.
+
+const (
+	fatbinMagic      = 0xBA55ED50
+	fatbinHeaderSize = 16
+	entryMinHeader   = 32
+	kindPTX          = 0x01
+	kindELF          = 0x02
+	kindELFAlt       = 0x10
+)
+
+// Kernels lists the GPU architectures a library has device code for.
+type Kernels struct {
+	// SASS are architectures with native code (cubins), sm_XY.
+	SASS []string `json:"sass"`
+	// PTX are architectures with PTX that the driver can JIT forward.
+	PTX []string `json:"ptx,omitempty"`
+	// Entries counts cubins and PTX files per architecture, as cuobjdump
+	// --list-elf / --list-ptx would list them ("sm_80": 12).
+	ELFCount map[string]int `json:"elf_count,omitempty"`
+	PTXCount map[string]int `json:"ptx_count,omitempty"`
+}
+
+// Empty reports whether no device code was found.
+func (k Kernels) Empty() bool { return len(k.SASS) == 0 && len(k.PTX) == 0 }
+
+// ScanFatbin reads r to its end and returns the architectures of the
+// device code in the fat binaries it contains.
+func ScanFatbin(r io.Reader) (Kernels, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	k := Kernels{ELFCount: map[string]int{}, PTXCount: map[string]int{}}
+	const window = 256 << 10
+	for {
+		b, err := br.Peek(window)
+		if len(b) < fatbinHeaderSize {
+			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+				return k, err
+			}
+			break
+		}
+		found := -1
+		for off := 0; off+fatbinHeaderSize <= len(b); off += 8 {
+			if binary.LittleEndian.Uint32(b[off:]) == fatbinMagic && validHeader(b[off:]) {
+				found = off
+				break
+			}
+		}
+		if found < 0 {
+			n := (len(b) - fatbinHeaderSize + 8) / 8 * 8
+			if errors.Is(err, io.EOF) {
+				n = len(b)
+			}
+			if _, err := br.Discard(n); err != nil {
+				return k, err
+			}
+			continue
+		}
+		if _, err := br.Discard(found); err != nil {
+			return k, err
+		}
+		n, err := readContainer(br, &k)
+		if err != nil {
+			return k, err
+		}
+		if pad := n % 8; pad != 0 {
+			if _, err := br.Discard(int(8 - pad)); err != nil && !errors.Is(err, io.EOF) {
+				return k, err
+			}
+		}
+	}
+	k.SASS = sortedArchs(k.ELFCount)
+	k.PTX = sortedArchs(k.PTXCount)
+	if len(k.ELFCount) == 0 {
+		k.ELFCount = nil
+	}
+	if len(k.PTXCount) == 0 {
+		k.PTXCount = nil
+	}
+	return k, nil
+}
+
+func validHeader(b []byte) bool {
+	return binary.LittleEndian.Uint16(b[4:]) == 1 &&
+		binary.LittleEndian.Uint16(b[6:]) == fatbinHeaderSize &&
+		binary.LittleEndian.Uint64(b[8:]) < 1<<34
+}
+
+// readContainer consumes one container and returns its length in bytes.
+func readContainer(br *bufio.Reader, k *Kernels) (int64, error) {
+	h := make([]byte, fatbinHeaderSize)
+	if _, err := io.ReadFull(br, h); err != nil {
+		return 0, fmt.Errorf("read fat binary header: %w", err)
+	}
+	size := int64(binary.LittleEndian.Uint64(h[8:]))
+	var done int64
+	for done+entryMinHeader <= size {
+		e, err := br.Peek(entryMinHeader)
+		if err != nil {
+			return 0, fmt.Errorf("read fat binary entry: %w", err)
+		}
+		kind := binary.LittleEndian.Uint16(e[0:])
+		hdr := int64(binary.LittleEndian.Uint32(e[4:]))
+		payload := int64(binary.LittleEndian.Uint64(e[8:]))
+		arch := binary.LittleEndian.Uint32(e[28:])
+		if hdr < entryMinHeader || hdr > 4096 || payload < 0 || done+hdr+payload > size {
+			// Not a well-formed entry: skip the rest of the container.
+			break
+		}
+		name := fmt.Sprintf("sm_%d", arch)
+		switch kind {
+		case kindPTX:
+			k.PTXCount[name]++
+		case kindELF, kindELFAlt:
+			k.ELFCount[name]++
+		}
+		if _, err := br.Discard(int(hdr)); err != nil {
+			return 0, err
+		}
+		if err := discard(br, payload); err != nil {
+			return 0, err
+		}
+		done += hdr + payload
+	}
+	if err := discard(br, size-done); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	return fatbinHeaderSize + size, nil
+}
+
+func discard(br *bufio.Reader, n int64) error {
+	for n > 0 {
+		step := min(n, 1<<30)
+		d, err := br.Discard(int(step))
+		n -= int64(d)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedArchs(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return archNum(out[i]) < archNum(out[j]) })
+	return out
+}
+
+func archNum(a string) int {
+	n := 0
+	for _, c := range a[3:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

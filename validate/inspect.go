@@ -1,0 +1,476 @@
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// Status is a check's outcome: pass, warn or fail.
+type Status = matrix.Status
+
+// Check is one validation result.
+type Check struct {
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+}
+
+// SizeInfo describes the image's size and layers.
+type SizeInfo struct {
+	Compressed   int64        `json:"compressed"`
+	Uncompressed int64        `json:"uncompressed"`
+	Layers       int          `json:"layers"`
+	Largest      []LayerStats `json:"largest"`
+	// PullSeconds estimates the download at Options.Bandwidth (0 if unset).
+	PullSeconds float64 `json:"pull_seconds,omitempty"`
+}
+
+// Report is the result of validating an image, static or on a GPU. The
+// same type serves both so promotion reads one format.
+type Report struct {
+	Kind     string    `json:"kind"` // static
+	Image    string    `json:"image"`
+	Digest   string    `json:"digest"`
+	Platform string    `json:"platform,omitempty"`
+	Created  time.Time `json:"created"`
+	Found    Found     `json:"found"`
+	Size     SizeInfo  `json:"size"`
+	Checks   []Check   `json:"checks"`
+	Verdict  Status    `json:"verdict"` // pass or fail
+}
+
+// Options for Inspect. DB is required.
+type Options struct {
+	Name, Digest, Platform string
+	DB                     *matrix.DB
+	// Driver and GPU, when set, ask whether the image runs there.
+	Driver matrix.Version
+	GPU    string
+	// Bandwidth in bits per second, for the pull-time estimate.
+	Bandwidth float64
+	Limits    Limits
+	// Now stamps the report; default time.Now.
+	Now func() time.Time
+}
+
+// Inspect reads the image's final filesystem (streaming every layer once,
+// nothing extracted) and checks what it finds.
+func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
+	if opt.DB == nil {
+		return nil, fmt.Errorf("validate: no matrix")
+	}
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read image config: %w", err)
+	}
+	det := newDetector()
+	walk, err := Walk(ctx, img, opt.Limits, det.visit)
+	if err != nil {
+		return nil, err
+	}
+	found := det.finish()
+	r := &Report{Kind: "static", Image: opt.Name, Digest: opt.Digest, Platform: opt.Platform, Created: now().UTC(), Found: found}
+	for _, l := range walk.Layers {
+		r.Size.Compressed += l.Size
+		r.Size.Uncompressed += l.Uncompressed
+	}
+	r.Size.Layers = len(walk.Layers)
+	largest := append([]LayerStats(nil), walk.Layers...)
+	sort.SliceStable(largest, func(i, j int) bool { return largest[i].Size > largest[j].Size })
+	r.Size.Largest = largest[:min(3, len(largest))]
+	if opt.Bandwidth > 0 {
+		r.Size.PullSeconds = float64(r.Size.Compressed) * 8 / opt.Bandwidth
+	}
+
+	c := &checker{r: r, db: opt.DB, env: envMap(cfg.Config.Env), labels: cfg.Config.Labels}
+	c.stackLabel()
+	c.frameworks()
+	c.requireCUDA()
+	if !opt.Driver.IsZero() {
+		c.driver(opt.Driver)
+	}
+	if opt.GPU != "" {
+		if err := c.gpu(opt.GPU); err != nil {
+			return nil, err
+		}
+	}
+	c.duplicates()
+	secrets := append([]string(nil), found.secrets...)
+	secrets = append(secrets, secretInEnv(cfg.Config.Env)...)
+	for _, h := range cfg.History {
+		if what := secretInText(h.CreatedBy); what != "" {
+			secrets = append(secrets, what+" in the image history ("+truncate(h.CreatedBy, 80)+")")
+		}
+	}
+	for k, v := range cfg.Config.Labels {
+		if what := secretInText(v); what != "" {
+			secrets = append(secrets, what+" in the label "+k)
+		}
+	}
+	if len(secrets) > 0 {
+		c.add("secrets", matrix.Fail, "%s", strings.Join(secrets, "; "))
+	} else {
+		c.add("secrets", matrix.Pass, "no credentials found in files, environment, labels or history")
+	}
+	if len(walk.Unsafe) > 0 {
+		var names []string
+		for _, u := range walk.Unsafe {
+			names = append(names, fmt.Sprintf("%q (layer %d)", u.Name, u.Layer))
+		}
+		c.add("unsafe-paths", matrix.Fail, "layer entries that would escape the root when extracted: %s", strings.Join(names, ", "))
+	}
+	msg := fmt.Sprintf("%s compressed (%s unpacked) in %d layers; largest %s", human(r.Size.Compressed), human(r.Size.Uncompressed), r.Size.Layers, human(largestSize(r.Size.Largest)))
+	if opt.Bandwidth > 0 {
+		msg += fmt.Sprintf("; about %.0f s to pull at %s", r.Size.PullSeconds, humanRate(opt.Bandwidth))
+	}
+	c.add("size", matrix.Pass, "%s", msg)
+
+	r.Verdict = matrix.Pass
+	for _, ch := range r.Checks {
+		if ch.Status == matrix.Fail {
+			r.Verdict = matrix.Fail
+		}
+	}
+	return r, nil
+}
+
+type checker struct {
+	r      *Report
+	db     *matrix.DB
+	env    map[string]string
+	labels map[string]string
+}
+
+func (c *checker) add(name string, st Status, format string, args ...any) {
+	c.r.Checks = append(c.r.Checks, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+}
+
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func mm(v string) string {
+	p, err := matrix.ParseVersion(v)
+	if err != nil || v == "" {
+		return ""
+	}
+	return p.Trunc(2).String()
+}
+
+func baseVersion(v string) string { return strings.SplitN(v, "+", 2)[0] }
+
+// stackLabel compares the dev.gpuimg.stack label with the files.
+func (c *checker) stackLabel() {
+	raw, ok := c.labels["dev.gpuimg.stack"]
+	if !ok {
+		return
+	}
+	var s matrix.Stack
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		c.add("stack-label", matrix.Fail, "label dev.gpuimg.stack is not a stack: %v", err)
+		return
+	}
+	f := c.r.Found
+	var bad []string
+	if f.CUDA != "" && mm(f.CUDA) != mm(s.CUDA) {
+		bad = append(bad, fmt.Sprintf("CUDA %s in the files, %s in the label", f.CUDA, s.CUDA))
+	}
+	if f.Python != "" && s.Python != "" && f.Python != s.Python {
+		bad = append(bad, fmt.Sprintf("Python %s in the files, %s in the label", f.Python, s.Python))
+	}
+	if fw, ok := s.Frameworks["torch"]; ok {
+		switch {
+		case f.Torch == nil:
+			bad = append(bad, "torch is in the label but not installed")
+		case baseVersion(f.Torch.Version) != fw.Version:
+			bad = append(bad, fmt.Sprintf("torch %s installed, %s in the label", f.Torch.Version, fw.Version))
+		case mm(f.Torch.CUDA) != fw.CUDA:
+			bad = append(bad, fmt.Sprintf("torch built for CUDA %q, the label says %s", f.Torch.CUDA, fw.CUDA))
+		}
+	}
+	for _, name := range []string{"tensorflow", "jax"} {
+		if fw, ok := s.Frameworks[name]; ok && baseVersion(f.Packages[name]) != fw.Version {
+			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", name, f.Packages[name], fw.Version))
+		}
+	}
+	if len(bad) > 0 {
+		c.add("stack-label", matrix.Fail, "the image is not what its label says: %s", strings.Join(bad, "; "))
+		return
+	}
+	c.add("stack-label", matrix.Pass, "files agree with the dev.gpuimg.stack label (CUDA %s, Python %s)", s.CUDA, s.Python)
+}
+
+// neededCUDA is the newest CUDA anything inside needs the driver to support.
+func (c *checker) neededCUDA() string {
+	f := c.r.Found
+	need := mm(f.CUDA)
+	consider := func(v string) {
+		if m := mm(v); m != "" && newer(m, need) {
+			need = m
+		}
+	}
+	if f.Torch != nil {
+		consider(f.Torch.CUDA)
+	}
+	for _, p := range []string{"nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13"} {
+		consider(f.Packages[p])
+	}
+	return need
+}
+
+// frameworks checks the frameworks against the image CUDA and the matrix.
+func (c *checker) frameworks() {
+	f := c.r.Found
+	if f.Torch == nil {
+		return
+	}
+	t := f.Torch
+	if t.CUDA == "" {
+		c.add("torch-cuda", matrix.Fail, "torch %s is a CPU-only build", t.Version)
+		return
+	}
+	tc, err := matrix.ParseVersion(t.CUDA)
+	if err != nil {
+		c.add("torch-cuda", matrix.Warn, "torch reports CUDA %q, which gpuimg cannot read", t.CUDA)
+		return
+	}
+	if f.CUDA != "" {
+		ic, err := matrix.ParseVersion(f.CUDA)
+		switch {
+		case err != nil:
+		case ic.Major() != tc.Major():
+			c.add("torch-cuda", matrix.Fail, "torch %s is built for CUDA %s but the image has CUDA %s: the wheel's CUDA must have the image's major version", t.Version, t.CUDA, f.CUDA)
+		case ic.Trunc(2).Less(tc.Trunc(2)):
+			c.add("torch-cuda", matrix.Fail, "torch %s is built for CUDA %s, newer than the image's CUDA %s", t.Version, t.CUDA, f.CUDA)
+		case ic.Trunc(2).Compare(tc.Trunc(2)) > 0:
+			c.add("torch-cuda", matrix.Pass, "torch %s (CUDA %s) runs on the image's CUDA %s through minor-version compatibility", t.Version, t.CUDA, f.CUDA)
+		default:
+			c.add("torch-cuda", matrix.Pass, "torch %s is built for the image's CUDA %s", t.Version, t.CUDA)
+		}
+	}
+	// Against the matrix: the release, its variant, Python, cuDNN.
+	tv, err := matrix.ParseVersion(baseVersion(t.Version))
+	if err != nil {
+		return
+	}
+	for _, row := range c.db.Torch {
+		if row.Version.Compare(tv) != 0 {
+			continue
+		}
+		if f.Python != "" {
+			if py, err := matrix.ParseVersion(f.Python); err == nil && !row.Python.Check(py) {
+				c.add("python", matrix.Fail, "torch %s supports Python %s; the image has Python %s", t.Version, row.Python, f.Python)
+			} else if err == nil {
+				c.add("python", matrix.Pass, "Python %s is supported by torch %s (%s)", f.Python, row.Version, row.Python)
+			}
+		}
+		for _, v := range row.Variants {
+			if v.CUDA.Trunc(2).Compare(tc.Trunc(2)) != 0 || v.CuDNN.IsZero() || f.CuDNN == "" {
+				continue
+			}
+			got, err := matrix.ParseVersion(f.CuDNN)
+			if err != nil {
+				continue
+			}
+			if got.Major() != v.CuDNN.Major() {
+				c.add("cudnn", matrix.Fail, "torch %s cu%d%d expects cuDNN %s; the image provides cuDNN %s", row.Version, tc.Major(), tc.Minor(), v.CuDNN, f.CuDNN)
+			} else {
+				c.add("cudnn", matrix.Pass, "cuDNN %s matches torch %s cu%d%d (%s)", f.CuDNN, row.Version, tc.Major(), tc.Minor(), v.CuDNN)
+			}
+		}
+	}
+}
+
+// requireCUDA checks NVIDIA_REQUIRE_CUDA against what is inside.
+func (c *checker) requireCUDA() {
+	need := c.neededCUDA()
+	req, ok := c.env["NVIDIA_REQUIRE_CUDA"]
+	if need == "" {
+		if ok {
+			c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s; no CUDA found inside", req)
+		}
+		return
+	}
+	floor, _ := c.db.DriverFloor(matrix.MustVersion(need))
+	if !ok {
+		c.add("require-cuda", matrix.Warn, "NVIDIA_REQUIRE_CUDA is not set: the NVIDIA container runtime will start this image on drivers too old for CUDA %s (needs >= %s); set NVIDIA_REQUIRE_CUDA=cuda>=%s", need, floor, need)
+		return
+	}
+	got := ""
+	for _, f := range strings.Fields(req) {
+		if v, ok := strings.CutPrefix(f, "cuda>="); ok {
+			got = v
+		}
+	}
+	if got == "" {
+		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%q has no cuda>= term; set it to cuda>=%s", req, need)
+		return
+	}
+	if newer(need, mm(got)) {
+		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%s is weaker than what is inside: CUDA %s needs driver >= %s; set cuda>=%s", req, need, floor, need)
+		return
+	}
+	c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s covers CUDA %s (driver >= %s)", req, need, floor)
+}
+
+func (c *checker) driver(d matrix.Version) {
+	need := c.neededCUDA()
+	if need == "" {
+		c.add("driver", matrix.Pass, "no CUDA inside; any driver %s loads it", d)
+		return
+	}
+	n := matrix.MustVersion(need)
+	strict, ok := c.db.DriverFloor(n)
+	compat, _ := c.db.CompatFloor(n.Major())
+	switch {
+	case !ok:
+		c.add("driver", matrix.Warn, "the matrix has no driver floor for CUDA %s", need)
+	case d.Compare(strict) >= 0:
+		c.add("driver", matrix.Pass, "driver %s meets CUDA %s's floor %s", d, need, strict)
+	case !compat.IsZero() && d.Compare(compat) >= 0:
+		c.add("driver", matrix.Warn, "driver %s is below CUDA %s's floor %s; it runs only under minor-version compatibility (>= %s): no PTX JIT", d, need, strict, compat)
+	default:
+		c.add("driver", matrix.Fail, "driver %s is below CUDA %s's floor %s (%s under minor-version compatibility)", d, need, strict, compat)
+	}
+}
+
+func (c *checker) gpu(name string) error {
+	g, err := c.db.FindGPU(name)
+	if err != nil {
+		return err
+	}
+	a, ok := c.db.Arch(g.Arch)
+	if !ok {
+		return fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
+	}
+	if c.r.Found.CUDA != "" {
+		cv := matrix.MustVersion(mm(c.r.Found.CUDA))
+		switch {
+		case a.AddedIn.Compare(cv) > 0:
+			c.add("gpu/cuda", matrix.Fail, "CUDA %s predates %s (%s, %s): support starts with CUDA %s", c.r.Found.CUDA, g.Name, g.Arch, a.Name, a.AddedIn)
+		case !a.RemovedIn.IsZero() && a.RemovedIn.Compare(cv) <= 0:
+			c.add("gpu/cuda", matrix.Fail, "CUDA %s no longer supports %s (%s): support ended in CUDA %s", c.r.Found.CUDA, g.Name, g.Arch, a.RemovedIn)
+		}
+	}
+	var missing, jit, native []string
+	libs := make([]string, 0, len(c.r.Found.Kernels))
+	for p := range c.r.Found.Kernels {
+		libs = append(libs, p)
+	}
+	sort.Strings(libs)
+	for _, p := range libs {
+		k := c.r.Found.Kernels[p]
+		n, j := matrix.ArchCovered(g.Arch, k.SASS, k.PTX)
+		switch {
+		case n:
+			native = append(native, path2(p))
+		case j:
+			jit = append(jit, path2(p))
+		default:
+			missing = append(missing, fmt.Sprintf("%s (has %s)", path2(p), strings.Join(k.SASS, " ")))
+		}
+	}
+	switch {
+	case len(libs) == 0:
+		c.add("gpu", matrix.Warn, "no CUDA device code found in the image to check against %s", g.Arch)
+	case len(missing) > 0:
+		c.add("gpu", matrix.Fail, "%d libraries have no kernels for %s (%s): %s", len(missing), g.Name, g.Arch, strings.Join(missing, "; "))
+	case len(jit) > 0:
+		c.add("gpu", matrix.Warn, "%d libraries run on %s (%s) only by JIT-compiling PTX (slow first start; impossible under minor-version compatibility): %s", len(jit), g.Name, g.Arch, strings.Join(jit, ", "))
+	default:
+		c.add("gpu", matrix.Pass, "all %d libraries with device code have native kernels for %s (%s)", len(native), g.Name, g.Arch)
+	}
+	return nil
+}
+
+// duplicates reports CUDA libraries present both from the OS and from pip.
+func (c *checker) duplicates() {
+	type pair struct{ sys, pip int64 }
+	fam := map[string]*pair{}
+	for _, l := range c.r.Found.Libraries {
+		p := fam[l.Family]
+		if p == nil {
+			p = &pair{}
+			fam[l.Family] = p
+		}
+		if l.Pip {
+			p.pip += l.Size
+		} else {
+			p.sys += l.Size
+		}
+	}
+	var dups []string
+	var wasted int64
+	names := make([]string, 0, len(fam))
+	for n := range fam {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := fam[n]
+		if p.sys > 0 && p.pip > 0 {
+			w := min(p.sys, p.pip)
+			wasted += w
+			dups = append(dups, fmt.Sprintf("%s (system %s, pip %s)", n, human(p.sys), human(p.pip)))
+		}
+	}
+	if len(dups) > 0 {
+		c.add("duplicate-libs", matrix.Warn, "CUDA libraries installed twice, about %s wasted: %s; a base image without them (runtime or base flavor) avoids it", human(wasted), strings.Join(dups, ", "))
+	}
+}
+
+func path2(p string) string { return "/" + p }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func largestSize(ls []LayerStats) int64 {
+	if len(ls) == 0 {
+		return 0
+	}
+	return ls[0].Size
+}
+
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func humanRate(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%g Gbit/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%g Mbit/s", bps/1e6)
+	}
+	return fmt.Sprintf("%g bit/s", bps)
+}

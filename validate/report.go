@@ -1,0 +1,165 @@
+package validate
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for people.
+func (r *Report) WriteText(w io.Writer) error {
+	f := r.Found
+	fmt.Fprintf(w, "image   %s\ndigest  %s\n", r.Image, r.Digest)
+	if r.Platform != "" {
+		fmt.Fprintf(w, "platform %s\n", r.Platform)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nfound\t")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+		}
+	}
+	row("OS", strings.TrimSpace(f.OS+" "+paren(f.OSPretty)))
+	row("CUDA", f.CUDA)
+	row("cuDNN", f.CuDNN)
+	row("NCCL", f.NCCL)
+	row("cuBLAS", f.CuBLAS)
+	row("Python", f.Python)
+	if f.Torch != nil {
+		row("torch", f.Torch.Version+" (CUDA "+orNone(f.Torch.CUDA)+")")
+	}
+	for _, n := range []string{"tensorflow", "jax", "jaxlib"} {
+		row(n, f.Packages[n])
+	}
+	row("pip packages", strconv.Itoa(len(f.Packages)))
+	libs := make([]string, 0, len(f.Kernels))
+	for p := range f.Kernels {
+		libs = append(libs, p)
+	}
+	sort.Strings(libs)
+	for _, p := range libs {
+		k := f.Kernels[p]
+		v := strings.Join(k.SASS, " ")
+		if len(k.PTX) > 0 {
+			v += " +PTX " + strings.Join(k.PTX, " ")
+		}
+		row("/"+p, v)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nchecks")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range r.Checks {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", strings.ToUpper(string(c.Status)), c.Name, c.Message)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nverdict: %s\n", r.Verdict)
+	return err
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none: CPU build"
+	}
+	return s
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the checks as a JUnit XML test suite (one test case
+// per check; failures fail, warnings pass with their message as output).
+func (r *Report) WriteJUnit(w io.Writer) error {
+	s := junitSuite{Name: "gpuimg validate " + r.Image, Tests: len(r.Checks)}
+	for _, c := range r.Checks {
+		tc := junitCase{Name: c.Name, ClassName: "gpuimg." + r.Kind}
+		switch c.Status {
+		case matrix.Fail:
+			s.Failures++
+			tc.Failure = &junitFailure{Message: c.Message, Text: c.Message}
+		default:
+			tc.SystemOut = string(c.Status) + ": " + c.Message
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(junitSuites{Suites: []junitSuite{s}}); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// ParseBandwidth reads "1Gbps", "100Mbps", "10 Gbit/s", "500M" as bits per second.
+func ParseBandwidth(s string) (float64, error) {
+	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
+	for _, suf := range []string{"bit/s", "bps", "b/s", "bit"} {
+		t = strings.TrimSuffix(t, suf)
+	}
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(t, "g"):
+		mult, t = 1e9, strings.TrimSuffix(t, "g")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, strings.TrimSuffix(t, "m")
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1e3, strings.TrimSuffix(t, "k")
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bandwidth %q: write it like 1Gbps or 200Mbps", s)
+	}
+	return v * mult, nil
+}

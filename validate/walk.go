@@ -1,0 +1,222 @@
+package validate
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Limits bound what Walk reads, so a hostile image cannot exhaust memory
+// or time. Zero fields take the defaults noted.
+type Limits struct {
+	// MaxEntries is the most tar entries over all layers (default 5,000,000).
+	MaxEntries int
+	// MaxRatio is the largest uncompressed/compressed ratio a layer may
+	// reach once past MinBombBytes (default 200).
+	MaxRatio int64
+	// MinBombBytes is where the ratio check starts (default 256 MiB).
+	MinBombBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxEntries == 0 {
+		l.MaxEntries = 5_000_000
+	}
+	if l.MaxRatio == 0 {
+		l.MaxRatio = 200
+	}
+	if l.MinBombBytes == 0 {
+		l.MinBombBytes = 256 << 20
+	}
+	return l
+}
+
+// Entry is one file of the image's final filesystem.
+type Entry struct {
+	// Path is clean and relative to the root ("usr/lib/libcudart.so.12").
+	Path   string
+	Header *tar.Header
+	// Layer is the index of the layer it comes from (0 = base).
+	Layer int
+}
+
+// LayerStats describes one layer as read.
+type LayerStats struct {
+	Index        int    `json:"index"`
+	Digest       string `json:"digest"`
+	Size         int64  `json:"size"`              // compressed
+	Uncompressed int64  `json:"uncompressed_size"` // bytes of the tar stream
+	Files        int    `json:"files"`
+}
+
+// Unsafe is a layer entry that would escape the root if extracted.
+type Unsafe struct {
+	Layer int    `json:"layer"`
+	Name  string `json:"name"`
+}
+
+// WalkResult summarises a walk.
+type WalkResult struct {
+	Layers []LayerStats `json:"layers"`
+	Unsafe []Unsafe     `json:"unsafe,omitempty"`
+	Files  int          `json:"files"`
+}
+
+// ErrBomb is wrapped when a layer expands beyond the limits.
+var ErrBomb = errors.New("layer expands beyond the limit")
+
+// Visitor sees each file of the final filesystem once; r yields its
+// content (regular files only) and must not be kept after return.
+type Visitor func(e Entry, r io.Reader) error
+
+// Walk streams the image's layers, newest first, and calls visit for every
+// entry of the final filesystem: whiteouts (.wh.NAME, .wh..wh..opq) are
+// applied, so a file deleted or replaced by a later layer is never seen.
+// Nothing is written to disk and memory grows with the number of paths,
+// not with file sizes.
+func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkResult, error) {
+	lim = lim.withDefaults()
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("list layers: %w", err)
+	}
+	res := &WalkResult{Layers: make([]LayerStats, len(layers))}
+	seen := map[string]bool{}   // paths decided by an upper layer
+	hidden := map[string]bool{} // whiteouts and non-directories: hide everything below
+	opaque := map[string]bool{} // opaque directories of upper layers
+	entries := 0
+	for i := len(layers) - 1; i >= 0; i-- {
+		if err := context.Cause(ctx); err != nil {
+			return nil, err
+		}
+		l := layers[i]
+		st := LayerStats{Index: i}
+		if d, err := l.Digest(); err == nil {
+			st.Digest = d.String()
+		}
+		if st.Size, err = l.Size(); err != nil {
+			return nil, fmt.Errorf("layer %d size: %w", i, err)
+		}
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return nil, fmt.Errorf("open layer %d (%s): %w", i, st.Digest, err)
+		}
+		cr := &countingReader{r: rc}
+		newHidden, newOpaque := map[string]bool{}, map[string]bool{}
+		tr := tar.NewReader(cr)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rc.Close()
+				return nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
+			}
+			entries++
+			if entries > lim.MaxEntries {
+				rc.Close()
+				return nil, fmt.Errorf("image has more than %d files; raise the limit if this is expected", lim.MaxEntries)
+			}
+			if cr.n > lim.MinBombBytes && st.Size > 0 && cr.n/st.Size > lim.MaxRatio {
+				rc.Close()
+				return nil, fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, cr.n)
+			}
+			p, ok := cleanPath(h.Name)
+			if !ok {
+				res.Unsafe = append(res.Unsafe, Unsafe{Layer: i, Name: h.Name})
+				continue
+			}
+			dir, base := path.Split(p)
+			dir = strings.TrimSuffix(dir, "/")
+			if base == ".wh..wh..opq" {
+				newOpaque[dir] = true
+				continue
+			}
+			if strings.HasPrefix(base, ".wh.") {
+				newHidden[path.Join(dir, strings.TrimPrefix(base, ".wh."))] = true
+				continue
+			}
+			if p == "" || seen[p] || isHidden(p, hidden, opaque) {
+				continue
+			}
+			seen[p] = true
+			if h.Typeflag != tar.TypeDir {
+				newHidden[p] = true
+			}
+			st.Files++
+			var r io.Reader = tr
+			if h.Typeflag != tar.TypeReg {
+				r = strings.NewReader("")
+			}
+			if err := visit(Entry{Path: p, Header: h, Layer: i}, r); err != nil {
+				rc.Close()
+				return nil, err
+			}
+		}
+		// Drain what the tar reader left, so the count is the stream's size.
+		if _, err := io.Copy(io.Discard, cr); err != nil {
+			rc.Close()
+			return nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
+		}
+		rc.Close()
+		st.Uncompressed = cr.n
+		res.Layers[i] = st
+		res.Files += st.Files
+		for k := range newHidden {
+			hidden[k] = true
+		}
+		for k := range newOpaque {
+			opaque[k] = true
+		}
+	}
+	return res, nil
+}
+
+// isHidden reports whether an upper layer removed p or one of its parents,
+// replaced a parent by a non-directory, or made a parent opaque.
+func isHidden(p string, hidden, opaque map[string]bool) bool {
+	if hidden[p] {
+		return true
+	}
+	for dir := p; ; {
+		i := strings.LastIndexByte(dir, '/')
+		if i < 0 {
+			return opaque[""]
+		}
+		dir = dir[:i]
+		if hidden[dir] || opaque[dir] {
+			return true
+		}
+	}
+}
+
+// cleanPath makes a tar name relative to the root; ok is false for names
+// that would escape it ("../etc/passwd").
+func cleanPath(name string) (string, bool) {
+	n := strings.TrimPrefix(name, "./")
+	for _, part := range strings.Split(n, "/") {
+		if part == ".." {
+			return "", false
+		}
+	}
+	c := path.Clean("/" + n)
+	return strings.TrimPrefix(c, "/"), true
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
