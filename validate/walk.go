@@ -107,7 +107,12 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 		if err != nil {
 			return nil, fmt.Errorf("open layer %d (%s): %w", i, st.Digest, err)
 		}
-		cr := &countingReader{r: rc}
+		cr := &countingReader{r: rc, check: func(n int64) error {
+			if n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
+				return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, n)
+			}
+			return nil
+		}}
 		newHidden, newOpaque := map[string]bool{}, map[string]bool{}
 		tr := tar.NewReader(cr)
 		for {
@@ -117,16 +122,15 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 			}
 			if err != nil {
 				rc.Close()
+				if errors.Is(err, ErrBomb) {
+					return nil, err
+				}
 				return nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
 			}
 			entries++
 			if entries > lim.MaxEntries {
 				rc.Close()
 				return nil, fmt.Errorf("image has more than %d files; raise the limit if this is expected", lim.MaxEntries)
-			}
-			if cr.n > lim.MinBombBytes && st.Size > 0 && cr.n/st.Size > lim.MaxRatio {
-				rc.Close()
-				return nil, fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, cr.n)
 			}
 			p, ok := cleanPath(h.Name)
 			if !ok {
@@ -157,7 +161,10 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 			}
 			if err := visit(Entry{Path: p, Header: h, Layer: i}, r); err != nil {
 				rc.Close()
-				return nil, err
+				if errors.Is(err, ErrBomb) {
+					return nil, err
+				}
+				return nil, fmt.Errorf("read /%s in layer %d (%s): %w", p, i, st.Digest, err)
 			}
 		}
 		// Drain what the tar reader left, so the count is the stream's size.
@@ -210,13 +217,18 @@ func cleanPath(name string) (string, bool) {
 	return strings.TrimPrefix(c, "/"), true
 }
 
+// countingReader counts bytes and stops the stream when check fails.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	check func(n int64) error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if cerr := c.check(c.n); cerr != nil {
+		return n, cerr
+	}
 	return n, err
 }

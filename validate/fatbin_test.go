@@ -1,0 +1,121 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+)
+
+// TestScanFatbinMatchesCuobjdump reads NVIDIA's real libraries (Debian's
+// CUDA 11.8 packages) and compares the architectures found with what
+// NVIDIA's cuobjdump lists for the same files.
+func TestScanFatbinMatchesCuobjdump(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs Debian's CUDA packages")
+	}
+	root, err := testenv.DebianCUDA(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`\.(sm_[0-9]+)\.(cubin|ptx)`)
+	for _, lib := range []string{"libcurand.so.10.3.0.86", "libcublas.so.11.11.3.6"} {
+		t.Run(lib, func(t *testing.T) {
+			p := filepath.Join(root, "usr/lib/x86_64-linux-gnu", lib)
+			want := map[string]map[string]int{"cubin": {}, "ptx": {}}
+			for _, flag := range []string{"--list-elf", "--list-ptx"} {
+				out, err := exec.Command(testenv.Cuobjdump(root), flag, p).Output()
+				if err != nil {
+					t.Fatalf("cuobjdump %s: %v", flag, err)
+				}
+				for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+					want[m[2]][m[1]]++
+				}
+			}
+			if len(want["cubin"]) == 0 {
+				t.Fatal("cuobjdump lists no cubins: the cross-check proves nothing")
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			k, err := ScanFatbin(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(k.ELFCount, want["cubin"]) {
+				t.Errorf("cubins per arch = %v, cuobjdump says %v", k.ELFCount, want["cubin"])
+			}
+			wantPTX := want["ptx"]
+			if len(wantPTX) == 0 {
+				wantPTX = nil
+			}
+			if !reflect.DeepEqual(k.PTXCount, wantPTX) {
+				t.Errorf("PTX per arch = %v, cuobjdump says %v", k.PTXCount, wantPTX)
+			}
+		})
+	}
+}
+
+// container builds a fat binary with one entry per (kind, arch).
+func container(entries [][2]int) []byte {
+	var body bytes.Buffer
+	for _, e := range entries {
+		payload := bytes.Repeat([]byte{0xBA, 0x55, 0xED, 0x50, 1, 0, 16, 0}, 3) // looks like magic: must be skipped
+		h := make([]byte, 64)
+		binary.LittleEndian.PutUint16(h[0:], uint16(e[0]))
+		binary.LittleEndian.PutUint16(h[2:], 0x0101)
+		binary.LittleEndian.PutUint32(h[4:], 64)
+		binary.LittleEndian.PutUint64(h[8:], uint64(len(payload)))
+		binary.LittleEndian.PutUint32(h[28:], uint32(e[1]))
+		body.Write(h)
+		body.Write(payload)
+	}
+	h := make([]byte, 16)
+	binary.LittleEndian.PutUint32(h[0:], fatbinMagic)
+	binary.LittleEndian.PutUint16(h[4:], 1)
+	binary.LittleEndian.PutUint16(h[6:], 16)
+	binary.LittleEndian.PutUint64(h[8:], uint64(body.Len()))
+	return append(h, body.Bytes()...)
+}
+
+func TestScanFatbinSynthetic(t *testing.T) {
+	noise := bytes.Repeat([]byte("ELF-ish noise 12"), 64<<10) // 1 MiB, spans the scan window
+	var buf bytes.Buffer
+	buf.Write(noise)
+	buf.Write(container([][2]int{{kindELF, 80}, {kindELF, 90}, {kindPTX, 90}}))
+	buf.Write(make([]byte, 8))
+	buf.Write(noise[:300<<10])
+	buf.Write(container([][2]int{{kindELFAlt, 100}, {kindELF, 80}}))
+	k, err := ScanFatbin(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sm_80", "sm_90", "sm_100"}; !reflect.DeepEqual(k.SASS, want) {
+		t.Errorf("SASS = %v, want %v", k.SASS, want)
+	}
+	if want := map[string]int{"sm_80": 2, "sm_90": 1, "sm_100": 1}; !reflect.DeepEqual(k.ELFCount, want) {
+		t.Errorf("ELF counts = %v, want %v", k.ELFCount, want)
+	}
+	if want := []string{"sm_90"}; !reflect.DeepEqual(k.PTX, want) {
+		t.Errorf("PTX = %v", k.PTX)
+	}
+
+	// A truncated container and random data end cleanly.
+	c := container([][2]int{{kindELF, 86}})
+	k, err = ScanFatbin(bytes.NewReader(c[:len(c)-10]))
+	if err == nil && len(k.SASS) > 0 && k.SASS[0] != "sm_86" {
+		t.Errorf("truncated container: %v", k)
+	}
+	k, err = ScanFatbin(bytes.NewReader(noise))
+	if err != nil || !k.Empty() {
+		t.Errorf("noise: %v %v", k, err)
+	}
+}
