@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -147,8 +145,12 @@ func TestWalkCompressionBomb(t *testing.T) {
 // gzLayer is a layer whose compressed bytes are given.
 type gzLayer struct{ b []byte }
 
-func (l gzLayer) Digest() (v1.Hash, error) { return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("a", 64)}, nil }
-func (l gzLayer) DiffID() (v1.Hash, error) { return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("b", 64)}, nil }
+func (l gzLayer) Digest() (v1.Hash, error) {
+	return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("a", 64)}, nil
+}
+func (l gzLayer) DiffID() (v1.Hash, error) {
+	return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("b", 64)}, nil
+}
 func (l gzLayer) Compressed() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(l.b)), nil
 }
@@ -191,7 +193,4 @@ func TestCleanPath(t *testing.T) {
 			t.Errorf("cleanPath(%q) accepted", in)
 		}
 	}
-	keys := []string{}
-	sort.Strings(keys)
-	_ = reflect.DeepEqual
 }
