@@ -80,6 +80,9 @@ func ParseRef(s string) (Ref, error) {
 		return Ref{Transport: DockerDaemon, Name: rest}, nil
 	}
 	s = strings.TrimPrefix(s, "docker://")
+	if i := strings.Index(s, "://"); i >= 0 {
+		return Ref{}, fmt.Errorf("image %q: unknown transport %q; use a registry reference, oci:DIR, oci-archive:FILE, docker-archive:FILE or docker-daemon:REF", s, s[:i])
+	}
 	if _, err := name.ParseReference(s); err != nil {
 		return Ref{}, fmt.Errorf("image %q is not a registry reference, oci:DIR, oci-archive:FILE, docker-archive:FILE or docker-daemon:REF: %w", s, err)
 	}

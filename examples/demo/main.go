@@ -5,9 +5,9 @@
 //
 //	gpuimg build --cuda 12.2 --torch 2.3 … --push
 //
-// through the mirror flags a team behind a slow link would use, checks the
-// pushed image with skopeo, prints its digest and stack, and stops
-// everything it started.
+// through the mirror flags a team behind a slow link would use, validates
+// the pushed image (gpuimg validate), checks it with skopeo, prints its
+// digest and stack, and stops everything it started.
 //
 // Run it with `make demo` (as root on Debian 12).
 package main
@@ -79,6 +79,11 @@ func run(ctx context.Context) (err error) {
 	step("gpuimg %v", args)
 	if code := cli.Main(ctx, args, os.Stdout, os.Stderr); code != 0 {
 		return fmt.Errorf("gpuimg build exited %d", code)
+	}
+
+	step("gpuimg validate %s --driver 535.104.05 --gpu h100", ref)
+	if code := cli.Main(ctx, []string{"validate", ref, "--driver", "535.104.05", "--gpu", "h100", "--bandwidth", "1Gbps"}, os.Stdout, os.Stderr); code != 0 {
+		return fmt.Errorf("gpuimg validate exited %d", code)
 	}
 
 	step("checking the pushed image with skopeo (an independent client)")

@@ -195,6 +195,33 @@ func TestBuildEndToEnd(t *testing.T) {
 		found("gpuimg_req/__init__.py", "VERSION = '2.0'")
 	})
 
+	t.Run("gpuimg validate agrees with what was built", func(t *testing.T) {
+		out, errOut, code := run(t, "validate", ref, "--driver", "535.104.05", "-o", "json")
+		if code != 0 {
+			t.Fatalf("validate exit %d: %s\n%s", code, errOut, out)
+		}
+		var rep struct {
+			Digest, Verdict string
+			Found           struct {
+				Python   string
+				Packages map[string]string
+				Torch    struct{ Version, CUDA string }
+			}
+			Checks []struct{ Name, Status, Message string }
+		}
+		must(t, json.Unmarshal([]byte(out), &rep))
+		st := map[string]string{}
+		for _, c := range rep.Checks {
+			st[c.Name] = c.Status
+		}
+		if rep.Digest != digest || rep.Verdict != "pass" || st["stack-label"] != "pass" || st["require-cuda"] != "pass" || st["secrets"] != "pass" {
+			t.Errorf("validate: digest %s verdict %s checks %+v", rep.Digest, rep.Verdict, rep.Checks)
+		}
+		if rep.Found.Torch.CUDA != "12.1" || rep.Found.Python != "3.11" || rep.Found.Packages["gpuimg-extra"] != "1.0" {
+			t.Errorf("found %+v", rep.Found)
+		}
+	})
+
 	t.Run("a rebuild of the same inputs is a no-op with the same digest", func(t *testing.T) {
 		again, progress := build(t, buildArgs("1.0", "-t", ref, "--push")...)
 		if again != digest {

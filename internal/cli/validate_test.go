@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+)
+
+// smallImage is a CUDA-12.2-looking image: version.json, a venv with a
+// torch cu121 version.py, and NVIDIA_REQUIRE_CUDA as given.
+func smallImage(t *testing.T, requireCUDA string) v1.Image {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	sp := "opt/venv/lib/python3.10/site-packages/"
+	for _, f := range [][2]string{
+		{"etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"},
+		{"usr/local/cuda-12.2/version.json", `{"cuda":{"version":"12.2.2"}}`},
+		{"opt/venv/pyvenv.cfg", "version = 3.10.12\n"},
+		{sp + "torch/version.py", "__version__ = '2.3.1+cu121'\ncuda = '12.1'\n"},
+		{sp + "torch-2.3.1+cu121.dist-info/METADATA", "Name: torch\nVersion: 2.3.1+cu121\n"},
+	} {
+		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(f[1]))
+		must(t, err)
+	}
+	must(t, tw.Close())
+	b := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	must(t, err)
+	img, err := mutate.AppendLayers(empty.Image, l)
+	must(t, err)
+	cfg, err := img.ConfigFile()
+	must(t, err)
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Config.Env = []string{"NVIDIA_REQUIRE_CUDA=" + requireCUDA}
+	img, err = mutate.ConfigFile(img, cfg)
+	must(t, err)
+	return img
+}
+
+type report struct {
+	Image   string
+	Digest  string
+	Verdict string
+	Found   struct {
+		CUDA   string
+		Python string
+		Torch  struct{ Version, CUDA string }
+	}
+	Checks []struct{ Name, Status, Message string }
+}
+
+func TestValidateTransports(t *testing.T) {
+	img := smallImage(t, "cuda>=12.2")
+	digest, err := img.Digest()
+	must(t, err)
+	dir := t.TempDir()
+
+	ociDir := filepath.Join(dir, "layout")
+	p, err := layout.Write(ociDir, empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "torch"})))
+
+	ociArchive := filepath.Join(dir, "image.oci.tar")
+	must(t, tarDir(ociDir, ociArchive))
+
+	dockerArchive := filepath.Join(dir, "image.docker.tar")
+	tag, err := name.NewTag("example.com/ml/torch:2.3")
+	must(t, err)
+	must(t, tarball.WriteToFile(dockerArchive, tag, img))
+
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ref := host + "/ml/torch:2.3"
+	r, err := name.ParseReference(ref)
+	must(t, err)
+	must(t, remote.Write(r, img))
+
+	for _, tt := range []struct {
+		ref        string
+		sameDigest bool
+	}{
+		{ref, true},
+		{"docker://" + ref, true},
+		{"oci:" + ociDir, true},
+		{"oci:" + ociDir + ":torch", true},
+		{"oci-archive:" + ociArchive, true},
+		{"docker-archive:" + dockerArchive, false},
+	} {
+		t.Run(tt.ref, func(t *testing.T) {
+			out, errOut, code := run(t, "validate", tt.ref, "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+			}
+			var rep report
+			must(t, json.Unmarshal([]byte(out), &rep))
+			if tt.sameDigest && rep.Digest != digest.String() {
+				t.Errorf("digest %s, want %s", rep.Digest, digest)
+			}
+			if rep.Found.CUDA != "12.2.2" || rep.Found.Python != "3.10" || rep.Found.Torch.CUDA != "12.1" || rep.Verdict != "pass" {
+				t.Errorf("report: %+v", rep)
+			}
+		})
+	}
+
+	t.Run("exit codes", func(t *testing.T) {
+		bad := smallImage(t, "cuda>=12.0")
+		br, _ := name.ParseReference(host + "/ml/torch:weak")
+		must(t, remote.Write(br, bad))
+		tests := []struct {
+			args   []string
+			code   int
+			errHas string
+			outHas string
+		}{
+			{[]string{"validate", host + "/ml/torch:weak"}, 1, "validation failed", "FAIL  require-cuda"},
+			{[]string{"validate", host + "/ml/torch:weak", "-o", "junit"}, 1, "", "<failure message="},
+			{[]string{"validate", "oci:" + filepath.Join(dir, "nope")}, 2, "open OCI layout", ""},
+			{[]string{"validate", "127.0.0.1:1/ml/torch:2.3"}, 2, "fetch 127.0.0.1:1/ml/torch:2.3", ""},
+			{[]string{"validate", ref, "--bandwidth", "fast"}, 2, "bandwidth \"fast\"", ""},
+			{[]string{"validate", ref, "--gpu", "voodoo5"}, 2, "unknown GPU", ""},
+			{[]string{"validate", "ftp://x"}, 2, "unknown transport \"ftp\"", ""},
+			{[]string{"validate", ref, "--driver", "535.104.05", "--gpu", "h100", "--bandwidth", "1Gbps"}, 0, "", "verdict: pass"},
+		}
+		for _, tt := range tests {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.errHas) || !strings.Contains(out, tt.outHas) {
+				t.Errorf("%v: exit %d (want %d)\nstderr %q (want %q)\nstdout %q (want %q)", tt.args, code, tt.code, errOut, tt.errHas, lastLines(out, 5), tt.outHas)
+			}
+			if code == 2 && strings.Count(errOut, "gpuimg:") != 1 {
+				t.Errorf("%v: error not printed once: %q", tt.args, errOut)
+			}
+		}
+		out, _, _ := run(t, "validate", host+"/ml/torch:weak", "-o", "junit")
+		var v struct{}
+		if err := xml.Unmarshal([]byte(out), &v); err != nil {
+			t.Errorf("junit is not XML: %v", err)
+		}
+	})
+}
+
+// tarDir archives a directory (an OCI layout) into file.
+func tarDir(dir, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	err = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			_, err = io.Copy(tw, in)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// TestValidateDockerDaemon reads an image from a real dockerd.
+func TestValidateDockerDaemon(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: dockerd")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir, err := os.MkdirTemp("/tmp", "gd-")
+	must(t, err)
+	d, err := testenv.StartDockerd(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	t.Setenv("DOCKER_HOST", d.Host)
+	tag, err := name.NewTag("example.com/ml/torch:daemon")
+	must(t, err)
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	must(t, tarball.WriteToFile(archive, tag, smallImage(t, "cuda>=12.2")))
+	if out, err := exec.Command("docker", "-H", d.Host, "load", "-i", archive).CombinedOutput(); err != nil {
+		t.Fatalf("docker load: %v\n%s", err, out)
+	}
+	out, errOut, code := run(t, "validate", "docker-daemon:example.com/ml/torch:daemon", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep report
+	must(t, json.Unmarshal([]byte(out), &rep))
+	if rep.Found.Torch.CUDA != "12.1" || rep.Verdict != "pass" {
+		t.Errorf("report %+v", rep)
+	}
+	_, errOut, code = run(t, "validate", "docker-daemon:example.com/ml/absent:1")
+	if code != 2 || !strings.Contains(errOut, "from the Docker daemon") {
+		t.Errorf("absent image: exit %d %q", code, errOut)
+	}
+}
