@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo tools bench clean
+.PHONY: help build test lint fuzz demo tools bench bench-validate clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ demo: build ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push,
 
 bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuilds (root)
 	$(GO) run ./bench/build
+
+bench-validate: build tools ## gpuimg validate vs skopeo copy on a multi-GB image of CUDA libraries (root)
+	$(GO) run ./bench/validate -gpuimg $(BIN)
 
 clean: ## remove build outputs
 	rm -rf bin

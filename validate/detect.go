@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"archive/tar"
 	"bufio"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Found is what is really inside an image, read from its files.
@@ -69,14 +71,16 @@ var (
 
 // detector collects Found from the entries Walk yields.
 type detector struct {
-	f          Found
-	toolkit    string // from version.json
-	runtimes   []string
-	sysCuDNN   string
-	sysNCCL    string
-	sysCuBLAS  string
-	headers    map[string]map[string]int // header file → defines
-	scanKernel func(path string) bool
+	f         Found
+	toolkit   string // from version.json
+	runtimes  []string
+	sysCuDNN  string
+	sysNCCL   string
+	sysCuBLAS string
+	headers   map[string]map[string]int // header file → defines
+
+	mu    sync.Mutex
+	facts []fact
 }
 
 func newDetector() *detector {
@@ -92,43 +96,82 @@ func readSmall(r io.Reader, n int64) []byte {
 	return b
 }
 
+// fact is what one entry contributes, applied only if the entry turns out
+// to be visible in the final filesystem.
+type fact struct {
+	layer int
+	path  string
+	apply func(d *detector)
+}
+
+// visit parses an entry and records its fact; it is called concurrently
+// for different layers.
 func (d *detector) visit(e Entry, r io.Reader) error {
+	if f := d.parse(e, r); f != nil {
+		d.mu.Lock()
+		d.facts = append(d.facts, fact{layer: e.Layer, path: e.Path, apply: f})
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// parse reads what an entry says; it touches no detector state.
+func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 	p := e.Path
 	base := path.Base(p)
 	h := e.Header
-	isReg := h.Typeflag == '0' || h.Typeflag == 0
+	isReg := h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA
+	var fs []func(d *detector)
+	add := func(f func(d *detector)) { fs = append(fs, f) }
 	if m := rePythonBin.FindStringSubmatch(p); m != nil {
-		d.f.pythons[m[1]] = true
+		add(func(d *detector) { d.f.pythons[m[1]] = true })
 	}
-	if strings.HasSuffix(p, "-packages") && h.Typeflag == '5' {
+	if h.Typeflag == tar.TypeDir && strings.HasSuffix(p, "-packages") {
 		if m := rePythonDir.FindStringSubmatch(p); m != nil {
-			d.f.sitePython[p] = m[1]
-			d.f.pythons[m[1]] = true
+			add(func(d *detector) { d.f.sitePython[p] = m[1]; d.f.pythons[m[1]] = true })
 		}
 	}
-	if !isReg && h.Typeflag != '2' {
-		return nil
+	done := func() func(d *detector) {
+		if len(fs) == 0 {
+			return nil
+		}
+		return func(d *detector) {
+			for _, f := range fs {
+				f(d)
+			}
+		}
+	}
+	if !isReg && h.Typeflag != tar.TypeSymlink {
+		return done()
 	}
 	if isSecretFile(p) && isReg {
 		if reason := secretIn(p, readSmall(r, 1<<20)); reason != "" {
-			d.f.secrets = append(d.f.secrets, reason)
+			add(func(d *detector) { d.f.secrets = append(d.f.secrets, reason) })
 		}
-		return nil
+		return done()
 	}
 	switch {
-	case p == "etc/os-release" || p == "usr/lib/os-release":
-		if isReg && (d.f.OS == "" || p == "etc/os-release") {
-			d.f.OS, d.f.OSPretty = parseOSRelease(readSmall(r, 64<<10))
-		}
+	case (p == "etc/os-release" || p == "usr/lib/os-release") && isReg:
+		name, pretty := parseOSRelease(readSmall(r, 64<<10))
+		add(func(d *detector) {
+			if d.f.OS == "" || p == "etc/os-release" {
+				d.f.OS, d.f.OSPretty = name, pretty
+			}
+		})
 	case reCUDAVersion.MatchString(p) && isReg:
-		if v := parseCUDAVersionFile(base, readSmall(r, 1<<20)); v != "" && newer(v, d.toolkit) {
-			d.toolkit = v
+		if v := parseCUDAVersionFile(base, readSmall(r, 1<<20)); v != "" {
+			add(func(d *detector) {
+				if newer(v, d.toolkit) {
+					d.toolkit = v
+				}
+			})
 		}
 	case base == "pyvenv.cfg" && isReg:
 		for _, line := range strings.Split(string(readSmall(r, 64<<10)), "\n") {
 			k, v, ok := strings.Cut(line, "=")
 			if ok && (strings.TrimSpace(k) == "version" || strings.TrimSpace(k) == "version_info") {
-				d.f.venvPython = minorOf(strings.TrimSpace(v))
+				py := minorOf(strings.TrimSpace(v))
+				add(func(d *detector) { d.f.venvPython = py })
 			}
 		}
 	case strings.HasSuffix(p, "/torch/version.py") && strings.Contains(p, "-packages/") && isReg:
@@ -140,25 +183,28 @@ func (d *detector) visit(e Entry, r io.Reader) error {
 		if m := reTorchCUDA.FindSubmatch(b); m != nil && string(m[1]) != "None" {
 			ti.CUDA = string(m[2])
 		}
-		d.f.Torch = ti
+		add(func(d *detector) { d.f.Torch = ti })
 	case (base == "cudnn_version.h" || base == "nccl.h" || base == "cuda.h") && isReg:
 		defs := map[string]int{}
 		for _, m := range reDefine.FindAllSubmatch(readSmall(r, 4<<20), -1) {
 			n, _ := strconv.Atoi(string(m[2]))
 			defs[string(m[1])] = n
 		}
-		d.headers[p] = defs
+		add(func(d *detector) { d.headers[p] = defs })
 	}
 	if m := reDistInfo.FindStringSubmatch(p); m != nil && isReg {
 		name, version := parseMetadata(readSmall(r, 256<<10))
-		if name != "" {
-			d.f.Packages[normalize(name)] = version
-		}
-		if pm := rePythonDir.FindStringSubmatch(m[1]); pm != nil {
-			d.f.sitePython[m[1]] = pm[1]
-			d.f.pythons[pm[1]] = true
-		}
-		return nil
+		pm := rePythonDir.FindStringSubmatch(m[1])
+		add(func(d *detector) {
+			if name != "" {
+				d.f.Packages[normalize(name)] = version
+			}
+			if pm != nil {
+				d.f.sitePython[m[1]] = pm[1]
+				d.f.pythons[pm[1]] = true
+			}
+		})
+		return done()
 	}
 	if m := reVersionedLib.FindStringSubmatch(base); m != nil && isReg {
 		family := strings.ToLower(m[1])
@@ -167,13 +213,18 @@ func (d *detector) visit(e Entry, r io.Reader) error {
 		}
 		version := strings.TrimPrefix(m[2], ".")
 		pip := strings.Contains(p, "-packages/nvidia/")
-		d.f.Libraries = append(d.f.Libraries, Library{Family: family, Version: version, Path: p, Size: h.Size, Pip: pip})
-		if !pip && strings.Count(version, ".") >= 2 {
+		lib := Library{Family: family, Version: version, Path: p, Size: h.Size, Pip: pip}
+		plain := m[1] == "cudnn"
+		add(func(d *detector) {
+			d.f.Libraries = append(d.f.Libraries, lib)
+			if pip || strings.Count(version, ".") < 2 {
+				return
+			}
 			switch family {
 			case "cudart":
 				d.runtimes = append(d.runtimes, version)
 			case "cudnn":
-				if m[1] == "cudnn" && newer(version, d.sysCuDNN) {
+				if plain && newer(version, d.sysCuDNN) {
 					d.sysCuDNN = version
 				}
 			case "nccl":
@@ -185,18 +236,14 @@ func (d *detector) visit(e Entry, r io.Reader) error {
 					d.sysCuBLAS = version
 				}
 			}
-		}
+		})
 	}
 	if isReg && h.Size > 64<<10 && isDeviceLib(p, base) {
-		k, err := ScanFatbin(r)
-		if err != nil {
-			return nil // a truncated library: the walk reports stream errors itself
-		}
-		if !k.Empty() {
-			d.f.Kernels[p] = k
+		if k, err := ScanFatbin(r); err == nil && !k.Empty() {
+			add(func(d *detector) { d.f.Kernels[p] = k })
 		}
 	}
-	return nil
+	return done()
 }
 
 // isDeviceLib says whether a file may carry CUDA device code worth scanning.
@@ -212,7 +259,20 @@ func isDeviceLib(p, base string) bool {
 	return strings.Contains(p, "-packages/nvidia/") || strings.Contains(p, "/cuda")
 }
 
-func (d *detector) finish() Found {
+// finish applies the facts of the entries visible in the final
+// filesystem, in a fixed order, and derives the summary fields.
+func (d *detector) finish(w *WalkResult) Found {
+	sort.Slice(d.facts, func(i, j int) bool {
+		if d.facts[i].path != d.facts[j].path {
+			return d.facts[i].path < d.facts[j].path
+		}
+		return d.facts[i].layer < d.facts[j].layer
+	})
+	for _, fa := range d.facts {
+		if w.Visible(fa.layer, fa.path) {
+			fa.apply(d)
+		}
+	}
 	f := d.f
 	// CUDA: the toolkit's own version file, else the newest system runtime.
 	f.CUDA = d.toolkit

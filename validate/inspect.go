@@ -80,7 +80,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	found := det.finish()
+	found := det.finish(walk)
 	r := &Report{Kind: "static", Image: opt.Name, Digest: opt.Digest, Platform: opt.Platform, Created: now().UTC(), Found: found}
 	for _, l := range walk.Layers {
 		r.Size.Compressed += l.Size

@@ -136,7 +136,7 @@ func TestInspectChecks(t *testing.T) {
 			}(),
 			want:    map[string]Status{"secrets": matrix.Fail},
 			verdict: matrix.Fail,
-			msgHas:  "password in /root/.netrc; private key in /app/key.pem; a Hugging Face token in the environment variable HF_TOKEN; a URL with a password in the image history",
+			msgHas:  "private key in /app/key.pem; password in /root/.netrc; a Hugging Face token in the environment variable HF_TOKEN; a URL with a password in the image history",
 		},
 	}
 	for _, tt := range tests {

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"runtime"
 	"strings"
+	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/errgroup"
 )
 
 // Limits bound what Walk reads, so a hostile image cannot exhaust memory
@@ -22,6 +25,8 @@ type Limits struct {
 	MaxRatio int64
 	// MinBombBytes is where the ratio check starts (default 256 MiB).
 	MinBombBytes int64
+	// Jobs is how many layers are read at once (default GOMAXPROCS).
+	Jobs int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -33,6 +38,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MinBombBytes == 0 {
 		l.MinBombBytes = 256 << 20
+	}
+	if l.Jobs <= 0 {
+		l.Jobs = runtime.GOMAXPROCS(0)
 	}
 	return l
 }
@@ -65,19 +73,26 @@ type Unsafe struct {
 type WalkResult struct {
 	Layers []LayerStats `json:"layers"`
 	Unsafe []Unsafe     `json:"unsafe,omitempty"`
-	Files  int          `json:"files"`
+	// Files counts the entries of the final filesystem.
+	Files   int `json:"files"`
+	visible map[string]int
 }
 
 // ErrBomb is wrapped when a layer expands beyond the limits.
 var ErrBomb = errors.New("layer expands beyond the limit")
 
-// Visitor sees each file of the final filesystem once; r yields its
-// content (regular files only) and must not be kept after return.
+// Visitor sees each entry of each layer; r yields its content (regular
+// files only) and must not be kept after return. Whether the entry is
+// part of the final filesystem is known after Walk returns
+// (WalkResult.Visible).
 type Visitor func(e Entry, r io.Reader) error
 
-// Walk streams the image's layers, newest first, and calls visit for every
-// entry of the final filesystem: whiteouts (.wh.NAME, .wh..wh..opq) are
-// applied, so a file deleted or replaced by a later layer is never seen.
+// Walk streams the image's layers and calls visit for every entry of every
+// layer; the result says which entries are visible in the final
+// filesystem (WalkResult.Visible): whiteouts (.wh.NAME, .wh..wh..opq) are
+// applied, and a file deleted or replaced by a later layer is not visible.
+// Layers are read concurrently (Limits.Jobs at a time), so visit must be
+// safe for concurrent use; within one layer, entries come in order.
 // Nothing is written to disk and memory grows with the number of paths,
 // not with file sizes.
 func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkResult, error) {
@@ -87,95 +102,49 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 		return nil, fmt.Errorf("list layers: %w", err)
 	}
 	res := &WalkResult{Layers: make([]LayerStats, len(layers))}
-	seen := map[string]bool{}   // paths decided by an upper layer
+	lists := make([][]rec, len(layers))
+	unsafe := make([][]Unsafe, len(layers))
+	var entries atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(lim.Jobs)
+	for i := len(layers) - 1; i >= 0; i-- {
+		g.Go(func() error {
+			st, list, bad, err := walkLayer(gctx, i, layers[i], lim, &entries, visit)
+			res.Layers[i], lists[i], unsafe[i] = st, list, bad
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, u := range unsafe {
+		res.Unsafe = append(res.Unsafe, u...)
+	}
+	// Resolve visibility, newest layer first.
+	res.visible = map[string]int{}
 	hidden := map[string]bool{} // whiteouts and non-directories: hide everything below
 	opaque := map[string]bool{} // opaque directories of upper layers
-	entries := 0
 	for i := len(layers) - 1; i >= 0; i-- {
-		if err := context.Cause(ctx); err != nil {
-			return nil, err
-		}
-		l := layers[i]
-		st := LayerStats{Index: i}
-		if d, err := l.Digest(); err == nil {
-			st.Digest = d.String()
-		}
-		if st.Size, err = l.Size(); err != nil {
-			return nil, fmt.Errorf("layer %d size: %w", i, err)
-		}
-		rc, err := l.Uncompressed()
-		if err != nil {
-			return nil, fmt.Errorf("open layer %d (%s): %w", i, st.Digest, err)
-		}
-		cr := &countingReader{r: rc, check: func(n int64) error {
-			if n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
-				return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, n)
-			}
-			return nil
-		}}
 		newHidden, newOpaque := map[string]bool{}, map[string]bool{}
-		tr := tar.NewReader(cr)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rc.Close()
-				if errors.Is(err, ErrBomb) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
-			}
-			entries++
-			if entries > lim.MaxEntries {
-				rc.Close()
-				return nil, fmt.Errorf("image has more than %d files; raise the limit if this is expected", lim.MaxEntries)
-			}
-			p, ok := cleanPath(h.Name)
-			if !ok {
-				res.Unsafe = append(res.Unsafe, Unsafe{Layer: i, Name: h.Name})
+		for _, r := range lists[i] {
+			switch r.kind {
+			case recOpaque:
+				newOpaque[r.path] = true
+				continue
+			case recWhiteout:
+				newHidden[r.path] = true
 				continue
 			}
-			dir, base := path.Split(p)
-			dir = strings.TrimSuffix(dir, "/")
-			if base == ".wh..wh..opq" {
-				newOpaque[dir] = true
+			if _, ok := res.visible[r.path]; ok || isHidden(r.path, hidden, opaque) {
 				continue
 			}
-			if strings.HasPrefix(base, ".wh.") {
-				newHidden[path.Join(dir, strings.TrimPrefix(base, ".wh."))] = true
-				continue
+			res.visible[r.path] = i
+			if r.kind != recDir {
+				newHidden[r.path] = true
 			}
-			if p == "" || seen[p] || isHidden(p, hidden, opaque) {
-				continue
-			}
-			seen[p] = true
-			if h.Typeflag != tar.TypeDir {
-				newHidden[p] = true
-			}
-			st.Files++
-			var r io.Reader = tr
-			if h.Typeflag != tar.TypeReg {
-				r = strings.NewReader("")
-			}
-			if err := visit(Entry{Path: p, Header: h, Layer: i}, r); err != nil {
-				rc.Close()
-				if errors.Is(err, ErrBomb) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("read /%s in layer %d (%s): %w", p, i, st.Digest, err)
-			}
+			res.Layers[i].Files++
+			res.Files++
 		}
-		// Drain what the tar reader left, so the count is the stream's size.
-		if _, err := io.Copy(io.Discard, cr); err != nil {
-			rc.Close()
-			return nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
-		}
-		rc.Close()
-		st.Uncompressed = cr.n
-		res.Layers[i] = st
-		res.Files += st.Files
 		for k := range newHidden {
 			hidden[k] = true
 		}
@@ -184,6 +153,108 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 		}
 	}
 	return res, nil
+}
+
+// Visible reports whether the entry at path in layer is part of the final
+// filesystem.
+func (w *WalkResult) Visible(layer int, path string) bool {
+	l, ok := w.visible[path]
+	return ok && l == layer
+}
+
+type recKind uint8
+
+const (
+	recFile recKind = iota
+	recDir
+	recWhiteout
+	recOpaque
+)
+
+type rec struct {
+	path string
+	kind recKind
+}
+
+func walkLayer(ctx context.Context, i int, l v1.Layer, lim Limits, entries *atomic.Int64, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
+	st := LayerStats{Index: i}
+	var list []rec
+	var bad []Unsafe
+	if d, err := l.Digest(); err == nil {
+		st.Digest = d.String()
+	}
+	var err error
+	if st.Size, err = l.Size(); err != nil {
+		return st, nil, nil, fmt.Errorf("layer %d size: %w", i, err)
+	}
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return st, nil, nil, fmt.Errorf("open layer %d (%s): %w", i, st.Digest, err)
+	}
+	defer rc.Close()
+	cr := &countingReader{r: rc, check: func(n int64) error {
+		if n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
+			return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, n)
+		}
+		return nil
+	}}
+	tr := tar.NewReader(cr)
+	for {
+		if err := context.Cause(ctx); err != nil {
+			return st, nil, nil, err
+		}
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, ErrBomb) {
+				return st, nil, nil, err
+			}
+			return st, nil, nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
+		}
+		if n := entries.Add(1); n > int64(lim.MaxEntries) {
+			return st, nil, nil, fmt.Errorf("image has more than %d files; raise the limit if this is expected", lim.MaxEntries)
+		}
+		p, ok := cleanPath(h.Name)
+		if !ok {
+			bad = append(bad, Unsafe{Layer: i, Name: h.Name})
+			continue
+		}
+		dir, base := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		switch {
+		case base == ".wh..wh..opq":
+			list = append(list, rec{path: dir, kind: recOpaque})
+			continue
+		case strings.HasPrefix(base, ".wh."):
+			list = append(list, rec{path: path.Join(dir, strings.TrimPrefix(base, ".wh.")), kind: recWhiteout})
+			continue
+		case p == "":
+			continue
+		}
+		kind := recFile
+		if h.Typeflag == tar.TypeDir {
+			kind = recDir
+		}
+		list = append(list, rec{path: p, kind: kind})
+		var r io.Reader = tr
+		if h.Typeflag != tar.TypeReg {
+			r = strings.NewReader("")
+		}
+		if err := visit(Entry{Path: p, Header: h, Layer: i}, r); err != nil {
+			if errors.Is(err, ErrBomb) {
+				return st, nil, nil, err
+			}
+			return st, nil, nil, fmt.Errorf("read /%s in layer %d (%s): %w", p, i, st.Digest, err)
+		}
+	}
+	// Drain what the tar reader left, so the count is the stream's size.
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return st, nil, nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
+	}
+	st.Uncompressed = cr.n
+	return st, list, bad, nil
 }
 
 // isHidden reports whether an upper layer removed p or one of its parents,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -64,12 +65,28 @@ func image(t testing.TB, layers ...v1.Layer) v1.Image {
 
 func walkAll(t testing.TB, img v1.Image, lim Limits) (map[string]string, *WalkResult, error) {
 	t.Helper()
-	files := map[string]string{}
+	type key struct {
+		layer int
+		path  string
+	}
+	var mu sync.Mutex
+	all := map[key]string{}
 	res, err := Walk(t.Context(), img, lim, func(e Entry, r io.Reader) error {
 		b, err := io.ReadAll(r)
-		files[e.Path] = string(b)
+		mu.Lock()
+		all[key{e.Layer, e.Path}] = string(b)
+		mu.Unlock()
 		return err
 	})
+	files := map[string]string{}
+	if err != nil {
+		return files, res, err
+	}
+	for k, v := range all {
+		if res.Visible(k.layer, k.path) {
+			files[k.path] = v
+		}
+	}
 	return files, res, err
 }
 

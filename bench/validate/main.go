@@ -1,0 +1,200 @@
+// Command validate compares `gpuimg validate` with `skopeo copy` of the
+// same image to a local directory, in the same run: reading every byte of
+// every layer once is the floor for validation, and skopeo's copy is that
+// floor done by an independent tool. It reports wall time and peak memory
+// (max RSS) of each, and their ratios.
+//
+// The image is several layers of NVIDIA's real CUDA 11.8 libraries from
+// Debian (device code included, so the fatbin scanner works for real),
+// pushed to a local distribution registry.
+//
+// Run it with `make bench-validate` (root, Debian 12).
+package main
+
+import (
+	"archive/tar"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+)
+
+func main() {
+	layers := flag.Int("layers", 8, "layers of CUDA libraries (about 200 MB each uncompressed)")
+	runs := flag.Int("runs", 3, "runs of each tool")
+	gpuimg := flag.String("gpuimg", "bin/gpuimg", "gpuimg binary")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *layers, *runs, *gpuimg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct {
+	wall   time.Duration
+	maxRSS int64 // KiB
+}
+
+func measure(ctx context.Context, name string, args ...string) (sample, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !(errorsAs(err, &ee) && ee.ExitCode() == 1) { // validate exits 1 on failed checks
+			return sample{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return sample{wall: time.Since(start), maxRSS: ru.Maxrss}, nil
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
+	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
+		return err
+	}
+	root, err := testenv.DebianCUDA(ctx)
+	if err != nil {
+		return err
+	}
+	tools, err := testenv.BuildTools(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("/tmp", "gv-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	reg, err := testenv.StartRegistry(ctx, tools.Registry, filepath.Join(dir, "registry"))
+	if err != nil {
+		return err
+	}
+	defer reg.Stop()
+
+	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
+	var layers []v1.Layer
+	for i := range nLayers {
+		p := filepath.Join(dir, fmt.Sprintf("layer%d.tar", i))
+		if err := writeLayer(p, i, libs); err != nil {
+			return err
+		}
+		l, err := tarball.LayerFromFile(p)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, l)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return err
+	}
+	ref := reg.Host + "/bench/cuda-libs:latest"
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "pushing a %d-layer image of CUDA libraries to %s …\n", nLayers, ref)
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return err
+	}
+	var compressed, uncompressed int64
+	for _, l := range layers {
+		s, _ := l.Size()
+		compressed += s
+	}
+	for _, p := range libs {
+		st, _ := os.Stat(p)
+		uncompressed += st.Size() * int64(nLayers)
+	}
+
+	var skopeo, validate []sample
+	for range runs {
+		out := filepath.Join(dir, "copy")
+		os.RemoveAll(out)
+		s, err := measure(ctx, "skopeo", "copy", "--src-tls-verify=false", "docker://"+ref, "dir:"+out)
+		if err != nil {
+			return err
+		}
+		skopeo = append(skopeo, s)
+		os.RemoveAll(out)
+		v, err := measure(ctx, gpuimg, "validate", ref, "--gpu", "h100", "-o", "json")
+		if err != nil {
+			return err
+		}
+		validate = append(validate, v)
+	}
+	med := func(s []sample) sample {
+		w := slices.Clone(s)
+		slices.SortFunc(w, func(a, b sample) int { return int(a.wall - b.wall) })
+		m := w[len(w)/2]
+		for _, x := range s {
+			m.maxRSS = max(m.maxRSS, x.maxRSS)
+		}
+		return m
+	}
+	sk, va := med(skopeo), med(validate)
+	fmt.Printf("image: %d layers, %.0f MB compressed, %.0f MB of libraries uncompressed; %d runs each (median wall, max RSS)\n",
+		nLayers, float64(compressed)/1e6, float64(uncompressed)/1e6, runs)
+	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "skopeo copy docker:// dir:", sk.wall.Seconds(), float64(sk.maxRSS)/1024)
+	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "gpuimg validate --gpu h100", va.wall.Seconds(), float64(va.maxRSS)/1024)
+	fmt.Printf("ratio validate/skopeo: time %.2fx, memory %.2fx\n", va.wall.Seconds()/sk.wall.Seconds(), float64(va.maxRSS)/float64(sk.maxRSS))
+	return nil
+}
+
+// writeLayer writes a layer holding the libraries under a layer-specific
+// directory, as an uncompressed tar (go-containerregistry compresses it).
+func writeLayer(p string, i int, libs []string) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, lib := range libs {
+		st, err := os.Stat(lib)
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: fmt.Sprintf("opt/stack%d/lib/%s", i, filepath.Base(lib)), Mode: 0o644, Size: st.Size(), Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		in, err := os.Open(lib)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(tw, in)
+		in.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
