@@ -211,3 +211,11 @@ func TestCleanPath(t *testing.T) {
 		}
 	}
 }
+
+func TestWalkSymlinkLoopIsNotFollowed(t *testing.T) {
+	img := image(t, layer(t, file{"a", "->b"}, file{"b", "->a"}, file{"usr/lib/libcuda.so", "->libcuda.so"}, file{"etc/os-release", "ID=debian\n"}))
+	files, _, err := walkAll(t, img, Limits{})
+	if err != nil || len(files) != 4 || files["etc/os-release"] != "ID=debian\n" {
+		t.Fatalf("files %v err %v", files, err)
+	}
+}

@@ -125,6 +125,22 @@ func TestValidateTransports(t *testing.T) {
 		})
 	}
 
+	t.Run("a missing blob fails in one line", func(t *testing.T) {
+		broken := filepath.Join(t.TempDir(), "layout")
+		p, err := layout.Write(broken, empty.Index)
+		must(t, err)
+		must(t, p.AppendImage(img))
+		layers, err := img.Layers()
+		must(t, err)
+		d, err := layers[0].Digest()
+		must(t, err)
+		must(t, os.Remove(filepath.Join(broken, "blobs", d.Algorithm, d.Hex)))
+		_, errOut, code := run(t, "validate", "oci:"+broken)
+		if code != 2 || !strings.Contains(errOut, "layer 0") || strings.Count(errOut, "gpuimg:") != 1 {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+
 	t.Run("exit codes", func(t *testing.T) {
 		bad := smallImage(t, "cuda>=12.0")
 		br, _ := name.ParseReference(host + "/ml/torch:weak")
