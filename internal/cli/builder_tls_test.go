@@ -1,13 +1,6 @@
 package cli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -38,7 +31,8 @@ func TestBuilderTLS(t *testing.T) {
 	dir, err := os.MkdirTemp("/tmp", "gt-")
 	must(t, err)
 	defer os.RemoveAll(dir)
-	files := writeCerts(t, dir)
+	files, err := testenv.WriteCerts(dir)
+	must(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	addr := "tcp://" + l.Addr().String()
@@ -86,42 +80,4 @@ func TestBuilderTLS(t *testing.T) {
 	} else if !strings.Contains(err.Error(), addr) {
 		t.Errorf("error does not name the daemon: %v", err)
 	}
-}
-
-// writeCerts makes a CA, a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files in dir.
-func writeCerts(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	write := func(name, typ string, der []byte) {
-		p := filepath.Join(dir, name+".pem")
-		must(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-		out[name] = p
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gpuimg test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	must(t, err)
-	write("ca", "CERTIFICATE", caDER)
-	for i, leaf := range []struct {
-		name string
-		use  x509.ExtKeyUsage
-	}{{"server", x509.ExtKeyUsageServerAuth}, {"client", x509.ExtKeyUsageClientAuth}} {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		must(t, err)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: "gpuimg test " + leaf.name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{leaf.use},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		must(t, err)
-		write(leaf.name, "CERTIFICATE", der)
-		kb, err := x509.MarshalECPrivateKey(key)
-		must(t, err)
-		write(leaf.name+"-key", "EC PRIVATE KEY", kb)
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,8 +31,20 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// RegistryOptions add TLS and htpasswd authentication to a registry.
+type RegistryOptions struct {
+	// TLSCert and TLSKey serve HTTPS (for 127.0.0.1).
+	TLSCert, TLSKey string
+	// Htpasswd is an htpasswd file (bcrypt) that turns on basic auth.
+	Htpasswd string
+}
+
 // StartRegistry starts the registry binary with its storage under dir.
-func StartRegistry(ctx context.Context, bin, dir string) (*Registry, error) {
+func StartRegistry(ctx context.Context, bin, dir string, opts ...RegistryOptions) (*Registry, error) {
+	var o RegistryOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -50,6 +63,14 @@ storage:
 http:
   addr: %s
 `, filepath.Join(dir, "data"), host)
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+		cfg += fmt.Sprintf("  tls:\n    certificate: %s\n    key: %s\n", o.TLSCert, o.TLSKey)
+	}
+	if o.Htpasswd != "" {
+		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: gpuimg-test\n    path: %s\n", o.Htpasswd)
+	}
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -71,11 +92,12 @@ http:
 	r := &Registry{Host: host, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(r.done) }()
 	deadline := time.Now().Add(20 * time.Second)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // readiness probe only
 	for {
-		resp, err := http.Get("http://" + host + "/v2/")
+		resp, err := client.Get(scheme + "://" + host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
 				return r, nil
 			}
 		}

@@ -1,0 +1,417 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
+)
+
+// Remote holds what every registry operation needs. The zero value uses
+// Docker's credentials (config.json and credential helpers), HTTPS except
+// on loopback, and Go's default transport.
+type Remote struct {
+	// Insecure allows plain HTTP to every registry.
+	Insecure bool
+	// Transport replaces the HTTP transport (private CAs, tests).
+	Transport http.RoundTripper
+	// Keychain replaces Docker's credentials.
+	Keychain authn.Keychain
+	// Jobs is how many blobs move at once per destination (default 4).
+	Jobs int
+	// Retry is the backoff for transient failures (connection resets,
+	// 408, 429, 5xx); the default tries 6 times over about 15 s.
+	Retry *remote.Backoff
+}
+
+func (r Remote) parse(s string) (name.Reference, error) {
+	s = strings.TrimPrefix(s, "docker://")
+	var opts []name.Option
+	if r.Insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.ParseReference(s, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("parse %q: %w", s, err)
+	}
+	if !r.Insecure && isLoopback(ref.Context().RegistryStr()) {
+		ref, _ = name.ParseReference(s, name.Insecure)
+	}
+	return ref, nil
+}
+
+func (r Remote) options(ctx context.Context, extra ...remote.Option) []remote.Option {
+	kc := r.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	backoff := remote.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6}
+	if r.Retry != nil {
+		backoff = *r.Retry
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithRetryBackoff(backoff)}
+	if r.Transport != nil {
+		opts = append(opts, remote.WithTransport(r.Transport))
+	}
+	if r.Jobs > 0 {
+		opts = append(opts, remote.WithJobs(r.Jobs))
+	}
+	return append(opts, extra...)
+}
+
+// CopyOptions tune Copy.
+type CopyOptions struct {
+	Remote
+	// Platform narrows an index to one image; nil copies the whole index
+	// unchanged (same digest).
+	Platform *v1.Platform
+	// DryRun says what would move without writing anything.
+	DryRun bool
+	// Progress receives "copied/total bytes" lines; nil is silent.
+	Progress io.Writer
+}
+
+// Blob is one blob of a copy.
+type Blob struct {
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// DestResult is what happened at one destination.
+type DestResult struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	// Blobs and Bytes count every blob the image needs; Present and
+	// PresentBytes those the destination already had (skipped).
+	Blobs        int   `json:"blobs"`
+	Bytes        int64 `json:"bytes"`
+	Present      int   `json:"present"`
+	PresentBytes int64 `json:"present_bytes"`
+}
+
+// CopyResult is the outcome of a copy.
+type CopyResult struct {
+	Source       string       `json:"source"`
+	Digest       string       `json:"digest"`
+	MediaType    string       `json:"media_type"`
+	DryRun       bool         `json:"dry_run"`
+	Destinations []DestResult `json:"destinations"`
+	Duration     float64      `json:"seconds"`
+}
+
+// ErrUnauthorized is wrapped when a registry refuses the credentials.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// explain turns registry errors into one line naming the registry and the fix.
+func explain(op string, ref name.Reference, err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("%s %s: %w: the registry %s refused the credentials (%d); log in with `docker login %s` (gpuimg reads Docker's config.json and credential helpers)",
+				op, ref, ErrUnauthorized, ref.Context().RegistryStr(), te.StatusCode, ref.Context().RegistryStr())
+		case http.StatusNotFound:
+			return fmt.Errorf("%s %s: not found (%d)", op, ref, te.StatusCode)
+		}
+	}
+	return fmt.Errorf("%s %s: %w", op, ref, err)
+}
+
+// Copy copies src (an image or a whole multi-platform index) to every
+// destination at once, byte for byte: manifests are pushed unchanged, so
+// digests are preserved. Blobs the destination has are skipped, blobs of
+// another repository on the same registry are mounted, blobs move in
+// parallel, and transient errors are retried. Each destination's tag is
+// written only after all its blobs and child manifests are in place, so a
+// failed or interrupted copy never leaves a tag on an incomplete image.
+func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*CopyResult, error) {
+	start := time.Now()
+	if len(dsts) == 0 {
+		return nil, errors.New("copy: no destination")
+	}
+	srcRef, err := opt.parse(src)
+	if err != nil {
+		return nil, err
+	}
+	var dstRefs []name.Reference
+	for _, d := range dsts {
+		r, err := opt.parse(d)
+		if err != nil {
+			return nil, err
+		}
+		dstRefs = append(dstRefs, r)
+	}
+	puller, err := remote.NewPuller(opt.options(ctx)...)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := puller.Get(ctx, srcRef)
+	if err != nil {
+		return nil, explain("read", srcRef, err)
+	}
+	var taggable remote.Taggable = desc
+	digest, mediaType := desc.Digest.String(), string(desc.MediaType)
+	var blobs []Blob
+	if desc.MediaType.IsIndex() && opt.Platform != nil {
+		img, err := desc.Image() // narrows to the platform
+		if err != nil {
+			return nil, explain("read", srcRef, err)
+		}
+		d, _ := img.Digest()
+		mt, _ := img.MediaType()
+		digest, mediaType, taggable = d.String(), string(mt), img
+		blobs, err = imageBlobs(img)
+		if err != nil {
+			return nil, err
+		}
+	} else if blobs, err = descriptorBlobs(desc); err != nil {
+		return nil, explain("read", srcRef, err)
+	}
+
+	res := &CopyResult{Source: srcRef.String(), Digest: digest, MediaType: mediaType, DryRun: opt.DryRun, Destinations: make([]DestResult, len(dstRefs))}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, dst := range dstRefs {
+		g.Go(func() error {
+			dr := DestResult{Ref: dst.String(), Digest: digest, Blobs: len(blobs)}
+			present, err := presentBlobs(gctx, opt, dst, blobs)
+			if err != nil {
+				return err
+			}
+			for _, b := range blobs {
+				dr.Bytes += b.Size
+				if present[b.Digest] {
+					dr.Present++
+					dr.PresentBytes += b.Size
+				}
+			}
+			res.Destinations[i] = dr
+			if opt.DryRun {
+				return nil
+			}
+			var extra []remote.Option
+			var updates chan v1.Update
+			done := make(chan struct{})
+			if opt.Progress != nil {
+				updates = make(chan v1.Update, 16) // closed by the pusher when it finishes
+				extra = append(extra, remote.WithProgress(updates))
+				go func() {
+					defer close(done)
+					last := time.Time{}
+					for u := range updates {
+						if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
+							fmt.Fprintf(opt.Progress, "%s: %s / %s\n", dst, human(u.Complete), human(u.Total))
+							last = time.Now()
+						}
+					}
+				}()
+			} else {
+				close(done)
+			}
+			pusher, err := remote.NewPusher(opt.options(gctx, extra...)...)
+			if err != nil {
+				return err
+			}
+			err = pusher.Push(gctx, dst, taggable)
+			<-done
+			if err != nil {
+				return explain("push", dst, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start).Seconds()
+	return res, nil
+}
+
+// descriptorBlobs lists the blobs (configs, layers, child manifests) of an
+// image or index, without downloading layers.
+func descriptorBlobs(desc *remote.Descriptor) ([]Blob, error) {
+	if !desc.MediaType.IsIndex() {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, err
+		}
+		return imageBlobs(img)
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	return indexBlobs(idx)
+}
+
+func indexBlobs(idx v1.ImageIndex) ([]Blob, error) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var out []Blob
+	for _, d := range m.Manifests {
+		switch {
+		case d.MediaType.IsIndex():
+			child, err := idx.ImageIndex(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			b, err := indexBlobs(child)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b...)
+		case d.MediaType.IsImage():
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			b, err := imageBlobs(img)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b...)
+		}
+	}
+	return dedupe(out), nil
+}
+
+func imageBlobs(img v1.Image) ([]Blob, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	out := []Blob{{Digest: m.Config.Digest.String(), Size: m.Config.Size}}
+	for _, l := range m.Layers {
+		out = append(out, Blob{Digest: l.Digest.String(), Size: l.Size})
+	}
+	return dedupe(out), nil
+}
+
+func dedupe(bs []Blob) []Blob {
+	seen := map[string]bool{}
+	var out []Blob
+	for _, b := range bs {
+		if !seen[b.Digest] {
+			seen[b.Digest] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// presentBlobs asks the destination which blobs it already has.
+func presentBlobs(ctx context.Context, opt CopyOptions, dst name.Reference, blobs []Blob) (map[string]bool, error) {
+	out := map[string]bool{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, b := range blobs {
+		g.Go(func() error {
+			d, err := name.NewDigest(dst.Context().String()+"@"+b.Digest, nameOpts(dst)...)
+			if err != nil {
+				return err
+			}
+			ok, err := blobExists(gctx, opt, d)
+			if err != nil {
+				return explain("check blobs at", dst, err)
+			}
+			mu.Lock()
+			out[b.Digest] = ok
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+func nameOpts(ref name.Reference) []name.Option {
+	if ref.Context().Scheme() == "http" {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// blobExists sends HEAD /v2/<repo>/blobs/<digest> with the destination's
+// credentials.
+func blobExists(ctx context.Context, opt CopyOptions, d name.Digest) (bool, error) {
+	kc := opt.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	auth, err := kc.Resolve(d.Context().Registry)
+	if err != nil {
+		return false, err
+	}
+	base := opt.Transport
+	if base == nil {
+		base = remote.DefaultTransport
+	}
+	backoff := remote.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6}
+	if opt.Retry != nil {
+		backoff = *opt.Retry
+	}
+	base = transport.NewRetry(base, transport.WithRetryBackoff(backoff), transport.WithRetryPredicate(transient),
+		transport.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout))
+	rt, err := transport.NewWithContext(ctx, d.Context().Registry, auth, base, []string{d.Context().Scope(transport.PullScope)})
+	if err != nil {
+		return false, err
+	}
+	u := fmt.Sprintf("%s://%s/v2/%s/blobs/%s", d.Context().Scheme(), d.Context().RegistryStr(), d.Context().RepositoryStr(), d.DigestStr())
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := (&http.Client{Transport: rt}).Do(req)
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound:
+		return false, nil
+	}
+	return false, transport.CheckError(resp, http.StatusOK, http.StatusNotFound)
+}
+
+// transient says whether a request error is worth retrying: timeouts,
+// connection resets and cut-off responses.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if te, ok := err.(interface{ Temporary() bool }); ok && te.Temporary() {
+		return true // includes the retry transport's own status-code errors
+	}
+	var ne net.Error
+	return (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
+}
+
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
