@@ -205,7 +205,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 			var updates chan v1.Update
 			done := make(chan struct{})
 			if opt.Progress != nil {
-				updates = make(chan v1.Update, 16) // closed by the pusher when it finishes
+				updates = make(chan v1.Update, 16) // closed below, once Push returns (Pusher does not close it)
 				extra = append(extra, remote.WithProgress(updates))
 				go func() {
 					defer close(done)
@@ -225,6 +225,9 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 				return err
 			}
 			err = pusher.Push(gctx, dst, taggable)
+			if updates != nil {
+				close(updates)
+			}
 			<-done
 			if err != nil {
 				return explain("push", dst, err)

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,8 +112,12 @@ func TestCopyToManyRegistries(t *testing.T) {
 
 	for _, tt := range []struct{ src, repo, digest string }{{"/ml/torch:nightly", "/ml/torch:stable", imgDigest}, {"/ml/multi:nightly", "/ml/multi:stable", idxDigest}} {
 		dsts := []string{e.b.Host + tt.repo, e.c.Host + tt.repo}
-		res, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.CopyOptions{})
+		var progress strings.Builder
+		res, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.CopyOptions{Progress: &syncWriter{w: &progress}})
 		must(t, err)
+		if !strings.Contains(progress.String(), " / ") {
+			t.Errorf("no progress lines: %q", progress.String())
+		}
 		for i, d := range dsts {
 			if got := skopeoDigest(t, d); got != tt.digest {
 				t.Errorf("%s: skopeo reads %s, source is %s", d, got, tt.digest)
@@ -332,4 +338,15 @@ func certDir(t *testing.T, caFile string) string {
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(d, "ca.crt"), b, 0o644))
 	return d
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -307,3 +307,50 @@ func isLoopback(host string) bool {
 	}
 	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "[::1]"
 }
+
+// tarDir archives a directory (an OCI layout) into file, in name order.
+func tarDir(dir, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	err = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname, h.ModTime = "", "", info.ModTime().UTC()
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(tw, in)
+		in.Close()
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

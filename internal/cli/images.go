@@ -66,7 +66,7 @@ Credentials come from Docker's config.json and credential helpers
 (docker login); --ca-file trusts a private CA; --insecure allows plain HTTP.`,
 		Example: `  gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly`,
 	}
-	cmd.AddCommand(newCopyCmd())
+	cmd.AddCommand(newCopyCmd(), newExportCmd(), newLsCmd(), newRmCmd())
 	return cmd
 }
 
@@ -152,4 +152,121 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func newExportCmd() *cobra.Command {
+	ro := &RegistryOptions{}
+	var format, platform, output string
+	cmd := &cobra.Command{
+		Use:   "export REF FILE",
+		Short: "Write an image to a file for docker load or cloud image import",
+		Long: `export writes a registry image to FILE (a directory for --format oci), reads
+the result back and checks every blob against its digest. The file appears
+only when complete.
+
+  oci             an OCI image layout directory (whole index kept)
+  oci-archive     the same as one tar file (whole index kept)
+  docker-archive  docker save's format: docker load, and cloud providers'
+                  custom image import (one platform, --platform)`,
+		Example: `  gpuimg images export registry.example.com/ml/torch:2.3 torch.tar --format docker-archive
+  gpuimg images export registry.example.com/ml/torch:2.3 torch.oci.tar --format oci-archive`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			r, err := ro.Remote()
+			if err != nil {
+				return err
+			}
+			var pl *v1.Platform
+			if platform != "" {
+				if pl, err = v1.ParsePlatform(platform); err != nil {
+					return invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/amd64")
+				}
+			}
+			res, err := images.Export(cmd.Context(), args[0], format, args[1], pl, r)
+			if err != nil {
+				return invalid(err, "")
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s) to %s as %s, %s, digests verified\n", res.Source, res.Digest, res.Path, res.Format, humanBytes(res.Size))
+			return nil
+		},
+	}
+	ro.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&format, "format", images.FormatOCIArchive, "oci, oci-archive or docker-archive")
+	cmd.Flags().StringVar(&platform, "platform", "", "platform to export from an index (docker-archive; default linux/amd64)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
+	return cmd
+}
+
+func newLsCmd() *cobra.Command {
+	ro := &RegistryOptions{}
+	var output string
+	cmd := &cobra.Command{
+		Use:     "ls REPO",
+		Short:   "List a repository's tags with digest, size, creation time and stack",
+		Example: "  gpuimg images ls registry.example.com/ml/torch\n  gpuimg images ls registry.example.com/ml/torch -o json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
+			}
+			r, err := ro.Remote()
+			if err != nil {
+				return err
+			}
+			tags, err := images.List(cmd.Context(), args[0], r)
+			if err != nil {
+				return invalid(err, "")
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), tags)
+			}
+			t := newTable(cmd.OutOrStdout())
+			t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK")
+			for _, ti := range tags {
+				created := "-"
+				if !ti.Created.IsZero() {
+					created = ti.Created.Format("2006-01-02 15:04")
+				}
+				t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanBytes(ti.Size), created, orDash(ti.Stack))
+			}
+			return t.flush()
+		},
+	}
+	ro.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func newRmCmd() *cobra.Command {
+	ro := &RegistryOptions{}
+	cmd := &cobra.Command{
+		Use:   "rm REF...",
+		Short: "Delete manifests from their registry",
+		Long: `rm deletes each REF's manifest. A tag is resolved to its digest first, so every
+tag on that digest goes with it. The registry must allow deletes.`,
+		Example: "  gpuimg images rm registry.example.com/ml/torch:nightly-2026-11-01",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := ro.Remote()
+			if err != nil {
+				return err
+			}
+			for _, a := range args {
+				d, err := images.Delete(cmd.Context(), a, r)
+				if err != nil {
+					return invalid(err, "")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s)\n", a, d)
+			}
+			return nil
+		},
+	}
+	ro.AddFlags(cmd.Flags())
+	return cmd
 }

@@ -1,0 +1,122 @@
+package images
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/errgroup"
+)
+
+// TagInfo describes one tag of a repository.
+type TagInfo struct {
+	Tag       string    `json:"tag"`
+	Digest    string    `json:"digest"`
+	MediaType string    `json:"media_type"`
+	Size      int64     `json:"size"` // compressed bytes of the (first platform's) image
+	Created   time.Time `json:"created,omitempty"`
+	// Stack summarises the dev.gpuimg.stack label ("cuda12.2.2 torch2.3.1 py3.10").
+	Stack string `json:"stack,omitempty"`
+}
+
+// List returns a repository's tags with their digests, sizes, creation
+// times and stack summaries, newest first.
+func List(ctx context.Context, repo string, r Remote) ([]TagInfo, error) {
+	ref, err := r.parse(repo + ":latest")
+	if err != nil {
+		return nil, err
+	}
+	rp := ref.Context()
+	tags, err := remote.List(rp, r.options(ctx)...)
+	if err != nil {
+		return nil, explain("list", ref, err)
+	}
+	out := make([]TagInfo, len(tags))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, t := range tags {
+		g.Go(func() error {
+			tr := rp.Tag(t)
+			desc, err := remote.Get(tr, r.options(gctx)...)
+			if err != nil {
+				return explain("read", tr, err)
+			}
+			ti := TagInfo{Tag: t, Digest: desc.Digest.String(), MediaType: string(desc.MediaType)}
+			img, err := desc.Image()
+			if err == nil {
+				ti.Size, ti.Created, ti.Stack = imageSummary(img)
+			}
+			out[i] = ti
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.After(out[j].Created)
+		}
+		return out[i].Tag < out[j].Tag
+	})
+	return out, nil
+}
+
+func imageSummary(img v1.Image) (size int64, created time.Time, stack string) {
+	if m, err := img.Manifest(); err == nil {
+		size = m.Config.Size
+		for _, l := range m.Layers {
+			size += l.Size
+		}
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return size, created, ""
+	}
+	created = cfg.Created.UTC()
+	var s struct {
+		CUDA       string `json:"cuda"`
+		Python     string `json:"python"`
+		OS         string `json:"os"`
+		Frameworks map[string]struct {
+			Version string `json:"version"`
+		} `json:"frameworks"`
+	}
+	if raw := cfg.Config.Labels["dev.gpuimg.stack"]; raw != "" && json.Unmarshal([]byte(raw), &s) == nil {
+		stack = "cuda" + s.CUDA
+		for _, n := range []string{"torch", "tensorflow", "jax"} {
+			if fw, ok := s.Frameworks[n]; ok {
+				stack += " " + n + fw.Version
+			}
+		}
+		stack += " py" + s.Python + " " + s.OS
+	}
+	return size, created, stack
+}
+
+// Delete removes a manifest from its registry: by digest, or the digest a
+// tag points at (which removes every tag on that digest; the registry must
+// allow deletes).
+func Delete(ctx context.Context, ref string, r Remote) (string, error) {
+	rf, err := r.parse(ref)
+	if err != nil {
+		return "", err
+	}
+	d, ok := rf.(name.Digest)
+	if !ok {
+		desc, err := remote.Head(rf, r.options(ctx)...)
+		if err != nil {
+			return "", explain("resolve", rf, err)
+		}
+		d = rf.Context().Digest(desc.Digest.String())
+	}
+	if err := remote.Delete(d, r.options(ctx)...); err != nil {
+		return "", explain("delete", d, fmt.Errorf("%w (is deleting enabled on the registry?)", err))
+	}
+	return d.DigestStr(), nil
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+)
+
+func TestImagesCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts real registries")
+	}
+	ctx := t.Context()
+	tools, err := testenv.BuildTools(ctx)
+	must(t, err)
+	must(t, testenv.EnsurePackages(ctx, "skopeo"))
+	a, err := testenv.StartRegistry(ctx, tools.Registry, t.TempDir())
+	must(t, err)
+	defer a.Stop()
+	b, err := testenv.StartRegistry(ctx, tools.Registry, t.TempDir())
+	must(t, err)
+	defer b.Stop()
+
+	// An image with a stack label, as gpuimg build makes them.
+	img := smallImage(t, "cuda>=12.2")
+	cfg, _ := img.ConfigFile()
+	cfg = cfg.DeepCopy()
+	cfg.Config.Labels = map[string]string{"dev.gpuimg.stack": `{"cuda":"12.2.2","python":"3.10","os":"ubuntu22.04","frameworks":{"torch":{"version":"2.3.1"}}}`}
+	img, err = mutate.ConfigFile(img, cfg)
+	must(t, err)
+	src := a.Host + "/ml/torch:nightly"
+	r, _ := name.ParseReference(src, name.Insecure)
+	must(t, remote.Write(r, img))
+	digest, _ := img.Digest()
+	idx, err := random.Index(64<<10, 1, 2)
+	must(t, err)
+	ri, _ := name.ParseReference(a.Host+"/ml/multi:nightly", name.Insecure)
+	must(t, remote.WriteIndex(ri, idx))
+	idxDigest, _ := idx.Digest()
+
+	t.Run("copy", func(t *testing.T) {
+		out, errOut, code := run(t, "images", "copy", src, b.Host+"/ml/torch:stable", b.Host+"/mirror/torch:stable", "--dry-run")
+		if code != 0 || strings.Count(out, "would copy") != 2 {
+			t.Fatalf("dry run: exit %d %s %s", code, out, errOut)
+		}
+		out, errOut, code = run(t, "images", "copy", src, b.Host+"/ml/torch:stable", b.Host+"/mirror/torch:stable", "-o", "json")
+		if code != 0 {
+			t.Fatalf("copy: exit %d %s", code, errOut)
+		}
+		var res struct{ Digest string }
+		must(t, json.Unmarshal([]byte(out), &res))
+		if res.Digest != digest.String() {
+			t.Errorf("digest %s, want %s", res.Digest, digest)
+		}
+		for _, bad := range [][]string{{"images", "copy", "127.0.0.1:1/x/y:z", b.Host + "/x/y:z"}, {"images", "copy", "Bad Ref", b.Host + "/x/y:z"}} {
+			_, errOut, code := run(t, bad...)
+			if code != 2 || strings.Count(errOut, "gpuimg:") != 1 {
+				t.Errorf("%v: exit %d %q", bad, code, errOut)
+			}
+		}
+	})
+
+	t.Run("export", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, tt := range []struct{ src, format, file, skopeo, want string }{
+			{src, "oci-archive", "torch.oci.tar", "oci-archive:", digest.String()},
+			{src, "oci", "torch-layout", "oci:", digest.String()},
+			{a.Host + "/ml/multi:nightly", "oci-archive", "multi.oci.tar", "oci-archive:", idxDigest.String()},
+			{src, "docker-archive", "torch.docker.tar", "docker-archive:", ""},
+		} {
+			p := filepath.Join(dir, tt.file)
+			out, errOut, code := run(t, "images", "export", tt.src, p, "--format", tt.format)
+			if code != 0 || !strings.Contains(out, "digests verified") {
+				t.Fatalf("export %s: exit %d %s %s", tt.format, code, out, errOut)
+			}
+			raw, err := exec.Command("skopeo", "inspect", "--raw", tt.skopeo+p).Output()
+			if err != nil {
+				t.Fatalf("skopeo inspect %s%s: %v", tt.skopeo, p, err)
+			}
+			if tt.want != "" && digestOf(raw) != tt.want {
+				t.Errorf("%s: skopeo reads %s, want %s", tt.format, digestOf(raw), tt.want)
+			}
+		}
+		// The docker archive loads as the same image config.
+		cfgDigest, _ := img.ConfigName()
+		out, err := exec.Command("skopeo", "inspect", "--config", "--raw", "docker-archive:"+filepath.Join(dir, "torch.docker.tar")).Output()
+		must(t, err)
+		if digestOf(out) != cfgDigest.String() {
+			t.Errorf("docker-archive config %s, want %s", digestOf(out), cfgDigest)
+		}
+		// Existing destinations are never overwritten.
+		_, errOut, code := run(t, "images", "export", src, filepath.Join(dir, "torch.oci.tar"))
+		if code != 2 || !strings.Contains(errOut, "exists") {
+			t.Errorf("overwrite: exit %d %q", code, errOut)
+		}
+		if leftovers, _ := filepath.Glob(filepath.Join(dir, ".*gpuimg-tmp*")); len(leftovers) > 0 {
+			t.Errorf("temporary files left: %v", leftovers)
+		}
+	})
+
+	t.Run("ls and rm", func(t *testing.T) {
+		out, errOut, code := run(t, "images", "ls", a.Host+"/ml/torch")
+		if code != 0 || !strings.Contains(out, "nightly") || !strings.Contains(out, "cuda12.2.2 torch2.3.1 py3.10 ubuntu22.04") {
+			t.Fatalf("ls: exit %d\n%s\n%s", code, out, errOut)
+		}
+		out, errOut, code = run(t, "images", "rm", b.Host+"/mirror/torch:stable")
+		if code != 0 || !strings.Contains(out, "deleted") {
+			t.Fatalf("rm: exit %d %s %s", code, out, errOut)
+		}
+		if err := exec.Command("skopeo", "inspect", "--tls-verify=false", "docker://"+b.Host+"/mirror/torch:stable").Run(); err == nil {
+			t.Error("the deleted image is still there")
+		}
+		_, errOut, code = run(t, "images", "ls", "127.0.0.1:1/ml/torch")
+		if code != 2 || strings.Count(errOut, "gpuimg:") != 1 {
+			t.Errorf("ls of a down registry: exit %d %q", code, errOut)
+		}
+	})
+}
+
+func digestOf(b []byte) string {
+	h, _, _ := hashBytes(b)
+	return h
+}
