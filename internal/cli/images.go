@@ -3,10 +3,13 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -14,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/validate"
 )
 
 // RegistryOptions are the flags every registry command shares.
@@ -66,7 +70,7 @@ Credentials come from Docker's config.json and credential helpers
 (docker login); --ca-file trusts a private CA; --insecure allows plain HTTP.`,
 		Example: `  gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly`,
 	}
-	cmd.AddCommand(newCopyCmd(), newExportCmd(), newLsCmd(), newRmCmd())
+	cmd.AddCommand(newCopyCmd(), newExportCmd(), newLsCmd(), newRmCmd(), newPromoteCmd())
 	return cmd
 }
 
@@ -268,5 +272,67 @@ tag on that digest goes with it. The registry must allow deletes.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func newPromoteCmd() *cobra.Command {
+	ro := &RegistryOptions{}
+	var to, require, gpu string
+	cmd := &cobra.Command{
+		Use:   "promote REF --to TAG",
+		Short: "Retag an image only if a passing validation report is attached",
+		Long: `promote points TAG (in REF's repository) at REF's digest, but only if a gpuimg
+validation report attached to that digest (gpuimg validate --attach) passed:
+
+  --require gpu     a report from a run on a GPU (gpuimg validate --run; the default)
+  --require static  a static report is enough (gpuimg validate)
+  --gpu NAME        the report must be for this GPU
+
+Otherwise it refuses, exits 1, and names every report it saw and why it did
+not count.`,
+		Example: `  gpuimg validate registry.example.com/ml/torch:nightly --attach
+  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --require static`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return invalid(errors.New("--to is required"), "name the tag to promote to, e.g. --to stable")
+			}
+			if require != "gpu" && require != "static" {
+				return invalid(fmt.Errorf("--require %q", require), "use gpu or static")
+			}
+			r, err := ro.Remote()
+			if err != nil {
+				return err
+			}
+			accept := func(a images.Attached) (bool, string) {
+				var rep validate.Report
+				if err := json.Unmarshal(a.Payload, &rep); err != nil {
+					return false, "not a gpuimg report"
+				}
+				switch {
+				case rep.Verdict != "pass":
+					return false, fmt.Sprintf("%s report failed", rep.Kind)
+				case require == "gpu" && rep.Kind != "gpu":
+					return false, fmt.Sprintf("%s report, a GPU report is required (or --require static)", rep.Kind)
+				case gpu != "" && !strings.EqualFold(a.Annotations[images.AnnotationGPU], gpu):
+					return false, fmt.Sprintf("report for GPU %q, not %s", a.Annotations[images.AnnotationGPU], gpu)
+				}
+				return true, fmt.Sprintf("%s report passed on %s", rep.Kind, rep.Created.Format("2006-01-02"))
+			}
+			msg, err := images.Promote(cmd.Context(), args[0], to, accept, r)
+			if errors.Is(err, images.ErrNotPromoted) {
+				return &Error{Err: err, Code: ExitFailed}
+			}
+			if err != nil {
+				return invalid(err, "")
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "promoted %s\n", msg)
+			return nil
+		},
+	}
+	ro.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
+	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
+	cmd.Flags().StringVar(&gpu, "gpu", "", "the report must be for this GPU")
 	return cmd
 }

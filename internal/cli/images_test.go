@@ -34,7 +34,7 @@ func TestImagesCommands(t *testing.T) {
 	img := smallImage(t, "cuda>=12.2")
 	cfg, _ := img.ConfigFile()
 	cfg = cfg.DeepCopy()
-	cfg.Config.Labels = map[string]string{"dev.gpuimg.stack": `{"cuda":"12.2.2","python":"3.10","os":"ubuntu22.04","frameworks":{"torch":{"version":"2.3.1"}}}`}
+	cfg.Config.Labels = map[string]string{"dev.gpuimg.stack": `{"cuda":"12.2.2","python":"3.10","os":"ubuntu22.04","frameworks":{"torch":{"version":"2.3.1","cuda":"12.1"}}}`}
 	img, err = mutate.ConfigFile(img, cfg)
 	must(t, err)
 	src := a.Host + "/ml/torch:nightly"
@@ -104,6 +104,41 @@ func TestImagesCommands(t *testing.T) {
 		}
 		if leftovers, _ := filepath.Glob(filepath.Join(dir, ".*gpuimg-tmp*")); len(leftovers) > 0 {
 			t.Errorf("temporary files left: %v", leftovers)
+		}
+	})
+
+	t.Run("promote needs a passing attached report", func(t *testing.T) {
+		_, errOut, code := run(t, "images", "promote", src, "--to", "stable", "--require", "static")
+		if code != 1 || !strings.Contains(errOut, "no gpuimg validation report attached") {
+			t.Fatalf("without a report: exit %d %q", code, errOut)
+		}
+		_, errOut, code = run(t, "validate", src, "--attach")
+		if code != 0 || !strings.Contains(errOut, "attached the static report (pass)") {
+			t.Fatalf("validate --attach: exit %d %q", code, errOut)
+		}
+		_, errOut, code = run(t, "images", "promote", src, "--to", "stable")
+		if code != 1 || !strings.Contains(errOut, "static report, a GPU report is required") {
+			t.Fatalf("default --require gpu: exit %d %q", code, errOut)
+		}
+		out, errOut, code := run(t, "images", "promote", src, "--to", "stable", "--require", "static")
+		if code != 0 || !strings.Contains(out, "promoted") {
+			t.Fatalf("promote: exit %d %s %s", code, out, errOut)
+		}
+		raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "docker://"+a.Host+"/ml/torch:stable").Output()
+		must(t, err)
+		if digestOf(raw) != digest.String() {
+			t.Errorf("stable points at %s, want %s", digestOf(raw), digest)
+		}
+		// A failing image gets a failing report, and no promotion.
+		weak := a.Host + "/ml/torch:weak"
+		wr, _ := name.ParseReference(weak, name.Insecure)
+		must(t, remote.Write(wr, smallImage(t, "cuda>=12.0")))
+		if _, errOut, code := run(t, "validate", weak, "--attach"); code != 1 || !strings.Contains(errOut, "attached the static report (fail)") {
+			t.Fatalf("validate --attach of a failing image: exit %d %q", code, errOut)
+		}
+		_, errOut, code = run(t, "images", "promote", weak, "--to", "weak-stable", "--require", "static")
+		if code != 1 || !strings.Contains(errOut, "static report failed") {
+			t.Errorf("promote of a failing image: exit %d %q", code, errOut)
 		}
 	})
 

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -15,7 +17,7 @@ import (
 func newValidateCmd() *cobra.Command {
 	mo := &MatrixOptions{}
 	var platform, driver, gpu, bandwidth, output string
-	var insecure bool
+	var insecure, attach bool
 	cmd := &cobra.Command{
 		Use:   "validate IMAGE",
 		Short: "Check what is really inside an image, and whether it runs on a driver and GPU",
@@ -41,7 +43,8 @@ Exit status: 0 pass (warnings allowed), 1 a check failed, 2 validation could
 not run (unreachable registry, corrupt layer, bad flags).`,
 		Example: `  gpuimg validate registry.example.com/ml/torch:2.3-cu122 --driver 535.104.05 --gpu h100
   gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
-  gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml`,
+  gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml
+  gpuimg validate registry.example.com/ml/torch:nightly --attach   # then: gpuimg images promote … --require static`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "text", "json", "junit"); err != nil {
@@ -98,6 +101,30 @@ not run (unreachable registry, corrupt layer, bad flags).`,
 			if err != nil {
 				return err
 			}
+			if attach {
+				if ref.Transport != images.Registry {
+					return invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "validate the pushed image")
+				}
+				payload, err := json.Marshal(rep)
+				if err != nil {
+					return err
+				}
+				ann := map[string]string{
+					images.AnnotationKind: rep.Kind, images.AnnotationVerdict: string(rep.Verdict),
+					images.AnnotationCreated: rep.Created.Format(time.RFC3339),
+				}
+				if gpu != "" {
+					ann[images.AnnotationGPU] = gpu
+				}
+				if driver != "" {
+					ann[images.AnnotationDriver] = driver
+				}
+				d, err := images.Attach(cmd.Context(), ref.Name, images.ReportArtifactType, payload, ann, images.Remote{Insecure: insecure})
+				if err != nil {
+					return invalid(err, "")
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s report (%s) to %s as %s\n", rep.Kind, rep.Verdict, ref, d)
+			}
 			if rep.Verdict == matrix.Fail {
 				return &Error{Err: errors.New("validation failed (see the failed checks)"), Code: ExitFailed}
 			}
@@ -109,6 +136,7 @@ not run (unreachable registry, corrupt layer, bad flags).`,
 	cmd.Flags().StringVar(&driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
 	cmd.Flags().StringVar(&gpu, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
+	cmd.Flags().BoolVar(&attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (loopback always may)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
 	return cmd
