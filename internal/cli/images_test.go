@@ -142,6 +142,48 @@ func TestImagesCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("convert", func(t *testing.T) {
+		wantDiffs, _ := img.ConfigFile()
+		for _, tt := range []struct{ comp, mediaType, annotation string }{
+			{"zstd", "application/vnd.oci.image.layer.v1.tar+zstd", ""},
+			{"estargz", "application/vnd.oci.image.layer.v1.tar+gzip", "containerd.io/snapshot/stargz/toc.digest"},
+		} {
+			dst := b.Host + "/ml/torch:" + tt.comp
+			out, errOut, code := run(t, "images", "convert", src, dst, "--compression", tt.comp)
+			if code != 0 || !strings.Contains(out, "converted") {
+				t.Fatalf("convert %s: exit %d %s %s", tt.comp, code, out, errOut)
+			}
+			raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "docker://"+dst).Output()
+			must(t, err)
+			var m struct {
+				Layers []struct {
+					MediaType   string
+					Annotations map[string]string
+				}
+			}
+			must(t, json.Unmarshal(raw, &m))
+			if len(m.Layers) != 1 || m.Layers[0].MediaType != tt.mediaType || (tt.annotation != "" && m.Layers[0].Annotations[tt.annotation] == "") {
+				t.Errorf("%s manifest layers: %+v", tt.comp, m.Layers)
+			}
+			cfgRaw, err := exec.Command("skopeo", "inspect", "--config", "--raw", "--tls-verify=false", "docker://"+dst).Output()
+			must(t, err)
+			var cfg struct {
+				RootFS struct {
+					DiffIDs []string `json:"diff_ids"`
+				} `json:"rootfs"`
+			}
+			must(t, json.Unmarshal(cfgRaw, &cfg))
+			// zstd keeps the tar byte for byte; eStargz rewrites it with a table of contents.
+			if len(cfg.RootFS.DiffIDs) != 1 || (tt.comp == "zstd") != (cfg.RootFS.DiffIDs[0] == wantDiffs.RootFS.DiffIDs[0].String()) {
+				t.Errorf("%s changed the layer contents: %v", tt.comp, cfg.RootFS.DiffIDs)
+			}
+			out, errOut, code = run(t, "validate", dst, "-o", "json")
+			if code != 0 || !strings.Contains(out, `"version": "2.3.1+cu121"`) {
+				t.Errorf("validate %s: exit %d %s", tt.comp, code, errOut)
+			}
+		}
+	})
+
 	t.Run("ls and rm", func(t *testing.T) {
 		out, errOut, code := run(t, "images", "ls", a.Host+"/ml/torch")
 		if code != 0 || !strings.Contains(out, "nightly") || !strings.Contains(out, "cuda12.2.2 torch2.3.1 py3.10 ubuntu22.04") {

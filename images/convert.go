@@ -1,0 +1,205 @@
+package images
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/containerd/stargz-snapshotter/estargz"
+	"github.com/google/go-containerregistry/pkg/compression"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	kgzip "github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compressions Convert produces.
+const (
+	Gzip    = "gzip"    // the default everywhere
+	Zstd    = "zstd"    // faster to decompress; needs containerd 1.5+ / Docker 23+
+	Estargz = "estargz" // gzip-compatible, lazily pullable with the stargz snapshotter
+)
+
+// ConvertResult compares the image before and after.
+type ConvertResult struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Compression string `json:"compression"`
+	Digest      string `json:"digest"`
+	SizeBefore  int64  `json:"size_before"` // compressed bytes of all layers
+	SizeAfter   int64  `json:"size_after"`
+	Layers      int    `json:"layers"`
+}
+
+// Convert recompresses every layer of src (one platform of an index, by
+// opt.Platform or linux/amd64) and pushes the result to dst as an OCI
+// image. The files are unchanged; the layer digests change, and for
+// eStargz the diff IDs too (it rewrites each tar with a table of contents). Layers are staged in a temporary directory,
+// one at a time.
+func Convert(ctx context.Context, src, dst, comp string, platform *v1.Platform, tmpDir string, r Remote) (*ConvertResult, error) {
+	if comp != Gzip && comp != Zstd && comp != Estargz {
+		return nil, fmt.Errorf("unknown compression %q: use zstd, estargz or gzip", comp)
+	}
+	srcRef, err := r.parse(src)
+	if err != nil {
+		return nil, err
+	}
+	dstRef, err := r.parse(dst)
+	if err != nil {
+		return nil, err
+	}
+	opts := r.options(ctx)
+	if platform != nil {
+		opts = append(opts, remote.WithPlatform(*platform))
+	}
+	img, err := remote.Image(srcRef, opts...)
+	if err != nil {
+		return nil, explain("read", srcRef, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(tmpDir, "gpuimg-convert-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	res := &ConvertResult{Source: srcRef.String(), Destination: dstRef.String(), Compression: comp, Layers: len(layers)}
+
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	var adds []mutate.Addendum
+	for i, l := range layers {
+		size, err := l.Size()
+		if err != nil {
+			return nil, err
+		}
+		res.SizeBefore += size
+		nl, ann, err := recompress(l, comp, work, i)
+		if err != nil {
+			return nil, fmt.Errorf("recompress layer %d: %w", i, err)
+		}
+		ns, err := nl.Size()
+		if err != nil {
+			return nil, err
+		}
+		res.SizeAfter += ns
+		adds = append(adds, mutate.Addendum{Layer: nl, Annotations: ann, History: v1.History{Comment: "gpuimg convert"}})
+	}
+	out, err := mutate.Append(base, adds...)
+	if err != nil {
+		return nil, err
+	}
+	// Keep the original configuration and history; only the layers' wrapping changed.
+	newCfg, err := out.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	keep := cfg.DeepCopy()
+	keep.RootFS = newCfg.RootFS
+	if out, err = mutate.ConfigFile(out, keep); err != nil {
+		return nil, err
+	}
+	if err := remote.Write(dstRef, out, r.options(ctx)...); err != nil {
+		return nil, explain("push", dstRef, err)
+	}
+	d, err := out.Digest()
+	if err != nil {
+		return nil, err
+	}
+	res.Digest = d.String()
+	return res, nil
+}
+
+// recompress stages one layer's tar in dir and returns it compressed anew.
+func recompress(l v1.Layer, comp, dir string, i int) (v1.Layer, map[string]string, error) {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rc.Close()
+	out := fmt.Sprintf("%s/layer%d.%s", dir, i, comp)
+	switch comp {
+	case Zstd, Gzip:
+		f, err := os.Create(out)
+		if err != nil {
+			return nil, nil, err
+		}
+		var w io.WriteCloser
+		if comp == Zstd {
+			w, err = zstd.NewWriter(f)
+		} else {
+			w, err = newGzipWriter(f)
+		}
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		if _, err := io.Copy(w, rc); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		if err := w.Close(); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		if err := f.Close(); err != nil {
+			return nil, nil, err
+		}
+		mt := types.OCILayer
+		c := compression.GZip
+		if comp == Zstd {
+			mt, c = types.OCILayerZStd, compression.ZStd
+		}
+		nl, err := tarball.LayerFromFile(out, tarball.WithMediaType(mt), tarball.WithCompression(c))
+		return nl, nil, err
+	}
+	// eStargz needs random access to the tar: stage it uncompressed.
+	tarPath := out + ".tar"
+	f, err := os.Create(tarPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := io.Copy(f, rc)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	blob, err := estargz.Build(io.NewSectionReader(f, 0, n))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	g, err := os.Create(out)
+	if err != nil {
+		blob.Close()
+		f.Close()
+		return nil, nil, err
+	}
+	_, err = io.Copy(g, blob)
+	blob.Close()
+	f.Close()
+	os.Remove(tarPath)
+	if cerr := g.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	nl, err := tarball.LayerFromFile(out, tarball.WithMediaType(types.OCILayer))
+	return nl, map[string]string{estargz.TOCJSONDigestAnnotation: blob.TOCDigest().String()}, err
+}
+
+func newGzipWriter(w io.Writer) (io.WriteCloser, error) {
+	return kgzip.NewWriterLevel(w, kgzip.DefaultCompression)
+}
