@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo tools bench bench-validate clean
+.PHONY: help build test lint fuzz demo tools bench bench-validate bench-copy clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -24,10 +24,10 @@ test: lint tools ## lint, unit and integration tests (real buildkitd and registr
 fuzz: ## fuzz the version and constraint parser for 2 minutes
 	$(GO) test -run='^$$' -fuzz=FuzzParseConstraint -fuzztime=2m ./matrix
 
-tools: bin/buildkitd ## build the pinned helper daemons (buildkitd, buildctl, registry) into bin/
+tools: bin/buildkitd ## build the pinned helpers (buildkitd, buildctl, registry, crane) into bin/
 
 bin/buildkitd: tools/go.mod tools/go.sum
-	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry
+	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane
 
 demo: build ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
 	./$(BIN) matrix resolve --cuda 12.2 --torch 2.3
@@ -38,6 +38,9 @@ bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuild
 
 bench-validate: build tools ## gpuimg validate vs skopeo copy on a multi-GB image of CUDA libraries (root)
 	$(GO) run ./bench/validate -gpuimg $(BIN)
+
+bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)
+	$(GO) run ./bench/copy -gpuimg $(BIN)
 
 clean: ## remove build outputs
 	rm -rf bin

@@ -4,6 +4,7 @@ go 1.26.8
 
 tool (
 	github.com/distribution/distribution/v3/cmd/registry
+	github.com/google/go-containerregistry/cmd/crane
 	github.com/moby/buildkit/cmd/buildctl
 	github.com/moby/buildkit/cmd/buildkitd
 )
@@ -132,7 +133,8 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/certificate-transparency-go v1.3.3 // indirect
-	github.com/google/go-containerregistry v0.21.7 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/go-containerregistry v0.22.1 // indirect
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect

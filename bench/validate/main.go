@@ -12,7 +12,6 @@
 package main
 
 import (
-	"archive/tar"
 	"context"
 	"flag"
 	"fmt"
@@ -26,11 +25,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -79,10 +74,6 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
 		return err
 	}
-	root, err := testenv.DebianCUDA(ctx)
-	if err != nil {
-		return err
-	}
 	tools, err := testenv.BuildTools(ctx)
 	if err != nil {
 		return err
@@ -98,20 +89,11 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 	}
 	defer reg.Stop()
 
-	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
-	var layers []v1.Layer
-	for i := range nLayers {
-		p := filepath.Join(dir, fmt.Sprintf("layer%d.tar", i))
-		if err := writeLayer(p, i, libs); err != nil {
-			return err
-		}
-		l, err := tarball.LayerFromFile(p)
-		if err != nil {
-			return err
-		}
-		layers = append(layers, l)
+	img, err := testenv.CUDALibsImage(ctx, dir, nLayers)
+	if err != nil {
+		return err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layers...)
+	layers, err := img.Layers()
 	if err != nil {
 		return err
 	}
@@ -129,9 +111,14 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 		s, _ := l.Size()
 		compressed += s
 	}
-	for _, p := range libs {
-		st, _ := os.Stat(p)
-		uncompressed += st.Size() * int64(nLayers)
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return err
+		}
+		n, _ := io.Copy(io.Discard, rc)
+		rc.Close()
+		uncompressed += n
 	}
 
 	var skopeo, validate []sample
@@ -160,41 +147,10 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 		return m
 	}
 	sk, va := med(skopeo), med(validate)
-	fmt.Printf("image: %d layers, %.0f MB compressed, %.0f MB of libraries uncompressed; %d runs each (median wall, max RSS)\n",
+	fmt.Printf("image: %d layers, %.0f MB compressed, %.0f MB uncompressed; %d runs each (median wall, max RSS)\n",
 		nLayers, float64(compressed)/1e6, float64(uncompressed)/1e6, runs)
 	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "skopeo copy docker:// dir:", sk.wall.Seconds(), float64(sk.maxRSS)/1024)
 	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "gpuimg validate --gpu h100", va.wall.Seconds(), float64(va.maxRSS)/1024)
 	fmt.Printf("ratio validate/skopeo: time %.2fx, memory %.2fx\n", va.wall.Seconds()/sk.wall.Seconds(), float64(va.maxRSS)/float64(sk.maxRSS))
 	return nil
-}
-
-// writeLayer writes a layer holding the libraries under a layer-specific
-// directory, as an uncompressed tar (go-containerregistry compresses it).
-func writeLayer(p string, i int, libs []string) error {
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tw := tar.NewWriter(f)
-	for _, lib := range libs {
-		st, err := os.Stat(lib)
-		if err != nil {
-			return err
-		}
-		h := &tar.Header{Name: fmt.Sprintf("opt/stack%d/lib/%s", i, filepath.Base(lib)), Mode: 0o644, Size: st.Size(), Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		in, err := os.Open(lib)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(tw, in)
-		in.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return tw.Close()
 }

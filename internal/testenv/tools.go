@@ -30,7 +30,7 @@ func RepoRoot() (string, error) {
 
 // Tools are the helper binaries pinned in tools/go.mod.
 type Tools struct {
-	Buildkitd, Buildctl, Registry string
+	Buildkitd, Buildctl, Registry, Crane string
 }
 
 // BuildTools builds buildkitd, buildctl and the registry from tools/go.mod
@@ -41,9 +41,9 @@ func BuildTools(ctx context.Context) (Tools, error) {
 		return Tools{}, err
 	}
 	bin := filepath.Join(root, "bin")
-	t := Tools{Buildkitd: filepath.Join(bin, "buildkitd"), Buildctl: filepath.Join(bin, "buildctl"), Registry: filepath.Join(bin, "registry")}
+	t := Tools{Buildkitd: filepath.Join(bin, "buildkitd"), Buildctl: filepath.Join(bin, "buildctl"), Registry: filepath.Join(bin, "registry"), Crane: filepath.Join(bin, "crane")}
 	missing := false
-	for _, p := range []string{t.Buildkitd, t.Buildctl, t.Registry} {
+	for _, p := range []string{t.Buildkitd, t.Buildctl, t.Registry, t.Crane} {
 		if _, err := os.Stat(p); err != nil {
 			missing = true
 		}
@@ -54,7 +54,8 @@ func BuildTools(ctx context.Context) (Tools, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+"/",
 		"github.com/moby/buildkit/cmd/buildkitd",
 		"github.com/moby/buildkit/cmd/buildctl",
-		"github.com/distribution/distribution/v3/cmd/registry")
+		"github.com/distribution/distribution/v3/cmd/registry",
+		"github.com/google/go-containerregistry/cmd/crane")
 	cmd.Dir = filepath.Join(root, "tools")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Tools{}, fmt.Errorf("build tools from tools/go.mod: %w\n%s", err, out)

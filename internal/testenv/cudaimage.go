@@ -1,0 +1,73 @@
+package testenv
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// CUDALibsImage makes an image of n layers, each holding Debian's real
+// CUDA 11.8 libraries (libcublas, libcurand, libcudart: about 200 MB
+// uncompressed, 135 MB compressed) under its own directory, staging the
+// layer tars in dir. Benchmarks use it as a realistic multi-GB image with
+// device code.
+func CUDALibsImage(ctx context.Context, dir string, n int) (v1.Image, error) {
+	root, err := DebianCUDA(ctx)
+	if err != nil {
+		return nil, err
+	}
+	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("no CUDA libraries under %s", root)
+	}
+	var layers []v1.Layer
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("layer%d.tar", i))
+		if err := writeLibLayer(p, i, libs); err != nil {
+			return nil, err
+		}
+		l, err := tarball.LayerFromFile(p)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
+	return mutate.AppendLayers(empty.Image, layers...)
+}
+
+func writeLibLayer(p string, i int, libs []string) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, lib := range libs {
+		st, err := os.Stat(lib)
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: fmt.Sprintf("opt/stack%d/lib/%s", i, filepath.Base(lib)), Mode: 0o644, Size: st.Size(), Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		in, err := os.Open(lib)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(tw, in)
+		in.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
