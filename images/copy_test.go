@@ -30,6 +30,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -309,6 +310,15 @@ func TestCopyAuthTLS(t *testing.T) {
 	must(t, err)
 	if res.Destinations[0].Digest != digest {
 		t.Errorf("digest %s, want %s", res.Destinations[0].Digest, digest)
+	}
+	// The CLI's --ca-file reaches the same registry; without it TLS fails.
+	var stdout, stderr strings.Builder
+	if code := cli.Main(ctx, []string{"images", "ls", secure.Host + "/ml/torch", "--ca-file", certs["ca"]}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "stable") {
+		t.Errorf("images ls --ca-file: exit %d %s %s", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
+	if code := cli.Main(ctx, []string{"images", "ls", secure.Host + "/ml/torch"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "certificate") {
+		t.Errorf("images ls without the CA: exit %d %q", code, stderr.String())
 	}
 	out, err := exec.Command("skopeo", "inspect", "--raw", "--cert-dir", certDir(t, certs["ca"]), "--creds", "ci:s3cret", "docker://"+dst).Output()
 	must(t, err)
