@@ -23,6 +23,7 @@ import (
 	"github.com/tonistiigi/fsutil"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -50,7 +51,7 @@ type Request struct {
 	Secrets []string
 	// Mirrors are registry mirrors, used to pin the base image; the daemon
 	// must use the same ones (a local daemon started by gpuimg does).
-	Mirrors Mirrors
+	Mirrors images.Mirrors
 	// InsecureRegistries are pushed to over plain HTTP (loopback always is).
 	InsecureRegistries []string
 	// Pip index settings; when any is set, every pip step (frameworks
@@ -75,7 +76,7 @@ type Request struct {
 // Plan is a build ready to run: the pinned base, the generated Dockerfile
 // and the labels.
 type Plan struct {
-	Base            Base              `json:"base"`
+	Base            images.Base       `json:"base"`
 	Dockerfile      string            `json:"dockerfile"`
 	Labels          map[string]string `json:"labels"`
 	SourceDateEpoch int64             `json:"source_date_epoch"`
@@ -87,7 +88,7 @@ type Result struct {
 	Digest string       `json:"digest,omitempty"`
 	Tags   []string     `json:"tags,omitempty"`
 	Pushed bool         `json:"pushed"`
-	Base   Base         `json:"base"`
+	Base   images.Base  `json:"base"`
 	Stack  matrix.Stack `json:"stack"`
 	// Duration is the wall time of the solve.
 	Duration time.Duration `json:"duration_ns"`
@@ -154,7 +155,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
-	base, err := PinBase(ctx, req.Stack.BaseImage, req.Mirrors, platform)
+	base, err := images.PinBase(ctx, req.Stack.BaseImage, req.Mirrors, platform)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +286,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		if req.Push {
 			e.Attrs["push"] = "true"
 			for _, t := range req.Tags {
-				if isLoopback(strings.SplitN(t, "/", 2)[0]) || slices.Contains(req.InsecureRegistries, strings.SplitN(t, "/", 2)[0]) {
+				if images.IsLoopback(strings.SplitN(t, "/", 2)[0]) || slices.Contains(req.InsecureRegistries, strings.SplitN(t, "/", 2)[0]) {
 					e.Attrs["registry.insecure"] = "true"
 				}
 			}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/moby/buildkit/client"
+
+	"github.com/gpuimg/gpuimg/images"
 )
 
 // Connect dials a BuildKit daemon (unix://, tcp://, docker-container://,
@@ -42,7 +44,7 @@ type Local struct {
 	// Buildkitd is the buildkitd binary; empty means look it up on PATH.
 	Buildkitd string
 	// Mirrors and InsecureRegistries go into buildkitd.toml.
-	Mirrors            Mirrors
+	Mirrors            images.Mirrors
 	InsecureRegistries []string
 }
 
@@ -78,7 +80,7 @@ func (l *Local) config() []byte {
 	}
 	sort.Strings(regs)
 	for _, r := range regs {
-		host, plain := mirrorHost(l.Mirrors[r])
+		host, plain := images.MirrorHost(l.Mirrors[r])
 		reg := r
 		if reg == "index.docker.io" {
 			reg = "docker.io"

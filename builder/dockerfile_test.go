@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -187,27 +188,8 @@ push: true
 	}
 }
 
-func TestParseMirrors(t *testing.T) {
-	m, err := ParseMirrors([]string{"docker.io=127.0.0.1:5000", "ghcr.io=https://ghcr-mirror.example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m["index.docker.io"] != "127.0.0.1:5000" || m["ghcr.io"] == "" {
-		t.Errorf("mirrors = %v", m)
-	}
-	if _, err := ParseMirrors([]string{"docker.io"}); err == nil {
-		t.Error("a mirror without = must be rejected")
-	}
-	if h, plain := mirrorHost("127.0.0.1:5000"); h != "127.0.0.1:5000" || !plain {
-		t.Errorf("loopback mirror: %s %v", h, plain)
-	}
-	if h, plain := mirrorHost("mirror.example.com"); h != "mirror.example.com" || plain {
-		t.Errorf("remote mirror: %s %v", h, plain)
-	}
-}
-
 func TestLocalConfig(t *testing.T) {
-	l := &Local{StateDir: "/x", Mirrors: Mirrors{"index.docker.io": "127.0.0.1:5000"}, InsecureRegistries: []string{"reg.internal:5000"}}
+	l := &Local{StateDir: "/x", Mirrors: images.Mirrors{"index.docker.io": "127.0.0.1:5000"}, InsecureRegistries: []string{"reg.internal:5000"}}
 	got := string(l.config())
 	for _, want := range []string{"[registry.\"docker.io\"]\n  mirrors = [\"127.0.0.1:5000\"]", "[registry.\"127.0.0.1:5000\"]\n  http = true", "[registry.\"reg.internal:5000\"]\n  http = true", "snapshotter = \"overlayfs\""} {
 		if !strings.Contains(got, want) {

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/gpuimg/gpuimg/internal/humanize"
 )
 
 // Remote holds what every registry operation needs. The zero value uses
@@ -47,7 +49,7 @@ func (r Remote) parse(s string) (name.Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse %q: %w", s, err)
 	}
-	if !r.Insecure && isLoopback(ref.Context().RegistryStr()) {
+	if !r.Insecure && IsLoopback(ref.Context().RegistryStr()) {
 		ref, _ = name.ParseReference(s, name.Insecure)
 	}
 	return ref, nil
@@ -80,7 +82,8 @@ type CopyOptions struct {
 	Platform *v1.Platform
 	// DryRun says what would move without writing anything.
 	DryRun bool
-	// Progress receives "copied/total bytes" lines; nil is silent.
+	// Progress receives "copied/total bytes" lines, one write at a time;
+	// nil is silent.
 	Progress io.Writer
 }
 
@@ -182,6 +185,9 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 	}
 
 	res := &CopyResult{Source: srcRef.String(), Digest: digest, MediaType: mediaType, DryRun: opt.DryRun, Destinations: make([]DestResult, len(dstRefs))}
+	if opt.Progress != nil {
+		opt.Progress = &lockedWriter{w: opt.Progress} // destinations report concurrently
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, dst := range dstRefs {
 		g.Go(func() error {
@@ -212,7 +218,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 					last := time.Time{}
 					for u := range updates {
 						if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
-							fmt.Fprintf(opt.Progress, "%s: %s / %s\n", dst, human(u.Complete), human(u.Total))
+							fmt.Fprintf(opt.Progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
 							last = time.Now()
 						}
 					}
@@ -406,15 +412,14 @@ func transient(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }
 
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+// lockedWriter serializes writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,7 +113,7 @@ func TestCopyToManyRegistries(t *testing.T) {
 	for _, tt := range []struct{ src, repo, digest string }{{"/ml/torch:nightly", "/ml/torch:stable", imgDigest}, {"/ml/multi:nightly", "/ml/multi:stable", idxDigest}} {
 		dsts := []string{e.b.Host + tt.repo, e.c.Host + tt.repo}
 		var progress strings.Builder
-		res, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.CopyOptions{Progress: &syncWriter{w: &progress}})
+		res, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.CopyOptions{Progress: &progress})
 		must(t, err)
 		if !strings.Contains(progress.String(), " / ") {
 			t.Errorf("no progress lines: %q", progress.String())
@@ -348,15 +347,4 @@ func certDir(t *testing.T, caFile string) string {
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(d, "ca.crt"), b, 0o644))
 	return d
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -133,7 +133,7 @@ func Open(ctx context.Context, r Ref, opt OpenOptions) (*Opened, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !opt.Insecure && isLoopback(ref.Context().RegistryStr()) {
+		if !opt.Insecure && IsLoopback(ref.Context().RegistryStr()) {
 			ref, _ = name.ParseReference(r.Name, name.Insecure)
 		}
 		desc, err := remote.Get(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithPlatform(*pl))
@@ -300,7 +300,9 @@ func untar(file, dir string) error {
 	}
 }
 
-func isLoopback(host string) bool {
+// IsLoopback reports whether a registry host (with optional port) is on
+// this machine; such registries are reached over plain HTTP.
+func IsLoopback(host string) bool {
 	h := host
 	if i := strings.LastIndex(h, ":"); i > 0 && !strings.HasSuffix(h, "]") {
 		h = h[:i]

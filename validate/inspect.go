@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -131,9 +132,9 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 		}
 		c.add("unsafe-paths", matrix.Fail, "layer entries that would escape the root when extracted: %s", strings.Join(names, ", "))
 	}
-	msg := fmt.Sprintf("%s compressed (%s unpacked) in %d layers; largest %s", human(r.Size.Compressed), human(r.Size.Uncompressed), r.Size.Layers, human(largestSize(r.Size.Largest)))
+	msg := fmt.Sprintf("%s compressed (%s unpacked) in %d layers; largest %s", humanize.Bytes(r.Size.Compressed), humanize.Bytes(r.Size.Uncompressed), r.Size.Layers, humanize.Bytes(largestSize(r.Size.Largest)))
 	if opt.Bandwidth > 0 {
-		msg += fmt.Sprintf("; about %.0f s to pull at %s", r.Size.PullSeconds, humanRate(opt.Bandwidth))
+		msg += fmt.Sprintf("; about %.0f s to pull at %s", r.Size.PullSeconds, humanize.Rate(opt.Bandwidth))
 	}
 	c.add("size", matrix.Pass, "%s", msg)
 
@@ -428,11 +429,11 @@ func (c *checker) duplicates() {
 		if p.sys > 0 && p.pip > 0 {
 			w := min(p.sys, p.pip)
 			wasted += w
-			dups = append(dups, fmt.Sprintf("%s (system %s, pip %s)", n, human(p.sys), human(p.pip)))
+			dups = append(dups, fmt.Sprintf("%s (system %s, pip %s)", n, humanize.Bytes(p.sys), humanize.Bytes(p.pip)))
 		}
 	}
 	if len(dups) > 0 {
-		c.add("duplicate-libs", matrix.Warn, "CUDA libraries installed twice, about %s wasted: %s; a base image without them (runtime or base flavor) avoids it", human(wasted), strings.Join(dups, ", "))
+		c.add("duplicate-libs", matrix.Warn, "CUDA libraries installed twice, about %s wasted: %s; a base image without them (runtime or base flavor) avoids it", humanize.Bytes(wasted), strings.Join(dups, ", "))
 	}
 }
 
@@ -450,27 +451,4 @@ func largestSize(ls []LayerStats) int64 {
 		return 0
 	}
 	return ls[0].Size
-}
-
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-func humanRate(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%g Gbit/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%g Mbit/s", bps/1e6)
-	}
-	return fmt.Sprintf("%g bit/s", bps)
 }

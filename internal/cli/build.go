@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -222,13 +223,13 @@ func (o *BuildOptions) request(cmd *cobra.Command, so *StackOptions, mo *MatrixO
 	if !changed("builder") && o.Builder == "" {
 		o.Builder = os.Getenv("BUILDKIT_HOST")
 	}
-	mirrors, err := builder.ParseMirrors(o.Mirrors)
+	mirrors, err := images.ParseMirrors(o.Mirrors)
 	if err != nil {
 		return req, nil, matrix.Constraints{}, invalid(err, "")
 	}
 	for reg, m := range cfg.RegistryMirrors {
 		if _, ok := mirrors[reg]; !ok && !changed("registry-mirror") {
-			more, err := builder.ParseMirrors([]string{reg + "=" + m})
+			more, err := images.ParseMirrors([]string{reg + "=" + m})
 			if err != nil {
 				return req, nil, matrix.Constraints{}, invalid(fmt.Errorf("%s: %w", o.ConfigFile, err), "")
 			}

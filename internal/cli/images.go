@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/validate"
 )
 
@@ -137,25 +138,12 @@ func renderCopy(w io.Writer, output string, res *images.CopyResult) error {
 	for _, d := range res.Destinations {
 		move := d.Bytes - d.PresentBytes
 		fmt.Fprintf(w, "%s %s -> %s@%s: %d of %d blobs, %s (%d blobs, %s already there)\n",
-			verb, res.Source, d.Ref, d.Digest, d.Blobs-d.Present, d.Blobs, humanBytes(move), d.Present, humanBytes(d.PresentBytes))
+			verb, res.Source, d.Ref, d.Digest, d.Blobs-d.Present, d.Blobs, humanize.Bytes(move), d.Present, humanize.Bytes(d.PresentBytes))
 	}
 	if !res.DryRun {
 		fmt.Fprintf(w, "done in %.1fs\n", res.Duration)
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func newExportCmd() *cobra.Command {
@@ -196,7 +184,7 @@ only when complete.
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s) to %s as %s, %s, digests verified\n", res.Source, res.Digest, res.Path, res.Format, humanBytes(res.Size))
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s) to %s as %s, %s, digests verified\n", res.Source, res.Digest, res.Path, res.Format, humanize.Bytes(res.Size))
 			return nil
 		},
 	}
@@ -237,7 +225,7 @@ func newLsCmd() *cobra.Command {
 				if !ti.Created.IsZero() {
 					created = ti.Created.Format("2006-01-02 15:04")
 				}
-				t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanBytes(ti.Size), created, orDash(ti.Stack))
+				t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack))
 			}
 			return t.flush()
 		},
@@ -376,7 +364,7 @@ rewrites each tar with a table of contents).
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "converted %s to %s (%s, %d layers): %s -> %s (%+.1f%%), %s\n", res.Source, res.Destination, res.Compression, res.Layers,
-				humanBytes(res.SizeBefore), humanBytes(res.SizeAfter), 100*float64(res.SizeAfter-res.SizeBefore)/float64(max(res.SizeBefore, 1)), res.Digest)
+				humanize.Bytes(res.SizeBefore), humanize.Bytes(res.SizeAfter), 100*float64(res.SizeAfter-res.SizeBefore)/float64(max(res.SizeBefore, 1)), res.Digest)
 			return nil
 		},
 	}

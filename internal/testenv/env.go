@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/images"
 )
 
 // Env is a running build environment: a registry standing in for Docker
@@ -65,7 +66,7 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	e.BuildKit = &builder.Local{
 		StateDir:  filepath.Join(dir, "bk"),
 		Buildkitd: e.Tools.Buildkitd,
-		Mirrors:   builder.Mirrors{"index.docker.io": e.Registry.Host},
+		Mirrors:   images.Mirrors{"index.docker.io": e.Registry.Host},
 	}
 	c, err := e.BuildKit.Ensure(ctx)
 	if err != nil {

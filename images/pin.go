@@ -1,4 +1,4 @@
-package builder
+package images
 
 import (
 	"context"
@@ -52,27 +52,21 @@ func canonicalRegistry(r string) string {
 	return r
 }
 
-// mirrorHost returns the host of a mirror and whether it is plain HTTP.
-func mirrorHost(m string) (host string, insecure bool) {
+// MirrorHost returns the host of a mirror and whether it is plain HTTP.
+func MirrorHost(m string) (host string, insecure bool) {
 	switch {
 	case strings.HasPrefix(m, "http://"):
 		return strings.TrimSuffix(strings.TrimPrefix(m, "http://"), "/"), true
 	case strings.HasPrefix(m, "https://"):
 		return strings.TrimSuffix(strings.TrimPrefix(m, "https://"), "/"), false
 	}
-	return strings.TrimSuffix(m, "/"), isLoopback(m)
-}
-
-func isLoopback(host string) bool {
-	h := host
-	if i := strings.LastIndex(h, ":"); i > 0 && !strings.HasSuffix(h, "]") {
-		h = h[:i]
-	}
-	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "[::1]"
+	return strings.TrimSuffix(m, "/"), IsLoopback(m)
 }
 
 // PinBase resolves tag (as the resolver names it, nvidia/cuda:…) to a
-// digest, through a mirror when one is configured for its registry.
+// digest, through a mirror when one is configured for its registry. The
+// builder uses it to pin FROM lines; images is the one package that talks
+// to registries.
 func PinBase(ctx context.Context, tag string, mirrors Mirrors, platform *v1.Platform) (Base, error) {
 	ref, err := name.ParseReference(tag)
 	if err != nil {
@@ -84,7 +78,7 @@ func PinBase(ctx context.Context, tag string, mirrors Mirrors, platform *v1.Plat
 	}
 	fetch := ref
 	if m, ok := mirrors[ref.Context().RegistryStr()]; ok {
-		host, insecure := mirrorHost(m)
+		host, insecure := MirrorHost(m)
 		var opts []name.Option
 		if insecure {
 			opts = append(opts, name.Insecure)
