@@ -10,7 +10,7 @@ help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 build: ## build bin/gpuimg
-	$(GO) build -trimpath -o $(BIN) ./cmd/gpuimg
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/gpuimg
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

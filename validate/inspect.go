@@ -45,7 +45,15 @@ type Report struct {
 	Found    Found     `json:"found"`
 	Size     SizeInfo  `json:"size"`
 	Checks   []Check   `json:"checks"`
-	Verdict  Status    `json:"verdict"` // pass or fail
+	Verdict  Status    `json:"verdict"` // pass, fail, or no-gpu for a GPU run without a GPU
+	// Probe holds the GPU run's raw result (kind gpu).
+	Probe *ProbeResult `json:"probe,omitempty"`
+}
+
+// GPUReport turns a probe of image (run inside it) into a Report.
+func GPUReport(image, digest string, p *ProbeResult) *Report {
+	return &Report{Kind: "gpu", Image: image, Digest: digest, Created: p.Created, Found: Found{Packages: map[string]string{}, Kernels: map[string]Kernels{}},
+		Checks: p.Checks, Verdict: p.Verdict, Probe: p}
 }
 
 // Options for Inspect. DB is required.

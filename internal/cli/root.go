@@ -49,7 +49,7 @@ see "gpuimg matrix list sources".`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))
 	})
-	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newImagesCmd())
+	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newImagesCmd(), newProbeCmd())
 	return root
 }
 

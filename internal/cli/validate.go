@@ -17,7 +17,9 @@ import (
 func newValidateCmd() *cobra.Command {
 	mo := &MatrixOptions{}
 	var platform, driver, gpu, bandwidth, output string
-	var insecure, attach bool
+	var insecure, attach, bench bool
+	var runMode, probeBin, probeImage string
+	var eff []string
 	cmd := &cobra.Command{
 		Use:   "validate IMAGE",
 		Short: "Check what is really inside an image, and whether it runs on a driver and GPU",
@@ -79,6 +81,9 @@ not run (unreachable registry, corrupt layer, bad flags).`,
 					return invalid(err, "")
 				}
 			}
+			if runMode != "" {
+				return runValidateGPU(cmd, ref, runMode, probeBin, probeImage, bench, eff, attach, insecure, output, opt.DB)
+			}
 			img, err := images.Open(cmd.Context(), ref, images.OpenOptions{Platform: pl, Insecure: insecure})
 			if err != nil {
 				return invalid(err, "check the reference, the registry and your credentials (docker login)")
@@ -89,46 +94,7 @@ not run (unreachable registry, corrupt layer, bad flags).`,
 			if err != nil {
 				return invalid(fmt.Errorf("validate %s: %w", ref, err), "")
 			}
-			out := cmd.OutOrStdout()
-			switch output {
-			case "json":
-				err = rep.WriteJSON(out)
-			case "junit":
-				err = rep.WriteJUnit(out)
-			default:
-				err = rep.WriteText(out)
-			}
-			if err != nil {
-				return err
-			}
-			if attach {
-				if ref.Transport != images.Registry {
-					return invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "validate the pushed image")
-				}
-				payload, err := json.Marshal(rep)
-				if err != nil {
-					return err
-				}
-				ann := map[string]string{
-					images.AnnotationKind: rep.Kind, images.AnnotationVerdict: string(rep.Verdict),
-					images.AnnotationCreated: rep.Created.Format(time.RFC3339),
-				}
-				if gpu != "" {
-					ann[images.AnnotationGPU] = gpu
-				}
-				if driver != "" {
-					ann[images.AnnotationDriver] = driver
-				}
-				d, err := images.Attach(cmd.Context(), ref.Name, images.ReportArtifactType, payload, ann, images.Remote{Insecure: insecure})
-				if err != nil {
-					return invalid(err, "")
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s report (%s) to %s as %s\n", rep.Kind, rep.Verdict, ref, d)
-			}
-			if rep.Verdict == matrix.Fail {
-				return &Error{Err: errors.New("validation failed (see the failed checks)"), Code: ExitFailed}
-			}
-			return nil
+			return finishReport(cmd, rep, ref, output, attach, insecure, gpu, driver)
 		},
 	}
 	mo.AddFlags(cmd.Flags())
@@ -136,8 +102,106 @@ not run (unreachable registry, corrupt layer, bad flags).`,
 	cmd.Flags().StringVar(&driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
 	cmd.Flags().StringVar(&gpu, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
+	cmd.Flags().StringVar(&runMode, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
+	cmd.Flags().StringVar(&probeBin, "probe-binary", "", "gpuimg binary to mount into the container as the probe (default: this one; build it with CGO_ENABLED=0, as make build does)")
+	cmd.Flags().StringVar(&probeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
+	cmd.Flags().BoolVar(&bench, "bench", false, "with --run: also run the benchmarks and judge them against the GPU's peaks")
+	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
 	cmd.Flags().BoolVar(&attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (loopback always may)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
 	return cmd
+}
+
+// finishReport renders a report, attaches it if asked, and sets the exit status.
+func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach, insecure bool, gpu, driver string) error {
+	out := cmd.OutOrStdout()
+	var err error
+	switch output {
+	case "json":
+		err = rep.WriteJSON(out)
+	case "junit":
+		err = rep.WriteJUnit(out)
+	default:
+		err = rep.WriteText(out)
+	}
+	if err != nil {
+		return err
+	}
+	if attach {
+		if ref.Transport != images.Registry {
+			return invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "validate the pushed image")
+		}
+		payload, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		ann := map[string]string{
+			images.AnnotationKind: rep.Kind, images.AnnotationVerdict: string(rep.Verdict),
+			images.AnnotationCreated: rep.Created.Format(time.RFC3339),
+		}
+		if rep.Probe != nil && len(rep.Probe.GPUs) > 0 {
+			gpu = rep.Probe.GPUs[0].Name
+		}
+		if rep.Probe != nil && rep.Probe.Driver != nil {
+			driver = rep.Probe.Driver.Version
+		}
+		if gpu != "" {
+			ann[images.AnnotationGPU] = gpu
+		}
+		if driver != "" {
+			ann[images.AnnotationDriver] = driver
+		}
+		d, err := images.Attach(cmd.Context(), ref.Name, images.ReportArtifactType, payload, ann, images.Remote{Insecure: insecure})
+		if err != nil {
+			return invalid(err, "")
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s report (%s) to %s as %s\n", rep.Kind, rep.Verdict, ref, d)
+	}
+	switch rep.Verdict {
+	case matrix.Fail:
+		return &Error{Err: errors.New("validation failed (see the failed checks)"), Code: ExitFailed}
+	case validate.NoGPU:
+		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
+	}
+	return nil
+}
+
+// runValidateGPU is validate --run.
+func runValidateGPU(cmd *cobra.Command, ref images.Ref, mode, probeBin, probeImage string, bench bool, eff []string, attach, insecure bool, output string, db *matrix.DB) error {
+	me, err := parseEfficiency(eff)
+	if err != nil {
+		return err
+	}
+	var image string
+	switch ref.Transport {
+	case images.Registry, images.DockerDaemon:
+		image = ref.Name
+	default:
+		if mode != "host" {
+			return invalid(fmt.Errorf("--run %s needs a registry or docker-daemon image, not %s", mode, ref.Transport), "push or load the image first")
+		}
+	}
+	switch mode {
+	case "kubernetes":
+		if probeImage == "" {
+			return invalid(errors.New("--run kubernetes needs --probe-image"), "name an image that holds the gpuimg binary at /gpuimg")
+		}
+		return kubernetesJob(cmd.OutOrStdout(), image, probeImage, bench)
+	case "docker", "podman", "host":
+	default:
+		return invalid(fmt.Errorf("--run %q", mode), "use docker, podman, host or kubernetes")
+	}
+	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), mode, image, probeBin, bench, me, db)
+	if err != nil {
+		return invalid(err, "")
+	}
+	digest := ""
+	if ref.Transport == images.Registry {
+		if o, err := images.Open(cmd.Context(), ref, images.OpenOptions{Insecure: insecure}); err == nil {
+			digest = o.Digest
+			o.Close()
+		}
+	}
+	return finishReport(cmd, validate.GPUReport(ref.String(), digest, res), ref, output, attach, insecure, "", "")
 }

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate"
+)
+
+// ExitNoGPU is the exit status of a probe (or GPU validation) that found no
+// NVIDIA driver or GPU: distinct from pass (0), failed checks (1) and could
+// not run (2).
+const ExitNoGPU = 3
+
+func parseEfficiency(pairs []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if _, known := validate.DefaultMinEfficiency[k]; !ok || err != nil || f < 0 || f > 1 || !known {
+			return nil, invalid(fmt.Errorf("--min-efficiency %q", p), "write KEY=FRACTION with KEY one of gemm_bf16, gemm_fp16, gemm_fp32, memory_bandwidth, e.g. gemm_bf16=0.7")
+		}
+		out[k] = f
+	}
+	return out, nil
+}
+
+func newProbeCmd() *cobra.Command {
+	mo := &MatrixOptions{}
+	var bench bool
+	var python, output string
+	var eff []string
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Check this machine's (or container's) NVIDIA driver, GPUs and frameworks",
+		Long: `probe reads the driver and GPUs through NVML (libnvidia-ml.so.1, loaded at run
+time without cgo, so the gpuimg binary can be mounted into any glibc image),
+checks NVIDIA_REQUIRE_CUDA against the driver, and, when python3 and a
+framework are present, whether torch sees the GPU, has kernels for it, and
+computes a matmul and a cuDNN convolution that match the CPU (NCCL all-reduce
+with two or more GPUs). --bench adds dense GEMM (bf16, fp16, fp32 without
+TF32), device memory bandwidth, pinned host<->device copies and ResNet-50
+training throughput, each judged against the GPU's datasheet peaks.
+
+Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GPU.`,
+		Example: `  gpuimg probe
+  gpuimg probe --bench -o json > probe.json
+  docker run --rm --gpus all -v $(command -v gpuimg):/gpuimg:ro --entrypoint /gpuimg IMAGE probe -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			me, err := parseEfficiency(eff)
+			if err != nil {
+				return err
+			}
+			db, err := mo.Load()
+			if err != nil {
+				return err
+			}
+			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me})
+			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
+				return err
+			}
+			return probeExit(res.Verdict)
+		},
+	}
+	mo.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&bench, "bench", false, "run the benchmarks (GEMM, memory bandwidth, host<->device, ResNet-50)")
+	cmd.Flags().StringVar(&python, "python", "", "Python interpreter for the framework checks (default python3 on PATH)")
+	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "benchmark threshold as a fraction of the GPU's peak, e.g. gemm_bf16=0.7 (repeatable)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func probeExit(v validate.Status) error {
+	switch v {
+	case validate.NoGPU:
+		return &Error{Err: errors.New("no NVIDIA driver or GPU (see the nvidia-driver check)"), Code: ExitNoGPU}
+	case matrix.Fail:
+		return &Error{Err: errors.New("a GPU check failed (see the failed checks)"), Code: ExitFailed}
+	}
+	return nil
+}
+
+func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
+	if output == "json" {
+		return writeJSON(w, res)
+	}
+	if res.Driver != nil {
+		fmt.Fprintf(w, "driver  %s (CUDA %s)\n", res.Driver.Version, res.Driver.CUDAVersion)
+	}
+	for _, g := range res.GPUs {
+		fmt.Fprintf(w, "GPU %d   %s %s, %s, %s, MIG %s, PCIe gen %d x%d\n", g.Index, g.Name, g.Arch, g.UUID, humanBytesU(g.MemoryBytes), g.MIG, g.PCIeGen, g.PCIeWidth)
+	}
+	if res.Python != nil {
+		fmt.Fprintf(w, "python  %s\n", res.Python.Python)
+		for k, v := range res.Python.Bench {
+			fmt.Fprintf(w, "bench   %s = %.1f\n", k, v)
+		}
+	}
+	t := newTable(w)
+	for _, c := range res.Checks {
+		t.row(strings.ToUpper(string(c.Status)), c.Name, c.Message)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "verdict: %s\n", res.Verdict)
+	return err
+}
+
+func humanBytesU(n uint64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
+
+// runGPU runs the probe for an image: on this host, or inside the image
+// with docker or podman (the gpuimg binary mounted in as the probe).
+func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string, bench bool, eff map[string]float64, db *matrix.DB) (*validate.ProbeResult, error) {
+	if mode == "host" {
+		return validate.Probe(ctx, validate.ProbeOptions{Bench: bench, DB: db, MinEfficiency: eff}), nil
+	}
+	bin := probeBin
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		bin = exe
+	}
+	engine, err := exec.LookPath(mode)
+	if err != nil {
+		return nil, fmt.Errorf("%s not found: install it, or use --run host inside the image", mode)
+	}
+	args := func(gpus bool) []string {
+		a := []string{"run", "--rm"}
+		if gpus {
+			a = append(a, "--gpus", "all")
+		}
+		a = append(a, "-v", bin+":/usr/local/bin/gpuimg-probe:ro", "--entrypoint", "/usr/local/bin/gpuimg-probe", image, "probe", "-o", "json")
+		if bench {
+			a = append(a, "--bench")
+		}
+		for k, v := range eff {
+			a = append(a, "--min-efficiency", fmt.Sprintf("%s=%g", k, v))
+		}
+		return a
+	}
+	run := func(gpus bool) ([]byte, string, error) {
+		cmd := exec.CommandContext(ctx, engine, args(gpus)...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return []byte(out.String()), errb.String(), err
+	}
+	out, errOut, err := run(true)
+	if err != nil && len(out) == 0 && (strings.Contains(errOut, "could not select device driver") || strings.Contains(errOut, "nvidia-container") || strings.Contains(errOut, "unknown flag: --gpus")) {
+		fmt.Fprintf(stderr, "gpuimg: %s cannot give the container a GPU (%s); probing without one\n", mode, lastLineOf(errOut))
+		out, errOut, err = run(false)
+	}
+	var res validate.ProbeResult
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		return nil, fmt.Errorf("%s run %s: %v: %s", mode, image, err, lastLineOf(errOut))
+	}
+	return &res, nil
+}
+
+func lastLineOf(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// kubernetesJob writes a Job that runs the probe in image on one GPU. The
+// probe binary comes from probeImage (any image holding /gpuimg) through an
+// init container and a shared volume.
+func kubernetesJob(w io.Writer, image, probeImage string, bench bool) error {
+	args := `["probe", "-o", "json"]`
+	if bench {
+		args = `["probe", "-o", "json", "--bench"]`
+	}
+	_, err := fmt.Fprintf(w, `# gpuimg validate --run kubernetes: kubectl apply -f this, then
+# kubectl logs job/gpuimg-probe > probe.json
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: gpuimg-probe
+  labels: {app.kubernetes.io/name: gpuimg-probe}
+spec:
+  backoffLimit: 0
+  activeDeadlineSeconds: 1800
+  template:
+    spec:
+      restartPolicy: Never
+      volumes:
+        - name: probe
+          emptyDir: {}
+      initContainers:
+        - name: gpuimg
+          image: %q
+          command: ["cp", "/gpuimg", "/probe/gpuimg"]
+          volumeMounts: [{name: probe, mountPath: /probe}]
+      containers:
+        - name: probe
+          image: %q
+          command: ["/probe/gpuimg"]
+          args: %s
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+          volumeMounts: [{name: probe, mountPath: /probe}]
+`, probeImage, image, args)
+	return err
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+)
+
+// TestValidateRunWithoutGPU runs the probe inside an image on a real
+// dockerd on this machine, which has no NVIDIA driver: docker cannot give
+// the container a GPU, gpuimg probes without one, and the verdict is
+// "no-gpu" with exit status 3, not a crash.
+func TestValidateRunWithoutGPU(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: dockerd")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	ctx := t.Context()
+	root, err := testenv.RepoRoot()
+	must(t, err)
+	probe := filepath.Join(t.TempDir(), "gpuimg")
+	build := exec.Command("go", "build", "-o", probe, "./cmd/gpuimg")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the probe: %v\n%s", err, out)
+	}
+	rootfs, err := testenv.BaseRootfs(ctx)
+	must(t, err)
+	dir, err := os.MkdirTemp("/tmp", "gp-")
+	must(t, err)
+	d, err := testenv.StartDockerd(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	t.Setenv("DOCKER_HOST", d.Host)
+	layer, err := tarball.LayerFromFile(rootfs)
+	must(t, err)
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	must(t, err)
+	cfg, _ := img.ConfigFile()
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Config.Env = []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"}
+	img, err = mutate.ConfigFile(img, cfg)
+	must(t, err)
+	tag, _ := name.NewTag("example.com/gpuimg/probe:test")
+	archive := filepath.Join(t.TempDir(), "img.tar")
+	must(t, tarball.WriteToFile(archive, tag, img))
+	if out, err := exec.Command("docker", "-H", d.Host, "load", "-i", archive).CombinedOutput(); err != nil {
+		t.Fatalf("docker load: %v\n%s", err, out)
+	}
+
+	out, errOut, code := run(t, "validate", "docker-daemon:example.com/gpuimg/probe:test", "--run", "docker", "--probe-binary", probe, "-o", "json")
+	if code != ExitNoGPU {
+		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, ExitNoGPU, out, errOut)
+	}
+	if !strings.Contains(errOut, "cannot give the container a GPU") {
+		t.Errorf("stderr does not say why: %q", errOut)
+	}
+	var rep struct {
+		Kind, Verdict string
+		Probe         struct {
+			NoGPU  string `json:"no_gpu"`
+			Checks []struct{ Name, Status, Message string }
+		}
+	}
+	must(t, json.Unmarshal([]byte(out), &rep))
+	if rep.Kind != "gpu" || rep.Verdict != "no-gpu" || !strings.Contains(rep.Probe.NoGPU, "libnvidia-ml.so.1 not found") {
+		t.Errorf("report %+v", rep)
+	}
+
+	// The probe on this host says the same, in words and with exit 3.
+	out, _, code = run(t, "probe")
+	if code != ExitNoGPU || !strings.Contains(out, "verdict: no-gpu") || !strings.Contains(out, "no NVIDIA driver") {
+		t.Errorf("probe: exit %d\n%s", code, out)
+	}
+
+	// A Job manifest for Kubernetes requests a GPU and runs the same probe.
+	out, errOut, code = run(t, "validate", "registry.example.com/ml/torch:2.3", "--run", "kubernetes", "--probe-image", "registry.example.com/tools/gpuimg:1")
+	if code != 0 {
+		t.Fatalf("kubernetes: exit %d %s", code, errOut)
+	}
+	var job struct {
+		Kind string
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Image     string
+						Args      []string
+						Resources struct {
+							Limits map[string]int
+						}
+					}
+				}
+			}
+		}
+	}
+	must(t, yaml.Unmarshal([]byte(out), &job))
+	c := job.Spec.Template.Spec.Containers
+	if job.Kind != "Job" || len(c) != 1 || c[0].Image != "registry.example.com/ml/torch:2.3" || c[0].Resources.Limits["nvidia.com/gpu"] != 1 || c[0].Args[0] != "probe" {
+		t.Errorf("job %+v", job)
+	}
+	if _, errOut, code := run(t, "probe", "--min-efficiency", "gemm=2"); code != 2 || !strings.Contains(errOut, "--min-efficiency") {
+		t.Errorf("bad --min-efficiency: exit %d %q", code, errOut)
+	}
+}

@@ -1,0 +1,183 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/ebitengine/purego"
+)
+
+// NVML is loaded at run time from the driver's libnvidia-ml.so.1 with
+// purego, a cgo-free dlopen: the gpuimg binary stays CGO_ENABLED=0 and
+// depends on nothing but the C library's loader, so the same file can be
+// mounted into any glibc-based image (Ubuntu 20.04 to 24.04, Rocky 8/9,
+// UBI) as the probe. go-nvml would need cgo, and a cgo binary built here
+// would need this machine's glibc. Without the library, or without a GPU,
+// probing reports "no NVIDIA driver" instead of failing.
+
+// ErrNoDriver is wrapped when no usable NVIDIA driver is present.
+var ErrNoDriver = errors.New("no NVIDIA driver")
+
+// GPUInfo is one GPU as NVML reports it.
+type GPUInfo struct {
+	Index             int    `json:"index"`
+	Name              string `json:"name"`
+	UUID              string `json:"uuid"`
+	ComputeCapability string `json:"compute_capability"` // "9.0"
+	Arch              string `json:"arch"`               // "sm_90"
+	MemoryBytes       uint64 `json:"memory_bytes"`
+	MIG               string `json:"mig"` // enabled, disabled, unsupported
+	PCIeGen           int    `json:"pcie_gen,omitempty"`
+	PCIeWidth         int    `json:"pcie_width,omitempty"`
+}
+
+// DriverInfo is the host's NVIDIA driver.
+type DriverInfo struct {
+	Version     string `json:"version"`      // 535.104.05
+	CUDAVersion string `json:"cuda_version"` // the newest CUDA it supports, 12.2
+}
+
+type nvmlLib struct {
+	init                 func() int32
+	shutdown             func() int32
+	errorString          func(int32) string
+	driverVersion        func(*byte, uint32) int32
+	cudaDriverVersion    func(*int32) int32
+	deviceCount          func(*uint32) int32
+	deviceByIndex        func(uint32, *uintptr) int32
+	deviceName           func(uintptr, *byte, uint32) int32
+	deviceUUID           func(uintptr, *byte, uint32) int32
+	deviceCC             func(uintptr, *int32, *int32) int32
+	deviceMemory         func(uintptr, *nvmlMemory) int32
+	deviceMIG            func(uintptr, *uint32, *uint32) int32
+	devicePCIeGeneration func(uintptr, *uint32) int32
+	devicePCIeWidth      func(uintptr, *uint32) int32
+}
+
+type nvmlMemory struct{ Total, Free, Used uint64 }
+
+const nvmlSuccess = 0
+
+// nvmlPaths are tried in order: the soname the NVIDIA container toolkit
+// mounts, then the usual library directories.
+var nvmlPaths = []string{"libnvidia-ml.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib64/libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1"}
+
+func loadNVML(paths []string) (lib *nvmlLib, err error) {
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("%w: NVML is only probed on Linux", ErrNoDriver)
+	}
+	var h uintptr
+	var first error
+	for _, p := range paths {
+		var err error
+		if h, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+			break
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if h == 0 {
+		return nil, fmt.Errorf("%w: libnvidia-ml.so.1 not found (%v); install the NVIDIA driver, and for containers the NVIDIA container toolkit with --gpus", ErrNoDriver, first)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			lib, err = nil, fmt.Errorf("%w: libnvidia-ml.so.1 lacks a function gpuimg needs (%v); the driver is too old", ErrNoDriver, r)
+		}
+	}()
+	l := &nvmlLib{}
+	purego.RegisterLibFunc(&l.init, h, "nvmlInit_v2")
+	purego.RegisterLibFunc(&l.shutdown, h, "nvmlShutdown")
+	purego.RegisterLibFunc(&l.errorString, h, "nvmlErrorString")
+	purego.RegisterLibFunc(&l.driverVersion, h, "nvmlSystemGetDriverVersion")
+	purego.RegisterLibFunc(&l.cudaDriverVersion, h, "nvmlSystemGetCudaDriverVersion_v2")
+	purego.RegisterLibFunc(&l.deviceCount, h, "nvmlDeviceGetCount_v2")
+	purego.RegisterLibFunc(&l.deviceByIndex, h, "nvmlDeviceGetHandleByIndex_v2")
+	purego.RegisterLibFunc(&l.deviceName, h, "nvmlDeviceGetName")
+	purego.RegisterLibFunc(&l.deviceUUID, h, "nvmlDeviceGetUUID")
+	purego.RegisterLibFunc(&l.deviceCC, h, "nvmlDeviceGetCudaComputeCapability")
+	purego.RegisterLibFunc(&l.deviceMemory, h, "nvmlDeviceGetMemoryInfo")
+	purego.RegisterLibFunc(&l.deviceMIG, h, "nvmlDeviceGetMigMode")
+	purego.RegisterLibFunc(&l.devicePCIeGeneration, h, "nvmlDeviceGetCurrPcieLinkGeneration")
+	purego.RegisterLibFunc(&l.devicePCIeWidth, h, "nvmlDeviceGetCurrPcieLinkWidth")
+	return l, nil
+}
+
+func cstr(b []byte) string {
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		return string(b[:i])
+	}
+	return string(b)
+}
+
+// ProbeGPUs asks NVML for the driver and the GPUs. It returns an error
+// wrapping ErrNoDriver when there is no driver or no GPU.
+func ProbeGPUs() (*DriverInfo, []GPUInfo, error) {
+	return probeGPUs(nvmlPaths)
+}
+
+func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
+	l, err := loadNVML(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rc := l.init(); rc != nvmlSuccess {
+		return nil, nil, fmt.Errorf("%w: NVML did not initialise: %s (%d)", ErrNoDriver, l.errorString(rc), rc)
+	}
+	defer l.shutdown()
+	buf := make([]byte, 96)
+	d := &DriverInfo{}
+	if rc := l.driverVersion(&buf[0], uint32(len(buf))); rc == nvmlSuccess {
+		d.Version = cstr(buf)
+	}
+	var cv int32
+	if rc := l.cudaDriverVersion(&cv); rc == nvmlSuccess {
+		d.CUDAVersion = fmt.Sprintf("%d.%d", cv/1000, cv%1000/10)
+	}
+	var n uint32
+	if rc := l.deviceCount(&n); rc != nvmlSuccess {
+		return d, nil, fmt.Errorf("%w: NVML could not count GPUs: %s", ErrNoDriver, l.errorString(rc))
+	}
+	if n == 0 {
+		return d, nil, fmt.Errorf("%w: the driver %s sees no GPU", ErrNoDriver, d.Version)
+	}
+	var gpus []GPUInfo
+	for i := range n {
+		var h uintptr
+		if rc := l.deviceByIndex(i, &h); rc != nvmlSuccess {
+			return d, gpus, fmt.Errorf("GPU %d: %s", i, l.errorString(rc))
+		}
+		g := GPUInfo{Index: int(i), MIG: "unsupported"}
+		if rc := l.deviceName(h, &buf[0], uint32(len(buf))); rc == nvmlSuccess {
+			g.Name = cstr(buf)
+		}
+		if rc := l.deviceUUID(h, &buf[0], uint32(len(buf))); rc == nvmlSuccess {
+			g.UUID = cstr(buf)
+		}
+		var major, minor int32
+		if rc := l.deviceCC(h, &major, &minor); rc == nvmlSuccess {
+			g.ComputeCapability = strconv.Itoa(int(major)) + "." + strconv.Itoa(int(minor))
+			g.Arch = fmt.Sprintf("sm_%d%d", major, minor)
+		}
+		var mem nvmlMemory
+		if rc := l.deviceMemory(h, &mem); rc == nvmlSuccess {
+			g.MemoryBytes = mem.Total
+		}
+		var cur, pend uint32
+		if rc := l.deviceMIG(h, &cur, &pend); rc == nvmlSuccess {
+			g.MIG = map[uint32]string{0: "disabled", 1: "enabled"}[cur]
+		}
+		var gen, width uint32
+		if rc := l.devicePCIeGeneration(h, &gen); rc == nvmlSuccess {
+			g.PCIeGen = int(gen)
+		}
+		if rc := l.devicePCIeWidth(h, &width); rc == nvmlSuccess {
+			g.PCIeWidth = int(width)
+		}
+		gpus = append(gpus, g)
+	}
+	return d, gpus, nil
+}

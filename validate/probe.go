@@ -1,0 +1,246 @@
+package validate
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+//go:embed probe.py
+var probePy []byte
+
+// NoGPU is the verdict of a probe that found no usable NVIDIA driver or GPU.
+const NoGPU Status = "no-gpu"
+
+// ProbeResult is what `gpuimg probe` prints: the driver and GPUs from
+// NVML, what the Python frameworks see, benchmark figures, and checks.
+type ProbeResult struct {
+	Driver  *DriverInfo `json:"driver,omitempty"`
+	GPUs    []GPUInfo   `json:"gpus"`
+	NoGPU   string      `json:"no_gpu,omitempty"` // why, when there is no driver or GPU
+	Python  *PyProbe    `json:"python,omitempty"`
+	Checks  []Check     `json:"checks"`
+	Verdict Status      `json:"verdict"` // pass, fail or no-gpu
+	Created time.Time   `json:"created"`
+}
+
+// PyProbe is probe.py's output.
+type PyProbe struct {
+	Python     string                     `json:"python"`
+	Frameworks map[string]json.RawMessage `json:"frameworks"`
+	Checks     []Check                    `json:"checks"`
+	Bench      map[string]float64         `json:"bench"`
+}
+
+// ProbeOptions tune Probe.
+type ProbeOptions struct {
+	// Bench runs the benchmarks.
+	Bench bool
+	// Python is the interpreter; default python3 on PATH (none: skipped).
+	Python string
+	// Budget bounds the Python probe (default 2 min, 12 min with Bench).
+	Budget time.Duration
+	// DB and MinEfficiency judge the benchmarks against the GPU's peaks.
+	DB            *matrix.DB
+	MinEfficiency map[string]float64
+	// RequireCUDA is the image's NVIDIA_REQUIRE_CUDA (default: from the
+	// environment), checked against the driver.
+	RequireCUDA string
+}
+
+// DefaultMinEfficiency are the fractions of a GPU's datasheet peak each
+// benchmark must reach. Dense GEMM rarely passes 80% of peak and memory
+// copies 85%; these thresholds catch a broken or throttled card, a
+// noisy neighbour or a wrong build, not a well-tuned one.
+var DefaultMinEfficiency = map[string]float64{"gemm_bf16": 0.5, "gemm_fp16": 0.5, "gemm_fp32": 0.5, "memory_bandwidth": 0.6}
+
+// Probe checks this machine's GPUs and Python frameworks.
+func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
+	res := &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}}
+	add := func(name string, st Status, format string, args ...any) {
+		res.Checks = append(res.Checks, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+	}
+	drv, gpus, err := ProbeGPUs()
+	res.Driver, res.GPUs = drv, append(res.GPUs, gpus...)
+	if err != nil {
+		res.NoGPU = err.Error()
+		add("nvidia-driver", matrix.Fail, "%s", err.Error())
+	} else {
+		names := make([]string, len(gpus))
+		for i, g := range gpus {
+			names[i] = g.Name + " (" + g.Arch + ")"
+		}
+		add("nvidia-driver", matrix.Pass, "driver %s (CUDA %s), %d GPU(s): %s", drv.Version, drv.CUDAVersion, len(gpus), strings.Join(names, ", "))
+		req := opt.RequireCUDA
+		if req == "" {
+			req = os.Getenv("NVIDIA_REQUIRE_CUDA")
+		}
+		checkRequire(req, drv, add)
+	}
+	if res.NoGPU == "" || opt.Python != "" {
+		res.Python = runPyProbe(ctx, opt, add)
+		if res.Python != nil {
+			res.Checks = append(res.Checks, res.Python.Checks...)
+			if opt.Bench && len(gpus) > 0 {
+				judgeBench(opt, gpus[0], res.Python.Bench, add)
+			}
+		}
+	}
+	res.Verdict = matrix.Pass
+	for _, c := range res.Checks {
+		if c.Status == matrix.Fail {
+			res.Verdict = matrix.Fail
+		}
+	}
+	if res.NoGPU != "" {
+		res.Verdict = NoGPU
+	}
+	return res
+}
+
+func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, ...any)) {
+	if req == "" || drv.CUDAVersion == "" {
+		return
+	}
+	need := ""
+	for _, f := range strings.Fields(req) {
+		if v, ok := strings.CutPrefix(f, "cuda>="); ok {
+			need = v
+		}
+	}
+	if need == "" {
+		return
+	}
+	if newer(need, drv.CUDAVersion) {
+		add("driver-floor", matrix.Fail, "the image needs CUDA %s (NVIDIA_REQUIRE_CUDA=%s); driver %s supports CUDA %s", need, req, drv.Version, drv.CUDAVersion)
+		return
+	}
+	add("driver-floor", matrix.Pass, "driver %s (CUDA %s) meets NVIDIA_REQUIRE_CUDA=%s", drv.Version, drv.CUDAVersion, req)
+}
+
+// runPyProbe runs probe.py with the environment's python3; nil when there
+// is no Python. Crashes and timeouts become failed checks.
+func runPyProbe(ctx context.Context, opt ProbeOptions, add func(string, Status, string, ...any)) *PyProbe {
+	py := opt.Python
+	if py == "" {
+		var err error
+		if py, err = exec.LookPath("python3"); err != nil {
+			return nil
+		}
+	}
+	budget := opt.Budget
+	if budget == 0 {
+		budget = 2 * time.Minute
+		if opt.Bench {
+			budget = 12 * time.Minute
+		}
+	}
+	dir, err := os.MkdirTemp("", "gpuimg-probe-")
+	if err != nil {
+		add("probe/python", matrix.Fail, "temporary directory: %v", err)
+		return nil
+	}
+	defer os.RemoveAll(dir)
+	script := filepath.Join(dir, "probe.py")
+	if err := os.WriteFile(script, probePy, 0o644); err != nil {
+		add("probe/python", matrix.Fail, "write probe: %v", err)
+		return nil
+	}
+	args := []string{script, "--budget", fmt.Sprint(int(budget.Seconds() * 0.8))}
+	if opt.Bench {
+		args = append(args, "--bench")
+	}
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, py, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var pp PyProbe
+	if jerr := json.Unmarshal(stdout.Bytes(), &pp); jerr != nil {
+		switch {
+		case errors.Is(cctx.Err(), context.DeadlineExceeded):
+			add("probe/python", matrix.Fail, "the Python probe did not finish within %s", budget)
+		default:
+			add("probe/python", matrix.Fail, "the Python probe crashed (%v): %s", err, lastLine(stderr.String()))
+		}
+		return nil
+	}
+	return &pp
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// judgeBench compares benchmark figures with the GPU's datasheet peaks.
+func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(string, Status, string, ...any)) {
+	if opt.DB == nil || len(bench) == 0 {
+		return
+	}
+	row, ok := gpuRow(opt.DB, g.Name)
+	if !ok {
+		add("bench/peak", matrix.Warn, "%s is not in the matrix's GPU table: the figures are recorded but not judged (add it with --matrix-file)", g.Name)
+		return
+	}
+	floor := map[string]float64{}
+	for k, v := range DefaultMinEfficiency {
+		floor[k] = v
+	}
+	for k, v := range opt.MinEfficiency {
+		floor[k] = v
+	}
+	peaks := []struct {
+		key, figure string
+		peak        float64
+		unit        string
+	}{
+		{"gemm_bf16", "gemm_bf16_tflops", row.BF16TFLOPS, "TFLOP/s"},
+		{"gemm_fp16", "gemm_fp16_tflops", row.FP16TFLOPS, "TFLOP/s"},
+		{"gemm_fp32", "gemm_fp32_tflops", row.FP32TFLOPS, "TFLOP/s"},
+		{"memory_bandwidth", "memory_bandwidth_gbs", row.MemoryBandwidthGBs, "GB/s"},
+	}
+	for _, p := range peaks {
+		got, ok := bench[p.figure]
+		if !ok || p.peak == 0 {
+			continue
+		}
+		eff := got / p.peak
+		st := matrix.Pass
+		if eff < floor[p.key] {
+			st = matrix.Fail
+		}
+		add("bench/"+p.key, st, "%.1f %s = %.0f%% of %s's %.1f (threshold %.0f%%)", got, p.unit, 100*eff, row.Name, p.peak, 100*floor[p.key])
+	}
+}
+
+// gpuRow matches an NVML name ("NVIDIA H200", "NVIDIA A100-SXM4-80GB")
+// with the matrix's GPU table.
+func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
+	n := strings.ToLower(strings.TrimPrefix(nvmlName, "NVIDIA "))
+	n = strings.ReplaceAll(n, " ", "-")
+	if g, err := db.FindGPU(n); err == nil && g.MemoryGB > 0 {
+		return g, true
+	}
+	best := matrix.GPU{}
+	for _, g := range db.GPUs {
+		gn := strings.ToLower(g.Name)
+		if strings.HasPrefix(n, gn) || strings.HasPrefix(gn, n) {
+			if len(g.Name) > len(best.Name) {
+				best = g
+			}
+		}
+	}
+	return best, best.Name != ""
+}

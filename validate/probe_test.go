@@ -1,0 +1,133 @@
+package validate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+func TestProbeWithoutDriver(t *testing.T) {
+	_, _, err := probeGPUs([]string{"/nonexistent/libnvidia-ml.so.1"})
+	if !errors.Is(err, ErrNoDriver) {
+		t.Fatalf("err = %v, want ErrNoDriver", err)
+	}
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	res := Probe(t.Context(), ProbeOptions{})
+	if res.Verdict != NoGPU || res.NoGPU == "" || len(res.Checks) == 0 || res.Checks[0].Name != "nvidia-driver" || res.Checks[0].Status != matrix.Fail {
+		t.Errorf("probe = %+v", res)
+	}
+	b, err := json.Marshal(res)
+	if err != nil || !strings.Contains(string(b), `"verdict":"no-gpu"`) {
+		t.Errorf("JSON %s %v", b, err)
+	}
+}
+
+// pyProbe runs probe.py with the real python3 and PYTHONPATH=dir.
+func pyProbe(t *testing.T, dir string) PyProbe {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	script := filepath.Join(t.TempDir(), "probe.py")
+	must(t, os.WriteFile(script, probePy, 0o644))
+	cmd := exec.Command(py, script)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("probe.py: %v", err)
+	}
+	var pp PyProbe
+	if err := json.Unmarshal(out, &pp); err != nil {
+		t.Fatalf("probe.py printed %q: %v", out, err)
+	}
+	return pp
+}
+
+func TestProbePy(t *testing.T) {
+	t.Run("no framework", func(t *testing.T) {
+		pp := pyProbe(t, t.TempDir())
+		if pp.Python == "" || len(pp.Frameworks) != 0 || len(pp.Checks) != 0 {
+			t.Errorf("%+v", pp)
+		}
+	})
+	t.Run("a torch that fails to import still gives JSON and a failed check", func(t *testing.T) {
+		dir := t.TempDir()
+		must(t, os.MkdirAll(filepath.Join(dir, "torch"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "torch", "__init__.py"), []byte("raise OSError('libcudnn.so.8: cannot open shared object file')\n"), 0o644))
+		pp := pyProbe(t, dir)
+		if len(pp.Checks) != 1 || pp.Checks[0].Name != "torch/import" || pp.Checks[0].Status != matrix.Fail || !strings.Contains(pp.Checks[0].Message, "libcudnn.so.8") {
+			t.Errorf("checks = %+v", pp.Checks)
+		}
+	})
+}
+
+func TestProbePythonCrashAndTimeout(t *testing.T) {
+	dir := t.TempDir()
+	crash := filepath.Join(dir, "crash.sh")
+	must(t, os.WriteFile(crash, []byte("#!/bin/sh\necho 'Segmentation fault' >&2\nexit 139\n"), 0o755))
+	slow := filepath.Join(dir, "slow.sh")
+	must(t, os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755))
+	for _, tt := range []struct {
+		py, want string
+		budget   time.Duration
+	}{
+		{crash, "the Python probe crashed (exit status 139): Segmentation fault", time.Minute},
+		{slow, "did not finish within 1s", time.Second},
+	} {
+		var got []Check
+		add := func(name string, st Status, format string, args ...any) {
+			got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+		}
+		if pp := runPyProbe(t.Context(), ProbeOptions{Python: tt.py, Budget: tt.budget}, add); pp != nil {
+			t.Errorf("%s: got a probe result", tt.py)
+		}
+		if len(got) != 1 || got[0].Status != matrix.Fail || !strings.Contains(got[0].Message, tt.want) {
+			t.Errorf("%s: checks %+v, want %q", tt.py, got, tt.want)
+		}
+	}
+}
+
+func TestJudgeBench(t *testing.T) {
+	db := db(t)
+	var got []Check
+	add := func(name string, st Status, format string, args ...any) {
+		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+	}
+	bench := map[string]float64{"gemm_bf16_tflops": 600, "memory_bandwidth_gbs": 2000, "resnet50_images_per_s": 3000}
+	judgeBench(ProbeOptions{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, add)
+	st := map[string]Status{}
+	for _, c := range got {
+		st[c.Name] = c.Status
+	}
+	if st["bench/gemm_bf16"] != matrix.Pass || st["bench/memory_bandwidth"] != matrix.Fail {
+		t.Errorf("judged %+v", got)
+	}
+	got = nil
+	judgeBench(ProbeOptions{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, add)
+	if got[0].Status != matrix.Fail {
+		t.Errorf("--min-efficiency gemm_bf16=0.7: %+v", got)
+	}
+	got = nil
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, add)
+	if len(got) != 1 || got[0].Status != matrix.Warn {
+		t.Errorf("unknown GPU: %+v", got)
+	}
+	for name, want := range map[string]string{"NVIDIA H200": "H200-SXM", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB", "NVIDIA GeForce RTX 4090": "RTX-4090", "NVIDIA L4": "L4"} {
+		if g, ok := gpuRow(db, name); !ok || g.Name != want {
+			t.Errorf("gpuRow(%q) = %s %v, want %s", name, g.Name, ok, want)
+		}
+	}
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
