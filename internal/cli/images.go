@@ -21,6 +21,18 @@ import (
 	"github.com/gpuimg/gpuimg/validate"
 )
 
+// parsePlatform parses a --platform flag; empty means none.
+func parsePlatform(s string) (*v1.Platform, error) {
+	if s == "" {
+		return nil, nil
+	}
+	pl, err := v1.ParsePlatform(s)
+	if err != nil {
+		return nil, invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/amd64")
+	}
+	return pl, nil
+}
+
 // RegistryOptions are the flags every registry command shares.
 type RegistryOptions struct {
 	Insecure bool
@@ -108,10 +120,8 @@ and running it again finishes the job.`,
 				return err
 			}
 			opt := images.CopyOptions{Remote: r, DryRun: dryRun, Progress: cmd.ErrOrStderr()}
-			if platform != "" {
-				if opt.Platform, err = v1.ParsePlatform(platform); err != nil {
-					return invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/amd64")
-				}
+			if opt.Platform, err = parsePlatform(platform); err != nil {
+				return err
 			}
 			res, err := images.Copy(cmd.Context(), args[0], args[1:], opt)
 			if err != nil {
@@ -171,11 +181,9 @@ only when complete.
 			if err != nil {
 				return err
 			}
-			var pl *v1.Platform
-			if platform != "" {
-				if pl, err = v1.ParsePlatform(platform); err != nil {
-					return invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/amd64")
-				}
+			pl, err := parsePlatform(platform)
+			if err != nil {
+				return err
 			}
 			res, err := images.Export(cmd.Context(), args[0], format, args[1], pl, r)
 			if err != nil {
@@ -350,11 +358,9 @@ rewrites each tar with a table of contents).
 			if err != nil {
 				return err
 			}
-			var pl *v1.Platform
-			if platform != "" {
-				if pl, err = v1.ParsePlatform(platform); err != nil {
-					return invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/amd64")
-				}
+			pl, err := parsePlatform(platform)
+			if err != nil {
+				return err
 			}
 			res, err := images.Convert(cmd.Context(), args[0], args[1], comp, pl, "", r)
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuimg/gpuimg/images"
@@ -41,12 +40,18 @@ into each CUDA library. Then it checks:
 IMAGE is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE or docker-daemon:REF.
 
+With --run, validate runs gpuimg's GPU probe inside the image instead
+(docker, podman, host or a Kubernetes Job; see docs/probe.md) and judges the
+driver, the frameworks and, with --bench, throughput against the GPU's peaks.
+
 Exit status: 0 pass (warnings allowed), 1 a check failed, 2 validation could
-not run (unreachable registry, corrupt layer, bad flags).`,
+not run (unreachable registry, corrupt layer, bad flags), 3 (--run) no NVIDIA
+driver or GPU where the probe ran.`,
 		Example: `  gpuimg validate registry.example.com/ml/torch:2.3-cu122 --driver 535.104.05 --gpu h100
   gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
   gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml
-  gpuimg validate registry.example.com/ml/torch:nightly --attach   # then: gpuimg images promote … --require static`,
+  gpuimg validate registry.example.com/ml/torch:nightly --attach   # then: gpuimg images promote … --require static
+  gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "text", "json", "junit"); err != nil {
@@ -67,11 +72,9 @@ not run (unreachable registry, corrupt layer, bad flags).`,
 					return invalid(err, "")
 				}
 			}
-			var pl *v1.Platform
-			if platform != "" {
-				if pl, err = v1.ParsePlatform(platform); err != nil {
-					return invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/arm64")
-				}
+			pl, err := parsePlatform(platform)
+			if err != nil {
+				return err
 			}
 			if opt.DB, err = mo.Load(); err != nil {
 				return err
