@@ -1,6 +1,19 @@
 package images
 
-import "testing"
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
 
 func TestParseMirrors(t *testing.T) {
 	m, err := ParseMirrors([]string{"docker.io=127.0.0.1:5000", "ghcr.io=https://ghcr-mirror.example.com"})
@@ -18,5 +31,51 @@ func TestParseMirrors(t *testing.T) {
 	}
 	if h, plain := MirrorHost("mirror.example.com"); h != "mirror.example.com" || plain {
 		t.Errorf("remote mirror: %s %v", h, plain)
+	}
+}
+
+// TestPinBaseIndex pins a multi-platform base (as NVIDIA publishes them)
+// by its index digest, through a mirror, and reads the creation time of the
+// platform asked for.
+func TestPinBaseIndex(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	idx := v1.ImageIndex(empty.Index)
+	created := map[string]time.Time{"amd64": time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), "arm64": time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC)}
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := random.Image(1024, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := img.ConfigFile()
+		cfg = cfg.DeepCopy()
+		cfg.OS, cfg.Architecture, cfg.Created = "linux", arch, v1.Time{Time: created[arch]}
+		img, err = mutate.ConfigFile(img, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	ref, _ := name.ParseReference(host + "/nvidia/cuda:12.2.2-runtime-ubuntu22.04")
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := idx.Digest()
+	mirrors := Mirrors{"index.docker.io": host}
+	for arch, wantCreated := range created {
+		b, err := PinBase(t.Context(), "nvidia/cuda:12.2.2-runtime-ubuntu22.04", mirrors, &v1.Platform{OS: "linux", Architecture: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Digest != want.String() || b.From != host+"/nvidia/cuda:12.2.2-runtime-ubuntu22.04@"+want.String() || b.Name != "docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04" {
+			t.Errorf("%s: pinned %+v, want the index digest %s", arch, b, want)
+		}
+		if !b.Created.Equal(wantCreated) {
+			t.Errorf("%s: created %s, want %s", arch, b.Created, wantCreated)
+		}
+	}
+	if _, err := PinBase(t.Context(), "nvidia/cuda:0.0.0-runtime-ubuntu22.04", mirrors, nil); err == nil || !strings.Contains(err.Error(), "resolve base image docker.io/nvidia/cuda:0.0.0-runtime-ubuntu22.04") {
+		t.Errorf("missing tag: %v", err)
 	}
 }

@@ -219,6 +219,11 @@ func (c *checker) stackLabel() {
 			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", name, f.Packages[name], fw.Version))
 		}
 	}
+	if f.OS != "" && s.OS != "" && f.OS != s.OS {
+		// A derivative base (another distribution under NVIDIA's tag) is
+		// worth knowing about, not necessarily broken.
+		c.add("stack-label/os", matrix.Warn, "the files say %s (%s), the label says %s", f.OS, f.OSPretty, s.OS)
+	}
 	if len(bad) > 0 {
 		c.add("stack-label", matrix.Fail, "the image is not what its label says: %s", strings.Join(bad, "; "))
 		return

@@ -139,6 +139,24 @@ func TestInspectChecks(t *testing.T) {
 			msgHas:  "private key in /app/key.pem; password in /root/.netrc; a Hugging Face token in the environment variable HF_TOKEN; a URL with a password in the image history",
 		},
 	}
+	tests = append(tests, struct {
+		name    string
+		img     v1.Image
+		opt     Options
+		want    map[string]Status
+		verdict Status
+		msgHas  string
+	}{
+		name: "another OS under the label's name is a warning",
+		img: func() v1.Image {
+			s := good
+			s.OS = "ubuntu20.04"
+			return torchImage(t, "12.1", "cuda>=12.2", &s)
+		}(),
+		want:    map[string]Status{"stack-label/os": matrix.Warn, "stack-label": matrix.Pass},
+		verdict: matrix.Pass,
+		msgHas:  "the files say ubuntu22.04 (Ubuntu 22.04.4 LTS), the label says ubuntu20.04",
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opt := tt.opt
