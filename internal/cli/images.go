@@ -75,13 +75,17 @@ func (o *RegistryOptions) Remote() (images.Remote, error) {
 func newImagesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images",
-		Short: "Copy images between registries, byte for byte",
+		Short: "Copy, promote, export and convert images across registries",
 		Long: `images moves published images where teams pull them from: one image or a whole
-multi-platform index to many registries at once, digests preserved.
+multi-platform index to many registries at once, digests preserved; promotes
+a tag only when a passing validation report is attached; exports images for
+docker load and cloud image import; recompresses them for faster pulls.
 
 Credentials come from Docker's config.json and credential helpers
 (docker login); --ca-file trusts a private CA; --insecure allows plain HTTP.`,
-		Example: `  gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly`,
+		Example: `  gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly
+  gpuimg images promote ci.example.com/ml/torch:nightly --to stable --require static
+  gpuimg images ls ci.example.com/ml/torch`,
 	}
 	cmd.AddCommand(newCopyCmd(), newExportCmd(), newLsCmd(), newRmCmd(), newPromoteCmd(), newConvertCmd())
 	return cmd

@@ -42,7 +42,12 @@ see "gpuimg matrix list sources".`,
   gpuimg matrix resolve --cuda 12.2 --torch 2.3
 
   # Will that stack run on our hosts (driver 535, H100)?
-  gpuimg matrix check --cuda 12.2 --torch 2.3 --driver 535.104.05 --gpu h100`,
+  gpuimg matrix check --cuda 12.2 --torch 2.3 --driver 535.104.05 --gpu h100
+
+  # Build it, check what is inside, publish it
+  gpuimg build --cuda 12.2 --torch 2.3 -t registry.example.com/ml/torch:2.3 --push
+  gpuimg validate registry.example.com/ml/torch:2.3 --driver 535.104.05 --gpu h100 --attach
+  gpuimg images copy registry.example.com/ml/torch:2.3 mirror.example.com/ml/torch:2.3`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
