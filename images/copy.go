@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -188,9 +189,43 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 	if opt.Progress != nil {
 		opt.Progress = &lockedWriter{w: opt.Progress} // destinations report concurrently
 	}
+	// With several destinations on other registries, read each source blob
+	// once into a spool that they all upload from. Destinations on the
+	// source's own registry keep the original, so their blobs are mounted.
+	var spooled remote.Taggable
+	if len(dstRefs) > 1 && !opt.DryRun {
+		dir, err := os.MkdirTemp("", "gpuimg-copy-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		sp := newSpool(dir)
+		switch t := taggable.(type) {
+		case *remote.Descriptor:
+			if t.MediaType.IsIndex() {
+				ii, err := t.ImageIndex()
+				if err != nil {
+					return nil, explain("read", srcRef, err)
+				}
+				spooled = newSpooledIndex(ii, sp)
+			} else {
+				img, err := t.Image()
+				if err != nil {
+					return nil, explain("read", srcRef, err)
+				}
+				spooled = spooledImage{Image: img, s: sp}
+			}
+		case v1.Image:
+			spooled = spooledImage{Image: t, s: sp}
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, dst := range dstRefs {
 		g.Go(func() error {
+			src := taggable
+			if spooled != nil && dst.Context().RegistryStr() != srcRef.Context().RegistryStr() {
+				src = spooled
+			}
 			dr := DestResult{Ref: dst.String(), Digest: digest, Blobs: len(blobs)}
 			present, err := presentBlobs(gctx, opt, dst, blobs)
 			if err != nil {
@@ -230,7 +265,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 			if err != nil {
 				return err
 			}
-			err = pusher.Push(gctx, dst, taggable)
+			err = pusher.Push(gctx, dst, src)
 			if updates != nil {
 				close(updates)
 			}

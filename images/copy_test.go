@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -347,4 +348,47 @@ func certDir(t *testing.T, caFile string) string {
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(d, "ca.crt"), b, 0o644))
 	return d
+}
+
+// TestCopyReadsTheSourceOnce copies to two registries and counts how
+// often each layer was downloaded from the source.
+func TestCopyReadsTheSourceOnce(t *testing.T) {
+	e := startRegistries(t)
+	img, err := random.Image(256<<10, 4)
+	must(t, err)
+	digest := push(t, e.a.Host+"/ml/torch:nightly", img)
+	u, _ := url.Parse("http://" + e.a.Host)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	gets := map[string]int{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			mu.Lock()
+			gets[r.URL.Path]++
+			mu.Unlock()
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	src := l.Addr().String() + "/ml/torch:nightly"
+	_, err = images.Copy(t.Context(), src, []string{e.b.Host + "/ml/torch:stable", e.c.Host + "/ml/torch:stable"}, images.CopyOptions{})
+	must(t, err)
+	layers, _ := img.Layers()
+	for _, l := range layers {
+		d, _ := l.Digest()
+		mu.Lock()
+		n := gets["/v2/ml/torch/blobs/"+d.String()]
+		mu.Unlock()
+		if n != 1 {
+			t.Errorf("layer %s was downloaded %d times for two destinations, want once", d, n)
+		}
+	}
+	for _, h := range []string{e.b.Host, e.c.Host} {
+		if got := skopeoDigest(t, h+"/ml/torch:stable"); got != digest {
+			t.Errorf("%s: %s, want %s", h, got, digest)
+		}
+	}
 }
