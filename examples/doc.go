@@ -1,0 +1,4 @@
+// Package examples holds example files for gpuimg (a gpuimg.yaml, a team's
+// matrix rows) and the end-to-end demo (examples/demo); its test keeps the
+// files valid.
+package examples
