@@ -1,5 +1,7 @@
-// Package builder turns a resolved matrix.Stack plus user extras into a
-// build definition and solves it on a BuildKit daemon: daemon discovery,
-// base image pinning, outputs, cache and progress. It knows BuildKit and
-// nothing of validation. (Work in progress: see the builder issue.)
+// Package builder turns a resolved matrix.Stack plus a team's extras into a
+// Dockerfile (Dockerfile, pure) and solves it on a BuildKit daemon
+// (Prepare, Build): base image pinned by digest through images.PinBase,
+// labels, outputs, cache, secrets and progress. Local starts, reuses and
+// stops a buildkitd of gpuimg's own. It knows BuildKit and nothing of
+// validation.
 package builder

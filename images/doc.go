@@ -1,4 +1,6 @@
-// Package images opens, writes and moves images: transports, auth, copy,
-// promote, export, convert and referrers. It is the only package that
-// talks to registries directly. (Work in progress: see the registry issue.)
+// Package images opens, writes and moves images: references with skopeo's
+// transport names (ParseRef, Open), base-image pinning through mirrors
+// (PinBase), copies to many registries (Copy), export, recompression,
+// listing, deletion, and validation reports as OCI referrers (Attach,
+// Promote). It is the only package that talks to registries directly.
 package images

@@ -1,4 +1,7 @@
-// Package validate reads what is really inside an image (layers, CUDA,
-// cuDNN, NCCL, Python packages, GPU kernels), runs the checks and the GPU
-// probe, and renders the Report. (Work in progress: see the validation issues.)
+// Package validate reads what is really inside an image (Walk streams the
+// layers with whiteouts applied; detectors find OS, CUDA, cuDNN, NCCL,
+// Python, pip packages and the GPU architectures of device code), checks it
+// against its label, the matrix, a driver and a GPU (Inspect), probes a
+// real GPU and its frameworks (Probe, probe.py), and renders the Report as
+// text, JSON or JUnit.
 package validate
