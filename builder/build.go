@@ -277,7 +277,15 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		attrs["label:"+k] = v
 	}
 
-	exports, err := build.ParseOutput(req.Outputs)
+	// File outputs are written under a temporary name and renamed when the
+	// build succeeds, so a failed build leaves no half-written archive.
+	outputs, renames := stageOutputs(req.Outputs)
+	defer func() {
+		for tmp := range renames {
+			_ = os.Remove(tmp) // left only if the build failed
+		}
+	}()
+	exports, err := build.ParseOutput(outputs)
 	if err != nil {
 		return nil, fmt.Errorf("--output: %w", err)
 	}
@@ -385,9 +393,47 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if err := eg.Wait(); err != nil {
 		return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
 	}
+	for tmp, dest := range renames {
+		if err := os.Rename(tmp, dest); err != nil {
+			return nil, fmt.Errorf("output %s: %w", dest, err)
+		}
+	}
 	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start)}
 	if resp != nil {
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}
 	return res, nil
+}
+
+// stageOutputs points file outputs (type=oci|docker|tar with dest=FILE) at
+// a temporary name beside FILE and returns temporary → final names.
+func stageOutputs(outputs []string) ([]string, map[string]string) {
+	renames := map[string]string{}
+	staged := make([]string, len(outputs))
+	for i, o := range outputs {
+		staged[i] = o
+		fields := strings.Split(o, ",")
+		typ, dest := "", ""
+		for _, f := range fields {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "type":
+				typ = v
+			case "dest":
+				dest = v
+			}
+		}
+		if (typ != "oci" && typ != "docker" && typ != "tar") || dest == "" || dest == "-" {
+			continue
+		}
+		tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".gpuimg-partial")
+		for j, f := range fields {
+			if strings.HasPrefix(f, "dest=") {
+				fields[j] = "dest=" + tmp
+			}
+		}
+		staged[i] = strings.Join(fields, ",")
+		renames[tmp] = dest
+	}
+	return staged, renames
 }

@@ -296,6 +296,9 @@ func TestBuildEndToEnd(t *testing.T) {
 		if !seen["index.json"] || !seen["oci-layout"] {
 			t.Errorf("not an OCI layout archive: %v", keys(seen))
 		}
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) > 0 {
+			t.Errorf("temporary files left beside the output: %v", left)
+		}
 	})
 
 	t.Run("a wrong wheel variant fails the build and pushes no tag", func(t *testing.T) {
@@ -307,7 +310,8 @@ func TestBuildEndToEnd(t *testing.T) {
 		must(t, err)
 		defer idx.Close()
 		badRef := env.Registry.Host + "/gpuimg/e2e:wrong-variant"
-		args := buildArgs("1.0", "-t", badRef, "--push", "--no-cache")
+		partial := filepath.Join(t.TempDir(), "image.tar")
+		args := buildArgs("1.0", "-t", badRef, "--push", "--no-cache", "--output", "type=oci,dest="+partial)
 		for i, a := range args {
 			if a == index {
 				args[i] = idx.URL
@@ -320,6 +324,9 @@ func TestBuildEndToEnd(t *testing.T) {
 		r, _ := name.ParseReference(badRef, name.Insecure)
 		if _, err := remote.Head(r, remote.WithContext(ctx)); err == nil {
 			t.Error("the tag of a failed build exists")
+		}
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(partial), "*")); len(left) > 0 {
+			t.Errorf("a failed build left files: %v", left)
 		}
 	})
 
