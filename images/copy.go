@@ -83,6 +83,12 @@ type CopyOptions struct {
 	Platform *v1.Platform
 	// DryRun says what would move without writing anything.
 	DryRun bool
+	// ReadSourceOnce downloads each source blob once, into a temporary
+	// spool, and uploads it to every destination from there: one read of
+	// the source instead of one per destination (for metered or slow links
+	// to the source), at the cost of local disk and of overlapping less
+	// work. The default streams to each destination directly.
+	ReadSourceOnce bool
 	// Progress receives "copied/total bytes" lines, one write at a time;
 	// nil is silent.
 	Progress io.Writer
@@ -189,11 +195,12 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 	if opt.Progress != nil {
 		opt.Progress = &lockedWriter{w: opt.Progress} // destinations report concurrently
 	}
-	// With several destinations on other registries, read each source blob
-	// once into a spool that they all upload from. Destinations on the
-	// source's own registry keep the original, so their blobs are mounted.
+	// With ReadSourceOnce and several destinations on other registries,
+	// read each source blob once into a spool that they all upload from.
+	// Destinations on the source's own registry keep the original, so their
+	// blobs are mounted.
 	var spooled remote.Taggable
-	if len(dstRefs) > 1 && !opt.DryRun {
+	if opt.ReadSourceOnce && len(dstRefs) > 1 && !opt.DryRun {
 		dir, err := os.MkdirTemp("", "gpuimg-copy-")
 		if err != nil {
 			return nil, err

@@ -350,8 +350,8 @@ func certDir(t *testing.T, caFile string) string {
 	return d
 }
 
-// TestCopyReadsTheSourceOnce copies to two registries and counts how
-// often each layer was downloaded from the source.
+// TestCopyReadsTheSourceOnce copies to two registries with ReadSourceOnce
+// and counts how often each layer was downloaded from the source.
 func TestCopyReadsTheSourceOnce(t *testing.T) {
 	e := startRegistries(t)
 	img, err := random.Image(256<<10, 4)
@@ -374,7 +374,7 @@ func TestCopyReadsTheSourceOnce(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 	src := l.Addr().String() + "/ml/torch:nightly"
-	_, err = images.Copy(t.Context(), src, []string{e.b.Host + "/ml/torch:stable", e.c.Host + "/ml/torch:stable"}, images.CopyOptions{})
+	_, err = images.Copy(t.Context(), src, []string{e.b.Host + "/ml/torch:stable", e.c.Host + "/ml/torch:stable"}, images.CopyOptions{ReadSourceOnce: true})
 	must(t, err)
 	layers, _ := img.Layers()
 	for _, l := range layers {

@@ -93,7 +93,7 @@ Credentials come from Docker's config.json and credential helpers
 
 func newCopyCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var dryRun bool
+	var dryRun, once bool
 	var platform, output string
 	cmd := &cobra.Command{
 		Use:   "copy SRC DST...",
@@ -123,7 +123,7 @@ and running it again finishes the job.`,
 			if err != nil {
 				return err
 			}
-			opt := images.CopyOptions{Remote: r, DryRun: dryRun, Progress: cmd.ErrOrStderr()}
+			opt := images.CopyOptions{Remote: r, DryRun: dryRun, ReadSourceOnce: once, Progress: cmd.ErrOrStderr()}
 			if opt.Platform, err = parsePlatform(platform); err != nil {
 				return err
 			}
@@ -136,6 +136,7 @@ and running it again finishes the job.`,
 	}
 	ro.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would move and how many bytes, write nothing")
+	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
 	cmd.Flags().StringVar(&platform, "platform", "", "copy only this platform's image from an index (its digest, not the index's)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
 	return cmd
