@@ -56,16 +56,22 @@ func (r Remote) parse(s string) (name.Reference, error) {
 	return ref, nil
 }
 
-func (r Remote) options(ctx context.Context, extra ...remote.Option) []remote.Option {
-	kc := r.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
+func (r Remote) keychain() authn.Keychain {
+	if r.Keychain != nil {
+		return r.Keychain
 	}
-	backoff := remote.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6}
+	return authn.DefaultKeychain
+}
+
+func (r Remote) backoff() remote.Backoff {
 	if r.Retry != nil {
-		backoff = *r.Retry
+		return *r.Retry
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithRetryBackoff(backoff)}
+	return remote.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6}
+}
+
+func (r Remote) options(ctx context.Context, extra ...remote.Option) []remote.Option {
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain()), remote.WithRetryBackoff(r.backoff())}
 	if r.Transport != nil {
 		opts = append(opts, remote.WithTransport(r.Transport))
 	}
@@ -364,19 +370,32 @@ func dedupe(bs []Blob) []Blob {
 	return out
 }
 
-// presentBlobs asks the destination which blobs it already has.
+// presentBlobs asks the destination which blobs it already has, with one
+// authenticated transport for all of them (one ping, one token).
 func presentBlobs(ctx context.Context, opt CopyOptions, dst name.Reference, blobs []Blob) (map[string]bool, error) {
+	repo := dst.Context()
+	auth, err := opt.keychain().Resolve(repo.Registry)
+	if err != nil {
+		return nil, err
+	}
+	base := opt.Transport
+	if base == nil {
+		base = remote.DefaultTransport
+	}
+	base = transport.NewRetry(base, transport.WithRetryBackoff(opt.backoff()), transport.WithRetryPredicate(transient),
+		transport.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout))
+	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PullScope)})
+	if err != nil {
+		return nil, explain("check blobs at", dst, err)
+	}
+	client := &http.Client{Transport: rt}
 	out := map[string]bool{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for _, b := range blobs {
 		g.Go(func() error {
-			d, err := name.NewDigest(dst.Context().String()+"@"+b.Digest, nameOpts(dst)...)
-			if err != nil {
-				return err
-			}
-			ok, err := blobExists(gctx, opt, d)
+			ok, err := blobExists(gctx, client, repo, b.Digest)
 			if err != nil {
 				return explain("check blobs at", dst, err)
 			}
@@ -389,44 +408,14 @@ func presentBlobs(ctx context.Context, opt CopyOptions, dst name.Reference, blob
 	return out, g.Wait()
 }
 
-func nameOpts(ref name.Reference) []name.Option {
-	if ref.Context().Scheme() == "http" {
-		return []name.Option{name.Insecure}
-	}
-	return nil
-}
-
-// blobExists sends HEAD /v2/<repo>/blobs/<digest> with the destination's
-// credentials.
-func blobExists(ctx context.Context, opt CopyOptions, d name.Digest) (bool, error) {
-	kc := opt.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	auth, err := kc.Resolve(d.Context().Registry)
-	if err != nil {
-		return false, err
-	}
-	base := opt.Transport
-	if base == nil {
-		base = remote.DefaultTransport
-	}
-	backoff := remote.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6}
-	if opt.Retry != nil {
-		backoff = *opt.Retry
-	}
-	base = transport.NewRetry(base, transport.WithRetryBackoff(backoff), transport.WithRetryPredicate(transient),
-		transport.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout))
-	rt, err := transport.NewWithContext(ctx, d.Context().Registry, auth, base, []string{d.Context().Scope(transport.PullScope)})
-	if err != nil {
-		return false, err
-	}
-	u := fmt.Sprintf("%s://%s/v2/%s/blobs/%s", d.Context().Scheme(), d.Context().RegistryStr(), d.Context().RepositoryStr(), d.DigestStr())
+// blobExists sends HEAD /v2/<repo>/blobs/<digest>.
+func blobExists(ctx context.Context, client *http.Client, repo name.Repository, digest string) (bool, error) {
+	u := fmt.Sprintf("%s://%s/v2/%s/blobs/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
 	if err != nil {
 		return false, err
 	}
-	resp, err := (&http.Client{Transport: rt}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false, err
 	}
