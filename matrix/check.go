@@ -70,11 +70,10 @@ func (db *DB) CheckStack(s Stack, t Target) ([]Finding, error) {
 		if !ok {
 			return nil, fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
 		}
-		mm := cuda.Trunc(2)
-		switch {
-		case a.AddedIn.Compare(mm) > 0:
+		switch a.TargetedBy(cuda) {
+		case ArchTooNew:
 			add("gpu/cuda", Fail, "CUDA %s predates %s (%s): support starts with CUDA %s", cuda, g.Arch, a.Name, a.AddedIn)
-		case !a.RemovedIn.IsZero() && a.RemovedIn.Compare(mm) <= 0:
+		case ArchDropped:
 			add("gpu/cuda", Fail, "CUDA %s no longer supports %s (%s): support ended in CUDA %s", cuda, g.Arch, a.Name, a.RemovedIn)
 		default:
 			add("gpu/cuda", Pass, "CUDA %s supports %s (%s, %s)", cuda, g.Name, g.Arch, a.Name)

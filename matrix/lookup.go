@@ -36,12 +36,31 @@ func (db *DB) CompatFloor(major int) (Version, bool) {
 	return f.MinDriverCompat, ok
 }
 
+// Toolkit support of an architecture, as Arch.TargetedBy reports it.
+const (
+	ArchSupported = 0  // the release compiles for it
+	ArchTooNew    = -1 // the release predates it (Arch.AddedIn)
+	ArchDropped   = 1  // the release no longer compiles for it (Arch.RemovedIn)
+)
+
+// TargetedBy says whether CUDA release cuda (x.y or x.y.z) can compile for
+// the architecture: ArchSupported, ArchTooNew or ArchDropped.
+func (a Arch) TargetedBy(cuda Version) int {
+	mm := cuda.Trunc(2)
+	switch {
+	case a.AddedIn.Compare(mm) > 0:
+		return ArchTooNew
+	case !a.RemovedIn.IsZero() && a.RemovedIn.Compare(mm) <= 0:
+		return ArchDropped
+	}
+	return ArchSupported
+}
+
 // ArchsFor returns the architectures CUDA release v can compile for.
 func (db *DB) ArchsFor(v Version) []string {
-	mm := v.Trunc(2)
 	var out []string
 	for _, a := range db.Archs {
-		if a.AddedIn.Compare(mm) <= 0 && (a.RemovedIn.IsZero() || mm.Less(a.RemovedIn)) {
+		if a.TargetedBy(v) == ArchSupported {
 			out = append(out, a.Arch)
 		}
 	}

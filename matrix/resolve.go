@@ -706,11 +706,11 @@ func (db *DB) tryOS(c Constraints, flavor string, gpu *GPU, combo []fwChoice, r 
 	}
 	if gpu != nil {
 		a, _ := db.Arch(gpu.Arch)
-		if a.AddedIn.Compare(cuda.Trunc(2)) > 0 {
+		switch a.TargetedBy(cuda) {
+		case ArchTooNew:
 			fails.add(stageGPU, "%s (%s, %s) needs CUDA %s or newer; CUDA %s cannot target it", gpu.Name, gpu.Arch, a.Name, a.AddedIn, cuda)
 			return nil
-		}
-		if !a.RemovedIn.IsZero() && a.RemovedIn.Compare(cuda.Trunc(2)) <= 0 {
+		case ArchDropped:
 			fails.add(stageGPU, "%s (%s, %s) is not supported by CUDA %s: support ended in CUDA %s", gpu.Name, gpu.Arch, a.Name, cuda, a.RemovedIn)
 			return nil
 		}

@@ -375,11 +375,10 @@ func (c *checker) gpu(name string) error {
 		return fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
 	}
 	if c.r.Found.CUDA != "" {
-		cv := matrix.MustVersion(mm(c.r.Found.CUDA))
-		switch {
-		case a.AddedIn.Compare(cv) > 0:
+		switch a.TargetedBy(matrix.MustVersion(mm(c.r.Found.CUDA))) {
+		case matrix.ArchTooNew:
 			c.add("gpu/cuda", matrix.Fail, "CUDA %s predates %s (%s, %s): support starts with CUDA %s", c.r.Found.CUDA, g.Name, g.Arch, a.Name, a.AddedIn)
-		case !a.RemovedIn.IsZero() && a.RemovedIn.Compare(cv) <= 0:
+		case matrix.ArchDropped:
 			c.add("gpu/cuda", matrix.Fail, "CUDA %s no longer supports %s (%s): support ended in CUDA %s", c.r.Found.CUDA, g.Name, g.Arch, a.RemovedIn)
 		}
 	}
