@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // Found is what is really inside an image, read from its files.
@@ -349,25 +351,15 @@ func minorOf(v string) string {
 	return parts[0] + "." + parts[1]
 }
 
-// newer reports whether dotted version a sorts after b ("" is oldest).
+// newer reports whether dotted version a sorts after b ("" and versions
+// that do not parse are oldest).
 func newer(a, b string) bool {
-	if b == "" {
-		return a != ""
+	va, err := matrix.ParseVersion(a)
+	if err != nil {
+		return false
 	}
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(as), len(bs)); i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return x > y
-		}
-	}
-	return false
+	vb, err := matrix.ParseVersion(b)
+	return err != nil || vb.Less(va)
 }
 
 func normalize(name string) string { return strings.ToLower(reNormalize.ReplaceAllString(name, "-")) }
