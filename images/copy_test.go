@@ -158,13 +158,14 @@ func TestCopyToManyRegistries(t *testing.T) {
 // faultProxy sits in front of a registry and injects faults into the
 // requests: resets, 500s, 429s with Retry-After, stalls.
 type faultProxy struct {
-	srv      *http.Server
-	Host     string
-	n        atomic.Int64
-	faults   atomic.Int64
-	onUpload func(n int64) // called after each completed blob upload (PUT)
-	uploads  atomic.Int64
-	block    atomic.Bool // stall every request from now on
+	srv       *http.Server
+	Host      string
+	n         atomic.Int64
+	faults    atomic.Int64
+	onUpload  func(n int64)       // called after each completed blob upload (PUT)
+	onRequest func(*http.Request) // called for every request, before faults
+	uploads   atomic.Int64
+	block     atomic.Bool // stall every request from now on
 }
 
 func newFaultProxy(t *testing.T, target string, inject bool) *faultProxy {
@@ -182,6 +183,9 @@ func newFaultProxy(t *testing.T, target string, inject bool) *faultProxy {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
+		}
+		if fp.onRequest != nil {
+			fp.onRequest(r)
 		}
 		n := fp.n.Add(1)
 		if inject && n > 2 {
@@ -357,23 +361,17 @@ func TestCopyReadsTheSourceOnce(t *testing.T) {
 	img, err := random.Image(256<<10, 4)
 	must(t, err)
 	digest := push(t, e.a.Host+"/ml/torch:nightly", img)
-	u, _ := url.Parse("http://" + e.a.Host)
-	rp := httputil.NewSingleHostReverseProxy(u)
 	var mu sync.Mutex
 	gets := map[string]int{}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fp := newFaultProxy(t, e.a.Host, false)
+	fp.onRequest = func(r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
 			mu.Lock()
 			gets[r.URL.Path]++
 			mu.Unlock()
 		}
-		rp.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
-	src := l.Addr().String() + "/ml/torch:nightly"
+	}
+	src := fp.Host + "/ml/torch:nightly"
 	_, err = images.Copy(t.Context(), src, []string{e.b.Host + "/ml/torch:stable", e.c.Host + "/ml/torch:stable"}, images.CopyOptions{ReadSourceOnce: true})
 	must(t, err)
 	layers, _ := img.Layers()
