@@ -106,6 +106,24 @@ func loadNVML(paths []string) (lib *nvmlLib, err error) {
 	return l, nil
 }
 
+// nvmlHint says what an nvmlInit failure usually means and what to do;
+// the codes are nvmlReturn_t's in nvml.h.
+func nvmlHint(rc int32) string {
+	switch rc {
+	case 9: // NVML_ERROR_DRIVER_NOT_LOADED
+		return ": the driver's libraries are here but the NVIDIA kernel module is not loaded or no GPU device was passed in (containers: docker run --gpus all, or the NVIDIA container toolkit)"
+	case 4: // NVML_ERROR_NO_PERMISSION
+		return ": no permission to open /dev/nvidia*; run with access to the GPU devices"
+	case 18: // NVML_ERROR_LIB_RM_VERSION_MISMATCH
+		return ": this libnvidia-ml.so.1 belongs to another driver version than the loaded kernel module; an image that ships its own driver libraries shadows the host's (remove them from the image), or the host's driver was upgraded without a reboot"
+	case 15: // NVML_ERROR_GPU_IS_LOST
+		return ": a GPU has fallen off the bus; the host needs attention"
+	case 17: // NVML_ERROR_OPERATING_SYSTEM
+		return ": the GPU device is blocked by the operating system or cgroups"
+	}
+	return ""
+}
+
 func cstr(b []byte) string {
 	if i := strings.IndexByte(string(b), 0); i >= 0 {
 		return string(b[:i])
@@ -125,7 +143,7 @@ func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
 		return nil, nil, err
 	}
 	if rc := l.init(); rc != nvmlSuccess {
-		return nil, nil, fmt.Errorf("%w: NVML did not initialise: %s (%d)", ErrNoDriver, l.errorString(rc), rc)
+		return nil, nil, fmt.Errorf("%w: libnvidia-ml.so.1 is present but NVML did not initialise: %s (%d)%s", ErrNoDriver, l.errorString(rc), rc, nvmlHint(rc))
 	}
 	defer l.shutdown()
 	buf := make([]byte, 96)

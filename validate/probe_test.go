@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -131,3 +132,43 @@ func TestJudgeBench(t *testing.T) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestProbeRealNVMLWithoutKernelDriver loads NVIDIA's own libnvidia-ml.so.1
+// (Debian's non-free libnvidia-ml1, driver 535) through the same purego
+// loader the probe uses. Every function gpuimg registers must exist in the
+// real library (a missing symbol would fail here), and without the NVIDIA
+// kernel module nvmlInit_v2 must come back as NVML_ERROR_DRIVER_NOT_LOADED,
+// reported as "no NVIDIA driver" with the reason and the fix.
+func TestProbeRealNVMLWithoutKernelDriver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: downloads Debian's libnvidia-ml1")
+	}
+	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
+		t.Skip("this machine has the NVIDIA kernel module loaded")
+	}
+	// Run as root, NVML creates /dev/nvidiactl when it is missing: remove
+	// what this test made.
+	if _, err := os.Lstat("/dev/nvidiactl"); os.IsNotExist(err) {
+		t.Cleanup(func() { os.Remove("/dev/nvidiactl") })
+	}
+	lib, err := testenv.DebianNVML(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loadNVML([]string{lib})
+	if err != nil {
+		t.Fatalf("load the real NVML: %v", err)
+	}
+	if got := l.errorString(18); !strings.Contains(strings.ToLower(got), "mismatch") {
+		t.Errorf("nvmlErrorString(18) = %q", got)
+	}
+	_, _, err = probeGPUs([]string{"/nonexistent/libnvidia-ml.so.1", lib})
+	if !errors.Is(err, ErrNoDriver) {
+		t.Fatalf("err = %v, want ErrNoDriver", err)
+	}
+	for _, want := range []string{"libnvidia-ml.so.1 is present", "Driver Not Loaded (9)", "kernel module is not loaded", "--gpus all"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

@@ -21,7 +21,27 @@ var DebianCUDAPackages = []string{"libcudart11.0", "libcurand10", "libcublas11"}
 // them under CacheDir, and returns the unpacked root. It needs network to
 // Debian's mirror; the result is cached.
 func DebianCUDA(ctx context.Context) (root string, err error) {
-	dir := filepath.Join(CacheDir(), "debian-cuda-11.8")
+	return debianNonFree(ctx, "debian-cuda-11.8", append(append([]string(nil), DebianCUDAPackages...), "nvidia-cuda-toolkit"))
+}
+
+// DebianNVML downloads Debian's libnvidia-ml1 (NVIDIA's own NVML library
+// of driver 535, non-free) the same way and returns the path of its
+// libnvidia-ml.so.1. Without the NVIDIA kernel module, as here, nvmlInit
+// fails with NVML_ERROR_DRIVER_NOT_LOADED: the state of a container that
+// has the driver's user-space libraries but no GPU.
+func DebianNVML(ctx context.Context) (lib string, err error) {
+	root, err := debianNonFree(ctx, "debian-nvml", []string{"libnvidia-ml1"})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "usr", "lib", "x86_64-linux-gnu", "nvidia", "current", "libnvidia-ml.so.1"), nil
+}
+
+// debianNonFree downloads pkgs (not their dependencies) from Debian 12's
+// main, contrib and non-free with a private apt configuration and unpacks
+// them under CacheDir()/name/root.
+func debianNonFree(ctx context.Context, name string, pkgs []string) (root string, err error) {
+	dir := filepath.Join(CacheDir(), name)
 	root = filepath.Join(dir, "root")
 	done := filepath.Join(dir, ".done")
 	if _, err := os.Stat(done); err == nil {
@@ -44,7 +64,6 @@ func DebianCUDA(ctx context.Context) (root string, err error) {
 	if out, err := exec.CommandContext(ctx, "apt-get", append(opts, "update")...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("apt-get update (Debian non-free): %w\n%s", err, out)
 	}
-	pkgs := append(append([]string(nil), DebianCUDAPackages...), "nvidia-cuda-toolkit")
 	dl := exec.CommandContext(ctx, "apt-get", append(opts, append([]string{"download"}, pkgs...)...)...)
 	dl.Dir = archives
 	if out, err := dl.CombinedOutput(); err != nil {
