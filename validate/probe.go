@@ -87,13 +87,13 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 		}
 		checkRequire(req, drv, add)
 	}
-	if res.NoGPU == "" || opt.Python != "" {
-		res.Python = runPyProbe(ctx, opt, add)
-		if res.Python != nil {
-			res.Checks = append(res.Checks, res.Python.Checks...)
-			if opt.Bench && len(gpus) > 0 {
-				judgeBench(opt, gpus[0], res.Python.Bench, add)
-			}
+	// Without a GPU the Python probe still runs: a CPU-only torch, or one
+	// that does not import, is a finding on any machine.
+	res.Python = runPyProbe(ctx, opt, res.NoGPU != "", add)
+	if res.Python != nil {
+		res.Checks = append(res.Checks, res.Python.Checks...)
+		if opt.Bench && len(gpus) > 0 {
+			judgeBench(opt, gpus[0], res.Python.Bench, add)
 		}
 	}
 	res.Verdict = matrix.Pass
@@ -130,7 +130,7 @@ func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, 
 
 // runPyProbe runs probe.py with the environment's python3; nil when there
 // is no Python. Crashes and timeouts become failed checks.
-func runPyProbe(ctx context.Context, opt ProbeOptions, add func(string, Status, string, ...any)) *PyProbe {
+func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(string, Status, string, ...any)) *PyProbe {
 	py := opt.Python
 	if py == "" {
 		var err error
@@ -159,6 +159,9 @@ func runPyProbe(ctx context.Context, opt ProbeOptions, add func(string, Status, 
 	args := []string{script, "--budget", fmt.Sprint(int(budget.Seconds() * 0.8))}
 	if opt.Bench {
 		args = append(args, "--bench")
+	}
+	if noGPU {
+		args = append(args, "--no-gpu")
 	}
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()

@@ -4,7 +4,7 @@ gpuimg runs this file with the image's python3 (gpuimg probe, gpuimg validate
 --run). It prints one JSON object on stdout and never raises: every failure,
 a framework that does not import included, becomes a check with its reason.
 
-    python3 probe.py [--bench] [--budget SECONDS]
+    python3 probe.py [--bench] [--budget SECONDS] [--no-gpu]
 
 Output: {"python": "3.10.12", "frameworks": {"torch": {...}}, "checks": [...],
 "bench": {...}} where each check is {"name", "status" (pass|warn|fail),
@@ -25,16 +25,24 @@ def check(name, status, message):
 def arch_covered(capability, arch_list):
     """Whether torch's compiled architectures run on a GPU of this capability.
 
-    SASS (sm_XY) runs on the same major with an equal or newer minor; PTX
+    SASS (sm_XY) runs on the same major with an equal or newer minor, and
+    arch-specific SASS (sm_90a, sm_100f) only on that exact GPU; PTX
     (compute_XY) is JIT-compiled for any newer GPU.
     """
     major, minor = capability
     for a in arch_list:
         kind, _, num = a.partition("_")
+        exact = num[-1:] in ("a", "f")  # sm_90a: only on that GPU (as matrix.ArchCovered)
+        if exact:
+            num = num[:-1]
         if not num.isdigit():
             continue
         n = int(num)
         a_major, a_minor = divmod(n, 10)
+        if exact:
+            if kind == "sm" and (a_major, a_minor) == (major, minor):
+                return "native"
+            continue
         if kind == "sm" and a_major == major and a_minor <= minor:
             return "native"
         if kind == "compute" and (a_major, a_minor) <= (major, minor):
@@ -52,66 +60,148 @@ def timed(fn, iters, sync):
     return (time.perf_counter() - start) / iters
 
 
-def bench_torch(torch, deadline, results, checks):
-    dev = torch.device("cuda")
-    sync = torch.cuda.synchronize
+def no_sync():
+    pass
+
+
+def sync_for(torch, dev):
+    return torch.cuda.synchronize if dev.type == "cuda" else no_sync
+
+
+def rel_err(got, ref):
+    """The largest absolute difference relative to the largest reference value."""
+    return ((got.double() - ref).abs().max() / ref.abs().max()).item()
+
+
+def check_matmul(torch, dev, tol=1e-4):
+    """A float32 matmul on dev against the same product in float64 on the CPU."""
+    try:
+        a, b = torch.randn(512, 512, dtype=torch.float64), torch.randn(512, 512, dtype=torch.float64)
+        got = (a.float().to(dev) @ b.float().to(dev)).cpu()
+        err = rel_err(got, a @ b)
+        return check("torch/matmul", "pass" if err < tol else "fail", "float32 matmul on %s vs float64 on the CPU: relative error %.2e (limit %.0e)" % (dev, err, tol))
+    except Exception as e:  # noqa: BLE001 - every failure is a finding
+        return check("torch/matmul", "fail", "matmul on %s crashed: %r" % (dev, e))
+
+
+def check_conv(torch, dev, cudnn, tol=1e-4):
+    """A float32 convolution on dev (cuDNN on a GPU) against float64 on the CPU."""
+    try:
+        x, w = torch.randn(8, 16, 32, 32), torch.randn(32, 16, 3, 3)
+        ref = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
+        got = torch.nn.functional.conv2d(x.to(dev), w.to(dev), padding=1).cpu()
+        err = rel_err(got, ref)
+        what = "cuDNN %s convolution" % cudnn if dev.type == "cuda" else "convolution on %s" % dev
+        return check("torch/cudnn", "pass" if err < tol else "fail", "%s vs float64 on the CPU: relative error %.2e (limit %.0e)" % (what, err, tol))
+    except Exception as e:  # noqa: BLE001
+        return check("torch/cudnn", "fail", "convolution on %s crashed: %r" % (dev, e))
+
+
+def check_allreduce(torch, n):
+    """An NCCL all-reduce over n GPUs: every GPU must end with 1+2+...+n."""
+    try:
+        import torch.cuda.nccl as nccl
+
+        ts = [torch.full((1 << 20,), float(i + 1), device="cuda:%d" % i) for i in range(n)]
+        nccl.all_reduce(ts)
+        want = n * (n + 1) / 2
+        ok = all(abs(t[0].item() - want) < 1e-3 and abs(t[-1].item() - want) < 1e-3 for t in ts)
+        return check("torch/nccl", "pass" if ok else "fail", "NCCL all-reduce over %d GPUs: %s" % (n, "correct" if ok else "wrong sum"))
+    except Exception as e:  # noqa: BLE001
+        return check("torch/nccl", "fail", "NCCL all-reduce crashed: %r" % (e,))
+
+
+# Benchmark sizes on a GPU: large enough to reach a data-centre GPU's
+# steady state, small enough for a 16 GB card.
+GEMM = (("gemm_bf16", "bfloat16", 8192), ("gemm_fp16", "float16", 8192), ("gemm_fp32", "float32", 4096))
+
+
+def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, iters=10):
+    """Dense n x n GEMM per dtype, TF32 off, in TFLOP/s (2n^3 per product)."""
+    sync = sync_for(torch, dev)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    for name, dtype, n in (("gemm_bf16", torch.bfloat16, 8192), ("gemm_fp16", torch.float16, 8192), ("gemm_fp32", torch.float32, 4096)):
+    for name, dtype, n in gemm:
         if time.monotonic() > deadline:
             checks.append(check("bench/" + name, "warn", "skipped: the time budget ran out"))
             continue
         try:
-            a = torch.randn(n, n, device=dev, dtype=dtype)
-            b = torch.randn(n, n, device=dev, dtype=dtype)
-            t = timed(lambda: a @ b, 10, sync)
+            a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
+            b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
+            t = timed(lambda: a @ b, iters, sync)
             results[name + "_tflops"] = 2 * n**3 / t / 1e12
             del a, b
-        except Exception as e:  # noqa: BLE001 - every failure is a finding
+        except Exception as e:  # noqa: BLE001
             checks.append(check("bench/" + name, "fail", "%s crashed: %r" % (name, e)))
+
+
+def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_bytes=256 << 20, iters=10):
+    """Device memory bandwidth (a copy reads and writes: 2 x nbytes), and on
+    a GPU pinned host-to-device and device-to-host copies, in GB/s."""
+    if time.monotonic() > deadline:
+        checks.append(check("bench/memory", "warn", "skipped: the time budget ran out"))
+        return
+    sync = sync_for(torch, dev)
     try:
-        nbytes = 1 << 30
         x = torch.empty(nbytes, dtype=torch.uint8, device=dev)
         y = torch.empty_like(x)
-        t = timed(lambda: y.copy_(x), 10, sync)
+        t = timed(lambda: y.copy_(x), iters, sync)
         results["memory_bandwidth_gbs"] = 2 * nbytes / t / 1e9
-        h = torch.empty(256 << 20, dtype=torch.uint8, pin_memory=True)
-        d = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
-        results["h2d_gbs"] = h.numel() / timed(lambda: d.copy_(h, non_blocking=True), 10, sync) / 1e9
-        results["d2h_gbs"] = h.numel() / timed(lambda: h.copy_(d, non_blocking=True), 10, sync) / 1e9
-        del x, y, h, d
+        del x, y
+        if dev.type == "cuda":
+            h = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
+            d = torch.empty(host_bytes, dtype=torch.uint8, device=dev)
+            results["h2d_gbs"] = host_bytes / timed(lambda: d.copy_(h, non_blocking=True), iters, sync) / 1e9
+            results["d2h_gbs"] = host_bytes / timed(lambda: h.copy_(d, non_blocking=True), iters, sync) / 1e9
+            del h, d
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/memory", "fail", "memory bandwidth test crashed: %r" % (e,)))
+
+
+def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, iters=10, warmup=3):
+    """ResNet-50 training steps (SGD, bf16 autocast, channels-last) on
+    synthetic images, in images/s."""
     if time.monotonic() > deadline:
         checks.append(check("bench/resnet50", "warn", "skipped: the time budget ran out"))
         return
     try:
         import torchvision
-
+    except ImportError:
+        checks.append(check("bench/resnet50", "warn", "torchvision is not installed: no ResNet-50 figure"))
+        return
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("bench/resnet50", "fail", "torchvision failed to import: %s: %s" % (type(e).__name__, e)))
+        return
+    try:
         model = torchvision.models.resnet50().to(dev).to(memory_format=torch.channels_last)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        batch = 64
-        images = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=torch.channels_last)
+        images = torch.randn(batch, 3, size, size, device=dev).to(memory_format=torch.channels_last)
         labels = torch.randint(0, 1000, (batch,), device=dev)
 
         def step():
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
                 loss = torch.nn.functional.cross_entropy(model(images), labels)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
 
-        for _ in range(3):
+        for _ in range(warmup):
             step()
-        t = timed(step, 10, sync)
+        t = timed(step, iters, sync_for(torch, dev))
         results["resnet50_images_per_s"] = batch / t
-    except ImportError:
-        checks.append(check("bench/resnet50", "warn", "torchvision is not installed: no ResNet-50 figure"))
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/resnet50", "fail", "ResNet-50 training crashed: %r" % (e,)))
 
 
-def probe_torch(bench, deadline, out):
+def bench_torch(torch, dev, deadline, results, checks):
+    bench_gemm(torch, dev, deadline, results, checks)
+    bench_memory(torch, dev, deadline, results, checks)
+    bench_resnet50(torch, dev, deadline, results, checks)
+
+
+def probe_torch(bench, deadline, out, gpu=True):
+    """Checks torch; gpu=False (no NVIDIA driver or GPU here) keeps to what
+    can be known without one: the version, and whether it is a CPU-only build."""
     checks = out["checks"]
     try:
         import torch
@@ -127,7 +217,10 @@ def probe_torch(bench, deadline, out):
     except Exception:  # noqa: BLE001
         info["cudnn"] = None
     if torch.version.cuda is None:
-        checks.append(check("torch/cuda", "fail", "torch %s is a CPU-only build" % torch.__version__))
+        checks.append(check("torch/cuda", "fail", "torch %s is a CPU-only build: it can never use a GPU (install the CUDA variant from PyTorch's index)" % torch.__version__))
+        return
+    if not gpu:
+        checks.append(check("torch/cuda", "warn", "torch %s is built for CUDA %s; no GPU here, so the GPU checks did not run" % (torch.__version__, torch.version.cuda)))
         return
     if not torch.cuda.is_available():
         checks.append(check("torch/cuda", "fail", "torch.cuda.is_available() is False: torch %s (CUDA %s) cannot use the driver or sees no GPU" % (torch.__version__, torch.version.cuda)))
@@ -146,48 +239,28 @@ def probe_torch(bench, deadline, out):
         checks.append(check("torch/arch", "warn", "torch has only PTX for %s: kernels are JIT-compiled on first use" % sm))
     else:
         checks.append(check("torch/arch", "fail", "torch was compiled for %s, none of which runs on %s" % (" ".join(arch_list), sm)))
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        a, b = torch.randn(512, 512, dtype=torch.float64), torch.randn(512, 512, dtype=torch.float64)
-        got = (a.float().cuda() @ b.float().cuda()).cpu().double()
-        err = ((got - a @ b).abs().max() / (a @ b).abs().max()).item()
-        checks.append(check("torch/matmul", "pass" if err < 1e-4 else "fail", "GPU matmul vs CPU: relative error %.2e" % err))
-    except Exception as e:  # noqa: BLE001
-        checks.append(check("torch/matmul", "fail", "GPU matmul crashed: %r" % (e,)))
-    try:
-        torch.backends.cudnn.enabled = True
-        torch.backends.cudnn.allow_tf32 = False
-        x, w = torch.randn(8, 16, 32, 32), torch.randn(32, 16, 3, 3)
-        ref = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
-        got = torch.nn.functional.conv2d(x.cuda(), w.cuda(), padding=1).cpu().double()
-        err = ((got - ref).abs().max() / ref.abs().max()).item()
-        checks.append(check("torch/cudnn", "pass" if err < 1e-4 else "fail", "cuDNN %s convolution vs CPU: relative error %.2e" % (info["cudnn"], err)))
-    except Exception as e:  # noqa: BLE001
-        checks.append(check("torch/cudnn", "fail", "cuDNN convolution crashed: %r" % (e,)))
+    dev = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.enabled = True
+    torch.backends.cudnn.allow_tf32 = False
+    checks.append(check_matmul(torch, dev))
+    checks.append(check_conv(torch, dev, info["cudnn"]))
     if n >= 2:
-        try:
-            import torch.cuda.nccl as nccl
-
-            ts = [torch.full((1 << 20,), float(i + 1), device="cuda:%d" % i) for i in range(n)]
-            nccl.all_reduce(ts)
-            want = n * (n + 1) / 2
-            ok = all(abs(t[0].item() - want) < 1e-3 for t in ts)
-            checks.append(check("torch/nccl", "pass" if ok else "fail", "NCCL all-reduce over %d GPUs: %s" % (n, "correct" if ok else "wrong sum")))
-        except Exception as e:  # noqa: BLE001
-            checks.append(check("torch/nccl", "fail", "NCCL all-reduce crashed: %r" % (e,)))
+        checks.append(check_allreduce(torch, n))
     if bench:
-        bench_torch(torch, deadline, out["bench"], checks)
+        bench_torch(torch, dev, deadline, out["bench"], checks)
 
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bench", action="store_true")
     p.add_argument("--budget", type=float, default=600, help="seconds for the benchmarks")
+    p.add_argument("--no-gpu", action="store_true", help="there is no NVIDIA driver or GPU: skip the GPU checks")
     args = p.parse_args(argv)
     out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}}
     deadline = time.monotonic() + args.budget
     try:
-        probe_torch(args.bench, deadline, out)
+        probe_torch(args.bench, deadline, out, gpu=not args.no_gpu)
     except Exception as e:  # noqa: BLE001 - the probe must still print its JSON
         out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
     json.dump(out, sys.stdout)

@@ -90,7 +90,7 @@ func TestProbePythonCrashAndTimeout(t *testing.T) {
 		add := func(name string, st Status, format string, args ...any) {
 			got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 		}
-		if pp := runPyProbe(t.Context(), ProbeOptions{Python: tt.py, Budget: tt.budget}, add); pp != nil {
+		if pp := runPyProbe(t.Context(), ProbeOptions{Python: tt.py, Budget: tt.budget}, false, add); pp != nil {
 			t.Errorf("%s: got a probe result", tt.py)
 		}
 		if len(got) != 1 || got[0].Status != matrix.Fail || !strings.Contains(got[0].Message, tt.want) {
@@ -170,5 +170,65 @@ func TestProbeRealNVMLWithoutKernelDriver(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// debianTorch installs Debian's python3-torch and python3-torchvision (a
+// real, CPU-only torch 1.13) and returns Debian's python3 that imports them.
+func debianTorch(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: installs Debian's python3-torch")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: apt-get install python3-torch")
+	}
+	if err := testenv.EnsurePackages(t.Context(), "python3-torch", "python3-torchvision"); err != nil {
+		t.Fatal(err)
+	}
+	return "/usr/bin/python3"
+}
+
+// TestProbePyUnit runs probe.py's own tests (probe_test.py) with a real
+// torch: the checks and benchmarks on the CPU device with small sizes, the
+// CPU-only verdict, crashes and spent budgets. On a machine with a CUDA
+// torch and a GPU the same file also runs its GPU tests.
+func TestProbePyUnit(t *testing.T) {
+	py := debianTorch(t)
+	cmd := exec.CommandContext(t.Context(), py, "-m", "unittest", "-v", "probe_test")
+	cmd.Env = append(os.Environ(), "GPUIMG_REQUIRE_TORCH=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest probe_test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "test_bench_resnet50 (probe_test.TorchOnCPU") || !strings.Contains(string(out), "OK") {
+		t.Errorf("the torch tests did not run:\n%s", out)
+	}
+}
+
+// TestProbeCPUOnlyTorch is the whole probe on this machine (no NVIDIA
+// driver) with Debian's CPU-only torch: the verdict is no-gpu, and the
+// CPU-only build is still reported as a failed check with its version.
+func TestProbeCPUOnlyTorch(t *testing.T) {
+	py := debianTorch(t)
+	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	res := Probe(t.Context(), ProbeOptions{Python: py, DB: db(t)})
+	if res.Verdict != NoGPU || res.Python == nil {
+		t.Fatalf("verdict %s, python %+v", res.Verdict, res.Python)
+	}
+	var torch struct{ Version, CUDA *string }
+	if err := json.Unmarshal(res.Python.Frameworks["torch"], &torch); err != nil || torch.Version == nil || !strings.HasPrefix(*torch.Version, "1.13") || torch.CUDA != nil {
+		t.Errorf("torch %s: %v", res.Python.Frameworks["torch"], err)
+	}
+	var found bool
+	for _, c := range res.Checks {
+		if c.Name == "torch/cuda" {
+			found = c.Status == matrix.Fail && strings.Contains(c.Message, "CPU-only build")
+		}
+	}
+	if !found {
+		t.Errorf("no failed torch/cuda check for the CPU-only build: %+v", res.Checks)
 	}
 }

@@ -82,11 +82,14 @@ func EnsurePackages(ctx context.Context, pkgs ...string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("need Debian packages %s; install them as root (apt-get install %s)", strings.Join(missing, " "), strings.Join(missing, " "))
 	}
-	upd := exec.CommandContext(ctx, "apt-get", "update", "-qq")
+	// Test packages run in parallel and may install at the same time:
+	// wait for dpkg's lock instead of failing.
+	lock := []string{"-o", "DPkg::Lock::Timeout=600"}
+	upd := exec.CommandContext(ctx, "apt-get", append(lock, "update", "-qq")...)
 	if out, err := upd.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get update: %w\n%s", err, out)
 	}
-	args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, missing...)
+	args := append(append(lock, "install", "-y", "-qq", "--no-install-recommends"), missing...)
 	cmd := exec.CommandContext(ctx, "apt-get", args...)
 	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,0 +1,185 @@
+"""Tests of probe.py, run by validate/probe_test.go (TestProbePyUnit) with
+Debian's python3-torch (a real CPU-only torch) and, on a machine with a GPU,
+with the GPU's torch:
+
+    python3 -m unittest -v probe_test          # from validate/
+
+Without torch the torch tests are skipped, unless GPUIMG_REQUIRE_TORCH=1
+(set by the Go test, which installs it) turns a missing torch into a failure.
+"""
+
+import io
+import json
+import os
+import sys
+import time
+import unittest
+from contextlib import redirect_stdout
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+REQUIRE_TORCH = os.environ.get("GPUIMG_REQUIRE_TORCH") == "1"
+GPU = torch is not None and torch.version.cuda is not None and torch.cuda.is_available()
+
+
+def need_torch(test):
+    if torch is None and not REQUIRE_TORCH:
+        return unittest.skip("torch is not installed")(test)
+    return test
+
+
+def run_main(*args):
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = probe.main(list(args))
+    return rc, json.loads(buf.getvalue())
+
+
+class ArchCovered(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ((9, 0), ["sm_80", "sm_90"], "native"),
+            ((8, 6), ["sm_80"], "native"),  # SASS runs on a newer minor of the same major
+            ((8, 0), ["sm_86"], None),  # but not on an older minor
+            ((9, 0), ["sm_80", "sm_86"], None),  # nor across majors
+            ((9, 0), ["sm_80", "compute_80"], "ptx"),  # PTX is JIT-compiled forward
+            ((10, 0), ["sm_90", "compute_90"], "ptx"),
+            ((7, 5), ["sm_80", "compute_80"], None),  # PTX never runs backward
+            ((9, 0), ["sm_90a"], "native"),  # arch-specific SASS: that exact GPU only
+            ((10, 0), ["sm_90a", "sm_100f"], "native"),
+            ((10, 3), ["sm_100a"], None),
+            ((9, 0), ["sm_89", "compute_90a"], None),
+            ((9, 0), [], None),
+        ]
+        for cap, archs, want in cases:
+            with self.subTest(cap=cap, archs=archs):
+                self.assertEqual(probe.arch_covered(cap, archs), want)
+
+
+class Main(unittest.TestCase):
+    def test_always_prints_json(self):
+        rc, out = run_main("--budget", "1")
+        self.assertEqual(rc, 0)
+        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench"})
+        for c in out["checks"]:
+            self.assertIn(c["status"], ("pass", "warn", "fail"))
+
+    def test_probe_failure_is_a_check(self):
+        real = probe.probe_torch
+
+        def broken(*a, **k):
+            raise RuntimeError("boom")
+
+        probe.probe_torch = broken
+        try:
+            rc, out = run_main()
+        finally:
+            probe.probe_torch = real
+        self.assertEqual(rc, 0)
+        self.assertEqual(out["checks"], [{"name": "probe", "status": "fail", "message": "the probe itself failed: RuntimeError('boom')"}])
+
+
+@need_torch
+class TorchOnCPU(unittest.TestCase):
+    """The checks and benchmarks on the CPU device: the same code a GPU runs,
+    with sizes small enough for a CI machine."""
+
+    def setUp(self):
+        self.cpu = torch.device("cpu")
+        self.far = time.monotonic() + 3600
+
+    def test_cpu_only_build_fails_with_the_reason(self):
+        if torch.version.cuda is not None:
+            self.skipTest("this torch is a CUDA build")
+        for args in ((), ("--no-gpu",)):
+            _, out = run_main(*args)
+            self.assertEqual(out["frameworks"]["torch"]["version"], torch.__version__)
+            self.assertIsNone(out["frameworks"]["torch"]["cuda"])
+            self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("torch/cuda", "fail")])
+            self.assertIn("CPU-only build", out["checks"][0]["message"])
+
+    def test_matmul_and_conv_compare_with_float64(self):
+        for c in (probe.check_matmul(torch, self.cpu), probe.check_conv(torch, self.cpu, None)):
+            self.assertEqual(c["status"], "pass", c)
+            self.assertIn("relative error", c["message"])
+        # float32 is never exact: a limit of 1e-12 must fail, so the
+        # comparison can catch a device that computes wrongly.
+        for c in (probe.check_matmul(torch, self.cpu, tol=1e-12), probe.check_conv(torch, self.cpu, None, tol=1e-12)):
+            self.assertEqual(c["status"], "fail", c)
+
+    def test_a_crash_is_a_failed_check(self):
+        c = probe.check_matmul(torch, torch.device("meta"))
+        self.assertEqual(c["status"], "fail")
+        self.assertIn("crashed", c["message"])
+
+    def test_bench_gemm(self):
+        results, checks = {}, []
+        probe.bench_gemm(torch, self.cpu, self.far, results, checks, gemm=(("gemm_bf16", "bfloat16", 128), ("gemm_fp32", "float32", 256)), iters=2)
+        self.assertEqual(checks, [])
+        self.assertEqual(set(results), {"gemm_bf16_tflops", "gemm_fp32_tflops"})
+        for v in results.values():
+            self.assertGreater(v, 0)
+        results, checks = {}, []
+        probe.bench_gemm(torch, self.cpu, self.far, results, checks, gemm=(("gemm_x", "no_such_dtype", 8),))
+        self.assertEqual([c["name"] for c in checks], ["bench/gemm_x"])
+        self.assertEqual(checks[0]["status"], "fail")
+
+    def test_bench_memory(self):
+        results, checks = {}, []
+        probe.bench_memory(torch, self.cpu, self.far, results, checks, nbytes=8 << 20, iters=2)
+        self.assertEqual(checks, [])
+        self.assertGreater(results["memory_bandwidth_gbs"], 0)
+        self.assertNotIn("h2d_gbs", results)  # pinned host copies only on a GPU
+
+    def test_bench_resnet50(self):
+        try:
+            import torchvision  # noqa: F401
+        except ImportError:
+            if REQUIRE_TORCH:
+                raise
+            self.skipTest("torchvision is not installed")
+        results, checks = {}, []
+        probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=2, size=64, iters=1, warmup=1)
+        self.assertEqual(checks, [])
+        self.assertGreater(results["resnet50_images_per_s"], 0)
+
+    def test_budget_spent_skips_with_a_warning(self):
+        results, checks = {}, []
+        past = time.monotonic() - 1
+        probe.bench_gemm(torch, self.cpu, past, results, checks)
+        probe.bench_memory(torch, self.cpu, past, results, checks)
+        probe.bench_resnet50(torch, self.cpu, past, results, checks)
+        self.assertEqual(results, {})
+        self.assertEqual([c["name"] for c in checks], ["bench/gemm_bf16", "bench/gemm_fp16", "bench/gemm_fp32", "bench/memory", "bench/resnet50"])
+        self.assertTrue(all(c["status"] == "warn" for c in checks))
+
+
+@unittest.skipUnless(GPU, "no CUDA torch with a GPU here")
+class TorchOnGPU(unittest.TestCase):
+    """Runs where a GPU is lent (bench/gpu/run.sh on the GPU machine)."""
+
+    def test_probe_passes(self):
+        _, out = run_main()
+        failed = [c for c in out["checks"] if c["status"] == "fail"]
+        self.assertEqual(failed, [])
+        names = [c["name"] for c in out["checks"]]
+        for want in ("torch/cuda", "torch/arch", "torch/matmul", "torch/cudnn"):
+            self.assertIn(want, names)
+
+    def test_small_bench_on_the_gpu(self):
+        dev, far = torch.device("cuda"), time.monotonic() + 600
+        results, checks = {}, []
+        probe.bench_gemm(torch, dev, far, results, checks, gemm=(("gemm_bf16", "bfloat16", 1024), ("gemm_fp16", "float16", 1024), ("gemm_fp32", "float32", 1024)), iters=3)
+        probe.bench_memory(torch, dev, far, results, checks, nbytes=64 << 20, host_bytes=16 << 20, iters=3)
+        self.assertEqual(checks, [])
+        self.assertEqual(set(results), {"gemm_bf16_tflops", "gemm_fp16_tflops", "gemm_fp32_tflops", "memory_bandwidth_gbs", "h2d_gbs", "d2h_gbs"})
+
+
+if __name__ == "__main__":
+    unittest.main()
