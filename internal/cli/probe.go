@@ -125,7 +125,7 @@ func humanBytesU(n uint64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1
 
 // runGPU runs the probe for an image: on this host, or inside the image
 // with docker or podman (the gpuimg binary mounted in as the probe).
-func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string, bench bool, eff map[string]float64, db *matrix.DB) (*validate.ProbeResult, error) {
+func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string, bench, insecure bool, eff map[string]float64, db *matrix.DB) (*validate.ProbeResult, error) {
 	if mode == "host" {
 		return validate.Probe(ctx, validate.ProbeOptions{Bench: bench, DB: db, MinEfficiency: eff}), nil
 	}
@@ -142,9 +142,20 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 		return nil, fmt.Errorf("%s not found: install it, or use --run host inside the image", mode)
 	}
 	args := func(gpus bool) []string {
-		a := []string{"run", "--rm"}
+		// The probe needs no network.
+		a := []string{"run", "--rm", "--network", "none"}
 		if gpus {
-			a = append(a, "--gpus", "all")
+			// Docker's --gpus goes through the NVIDIA container toolkit's
+			// hook; podman takes the GPUs as CDI devices (nvidia-ctk cdi
+			// generate), as NVIDIA documents for it.
+			if mode == "podman" {
+				a = append(a, "--device", "nvidia.com/gpu=all")
+			} else {
+				a = append(a, "--gpus", "all")
+			}
+		}
+		if mode == "podman" && insecure {
+			a = append(a, "--tls-verify=false")
 		}
 		a = append(a, "-v", bin+":/usr/local/bin/gpuimg-probe:ro", "--entrypoint", "/usr/local/bin/gpuimg-probe", image, "probe", "-o", "json")
 		if bench {
@@ -163,7 +174,7 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 		return []byte(out.String()), errb.String(), err
 	}
 	out, errOut, err := run(true)
-	if err != nil && len(out) == 0 && (strings.Contains(errOut, "could not select device driver") || strings.Contains(errOut, "nvidia-container") || strings.Contains(errOut, "unknown flag: --gpus")) {
+	if err != nil && len(out) == 0 && noGPUEngine(errOut) {
 		fmt.Fprintf(stderr, "gpuimg: %s cannot give the container a GPU (%s); probing without one\n", mode, lastLineOf(errOut))
 		out, errOut, err = run(false)
 	}
@@ -172,6 +183,18 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 		return nil, fmt.Errorf("%s run %s: %v: %s", mode, image, err, lastLineOf(errOut))
 	}
 	return &res, nil
+}
+
+// noGPUEngine says whether an engine's error means it cannot give a
+// container a GPU here (no NVIDIA container toolkit, no CDI spec, no
+// driver), rather than that the image or the run failed.
+func noGPUEngine(stderr string) bool {
+	for _, s := range []string{"could not select device driver", "nvidia-container", "unknown flag: --gpus", "unresolvable CDI devices"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func lastLineOf(s string) string {

@@ -32,15 +32,7 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 		t.Skip("this machine has an NVIDIA driver")
 	}
 	ctx := t.Context()
-	root, err := testenv.RepoRoot()
-	must(t, err)
-	probe := filepath.Join(t.TempDir(), "gpuimg")
-	build := exec.Command("go", "build", "-o", probe, "./cmd/gpuimg")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the probe: %v\n%s", err, out)
-	}
+	probe := buildProbe(t)
 	rootfs, err := testenv.BaseRootfs(ctx)
 	must(t, err)
 	dir, err := os.MkdirTemp("/tmp", "gp-")
@@ -122,4 +114,80 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 	if _, errOut, code := run(t, "probe", "--min-efficiency", "gemm=2"); code != 2 || !strings.Contains(errOut, "--min-efficiency") {
 		t.Errorf("bad --min-efficiency: exit %d %q", code, errOut)
 	}
+}
+
+// TestValidateRunPodmanWithoutGPU runs the probe inside an image with
+// Debian's podman, pulled from a real registry on loopback (plain HTTP,
+// which gpuimg tells podman): podman has no CDI spec for nvidia.com/gpu
+// here, gpuimg says so and probes without a GPU, and the report names the
+// image's digest with the no-gpu verdict and exit status 3.
+func TestValidateRunPodmanWithoutGPU(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: podman")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	ctx := t.Context()
+	tools, err := testenv.BuildTools(ctx)
+	must(t, err)
+	reg, err := testenv.StartRegistry(ctx, tools.Registry, t.TempDir())
+	must(t, err)
+	defer reg.Stop()
+	rootfs, err := testenv.BaseRootfs(ctx)
+	must(t, err)
+	ref := reg.Host + "/gpuimg/probe:podman"
+	digest, err := testenv.PushImage(ctx, rootfs, ref, []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"})
+	must(t, err)
+	dir, err := os.MkdirTemp("/tmp", "gp-")
+	must(t, err)
+	pm, err := testenv.StartPodman(ctx, dir)
+	must(t, err)
+	defer pm.Stop()
+	for _, kv := range pm.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	probe := buildProbe(t)
+
+	out, errOut, code := run(t, "validate", ref, "--run", "podman", "--probe-binary", probe, "-o", "json")
+	if code != ExitNoGPU {
+		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, ExitNoGPU, out, errOut)
+	}
+	if !strings.Contains(errOut, "podman cannot give the container a GPU") || !strings.Contains(errOut, "unresolvable CDI devices nvidia.com/gpu=all") {
+		t.Errorf("stderr does not say why: %q", errOut)
+	}
+	var rep struct {
+		Kind, Verdict, Digest string
+		Probe                 struct {
+			NoGPU string `json:"no_gpu"`
+		}
+	}
+	must(t, json.Unmarshal([]byte(out), &rep))
+	if rep.Kind != "gpu" || rep.Verdict != "no-gpu" || rep.Digest != digest || !strings.Contains(rep.Probe.NoGPU, "libnvidia-ml.so.1 not found") {
+		t.Errorf("report %+v, want digest %s", rep, digest)
+	}
+	// The image really ran under podman: it is in podman's store now.
+	if b, err := pm.Command(ctx, "image", "exists", ref).CombinedOutput(); err != nil {
+		t.Errorf("podman image exists %s: %v %s", ref, err, b)
+	}
+}
+
+// buildProbe builds the static gpuimg binary that --probe-binary mounts
+// into images.
+func buildProbe(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	must(t, err)
+	probe := filepath.Join(t.TempDir(), "gpuimg")
+	build := exec.Command("go", "build", "-o", probe, "./cmd/gpuimg")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the probe: %v\n%s", err, out)
+	}
+	return probe
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -195,7 +196,10 @@ func runValidateGPU(cmd *cobra.Command, ref images.Ref, mode, probeBin, probeIma
 	default:
 		return invalid(fmt.Errorf("--run %q", mode), "use docker, podman, host or kubernetes")
 	}
-	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), mode, image, probeBin, bench, me, db)
+	// As for gpuimg's own registry access, a loopback registry may be
+	// plain HTTP; podman needs to be told.
+	plainHTTP := insecure || (ref.Transport == images.Registry && images.IsLoopback(strings.SplitN(ref.Name, "/", 2)[0]))
+	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), mode, image, probeBin, bench, plainHTTP, me, db)
 	if err != nil {
 		return invalid(err, "")
 	}
