@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo tools bench bench-validate bench-copy clean
+.PHONY: help build test lint fuzz demo tools bench bench-validate bench-copy gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ bench-validate: build tools ## gpuimg validate vs skopeo copy on a multi-GB imag
 
 bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)
 	$(GO) run ./bench/copy -gpuimg $(BIN)
+
+gpu-check: build ## on a GPU machine: probe, probe.py's GPU tests and --bench into OUT (default /tmp/gpuimg-gpu)
+	bench/gpu/run.sh $(or $(OUT),/tmp/gpuimg-gpu)
 
 clean: ## remove build outputs
 	rm -rf bin

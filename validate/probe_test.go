@@ -232,3 +232,50 @@ func TestProbeCPUOnlyTorch(t *testing.T) {
 		t.Errorf("no failed torch/cuda check for the CPU-only build: %+v", res.Checks)
 	}
 }
+
+// TestGPUFixtures reads the results bench/gpu/run.sh brought back from GPU
+// machines (validate/testdata/gpu-*/probe-bench.json): each must parse as
+// a ProbeResult with a GPU the matrix knows, its benchmark figures must be
+// judged against that GPU's peaks, and the verdict recorded must be the
+// one Probe's rules give for its checks.
+func TestGPUFixtures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "gpu-*", "probe-bench.json"))
+	if len(files) == 0 {
+		t.Skip("no GPU results yet: run bench/gpu/run.sh on a GPU machine (docs/probe.md)")
+	}
+	db := db(t)
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			must(t, err)
+			var res ProbeResult
+			must(t, json.Unmarshal(b, &res))
+			if res.Driver == nil || res.Driver.Version == "" || len(res.GPUs) == 0 || res.Python == nil {
+				t.Fatalf("incomplete result: driver %+v, %d GPUs, python %v", res.Driver, len(res.GPUs), res.Python != nil)
+			}
+			g := res.GPUs[0]
+			if _, ok := gpuRow(db, g.Name); !ok {
+				t.Errorf("the matrix does not know %q", g.Name)
+			}
+			if !strings.HasPrefix(g.Arch, "sm_") || g.MemoryBytes == 0 || g.UUID == "" {
+				t.Errorf("GPU fields %+v", g)
+			}
+			var judged []Check
+			judgeBench(ProbeOptions{DB: db, Bench: true}, g, res.Python.Bench, func(name string, st Status, format string, args ...any) {
+				judged = append(judged, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+			})
+			if len(judged) < 4 {
+				t.Errorf("judged %d figures, want GEMM bf16/fp16/fp32 and memory bandwidth: %+v", len(judged), judged)
+			}
+			want := matrix.Pass
+			for _, c := range res.Checks {
+				if c.Status == matrix.Fail {
+					want = matrix.Fail
+				}
+			}
+			if res.Verdict != want {
+				t.Errorf("verdict %s, checks say %s", res.Verdict, want)
+			}
+		})
+	}
+}
