@@ -36,6 +36,12 @@ type Found struct {
 	Kernels map[string]Kernels `json:"kernels"`
 	// Libraries are the CUDA libraries found, system and pip.
 	Libraries []Library `json:"libraries,omitempty"`
+	// DriverLibs are NVIDIA driver user-space libraries baked into the
+	// image (libcuda.so.535.104.05, libnvidia-ml.so.…), outside CUDA's
+	// forward-compatibility directory and the link stubs. The container
+	// toolkit mounts the host driver's own; a copy in the image can
+	// shadow them.
+	DriverLibs []Library `json:"driver_libs,omitempty"`
 
 	secrets    []string
 	venvPython string
@@ -60,6 +66,7 @@ type Library struct {
 }
 
 var (
+	reDriverLib    = regexp.MustCompile(`^lib(cuda|nvidia-ml|nvidia-ptxjitcompiler|nvidia-nvvm|cudadebugger)\.so\.([0-9]{3}\.[0-9]+(?:\.[0-9]+)?)$`)
 	reVersionedLib = regexp.MustCompile(`^lib(cudart|cudnn|nccl|cublas|cublasLt|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink|cudnn_[a-z_]+)\.so(\.[0-9][0-9.]*)?$`)
 	reDistInfo     = regexp.MustCompile(`^(.*/(?:site|dist)-packages)/([^/]+)\.dist-info/METADATA$`)
 	rePythonDir    = regexp.MustCompile(`(?:^|/)lib/python(3\.[0-9]+)/(?:site|dist)-packages$`)
@@ -240,6 +247,10 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 			}
 		})
 	}
+	if m := reDriverLib.FindStringSubmatch(base); m != nil && isReg && !strings.Contains(p, "/compat/") && !strings.Contains(p, "/stubs/") {
+		lib := Library{Family: m[1], Version: m[2], Path: p, Size: h.Size}
+		add(func(d *detector) { d.f.DriverLibs = append(d.f.DriverLibs, lib) })
+	}
 	if isReg && h.Size > 64<<10 && isDeviceLib(p, base) {
 		if k, err := ScanFatbin(r); err == nil && !k.Empty() {
 			add(func(d *detector) { d.f.Kernels[p] = k })
@@ -332,6 +343,7 @@ func (d *detector) finish(w *WalkResult) Found {
 		}
 	}
 	sort.Slice(f.Libraries, func(i, j int) bool { return f.Libraries[i].Path < f.Libraries[j].Path })
+	sort.Slice(f.DriverLibs, func(i, j int) bool { return f.DriverLibs[i].Path < f.DriverLibs[j].Path })
 	return f
 }
 

@@ -116,6 +116,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 		}
 	}
 	c.duplicates()
+	c.driverLibs()
 	secrets := append([]string(nil), found.secrets...)
 	secrets = append(secrets, secretInEnv(cfg.Config.Env)...)
 	for _, h := range cfg.History {
@@ -411,6 +412,34 @@ func (c *checker) gpu(name string) error {
 		c.add("gpu", matrix.Pass, "all %d libraries with device code have native kernels for %s (%s)", len(native), g.Name, g.Arch)
 	}
 	return nil
+}
+
+// driverLibs fails an image that ships the NVIDIA driver's own libraries.
+// They belong to the host: the NVIDIA container toolkit mounts the host
+// driver's libcuda and libnvidia-ml into the container, and copies of
+// another driver version in the image can win the linker's lookup (after
+// the toolkit's ldconfig a newer copy in the image takes the soname
+// link), so the container fails with "Driver/library version mismatch"
+// on every host whose driver differs (NVIDIA/libnvidia-container#266).
+// CUDA's forward-compatibility libraries (/usr/local/cuda-X/compat) and
+// the link stubs are meant to be there and are not counted.
+func (c *checker) driverLibs() {
+	libs := c.r.Found.DriverLibs
+	if len(libs) == 0 {
+		return
+	}
+	var names []string
+	versions := map[string]bool{}
+	for _, l := range libs {
+		names = append(names, path2(l.Path))
+		versions[l.Version] = true
+	}
+	vs := make([]string, 0, len(versions))
+	for v := range versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	c.add("driver-libs", matrix.Fail, "the image ships NVIDIA driver %s libraries (%s): the host's driver must provide them, and these can shadow it (\"Driver/library version mismatch\" on any other driver); remove the driver packages from the image (for newer CUDA on an older driver use cuda-compat in /usr/local/cuda/compat)", strings.Join(vs, ", "), truncate(strings.Join(names, ", "), 300))
 }
 
 // duplicates reports CUDA libraries present both from the OS and from pip.

@@ -319,3 +319,62 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestInspectDriverLibsBakedIn puts NVIDIA's real driver library (Debian's
+// libnvidia-ml1, 535.261.03, laid out as the package installs it) into an
+// image: the driver-libs check fails and names it, while CUDA's
+// forward-compatibility libcuda and the link stubs are not counted, and a
+// later layer that deletes the library clears the finding.
+func TestInspectDriverLibsBakedIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: downloads Debian's libnvidia-ml1")
+	}
+	lib, err := testenv.DebianNVML(t.Context())
+	must(t, err)
+	real, err := filepath.EvalSymlinks(lib)
+	must(t, err)
+	b, err := os.ReadFile(real)
+	must(t, err)
+	dir := "usr/lib/x86_64-linux-gnu/nvidia/current/"
+	driver := layer(t,
+		file{dir + filepath.Base(real), string(b)},
+		file{dir + "libnvidia-ml.so.1", "->" + filepath.Base(real)},
+		file{"usr/local/cuda-12.2/compat/libcuda.so.535.104.05", "ELF compat"},
+		file{"usr/local/cuda-12.2/targets/x86_64-linux/lib/stubs/libcuda.so", "ELF stub"},
+	)
+	base := torchImage(t, "12.1", "cuda>=12.2", nil)
+	img, err := mutate.AppendLayers(base, driver)
+	must(t, err)
+	r, err := Inspect(t.Context(), img, Options{DB: db(t)})
+	must(t, err)
+	var msg string
+	for _, c := range r.Checks {
+		if c.Name == "driver-libs" {
+			if c.Status != matrix.Fail {
+				t.Errorf("driver-libs %s", c.Status)
+			}
+			msg = c.Message
+		}
+	}
+	if !strings.Contains(msg, "535.261.03") || !strings.Contains(msg, "/"+dir+filepath.Base(real)) || strings.Contains(msg, "cuda-12.2/compat/libcuda") || strings.Contains(msg, "stubs") {
+		t.Errorf("driver-libs message %q", msg)
+	}
+	if len(r.Found.DriverLibs) != 1 || r.Found.DriverLibs[0].Family != "nvidia-ml" {
+		t.Errorf("found %+v", r.Found.DriverLibs)
+	}
+
+	// Removed again in a later layer: nothing ships.
+	img, err = mutate.AppendLayers(img, layer(t, file{dir + ".wh." + filepath.Base(real), ""}))
+	must(t, err)
+	r, err = Inspect(t.Context(), img, Options{DB: db(t)})
+	must(t, err)
+	if st := statuses(r); st["driver-libs"] != "" {
+		t.Errorf("after the whiteout: driver-libs %s %+v", st["driver-libs"], r.Found.DriverLibs)
+	}
+	// The plain test image has none.
+	r, err = Inspect(t.Context(), base, Options{DB: db(t)})
+	must(t, err)
+	if st := statuses(r); st["driver-libs"] != "" {
+		t.Errorf("base: driver-libs %s", st["driver-libs"])
+	}
+}
