@@ -228,22 +228,48 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(
 	}
 }
 
-// gpuRow matches an NVML name ("NVIDIA H200", "NVIDIA A100-SXM4-80GB")
-// with the matrix's GPU table.
+// GPURow finds a GPU in the matrix's table by a name as NVML prints it
+// ("NVIDIA H200", "NVIDIA A100-SXM4-80GB") or as a user writes it ("h200").
+func GPURow(db *matrix.DB, name string) (matrix.GPU, bool) { return gpuRow(db, name) }
+
+// SameGPU says whether two GPU names (an NVML name, a matrix name or
+// alias) mean the same card: the same row of the matrix's table, or, for
+// cards it does not know, the same name.
+func SameGPU(db *matrix.DB, a, b string) bool {
+	if strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b)) {
+		return true
+	}
+	ra, oka := gpuRow(db, a)
+	rb, okb := gpuRow(db, b)
+	return oka && okb && ra.Name == rb.Name
+}
+
 func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
-	n := strings.ToLower(strings.TrimPrefix(nvmlName, "NVIDIA "))
-	n = strings.ReplaceAll(n, " ", "-")
+	n := strings.ToLower(strings.TrimSpace(nvmlName))
+	n = strings.ReplaceAll(strings.TrimPrefix(n, "nvidia "), " ", "-")
 	if g, err := db.FindGPU(n); err == nil && g.MemoryGB > 0 {
 		return g, true
 	}
-	best := matrix.GPU{}
+	// The longest name or alias the NVML name starts with ("h100-80gb" for
+	// "NVIDIA H100 80GB HBM3"), else the one row whose name starts with it.
+	var best matrix.GPU
+	bestLen := 0
+	var abbreviates []matrix.GPU
 	for _, g := range db.GPUs {
-		gn := strings.ToLower(g.Name)
-		if strings.HasPrefix(n, gn) || strings.HasPrefix(gn, n) {
-			if len(g.Name) > len(best.Name) {
-				best = g
+		for _, k := range append([]string{strings.ToLower(g.Name)}, g.Aliases...) {
+			if (n == k || strings.HasPrefix(n, k+"-")) && len(k) > bestLen {
+				best, bestLen = g, len(k)
 			}
 		}
+		if strings.HasPrefix(strings.ToLower(g.Name), n+"-") {
+			abbreviates = append(abbreviates, g)
+		}
 	}
-	return best, best.Name != ""
+	if bestLen > 0 {
+		return best, true
+	}
+	if len(abbreviates) == 1 {
+		return abbreviates[0], true
+	}
+	return matrix.GPU{}, false
 }

@@ -124,9 +124,27 @@ func TestJudgeBench(t *testing.T) {
 	if len(got) != 1 || got[0].Status != matrix.Warn {
 		t.Errorf("unknown GPU: %+v", got)
 	}
-	for name, want := range map[string]string{"NVIDIA H200": "H200-SXM", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB", "NVIDIA GeForce RTX 4090": "RTX-4090", "NVIDIA L4": "L4"} {
+	for name, want := range map[string]string{"NVIDIA H200": "H200-SXM", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB", "NVIDIA GeForce RTX 4090": "RTX-4090", "NVIDIA L4": "L4",
+		"NVIDIA H100 80GB HBM3": "H100-SXM", "NVIDIA H100 PCIe": "H100-PCIE", "h200": "H200-SXM", "H100-NVL": "H100-NVL"} {
 		if g, ok := gpuRow(db, name); !ok || g.Name != want {
 			t.Errorf("gpuRow(%q) = %s %v, want %s", name, g.Name, ok, want)
+		}
+	}
+	if g, ok := gpuRow(db, "NVIDIA Voodoo5"); ok {
+		t.Errorf("an unknown card matched %s", g.Name)
+	}
+	for _, tt := range []struct {
+		a, b string
+		same bool
+	}{
+		{"h100", "NVIDIA H100 80GB HBM3", true},
+		{"H100-SXM", "h100-sxm5", true},
+		{"h100", "NVIDIA H100 PCIe", false},
+		{"NVIDIA Voodoo5", "nvidia voodoo5", true},
+		{"NVIDIA Voodoo5", "NVIDIA Voodoo3", false},
+	} {
+		if got := SameGPU(db, tt.a, tt.b); got != tt.same {
+			t.Errorf("SameGPU(%q, %q) = %v", tt.a, tt.b, got)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/humanize"
+	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 )
 
@@ -278,7 +278,7 @@ tag on that digest goes with it. The registry must allow deletes.`,
 
 func newPromoteCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var to, require, gpu string
+	var to, require, gpu, minDriver string
 	cmd := &cobra.Command{
 		Use:   "promote REF --to TAG",
 		Short: "Retag an image only if a passing validation report is attached",
@@ -287,12 +287,16 @@ validation report attached to that digest (gpuimg validate --attach) passed:
 
   --require gpu     a report from a run on a GPU (gpuimg validate --run; the default)
   --require static  a static report is enough (gpuimg validate)
-  --gpu NAME        the report must be for this GPU
+  --gpu NAME        the report must be for this GPU (h100, "NVIDIA H100 80GB
+                    HBM3": names of the same card in the matrix match)
+  --min-driver V    the report's driver must be V or newer (e.g. 550)
 
 Otherwise it refuses, exits 1, and names every report it saw and why it did
 not count.`,
 		Example: `  gpuimg validate registry.example.com/ml/torch:nightly --attach
-  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --require static`,
+  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --require static
+  gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach
+  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --gpu h100 --min-driver 550`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -300,6 +304,18 @@ not count.`,
 			}
 			if require != "gpu" && require != "static" {
 				return invalid(fmt.Errorf("--require %q", require), "use gpu or static")
+			}
+			var floor matrix.Version
+			if minDriver != "" {
+				v, err := matrix.ParseVersion(minDriver)
+				if err != nil {
+					return invalid(fmt.Errorf("--min-driver %q", minDriver), "give a driver version such as 550 or 535.104.05")
+				}
+				floor = v
+			}
+			db, err := matrix.Builtin()
+			if err != nil {
+				return err
 			}
 			r, err := ro.Remote()
 			if err != nil {
@@ -315,8 +331,17 @@ not count.`,
 					return false, fmt.Sprintf("%s report failed", rep.Kind)
 				case require == "gpu" && rep.Kind != "gpu":
 					return false, fmt.Sprintf("%s report, a GPU report is required (or --require static)", rep.Kind)
-				case gpu != "" && !strings.EqualFold(a.Annotations[images.AnnotationGPU], gpu):
+				case gpu != "" && !validate.SameGPU(db, a.Annotations[images.AnnotationGPU], gpu):
 					return false, fmt.Sprintf("report for GPU %q, not %s", a.Annotations[images.AnnotationGPU], gpu)
+				case minDriver != "":
+					d := a.Annotations[images.AnnotationDriver]
+					v, err := matrix.ParseVersion(d)
+					if err != nil {
+						return false, fmt.Sprintf("report records no driver, --min-driver %s needs one", minDriver)
+					}
+					if v.Compare(floor) < 0 {
+						return false, fmt.Sprintf("report on driver %s, older than --min-driver %s", d, minDriver)
+					}
 				}
 				return true, fmt.Sprintf("%s report passed on %s", rep.Kind, rep.Created.Format("2006-01-02"))
 			}
@@ -335,6 +360,7 @@ not count.`,
 	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
 	cmd.Flags().StringVar(&gpu, "gpu", "", "the report must be for this GPU")
+	cmd.Flags().StringVar(&minDriver, "min-driver", "", "the report's driver must be this version or newer")
 	return cmd
 }
 

@@ -129,6 +129,26 @@ func TestImagesCommands(t *testing.T) {
 		if digestOf(raw) != digest.String() {
 			t.Errorf("stable points at %s, want %s", digestOf(raw), digest)
 		}
+		// A report that records its GPU and driver: promotion can require
+		// the card (by any of its names) and a driver floor.
+		if _, errOut, code := run(t, "validate", src, "--attach", "--gpu", "h100", "--driver", "550.54.14"); code != 0 {
+			t.Fatalf("validate --attach --gpu --driver: exit %d %q", code, errOut)
+		}
+		for _, tt := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"--gpu", "NVIDIA H100 80GB HBM3", "--min-driver", "550"}, 0, "static report passed"},
+			{[]string{"--gpu", "h100", "--min-driver", "555.42"}, 1, "report on driver 550.54.14, older than --min-driver 555.42"},
+			{[]string{"--gpu", "NVIDIA H100 PCIe"}, 1, `report for GPU "h100", not NVIDIA H100 PCIe`},
+			{[]string{"--min-driver", "five-fifty"}, 2, "--min-driver"},
+		} {
+			out, errOut, code := run(t, append([]string{"images", "promote", src, "--to", "h100-stable", "--require", "static"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("promote %v: exit %d, want %d with %q\n%s%s", tt.args, code, tt.code, tt.want, out, errOut)
+			}
+		}
 		// A failing image gets a failing report, and no promotion.
 		weak := a.Host + "/ml/torch:weak"
 		wr, _ := name.ParseReference(weak, name.Insecure)
