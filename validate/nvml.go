@@ -29,9 +29,13 @@ type GPUInfo struct {
 	ComputeCapability string `json:"compute_capability"` // "9.0"
 	Arch              string `json:"arch"`               // "sm_90"
 	MemoryBytes       uint64 `json:"memory_bytes"`
-	MIG               string `json:"mig"` // enabled, disabled, unsupported
-	PCIeGen           int    `json:"pcie_gen,omitempty"`
-	PCIeWidth         int    `json:"pcie_width,omitempty"`
+	MIG               string `json:"mig"`                  // enabled, disabled, unsupported
+	PCIeGen           int    `json:"pcie_gen,omitempty"`   // the link's current generation (drops when idle)
+	PCIeWidth         int    `json:"pcie_width,omitempty"` // and width
+	// PCIeMaxGen and PCIeMaxWidth are the most the GPU and its slot can
+	// do: what the host-transfer benchmarks are judged against.
+	PCIeMaxGen   int `json:"pcie_max_gen,omitempty"`
+	PCIeMaxWidth int `json:"pcie_max_width,omitempty"`
 }
 
 // DriverInfo is the host's NVIDIA driver.
@@ -55,6 +59,8 @@ type nvmlLib struct {
 	deviceMIG            func(uintptr, *uint32, *uint32) int32
 	devicePCIeGeneration func(uintptr, *uint32) int32
 	devicePCIeWidth      func(uintptr, *uint32) int32
+	devicePCIeMaxGen     func(uintptr, *uint32) int32
+	devicePCIeMaxWidth   func(uintptr, *uint32) int32
 }
 
 type nvmlMemory struct{ Total, Free, Used uint64 }
@@ -103,6 +109,8 @@ func loadNVML(paths []string) (lib *nvmlLib, err error) {
 	purego.RegisterLibFunc(&l.deviceMIG, h, "nvmlDeviceGetMigMode")
 	purego.RegisterLibFunc(&l.devicePCIeGeneration, h, "nvmlDeviceGetCurrPcieLinkGeneration")
 	purego.RegisterLibFunc(&l.devicePCIeWidth, h, "nvmlDeviceGetCurrPcieLinkWidth")
+	purego.RegisterLibFunc(&l.devicePCIeMaxGen, h, "nvmlDeviceGetMaxPcieLinkGeneration")
+	purego.RegisterLibFunc(&l.devicePCIeMaxWidth, h, "nvmlDeviceGetMaxPcieLinkWidth")
 	return l, nil
 }
 
@@ -194,6 +202,12 @@ func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
 		}
 		if rc := l.devicePCIeWidth(h, &width); rc == nvmlSuccess {
 			g.PCIeWidth = int(width)
+		}
+		if rc := l.devicePCIeMaxGen(h, &gen); rc == nvmlSuccess {
+			g.PCIeMaxGen = int(gen)
+		}
+		if rc := l.devicePCIeMaxWidth(h, &width); rc == nvmlSuccess {
+			g.PCIeMaxWidth = int(width)
 		}
 		gpus = append(gpus, g)
 	}

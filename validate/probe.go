@@ -62,7 +62,21 @@ type ProbeOptions struct {
 // benchmark must reach. Dense GEMM rarely passes 80% of peak and memory
 // copies 85%; these thresholds catch a broken or throttled card, a
 // noisy neighbour or a wrong build, not a well-tuned one.
-var DefaultMinEfficiency = map[string]float64{"gemm_bf16": 0.5, "gemm_fp16": 0.5, "gemm_fp32": 0.5, "memory_bandwidth": 0.6}
+//
+// Pinned host<->device copies (h2d, d2h) are judged against the PCIe link
+// NVML reports as the most the GPU and its slot can do; a GPU in a slot
+// with fewer lanes, or behind a shared switch, falls below.
+var DefaultMinEfficiency = map[string]float64{"gemm_bf16": 0.5, "gemm_fp16": 0.5, "gemm_fp32": 0.5, "memory_bandwidth": 0.6, "h2d": 0.5, "d2h": 0.5}
+
+// pcieLaneGBs is PCI Express's usable bandwidth per lane and direction in
+// GB/s: the transfer rate (2.5, 5, 8, 16, 32 GT/s) times the encoding's
+// efficiency (8b/10b for 1.x and 2.x, 128b/130b for 3.0 to 5.0), over 8
+// bits. Generation 6 (PAM4, FLIT framing) is left out: published
+// per-lane figures for it differ by the overhead they count.
+var pcieLaneGBs = map[int]float64{1: 2.5 * 8 / 10 / 8, 2: 5.0 * 8 / 10 / 8, 3: 8 * 128.0 / 130 / 8, 4: 16 * 128.0 / 130 / 8, 5: 32 * 128.0 / 130 / 8}
+
+// PCIePeakGBs is the link's usable bandwidth per direction, 0 when unknown.
+func PCIePeakGBs(gen, width int) float64 { return pcieLaneGBs[gen] * float64(width) }
 
 // Probe checks this machine's GPUs and Python frameworks.
 func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
@@ -192,11 +206,6 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(
 	if opt.DB == nil || len(bench) == 0 {
 		return
 	}
-	row, ok := gpuRow(opt.DB, g.Name)
-	if !ok {
-		add("bench/peak", matrix.Warn, "%s is not in the matrix's GPU table: the figures are recorded but not judged (add it with --matrix-file)", g.Name)
-		return
-	}
 	floor := map[string]float64{}
 	for k, v := range DefaultMinEfficiency {
 		floor[k] = v
@@ -204,15 +213,23 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(
 	for k, v := range opt.MinEfficiency {
 		floor[k] = v
 	}
-	peaks := []struct {
-		key, figure string
-		peak        float64
-		unit        string
-	}{
-		{"gemm_bf16", "gemm_bf16_tflops", row.BF16TFLOPS, "TFLOP/s"},
-		{"gemm_fp16", "gemm_fp16_tflops", row.FP16TFLOPS, "TFLOP/s"},
-		{"gemm_fp32", "gemm_fp32_tflops", row.FP32TFLOPS, "TFLOP/s"},
-		{"memory_bandwidth", "memory_bandwidth_gbs", row.MemoryBandwidthGBs, "GB/s"},
+	type benchPeak struct {
+		key, figure, unit, of string
+		peak                  float64
+	}
+	var peaks []benchPeak
+	if row, ok := gpuRow(opt.DB, g.Name); ok {
+		peaks = append(peaks,
+			benchPeak{"gemm_bf16", "gemm_bf16_tflops", "TFLOP/s", row.Name, row.BF16TFLOPS},
+			benchPeak{"gemm_fp16", "gemm_fp16_tflops", "TFLOP/s", row.Name, row.FP16TFLOPS},
+			benchPeak{"gemm_fp32", "gemm_fp32_tflops", "TFLOP/s", row.Name, row.FP32TFLOPS},
+			benchPeak{"memory_bandwidth", "memory_bandwidth_gbs", "GB/s", row.Name, row.MemoryBandwidthGBs})
+	} else {
+		add("bench/peak", matrix.Warn, "%s is not in the matrix's GPU table: its GEMM and memory figures are recorded but not judged (add it with --matrix-file)", g.Name)
+	}
+	if link := PCIePeakGBs(g.PCIeMaxGen, g.PCIeMaxWidth); link > 0 {
+		of := fmt.Sprintf("PCIe gen%d x%d", g.PCIeMaxGen, g.PCIeMaxWidth)
+		peaks = append(peaks, benchPeak{"h2d", "h2d_gbs", "GB/s", of, link}, benchPeak{"d2h", "d2h_gbs", "GB/s", of, link})
 	}
 	for _, p := range peaks {
 		got, ok := bench[p.figure]
@@ -224,7 +241,7 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(
 		if eff < floor[p.key] {
 			st = matrix.Fail
 		}
-		add("bench/"+p.key, st, "%.1f %s = %.0f%% of %s's %.1f (threshold %.0f%%)", got, p.unit, 100*eff, row.Name, p.peak, 100*floor[p.key])
+		add("bench/"+p.key, st, "%.1f %s = %.0f%% of %s's %.1f (threshold %.0f%%)", got, p.unit, 100*eff, p.of, p.peak, 100*floor[p.key])
 	}
 }
 

@@ -124,6 +124,25 @@ func TestJudgeBench(t *testing.T) {
 	if len(got) != 1 || got[0].Status != matrix.Warn {
 		t.Errorf("unknown GPU: %+v", got)
 	}
+	// Host copies are judged against the PCIe link (gen5 x16: 63.0 GB/s a
+	// direction), also on a card the matrix does not know.
+	got = nil
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, add)
+	st = map[string]Status{}
+	for _, c := range got {
+		st[c.Name] = c.Status
+	}
+	if st["bench/h2d"] != matrix.Pass || st["bench/d2h"] != matrix.Fail || !strings.Contains(got[1].Message, "83% of PCIe gen5 x16's 63.0") {
+		t.Errorf("PCIe judging: %+v", got)
+	}
+	for _, tt := range []struct {
+		gen, width int
+		want       float64
+	}{{3, 16, 15.75}, {4, 16, 31.51}, {4, 8, 15.75}, {1, 1, 0.25}, {6, 16, 0}, {0, 16, 0}} {
+		if got := PCIePeakGBs(tt.gen, tt.width); got < tt.want-0.01 || got > tt.want+0.01 {
+			t.Errorf("PCIePeakGBs(%d, %d) = %.3f, want %.2f", tt.gen, tt.width, got, tt.want)
+		}
+	}
 	for name, want := range map[string]string{"NVIDIA H200": "H200-SXM", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB", "NVIDIA GeForce RTX 4090": "RTX-4090", "NVIDIA L4": "L4",
 		"NVIDIA H100 80GB HBM3": "H100-SXM", "NVIDIA H100 PCIe": "H100-PCIE", "h200": "H200-SXM", "H100-NVL": "H100-NVL"} {
 		if g, ok := gpuRow(db, name); !ok || g.Name != want {

@@ -28,7 +28,7 @@ func parseEfficiency(pairs []string) (map[string]float64, error) {
 		k, v, ok := strings.Cut(p, "=")
 		f, err := strconv.ParseFloat(v, 64)
 		if _, known := validate.DefaultMinEfficiency[k]; !ok || err != nil || f < 0 || f > 1 || !known {
-			return nil, invalid(fmt.Errorf("--min-efficiency %q", p), "write KEY=FRACTION with KEY one of gemm_bf16, gemm_fp16, gemm_fp32, memory_bandwidth, e.g. gemm_bf16=0.7")
+			return nil, invalid(fmt.Errorf("--min-efficiency %q", p), "write KEY=FRACTION with KEY one of gemm_bf16, gemm_fp16, gemm_fp32, memory_bandwidth, h2d, d2h, e.g. gemm_bf16=0.7")
 		}
 		out[k] = f
 	}
@@ -102,7 +102,7 @@ func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
 		fmt.Fprintf(w, "driver  %s (CUDA %s)\n", res.Driver.Version, res.Driver.CUDAVersion)
 	}
 	for _, g := range res.GPUs {
-		fmt.Fprintf(w, "GPU %d   %s %s, %s, %s, MIG %s, PCIe gen %d x%d\n", g.Index, g.Name, g.Arch, g.UUID, humanBytesU(g.MemoryBytes), g.MIG, g.PCIeGen, g.PCIeWidth)
+		fmt.Fprintf(w, "GPU %d   %s %s, %s, %s, MIG %s, PCIe gen %d x%d (up to gen %d x%d)\n", g.Index, g.Name, g.Arch, g.UUID, humanBytesU(g.MemoryBytes), g.MIG, g.PCIeGen, g.PCIeWidth, g.PCIeMaxGen, g.PCIeMaxWidth)
 	}
 	if res.Python != nil {
 		fmt.Fprintf(w, "python  %s\n", res.Python.Python)
