@@ -34,12 +34,16 @@ type ProbeResult struct {
 	Created time.Time   `json:"created"`
 }
 
-// PyProbe is probe.py's output.
+// PyProbe is probe.py's output: its last snapshot.
 type PyProbe struct {
 	Python     string                     `json:"python"`
 	Frameworks map[string]json.RawMessage `json:"frameworks"`
 	Checks     []Check                    `json:"checks"`
 	Bench      map[string]float64         `json:"bench"`
+	// Step is the step the snapshot follows; Complete is false when the
+	// probe hung or died after it.
+	Step     string `json:"step,omitempty"`
+	Complete bool   `json:"complete"`
 }
 
 // ProbeOptions tune Probe.
@@ -183,17 +187,39 @@ func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(stri
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
-	var pp PyProbe
-	if jerr := json.Unmarshal(stdout.Bytes(), &pp); jerr != nil {
-		switch {
-		case errors.Is(cctx.Err(), context.DeadlineExceeded):
-			add("probe/python", matrix.Fail, "the Python probe did not finish within %s", budget)
-		default:
-			add("probe/python", matrix.Fail, "the Python probe crashed (%v): %s", err, lastLine(stderr.String()))
-		}
+	pp := lastSnapshot(stdout.Bytes())
+	why := ""
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		why = fmt.Sprintf("the Python probe did not finish within %s", budget)
+	case err != nil:
+		why = fmt.Sprintf("the Python probe crashed (%v): %s", err, lastLine(stderr.String()))
+	case pp == nil || !pp.Complete:
+		why = "the Python probe stopped without its result: " + lastLine(stderr.String())
+	}
+	if why == "" {
+		return pp
+	}
+	if pp == nil {
+		add("probe/python", matrix.Fail, "%s", why)
 		return nil
 	}
-	return &pp
+	// Keep what the steps before the hang or crash found.
+	pp.Checks = append(pp.Checks, Check{Name: "probe/python", Status: matrix.Fail, Message: why + "; results up to " + pp.Step + " are kept"})
+	return pp
+}
+
+// lastSnapshot is the last line of probe.py's output that is a whole JSON
+// snapshot; nil when there is none.
+func lastSnapshot(out []byte) *PyProbe {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		var pp PyProbe
+		if json.Unmarshal(lines[i], &pp) == nil && pp.Python != "" {
+			return &pp
+		}
+	}
+	return nil
 }
 
 func lastLine(s string) string {

@@ -1,14 +1,19 @@
 """gpuimg's in-image probe: what the Python frameworks of an image see of the GPU.
 
 gpuimg runs this file with the image's python3 (gpuimg probe, gpuimg validate
---run). It prints one JSON object on stdout and never raises: every failure,
-a framework that does not import included, becomes a check with its reason.
+--run). It never raises: every failure, a framework that does not import
+included, becomes a check with its reason.
 
     python3 probe.py [--bench] [--budget SECONDS] [--no-gpu]
 
-Output: {"python": "3.10.12", "frameworks": {"torch": {...}}, "checks": [...],
-"bench": {...}} where each check is {"name", "status" (pass|warn|fail),
-"message"} and bench figures are in TFLOP/s, GB/s and images/s.
+Output: one JSON object per line, each a snapshot of everything found so far,
+printed after every step, so that a step that hangs or kills the interpreter
+(a CUDA fault, the caller's timeout) still leaves the results before it. The
+last line has "complete": true:
+{"python": "3.10.12", "frameworks": {"torch": {...}}, "checks": [...],
+"bench": {...}, "step": "bench/gemm", "complete": false} where each check is
+{"name", "status" (pass|warn|fail), "message"}, bench figures are in TFLOP/s,
+GB/s and images/s, and "step" names the step the snapshot follows.
 """
 
 import argparse
@@ -193,13 +198,16 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, it
         checks.append(check("bench/resnet50", "fail", "ResNet-50 training crashed: %r" % (e,)))
 
 
-def bench_torch(torch, dev, deadline, results, checks):
+def bench_torch(torch, dev, deadline, results, checks, emit):
     bench_gemm(torch, dev, deadline, results, checks)
+    emit("bench/gemm")
     bench_memory(torch, dev, deadline, results, checks)
+    emit("bench/memory")
     bench_resnet50(torch, dev, deadline, results, checks)
+    emit("bench/resnet50")
 
 
-def probe_torch(bench, deadline, out, gpu=True):
+def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     """Checks torch; gpu=False (no NVIDIA driver or GPU here) keeps to what
     can be known without one: the version, and whether it is a CPU-only build."""
     checks = out["checks"]
@@ -245,10 +253,12 @@ def probe_torch(bench, deadline, out, gpu=True):
     torch.backends.cudnn.allow_tf32 = False
     checks.append(check_matmul(torch, dev))
     checks.append(check_conv(torch, dev, info["cudnn"]))
+    emit("torch/checks")
     if n >= 2:
         checks.append(check_allreduce(torch, n))
+        emit("torch/nccl")
     if bench:
-        bench_torch(torch, dev, deadline, out["bench"], checks)
+        bench_torch(torch, dev, deadline, out["bench"], checks, emit)
 
 
 def main(argv):
@@ -257,14 +267,21 @@ def main(argv):
     p.add_argument("--budget", type=float, default=600, help="seconds for the benchmarks")
     p.add_argument("--no-gpu", action="store_true", help="there is no NVIDIA driver or GPU: skip the GPU checks")
     args = p.parse_args(argv)
-    out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}}
+    out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}, "step": "start", "complete": False}
+
+    def emit(step):
+        out["step"] = step
+        json.dump(out, sys.stdout)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
     deadline = time.monotonic() + args.budget
     try:
-        probe_torch(args.bench, deadline, out, gpu=not args.no_gpu)
+        probe_torch(args.bench, deadline, out, gpu=not args.no_gpu, emit=emit)
     except Exception as e:  # noqa: BLE001 - the probe must still print its JSON
         out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
-    json.dump(out, sys.stdout)
-    sys.stdout.write("\n")
+    out["complete"] = True
+    emit("done")
     return 0
 
 

@@ -97,6 +97,36 @@ func TestProbePythonCrashAndTimeout(t *testing.T) {
 			t.Errorf("%s: checks %+v, want %q", tt.py, got, tt.want)
 		}
 	}
+
+	// A probe that printed snapshots and then hung or died: what the steps
+	// before found is kept, with a failed check saying where it stopped.
+	snap := `{"python": "3.12.3", "frameworks": {"torch": {"version": "2.11.0+cu130"}}, "checks": [{"name": "torch/cuda", "status": "pass", "message": "sees 1 GPU"}], "bench": {"gemm_bf16_tflops": 700.5}, "step": "bench/gemm", "complete": false}`
+	hang := filepath.Join(dir, "hang.sh")
+	must(t, os.WriteFile(hang, []byte("#!/bin/sh\necho '{\"python\": \"3.12.3\", \"step\": \"start\", \"complete\": false}'\necho '"+snap+"'\nexec sleep 30\n"), 0o755))
+	die := filepath.Join(dir, "die.sh")
+	must(t, os.WriteFile(die, []byte("#!/bin/sh\necho '"+snap+"'\necho 'CUDA error: an illegal memory access was encountered' >&2\nkill -SEGV $$\n"), 0o755))
+	for _, tt := range []struct {
+		py, want string
+		budget   time.Duration
+	}{
+		{hang, "did not finish within 1s; results up to bench/gemm are kept", time.Second},
+		{die, "crashed (signal: segmentation fault): CUDA error: an illegal memory access was encountered; results up to bench/gemm are kept", time.Minute},
+	} {
+		var got []Check
+		add := func(name string, st Status, format string, args ...any) {
+			got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+		}
+		pp := runPyProbe(t.Context(), ProbeOptions{Python: tt.py, Budget: tt.budget}, false, add)
+		if pp == nil || pp.Complete || pp.Bench["gemm_bf16_tflops"] != 700.5 || len(pp.Checks) != 2 {
+			t.Fatalf("%s: kept %+v", tt.py, pp)
+		}
+		if c := pp.Checks[1]; c.Name != "probe/python" || c.Status != matrix.Fail || !strings.Contains(c.Message, tt.want) {
+			t.Errorf("%s: %+v, want %q", tt.py, c, tt.want)
+		}
+		if len(got) != 0 {
+			t.Errorf("%s: extra checks %+v", tt.py, got)
+		}
+	}
 }
 
 func TestJudgeBench(t *testing.T) {

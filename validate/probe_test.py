@@ -35,10 +35,15 @@ def need_torch(test):
 
 
 def run_main(*args):
+    """probe.main's exit status and its last snapshot, after checking that
+    every line is a snapshot and only the last is complete."""
     buf = io.StringIO()
     with redirect_stdout(buf):
         rc = probe.main(list(args))
-    return rc, json.loads(buf.getvalue())
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    assert lines and lines[-1]["complete"] and lines[-1]["step"] == "done", lines
+    assert not any(s["complete"] for s in lines[:-1]), lines
+    return rc, lines[-1]
 
 
 class ArchCovered(unittest.TestCase):
@@ -66,7 +71,7 @@ class Main(unittest.TestCase):
     def test_always_prints_json(self):
         rc, out = run_main("--budget", "1")
         self.assertEqual(rc, 0)
-        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench"})
+        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "step", "complete"})
         for c in out["checks"]:
             self.assertIn(c["status"], ("pass", "warn", "fail"))
 
@@ -148,6 +153,11 @@ class TorchOnCPU(unittest.TestCase):
         probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=2, size=64, iters=1, warmup=1)
         self.assertEqual(checks, [])
         self.assertGreater(results["resnet50_images_per_s"], 0)
+
+    def test_snapshot_after_every_bench(self):
+        steps = []
+        probe.bench_torch(torch, self.cpu, time.monotonic() - 1, {}, [], steps.append)
+        self.assertEqual(steps, ["bench/gemm", "bench/memory", "bench/resnet50"])
 
     def test_budget_spent_skips_with_a_warning(self):
         results, checks = {}, []
