@@ -224,6 +224,7 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
         info["cudnn"] = torch.backends.cudnn.version()
     except Exception:  # noqa: BLE001
         info["cudnn"] = None
+    emit("torch/import")
     if torch.version.cuda is None:
         checks.append(check("torch/cuda", "fail", "torch %s is a CPU-only build: it can never use a GPU (install the CUDA variant from PyTorch's index)" % torch.__version__))
         return
@@ -236,6 +237,7 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     n = torch.cuda.device_count()
     info["devices"] = [torch.cuda.get_device_name(i) for i in range(n)]
     checks.append(check("torch/cuda", "pass", "torch %s (CUDA %s) sees %d GPU(s): %s" % (torch.__version__, torch.version.cuda, n, ", ".join(info["devices"]))))
+    emit("torch/cuda")
     arch_list = torch.cuda.get_arch_list()
     info["arch_list"] = arch_list
     cap = torch.cuda.get_device_capability(0)

@@ -94,19 +94,20 @@ func (e *Env) Mirror() string { return "docker.io=" + e.Registry.Host }
 // to the registry standing in for Docker Hub, with NVIDIA's environment.
 func (e *Env) PushBase(ctx context.Context, tag string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
-	cuda := strings.SplitN(version, "-", 2)[0]
-	mm := strings.Join(strings.SplitN(cuda, ".", 3)[:2], ".")
-	env := []string{"CUDA_VERSION=" + cuda, "NVIDIA_REQUIRE_CUDA=cuda>=" + mm, "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}
-	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, env)
+	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version))
 }
 
 // TorchWheels writes wheels for torch, torchvision and torchaudio as the
-// CUDA variant cuda (12.1) would ship them, for CPython 3.11 on x86_64:
+// CUDA variant cuda (12.1) would ship them, for CPython 3.11 on Linux:
 // real names, real version labels (+cu121), and torch/version.py with its
-// cuda line, which is what gpuimg's install check reads.
-func (e *Env) TorchWheels(torch, vision, audio, cuda string) error {
+// cuda line, which is what gpuimg's install check reads. machine is the
+// wheels' platform (x86_64, the default, or aarch64).
+func (e *Env) TorchWheels(torch, vision, audio, cuda string, machine ...string) error {
 	local := "+cu" + strings.ReplaceAll(cuda, ".", "")
 	tag := "cp311-cp311-linux_x86_64"
+	if len(machine) > 0 {
+		tag = "cp311-cp311-linux_" + machine[0]
+	}
 	if _, err := Wheel(e.WheelDir, "torch", torch+local, tag, map[string]string{
 		"torch/__init__.py": "from .version import __version__\n",
 		"torch/version.py":  fmt.Sprintf("from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n__version__ = '%s%s'\ndebug = False\ncuda: Optional[str] = '%s'\ngit_version = 'gpuimg-testenv'\nhip: Optional[str] = None\n", torch, local, cuda),

@@ -9,14 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // DebianMirror is where debootstrap and the fixtures' apt get packages.
@@ -93,24 +88,7 @@ func PushImage(ctx context.Context, rootfsTar, ref string, env []string) (string
 	if err != nil {
 		return "", err
 	}
-	layer, err := tarball.LayerFromFile(rootfsTar)
-	if err != nil {
-		return "", fmt.Errorf("layer from %s: %w", rootfsTar, err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return "", err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Created = v1.Time{Time: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-	cfg.Config.Env = append([]string{"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
-	cfg.Config.Cmd = []string{"bash"}
-	img, err = mutate.ConfigFile(img, cfg)
+	img, err := fixtureImage(rootfsTar, "amd64", env)
 	if err != nil {
 		return "", err
 	}
