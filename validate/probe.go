@@ -126,6 +126,32 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 	return res
 }
 
+// RuntimeRefused is the result of a container the NVIDIA container
+// runtime refused to start: its stderr (nvidia-container-cli:
+// "requirement error: unsatisfied condition: cuda>=12.8, please update
+// your driver …") means the host's driver is older than the image's
+// NVIDIA_REQUIRE_CUDA. ok is false when stderr says something else. The
+// driver and GPUs come from this host's NVML (the engine runs here).
+func RuntimeRefused(stderr string) (res *ProbeResult, ok bool) {
+	_, cond, found := strings.Cut(stderr, "requirement error: unsatisfied condition: ")
+	if !found {
+		return nil, false
+	}
+	if i := strings.IndexAny(cond, ",\n"); i >= 0 {
+		cond = cond[:i]
+	}
+	cond = strings.TrimSpace(cond)
+	res = &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
+	msg := "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
+	if drv, gpus, err := ProbeGPUs(); err == nil {
+		res.Driver, res.GPUs = drv, gpus
+		msg += fmt.Sprintf(" by this host's driver %s (CUDA %s)", drv.Version, drv.CUDAVersion)
+	}
+	msg += "; update the driver, or use an image built for an older CUDA (gpuimg matrix resolve --driver VERSION)"
+	res.Checks = []Check{{Name: "driver-floor", Status: matrix.Fail, Message: msg}}
+	return res, true
+}
+
 func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, ...any)) {
 	if req == "" || drv.CUDAVersion == "" {
 		return

@@ -174,6 +174,11 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 		return []byte(out.String()), errb.String(), err
 	}
 	out, errOut, err := run(true)
+	if err != nil && len(out) == 0 {
+		if res, ok := validate.RuntimeRefused(errOut); ok {
+			return res, nil
+		}
+	}
 	if err != nil && len(out) == 0 && noGPUEngine(errOut) {
 		fmt.Fprintf(stderr, "gpuimg: %s cannot give the container a GPU (%s); probing without one\n", mode, lastLineOf(errOut))
 		out, errOut, err = run(false)

@@ -191,3 +191,38 @@ func buildProbe(t *testing.T) string {
 	}
 	return probe
 }
+
+// TestValidateRunDriverTooOld: when the NVIDIA container runtime refuses
+// to start an image because the host's driver is older than its
+// NVIDIA_REQUIRE_CUDA, validate --run reports a failed driver-floor check
+// (exit 1), not "no GPU". No driver here can be too old, so the engine is
+// a script that answers as docker does then (nvidia-container-cli's own
+// words, as users report them).
+func TestValidateRunDriverTooOld(t *testing.T) {
+	dir := t.TempDir()
+	refusal := "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown."
+	script := "#!/bin/sh\ncat >&2 <<'EOF'\n" + refusal + "\nEOF\nexit 125\n"
+	must(t, os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755))
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	out, errOut, code := run(t, "validate", "docker-daemon:example.com/ml/torch:cu128", "--run", "docker", "-o", "json")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFailed, out, errOut)
+	}
+	var rep struct {
+		Kind, Verdict string
+		Checks        []struct{ Name, Status, Message string }
+	}
+	must(t, json.Unmarshal([]byte(out), &rep))
+	if rep.Verdict != "fail" || len(rep.Checks) == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	var found bool
+	for _, c := range rep.Checks {
+		if c.Name == "driver-floor" && c.Status == "fail" && strings.Contains(c.Message, "requirement cuda>=12.8 is not met") && strings.Contains(c.Message, "update the driver") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no failed driver-floor check: %+v", rep.Checks)
+	}
+}
