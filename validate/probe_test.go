@@ -207,21 +207,36 @@ func sprintf(format string, args ...any) string { return fmt.Sprintf(format, arg
 // kernel module nvmlInit_v2 must come back as NVML_ERROR_DRIVER_NOT_LOADED,
 // reported as "no NVIDIA driver" with the reason and the fix.
 func TestProbeRealNVMLWithoutKernelDriver(t *testing.T) {
+	if lib := os.Getenv("GPUIMG_TEST_REAL_NVML"); lib != "" {
+		realNVML(t, lib)
+		return
+	}
 	if testing.Short() {
 		t.Skip("-short: downloads Debian's libnvidia-ml1")
 	}
 	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
 		t.Skip("this machine has the NVIDIA kernel module loaded")
 	}
-	// Run as root, NVML creates /dev/nvidiactl when it is missing: remove
-	// what this test made.
-	if _, err := os.Lstat("/dev/nvidiactl"); os.IsNotExist(err) {
-		t.Cleanup(func() { os.Remove("/dev/nvidiactl") })
-	}
 	lib, err := testenv.DebianNVML(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// In a child process: once loaded, the real library stays in the
+	// process (dlopen by soname would find it again in later tests), and
+	// NVML run as root creates /dev/nvidiactl, which is removed here.
+	if _, err := os.Lstat("/dev/nvidiactl"); os.IsNotExist(err) {
+		t.Cleanup(func() { os.Remove("/dev/nvidiactl") })
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestProbeRealNVMLWithoutKernelDriver$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GPUIMG_TEST_REAL_NVML="+lib)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestProbeRealNVMLWithoutKernelDriver") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+// realNVML is TestProbeRealNVMLWithoutKernelDriver's child process.
+func realNVML(t *testing.T, lib string) {
 	l, err := loadNVML([]string{lib})
 	if err != nil {
 		t.Fatalf("load the real NVML: %v", err)

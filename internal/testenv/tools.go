@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // RepoRoot finds the gpuimg checkout from the working directory.
@@ -65,17 +67,7 @@ func BuildTools(ctx context.Context) (Tools, error) {
 
 // EnsurePackages installs Debian packages that are missing (needs root).
 func EnsurePackages(ctx context.Context, pkgs ...string) error {
-	var missing []string
-	for _, p := range pkgs {
-		if exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", p).Run() != nil {
-			missing = append(missing, p)
-			continue
-		}
-		out, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", p).Output()
-		if !strings.Contains(string(out), "install ok installed") {
-			missing = append(missing, p)
-		}
-	}
+	missing := missingPackages(ctx, pkgs)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -83,7 +75,16 @@ func EnsurePackages(ctx context.Context, pkgs ...string) error {
 		return fmt.Errorf("need Debian packages %s; install them as root (apt-get install %s)", strings.Join(missing, " "), strings.Join(missing, " "))
 	}
 	// Test packages run in parallel and may install at the same time:
-	// wait for dpkg's lock instead of failing.
+	// one apt at a time among them (apt-get update does not wait for the
+	// lists lock), and dpkg's lock waited for against anything else.
+	unlock, err := lockFile(ctx, filepath.Join(CacheDir(), "apt.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if missing = missingPackages(ctx, pkgs); len(missing) == 0 {
+		return nil // another test installed them meanwhile
+	}
 	lock := []string{"-o", "DPkg::Lock::Timeout=600"}
 	upd := exec.CommandContext(ctx, "apt-get", append(lock, "update", "-qq")...)
 	if out, err := upd.CombinedOutput(); err != nil {
@@ -96,4 +97,37 @@ func EnsurePackages(ctx context.Context, pkgs ...string) error {
 		return fmt.Errorf("apt-get install %s: %w\n%s", strings.Join(missing, " "), err, out)
 	}
 	return nil
+}
+
+func missingPackages(ctx context.Context, pkgs []string) []string {
+	var missing []string
+	for _, p := range pkgs {
+		out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}", p).Output()
+		if err != nil || !strings.Contains(string(out), "install ok installed") {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
+// lockFile takes an exclusive flock on path, waiting until ctx is done.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			return func() { f.Close() }, nil
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("wait for %s: %w", path, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
