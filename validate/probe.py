@@ -30,22 +30,26 @@ def check(name, status, message):
 def arch_covered(capability, arch_list):
     """Whether torch's compiled architectures run on a GPU of this capability.
 
-    SASS (sm_XY) runs on the same major with an equal or newer minor, and
-    arch-specific SASS (sm_90a, sm_100f) only on that exact GPU; PTX
-    (compute_XY) is JIT-compiled for any newer GPU.
+    SASS (sm_XY) and family-specific SASS (sm_100f) run on the same major
+    with an equal or newer minor, arch-specific SASS (sm_90a) only on that
+    exact GPU; PTX (compute_XY) is JIT-compiled for any newer GPU, but not
+    arch- or family-specific PTX.
     """
     major, minor = capability
     for a in arch_list:
         kind, _, num = a.partition("_")
-        exact = num[-1:] in ("a", "f")  # sm_90a: only on that GPU (as matrix.ArchCovered)
-        if exact:
-            num = num[:-1]
+        suffix = num[-1:] if num[-1:] in ("a", "f") else ""
+        num = num[: len(num) - len(suffix)]
         if not num.isdigit():
             continue
         n = int(num)
         a_major, a_minor = divmod(n, 10)
-        if exact:
+        if suffix == "a":  # sm_90a: only on that exact GPU
             if kind == "sm" and (a_major, a_minor) == (major, minor):
+                return "native"
+            continue
+        if suffix == "f":  # sm_100f: the family, same major, this minor or newer
+            if kind == "sm" and a_major == major and a_minor <= minor:
                 return "native"
             continue
         if kind == "sm" and a_major == major and a_minor <= minor:
@@ -55,14 +59,47 @@ def arch_covered(capability, arch_list):
     return None
 
 
-def timed(fn, iters, sync):
-    fn()
-    sync()
-    start = time.perf_counter()
-    for _ in range(iters):
+def timed(fn, sync, min_time=0.2, repeats=3, warmup=2):
+    """Seconds per call of fn: after warmup calls, the call count doubles
+    until one timed batch lasts min_time (GPU clocks ramp up meanwhile),
+    then the best of repeats batches of that size."""
+    for _ in range(warmup):
         fn()
     sync()
-    return (time.perf_counter() - start) / iters
+    n = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        t = time.perf_counter() - start
+        if t >= min_time or n >= 1 << 16:
+            break
+        n *= 2
+    best = t / n
+    for _ in range(repeats - 1):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
+def fp32_exact(torch):
+    """Turns TF32 off for matmul and cuDNN, so fp32 figures and comparisons
+    are true float32, and says which API did it: torch 2.9 and newer name it
+    fp32_precision (the older allow_tf32 prints a deprecation warning
+    there); older torch rejects the new name (torch 1.13 with an
+    AssertionError, so no hasattr)."""
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "ieee"
+        return "fp32_precision"
+    except Exception:  # noqa: BLE001
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        return "allow_tf32"
 
 
 def no_sync():
@@ -121,11 +158,10 @@ def check_allreduce(torch, n):
 GEMM = (("gemm_bf16", "bfloat16", 8192), ("gemm_fp16", "float16", 8192), ("gemm_fp32", "float32", 4096))
 
 
-def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, iters=10):
+def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2):
     """Dense n x n GEMM per dtype, TF32 off, in TFLOP/s (2n^3 per product)."""
     sync = sync_for(torch, dev)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    fp32_exact(torch)
     for name, dtype, n in gemm:
         if time.monotonic() > deadline:
             checks.append(check("bench/" + name, "warn", "skipped: the time budget ran out"))
@@ -133,14 +169,14 @@ def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, iters=10):
         try:
             a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
             b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
-            t = timed(lambda: a @ b, iters, sync)
+            t = timed(lambda: a @ b, sync, min_time)
             results[name + "_tflops"] = 2 * n**3 / t / 1e12
             del a, b
         except Exception as e:  # noqa: BLE001
             checks.append(check("bench/" + name, "fail", "%s crashed: %r" % (name, e)))
 
 
-def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_bytes=256 << 20, iters=10):
+def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_bytes=256 << 20, min_time=0.2):
     """Device memory bandwidth (a copy reads and writes: 2 x nbytes), and on
     a GPU pinned host-to-device and device-to-host copies, in GB/s."""
     if time.monotonic() > deadline:
@@ -150,20 +186,20 @@ def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_byt
     try:
         x = torch.empty(nbytes, dtype=torch.uint8, device=dev)
         y = torch.empty_like(x)
-        t = timed(lambda: y.copy_(x), iters, sync)
+        t = timed(lambda: y.copy_(x), sync, min_time)
         results["memory_bandwidth_gbs"] = 2 * nbytes / t / 1e9
         del x, y
         if dev.type == "cuda":
             h = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
             d = torch.empty(host_bytes, dtype=torch.uint8, device=dev)
-            results["h2d_gbs"] = host_bytes / timed(lambda: d.copy_(h, non_blocking=True), iters, sync) / 1e9
-            results["d2h_gbs"] = host_bytes / timed(lambda: h.copy_(d, non_blocking=True), iters, sync) / 1e9
+            results["h2d_gbs"] = host_bytes / timed(lambda: d.copy_(h, non_blocking=True), sync, min_time) / 1e9
+            results["d2h_gbs"] = host_bytes / timed(lambda: h.copy_(d, non_blocking=True), sync, min_time) / 1e9
             del h, d
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/memory", "fail", "memory bandwidth test crashed: %r" % (e,)))
 
 
-def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, iters=10, warmup=3):
+def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, min_time=1.0, warmup=3):
     """ResNet-50 training steps (SGD, bf16 autocast, channels-last) on
     synthetic images, in images/s."""
     if time.monotonic() > deadline:
@@ -190,9 +226,7 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, it
             loss.backward()
             opt.step()
 
-        for _ in range(warmup):
-            step()
-        t = timed(step, iters, sync_for(torch, dev))
+        t = timed(step, sync_for(torch, dev), min_time, repeats=2, warmup=warmup)
         results["resnet50_images_per_s"] = batch / t
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/resnet50", "fail", "ResNet-50 training crashed: %r" % (e,)))
@@ -250,9 +284,8 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     else:
         checks.append(check("torch/arch", "fail", "torch was compiled for %s, none of which runs on %s" % (" ".join(arch_list), sm)))
     dev = torch.device("cuda")
-    torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.enabled = True
-    torch.backends.cudnn.allow_tf32 = False
+    fp32_exact(torch)
     checks.append(check_matmul(torch, dev))
     checks.append(check_conv(torch, dev, info["cudnn"]))
     emit("torch/checks")

@@ -58,6 +58,9 @@ class ArchCovered(unittest.TestCase):
             ((7, 5), ["sm_80", "compute_80"], None),  # PTX never runs backward
             ((9, 0), ["sm_90a"], "native"),  # arch-specific SASS: that exact GPU only
             ((10, 0), ["sm_90a", "sm_100f"], "native"),
+            ((10, 3), ["sm_100f"], "native"),  # family-specific: the whole 10.x family
+            ((10, 0), ["sm_103f"], None),
+            ((12, 0), ["sm_100f"], None),
             ((10, 3), ["sm_100a"], None),
             ((9, 0), ["sm_89", "compute_90a"], None),
             ((9, 0), [], None),
@@ -125,7 +128,7 @@ class TorchOnCPU(unittest.TestCase):
 
     def test_bench_gemm(self):
         results, checks = {}, []
-        probe.bench_gemm(torch, self.cpu, self.far, results, checks, gemm=(("gemm_bf16", "bfloat16", 128), ("gemm_fp32", "float32", 256)), iters=2)
+        probe.bench_gemm(torch, self.cpu, self.far, results, checks, gemm=(("gemm_bf16", "bfloat16", 128), ("gemm_fp32", "float32", 256)), min_time=0.01)
         self.assertEqual(checks, [])
         self.assertEqual(set(results), {"gemm_bf16_tflops", "gemm_fp32_tflops"})
         for v in results.values():
@@ -137,7 +140,7 @@ class TorchOnCPU(unittest.TestCase):
 
     def test_bench_memory(self):
         results, checks = {}, []
-        probe.bench_memory(torch, self.cpu, self.far, results, checks, nbytes=8 << 20, iters=2)
+        probe.bench_memory(torch, self.cpu, self.far, results, checks, nbytes=8 << 20, min_time=0.01)
         self.assertEqual(checks, [])
         self.assertGreater(results["memory_bandwidth_gbs"], 0)
         self.assertNotIn("h2d_gbs", results)  # pinned host copies only on a GPU
@@ -150,9 +153,27 @@ class TorchOnCPU(unittest.TestCase):
                 raise
             self.skipTest("torchvision is not installed")
         results, checks = {}, []
-        probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=2, size=64, iters=1, warmup=1)
+        probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=2, size=64, min_time=0.01, warmup=1)
         self.assertEqual(checks, [])
         self.assertGreater(results["resnet50_images_per_s"], 0)
+
+    def test_timed_grows_the_batch_to_the_minimum_time(self):
+        calls = []
+        t = probe.timed(lambda: calls.append(time.sleep(0.002)), probe.no_sync, min_time=0.02, repeats=2, warmup=1)
+        self.assertGreaterEqual(t, 0.002)
+        self.assertLess(t, 0.02)
+        # 1 warm-up, batches of 1, 2, 4, 8 (8 x 2 ms >= 20 ms? no: 16), then a repeat
+        self.assertGreaterEqual(len(calls), 1 + 1 + 2 + 4 + 8)
+
+    def test_fp32_exact(self):
+        api = probe.fp32_exact(torch)
+        if api == "fp32_precision":
+            self.assertEqual(torch.backends.cuda.matmul.fp32_precision, "ieee")
+            self.assertEqual(torch.backends.cudnn.conv.fp32_precision, "ieee")
+        else:
+            self.assertEqual(api, "allow_tf32")
+            self.assertFalse(torch.backends.cuda.matmul.allow_tf32)
+            self.assertFalse(torch.backends.cudnn.allow_tf32)
 
     def test_snapshot_after_every_bench(self):
         steps = []
@@ -185,8 +206,8 @@ class TorchOnGPU(unittest.TestCase):
     def test_small_bench_on_the_gpu(self):
         dev, far = torch.device("cuda"), time.monotonic() + 600
         results, checks = {}, []
-        probe.bench_gemm(torch, dev, far, results, checks, gemm=(("gemm_bf16", "bfloat16", 1024), ("gemm_fp16", "float16", 1024), ("gemm_fp32", "float32", 1024)), iters=3)
-        probe.bench_memory(torch, dev, far, results, checks, nbytes=64 << 20, host_bytes=16 << 20, iters=3)
+        probe.bench_gemm(torch, dev, far, results, checks, gemm=(("gemm_bf16", "bfloat16", 1024), ("gemm_fp16", "float16", 1024), ("gemm_fp32", "float32", 1024)), min_time=0.05)
+        probe.bench_memory(torch, dev, far, results, checks, nbytes=64 << 20, host_bytes=16 << 20, min_time=0.05)
         self.assertEqual(checks, [])
         self.assertEqual(set(results), {"gemm_bf16_tflops", "gemm_fp16_tflops", "gemm_fp32_tflops", "memory_bandwidth_gbs", "h2d_gbs", "d2h_gbs"})
 

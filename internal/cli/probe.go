@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,6 +41,7 @@ func newProbeCmd() *cobra.Command {
 	var bench bool
 	var python, output string
 	var eff []string
+	var budget time.Duration
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Check this machine's (or container's) NVIDIA driver, GPUs and frameworks",
@@ -69,7 +71,10 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 			if err != nil {
 				return err
 			}
-			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me})
+			if budget < 0 {
+				return invalid(fmt.Errorf("--budget %s", budget), "give a positive duration such as 5m")
+			}
+			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget})
 			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
 				return err
 			}
@@ -79,6 +84,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 	mo.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&bench, "bench", false, "run the benchmarks (GEMM, memory bandwidth, host<->device, ResNet-50)")
 	cmd.Flags().StringVar(&python, "python", "", "Python interpreter for the framework checks (default python3 on PATH)")
+	cmd.Flags().DurationVar(&budget, "budget", 0, "time for the Python checks and benchmarks; benchmarks that would start after 80% of it are skipped with a warning (default 2m, 12m with --bench)")
 	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "benchmark threshold as a fraction of the GPU's peak, e.g. gemm_bf16=0.7 (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
@@ -143,7 +149,9 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 	}
 	args := func(gpus bool) []string {
 		// The probe needs no network.
-		a := []string{"run", "--rm", "--network", "none"}
+		// NCCL between GPUs in one container may go through /dev/shm,
+		// which engines make 64 MB by default.
+		a := []string{"run", "--rm", "--network", "none", "--shm-size", "1g"}
 		if gpus {
 			// Docker's --gpus goes through the NVIDIA container toolkit's
 			// hook; podman takes the GPUs as CDI devices (nvidia-ctk cdi
