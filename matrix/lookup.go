@@ -114,18 +114,26 @@ func archCovered(g string, sass, ptx []string) (native, viaPTX bool) {
 	gn := archNumber(g)
 	for _, s := range sass {
 		sn := archNumber(s)
-		if strings.HasSuffix(s, "a") || strings.HasSuffix(s, "f") {
+		if strings.HasSuffix(s, "a") { // sm_90a: that exact GPU only
 			if sn == gn {
 				native = true
 			}
 			continue
 		}
+		// sm_100f (family-specific) runs, like plain SASS, on the same
+		// major with this minor or newer.
 		if sn/10 == gn/10 && sn <= gn {
 			native = true
 		}
 	}
 	for _, p := range ptx {
-		if archNumber(p) <= gn {
+		pn := archNumber(p)
+		switch {
+		case strings.HasSuffix(p, "a"): // arch-specific PTX: that GPU only
+			viaPTX = viaPTX || pn == gn
+		case strings.HasSuffix(p, "f"): // family-specific: that major only
+			viaPTX = viaPTX || (pn/10 == gn/10 && pn <= gn)
+		case pn <= gn:
 			viaPTX = true
 		}
 	}
@@ -134,7 +142,8 @@ func archCovered(g string, sass, ptx []string) (native, viaPTX bool) {
 
 // ArchCovered says whether device code with the given SASS and PTX
 // architectures runs on GPU architecture gpu: natively (SASS of the same
-// major, no newer minor; sm_90a-style code only on that exact GPU), or by
+// major, no newer minor, also for family-specific sm_100f; arch-specific
+// sm_90a code only on that exact GPU), or by
 // JIT-compiling PTX no newer than the GPU.
 func ArchCovered(gpu string, sass, ptx []string) (native, viaPTX bool) {
 	return archCovered(gpu, sass, ptx)

@@ -280,6 +280,25 @@ func TestResolvePTXForward(t *testing.T) {
 	if native {
 		t.Error("sm_86 code must not run on sm_80 (SASS runs forward only)")
 	}
+	// Family-specific code (CUDA 12.9+) runs on the family: sm_100f on
+	// sm_103, not on sm_120; arch-specific PTX does not JIT elsewhere.
+	for _, tt := range []struct {
+		gpu        string
+		sass, ptx  []string
+		native, jt bool
+	}{
+		{"sm_103", []string{"sm_100f"}, nil, true, false},
+		{"sm_120", []string{"sm_100f"}, nil, false, false},
+		{"sm_100", []string{"sm_103f"}, nil, false, false},
+		{"sm_103", nil, []string{"sm_100f"}, false, true},
+		{"sm_120", nil, []string{"sm_100f"}, false, false},
+		{"sm_100", nil, []string{"sm_90a"}, false, false},
+		{"sm_90", nil, []string{"sm_90a"}, false, true},
+	} {
+		if n, j := archCovered(tt.gpu, tt.sass, tt.ptx); n != tt.native || j != tt.jt {
+			t.Errorf("archCovered(%s, %v, %v) = %v %v, want %v %v", tt.gpu, tt.sass, tt.ptx, n, j, tt.native, tt.jt)
+		}
+	}
 	_ = db
 }
 
