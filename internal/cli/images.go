@@ -278,6 +278,7 @@ tag on that digest goes with it. The registry must allow deletes.`,
 
 func newPromoteCmd() *cobra.Command {
 	ro := &RegistryOptions{}
+	mo := &MatrixOptions{}
 	var to, require, gpu, minDriver string
 	cmd := &cobra.Command{
 		Use:   "promote REF --to TAG",
@@ -287,8 +288,10 @@ validation report attached to that digest (gpuimg validate --attach) passed:
 
   --require gpu     a report from a run on a GPU (gpuimg validate --run; the default)
   --require static  a static report is enough (gpuimg validate)
-  --gpu NAME        the report must be for this GPU (h100, "NVIDIA H100 80GB
-                    HBM3": names of the same card in the matrix match)
+  --gpu NAME        the report must be for this GPU: names of the same row of
+                    the matrix's GPU table match (h100, H100-SXM, NVML's
+                    "NVIDIA H100 80GB HBM3"); a row is one variant, so
+                    h100 is the SXM board, not H100-PCIE or H100-NVL
   --min-driver V    the report's driver must be V or newer (e.g. 550)
 
 Otherwise it refuses, exits 1, and names every report it saw and why it did
@@ -313,7 +316,7 @@ not count.`,
 				}
 				floor = v
 			}
-			db, err := matrix.Builtin()
+			db, err := mo.Load()
 			if err != nil {
 				return err
 			}
@@ -357,6 +360,7 @@ not count.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	mo.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
 	cmd.Flags().StringVar(&gpu, "gpu", "", "the report must be for this GPU")
