@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo tools bench bench-validate bench-copy gpu-check clean
+.PHONY: help build test lint fuzz demo tools bench bench-validate bench-copy gpu-bins gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -42,7 +42,11 @@ bench-validate: build tools ## gpuimg validate vs skopeo copy on a multi-GB imag
 bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)
 	$(GO) run ./bench/copy -gpuimg $(BIN)
 
-gpu-check: build ## on a GPU machine: probe, probe.py's GPU tests and --bench into OUT (default /tmp/gpuimg-gpu)
+gpu-bins: ## stripped gpuimg and validate.test in bin/gpu/ (under 64 MiB together: what the GPU machine is sent)
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/gpuimg ./cmd/gpuimg
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o bin/gpu/validate.test ./validate
+
+gpu-check: gpu-bins ## on a GPU machine: probe, --bench, probe.py's GPU tests, fat-binary cross-check into OUT (default /tmp/gpuimg-gpu)
 	bench/gpu/run.sh $(or $(OUT),/tmp/gpuimg-gpu)
 
 clean: ## remove build outputs

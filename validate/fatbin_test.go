@@ -119,3 +119,53 @@ func TestScanFatbinSynthetic(t *testing.T) {
 		t.Errorf("noise: %v %v", k, err)
 	}
 }
+
+// TestScanFatbinMatchesCuobjdumpOn is the same cross-check on any
+// libraries, for a machine with a CUDA toolkit: GPUIMG_FATBIN_LIBS lists
+// them (colon-separated) and GPUIMG_CUOBJDUMP names cuobjdump.
+// bench/gpu/run.sh runs it on PyTorch's own CUDA libraries (CUDA 13
+// fat binaries, compressed) on the GPU machine.
+func TestScanFatbinMatchesCuobjdumpOn(t *testing.T) {
+	libs, cuobjdump := os.Getenv("GPUIMG_FATBIN_LIBS"), os.Getenv("GPUIMG_CUOBJDUMP")
+	if libs == "" || cuobjdump == "" {
+		t.Skip("set GPUIMG_FATBIN_LIBS and GPUIMG_CUOBJDUMP to cross-check libraries of your own")
+	}
+	re := regexp.MustCompile(`\.(sm_[0-9]+[af]?)\.(cubin|ptx)`)
+	for _, p := range filepath.SplitList(libs) {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			want := map[string]map[string]int{"cubin": {}, "ptx": {}}
+			for _, flag := range []string{"--list-elf", "--list-ptx"} {
+				out, err := exec.Command(cuobjdump, flag, p).Output()
+				if err != nil {
+					t.Fatalf("cuobjdump %s %s: %v", flag, p, err)
+				}
+				for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+					want[m[2]][m[1]]++
+				}
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			k, err := ScanFatbin(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: cuobjdump cubins %v ptx %v; gpuimg cubins %v ptx %v", p, want["cubin"], want["ptx"], k.ELFCount, k.PTXCount)
+			if len(want["cubin"]) == 0 && len(k.ELFCount) == 0 {
+				return
+			}
+			if !reflect.DeepEqual(k.ELFCount, want["cubin"]) {
+				t.Errorf("cubins per arch = %v, cuobjdump says %v", k.ELFCount, want["cubin"])
+			}
+			wantPTX := want["ptx"]
+			if len(wantPTX) == 0 {
+				wantPTX = nil
+			}
+			if !reflect.DeepEqual(k.PTXCount, wantPTX) {
+				t.Errorf("PTX per arch = %v, cuobjdump says %v", k.PTXCount, wantPTX)
+			}
+		})
+	}
+}

@@ -1,11 +1,13 @@
 #!/bin/bash
 # The GPU machine's checks, as one prepared script (docs/probe.md, issue 5).
 #
-#   make build && bench/gpu/run.sh OUTDIR
+#   make gpu-check OUT=OUTDIR        (= make gpu-bins && bench/gpu/run.sh OUTDIR)
 #
-# On the device tool: run it with bin/ carried (carry: ["bin"]) and OUTDIR
+# On the device tool: make gpu-bins here, then run bench/gpu/run.sh with
+# bin/gpu carried (carry: ["bin/gpu"], about 45 MB) and OUTDIR
 # "$OUT", with timeout_s 600. Each step has its own timeout and they add up
-# to at most 560 s (the device allows 600 s a command); the benchmark runs
+# to at most 500 s (the device allows 600 s a command, and its start counts
+# against the session's 15 minutes); the benchmark runs
 # early, right after the plain probe, so that it is what a slow machine
 # still delivers. A failing step does not stop the others. It only reads
 # the GPU: it changes no setting of the card (no nvidia-smi -pm/-lgc/-pl,
@@ -17,10 +19,13 @@
 #   probe-bench.json   gpuimg probe --bench -o json (the fixture for tests)
 #   probe-bench.txt    a readable summary of it
 #   probe_test.txt     probe.py's own tests, GPU tests included
+#   fatbin.txt         gpuimg's fat-binary scanner against cuobjdump on
+#                      torch's CUDA libraries (when cuobjdump is there)
 #   status.txt         each step's exit status
 set -u
 out=${1:-${OUT:-/tmp/gpuimg-gpu}}
-gpuimg=${GPUIMG:-bin/gpuimg}
+gpuimg=${GPUIMG:-bin/gpu/gpuimg}
+vtest=${VALIDATE_TEST:-bin/gpu/validate.test}
 mkdir -p "$out"
 cd "$(dirname "$0")/../.." || exit 2
 status() { echo "$1 exit $2" | tee -a "$out/status.txt"; }
@@ -30,7 +35,7 @@ status() { echo "$1 exit $2" | tee -a "$out/status.txt"; }
 	uname -a
 	timeout 20 nvidia-smi
 	timeout 30 nvidia-smi -q
-	timeout 60 python3 -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "archs", torch.cuda.get_arch_list())
+	timeout 45 python3 -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "archs", torch.cuda.get_arch_list())
 try:
     import torchvision; print("torchvision", torchvision.__version__)
 except Exception as e:
@@ -38,12 +43,12 @@ except Exception as e:
 } >"$out/env.txt" 2>&1
 status env $?
 
-timeout 60 "$gpuimg" probe -o json >"$out/probe.json" 2>"$out/probe.stderr"
+timeout 45 "$gpuimg" probe -o json >"$out/probe.json" 2>"$out/probe.stderr"
 status probe $?
 
-# The probe's own budget (240 s, benchmarks that would start after 80% of
+# The probe's own budget (200 s, benchmarks that would start after 80% of
 # it are skipped with a warning) inside the step's timeout.
-timeout 300 "$gpuimg" probe --bench --budget 240s -o json >"$out/probe-bench.json" 2>"$out/probe-bench.stderr"
+timeout 240 "$gpuimg" probe --bench --budget 200s -o json >"$out/probe-bench.json" 2>"$out/probe-bench.stderr"
 status probe-bench $?
 python3 - "$out/probe-bench.json" >"$out/probe-bench.txt" 2>&1 <<'PY'
 import json, sys
@@ -57,6 +62,16 @@ for c in r["checks"]:
 print("verdict", r["verdict"])
 PY
 
-(cd validate && timeout 90 python3 -m unittest -v probe_test) >"$out/probe_test.txt" 2>&1
+(cd validate && timeout 60 python3 -m unittest -v probe_test) >"$out/probe_test.txt" 2>&1
 status probe_test $?
+
+# The fat-binary scanner against NVIDIA's cuobjdump on torch's libraries.
+cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump 2>/dev/null)
+libs=$(timeout 20 python3 -c 'import glob, os, torch; d = os.path.join(os.path.dirname(torch.__file__), "lib"); print(":".join(sorted(glob.glob(d + "/libtorch_cuda.so") + glob.glob(d + "/libc10_cuda.so"))))' 2>/dev/null)
+if [ -n "$cuobjdump" ] && [ -n "$libs" ] && [ -x "$vtest" ]; then
+	GPUIMG_CUOBJDUMP=$cuobjdump GPUIMG_FATBIN_LIBS=$libs timeout 60 "$vtest" -test.run '^TestScanFatbinMatchesCuobjdumpOn$' -test.v >"$out/fatbin.txt" 2>&1
+	status fatbin $?
+else
+	echo "skipped: cuobjdump '$cuobjdump', libs '$libs', $vtest" >"$out/fatbin.txt"
+fi
 ls -l "$out"
