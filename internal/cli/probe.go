@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -129,13 +131,29 @@ func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
 
 func humanBytesU(n uint64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
 
+// gpuRun is what validate --run needs to run the probe for an image.
+type gpuRun struct {
+	Mode     string // docker, podman or host
+	Image    string
+	ProbeBin string // the gpuimg mounted in (default: this one)
+	// PlainHTTP lets podman pull over HTTP (loopback, --insecure).
+	PlainHTTP bool
+	Bench     bool
+	Budget    time.Duration
+	Eff       map[string]float64
+	// MatrixFiles are mounted in and passed to the probe, so that it
+	// judges against the same GPU table as this gpuimg.
+	MatrixFiles []string
+	DB          *matrix.DB
+}
+
 // runGPU runs the probe for an image: on this host, or inside the image
 // with docker or podman (the gpuimg binary mounted in as the probe).
-func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string, bench, insecure bool, eff map[string]float64, db *matrix.DB) (*validate.ProbeResult, error) {
-	if mode == "host" {
-		return validate.Probe(ctx, validate.ProbeOptions{Bench: bench, DB: db, MinEfficiency: eff}), nil
+func runGPU(ctx context.Context, stderr io.Writer, r gpuRun) (*validate.ProbeResult, error) {
+	if r.Mode == "host" {
+		return validate.Probe(ctx, validate.ProbeOptions{Bench: r.Bench, DB: r.DB, MinEfficiency: r.Eff, Budget: r.Budget}), nil
 	}
-	bin := probeBin
+	bin := r.ProbeBin
 	if bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -143,9 +161,9 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 		}
 		bin = exe
 	}
-	engine, err := exec.LookPath(mode)
+	engine, err := exec.LookPath(r.Mode)
 	if err != nil {
-		return nil, fmt.Errorf("%s not found: install it, or use --run host inside the image", mode)
+		return nil, fmt.Errorf("%s not found: install it, or use --run host inside the image", r.Mode)
 	}
 	args := func(gpus bool) []string {
 		// The probe needs no network.
@@ -156,21 +174,40 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 			// Docker's --gpus goes through the NVIDIA container toolkit's
 			// hook; podman takes the GPUs as CDI devices (nvidia-ctk cdi
 			// generate), as NVIDIA documents for it.
-			if mode == "podman" {
+			if r.Mode == "podman" {
 				a = append(a, "--device", "nvidia.com/gpu=all")
 			} else {
 				a = append(a, "--gpus", "all")
 			}
 		}
-		if mode == "podman" && insecure {
+		if r.Mode == "podman" && r.PlainHTTP {
 			a = append(a, "--tls-verify=false")
 		}
-		a = append(a, "-v", bin+":/usr/local/bin/gpuimg-probe:ro", "--entrypoint", "/usr/local/bin/gpuimg-probe", image, "probe", "-o", "json")
-		if bench {
+		a = append(a, "-v", bin+":/usr/local/bin/gpuimg-probe:ro")
+		var probeArgs []string
+		for i, f := range r.MatrixFiles {
+			in := fmt.Sprintf("/run/gpuimg-matrix/%d.yaml", i)
+			if abs, err := filepath.Abs(f); err == nil {
+				f = abs
+			}
+			a = append(a, "-v", f+":"+in+":ro")
+			probeArgs = append(probeArgs, "--matrix-file", in)
+		}
+		a = append(a, "--entrypoint", "/usr/local/bin/gpuimg-probe", r.Image, "probe", "-o", "json")
+		a = append(a, probeArgs...)
+		if r.Bench {
 			a = append(a, "--bench")
 		}
-		for k, v := range eff {
-			a = append(a, "--min-efficiency", fmt.Sprintf("%s=%g", k, v))
+		if r.Budget > 0 {
+			a = append(a, "--budget", r.Budget.String())
+		}
+		keys := make([]string, 0, len(r.Eff))
+		for k := range r.Eff {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a = append(a, "--min-efficiency", fmt.Sprintf("%s=%g", k, r.Eff[k]))
 		}
 		return a
 	}
@@ -188,12 +225,12 @@ func runGPU(ctx context.Context, stderr io.Writer, mode, image, probeBin string,
 		}
 	}
 	if err != nil && len(out) == 0 && noGPUEngine(errOut) {
-		fmt.Fprintf(stderr, "gpuimg: %s cannot give the container a GPU (%s); probing without one\n", mode, lastLineOf(errOut))
+		fmt.Fprintf(stderr, "gpuimg: %s cannot give the container a GPU (%s); probing without one\n", r.Mode, lastLineOf(errOut))
 		out, errOut, err = run(false)
 	}
 	var res validate.ProbeResult
 	if jerr := json.Unmarshal(out, &res); jerr != nil {
-		return nil, fmt.Errorf("%s run %s: %v: %s", mode, image, err, lastLineOf(errOut))
+		return nil, fmt.Errorf("%s run %s: %v: %s", r.Mode, r.Image, err, lastLineOf(errOut))
 	}
 	return &res, nil
 }

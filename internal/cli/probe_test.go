@@ -153,7 +153,12 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	}
 	probe := buildProbe(t)
 
-	out, errOut, code := run(t, "validate", ref, "--run", "podman", "--probe-binary", probe, "-o", "json")
+	// A matrix file and a budget reach the probe inside the container (a
+	// file it could not read would make it exit 2).
+	root, err := testenv.RepoRoot()
+	must(t, err)
+	rows := filepath.Join(root, "examples", "matrix-internal.yaml")
+	out, errOut, code := run(t, "validate", ref, "--run", "podman", "--probe-binary", probe, "--matrix-file", rows, "--budget", "45s", "-o", "json")
 	if code != ExitNoGPU {
 		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, ExitNoGPU, out, errOut)
 	}

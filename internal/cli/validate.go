@@ -18,6 +18,7 @@ func newValidateCmd() *cobra.Command {
 	mo := &MatrixOptions{}
 	var platform, driver, gpu, bandwidth, output string
 	var insecure, attach, bench bool
+	var budget time.Duration
 	var runMode, probeBin, probeImage string
 	var eff []string
 	cmd := &cobra.Command{
@@ -86,7 +87,7 @@ driver or GPU where the probe ran.`,
 				}
 			}
 			if runMode != "" {
-				return runValidateGPU(cmd, ref, runMode, probeBin, probeImage, bench, eff, attach, insecure, output, opt.DB)
+				return runValidateGPU(cmd, ref, gpuRun{Mode: runMode, ProbeBin: probeBin, Bench: bench, Budget: budget, MatrixFiles: mo.Files, DB: opt.DB}, probeImage, eff, attach, insecure, output)
 			}
 			img, err := images.Open(cmd.Context(), ref, images.OpenOptions{Platform: pl, Insecure: insecure})
 			if err != nil {
@@ -111,6 +112,7 @@ driver or GPU where the probe ran.`,
 	cmd.Flags().StringVar(&probeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
 	cmd.Flags().BoolVar(&bench, "bench", false, "with --run: also run the benchmarks and judge them against the GPU's peaks")
 	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
+	cmd.Flags().DurationVar(&budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	cmd.Flags().BoolVar(&attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (loopback always may)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
@@ -172,11 +174,16 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 }
 
 // runValidateGPU is validate --run.
-func runValidateGPU(cmd *cobra.Command, ref images.Ref, mode, probeBin, probeImage string, bench bool, eff []string, attach, insecure bool, output string, db *matrix.DB) error {
+func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage string, eff []string, attach, insecure bool, output string) error {
 	me, err := parseEfficiency(eff)
 	if err != nil {
 		return err
 	}
+	if r.Budget < 0 {
+		return invalid(fmt.Errorf("--budget %s", r.Budget), "give a positive duration such as 5m")
+	}
+	r.Eff = me
+	mode := r.Mode
 	var image string
 	switch ref.Transport {
 	case images.Registry, images.DockerDaemon:
@@ -191,15 +198,16 @@ func runValidateGPU(cmd *cobra.Command, ref images.Ref, mode, probeBin, probeIma
 		if probeImage == "" {
 			return invalid(errors.New("--run kubernetes needs --probe-image"), "name an image that holds the gpuimg binary at /gpuimg")
 		}
-		return kubernetesJob(cmd.OutOrStdout(), image, probeImage, bench)
+		return kubernetesJob(cmd.OutOrStdout(), image, probeImage, r.Bench)
 	case "docker", "podman", "host":
 	default:
 		return invalid(fmt.Errorf("--run %q", mode), "use docker, podman, host or kubernetes")
 	}
 	// As for gpuimg's own registry access, a loopback registry may be
 	// plain HTTP; podman needs to be told.
-	plainHTTP := insecure || (ref.Transport == images.Registry && images.IsLoopback(strings.SplitN(ref.Name, "/", 2)[0]))
-	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), mode, image, probeBin, bench, plainHTTP, me, db)
+	r.PlainHTTP = insecure || (ref.Transport == images.Registry && images.IsLoopback(strings.SplitN(ref.Name, "/", 2)[0]))
+	r.Image = image
+	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), r)
 	if err != nil {
 		return invalid(err, "")
 	}
