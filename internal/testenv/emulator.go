@@ -108,7 +108,10 @@ func Emulator(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := run(build, "../configure", "--static", "--target-list=aarch64-linux-user", "--without-default-features",
-		"--disable-werror", "--disable-docs", "--disable-install-blobs"); err != nil {
+		"--disable-werror", "--disable-docs", "--disable-install-blobs",
+		// configure would otherwise probe docker and podman (for
+		// cross-compilers), and podman leaves /run/containers behind.
+		"--disable-containers"); err != nil {
 		return "", err
 	}
 	if err := run(build, "ninja", "-j", strconv.Itoa(runtime.NumCPU()), "qemu-aarch64"); err != nil {
