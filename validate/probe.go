@@ -292,13 +292,19 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(
 		peak                  float64
 	}
 	var peaks []benchPeak
-	if row, ok := gpuRow(opt.DB, g.Name); ok {
+	row, ok := gpuRow(opt.DB, g.Name)
+	switch {
+	case g.MIG == "enabled":
+		// torch sees a MIG instance, a slice of the card: its figures
+		// are a fraction of the whole card's peaks by design.
+		add("bench/peak", matrix.Warn, "MIG is enabled on %s: the figures are of a MIG instance, not judged against the whole card's peaks", g.Name)
+	case ok:
 		peaks = append(peaks,
 			benchPeak{"gemm_bf16", "gemm_bf16_tflops", "TFLOP/s", row.Name, row.BF16TFLOPS},
 			benchPeak{"gemm_fp16", "gemm_fp16_tflops", "TFLOP/s", row.Name, row.FP16TFLOPS},
 			benchPeak{"gemm_fp32", "gemm_fp32_tflops", "TFLOP/s", row.Name, row.FP32TFLOPS},
 			benchPeak{"memory_bandwidth", "memory_bandwidth_gbs", "GB/s", row.Name, row.MemoryBandwidthGBs})
-	} else {
+	default:
 		add("bench/peak", matrix.Warn, "%s is not in the matrix's GPU table: its GEMM and memory figures are recorded but not judged (add it with --matrix-file)", g.Name)
 	}
 	if link := PCIePeakGBs(g.PCIeMaxGen, g.PCIeMaxWidth); link > 0 {

@@ -162,6 +162,12 @@ func TestJudgeBench(t *testing.T) {
 	if len(got) != 1 || got[0].Status != matrix.Warn {
 		t.Errorf("unknown GPU: %+v", got)
 	}
+	// Under MIG the figures are a slice's: not judged against the card.
+	got = nil
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, add)
+	if len(got) != 1 || got[0].Status != matrix.Warn || !strings.Contains(got[0].Message, "MIG is enabled") {
+		t.Errorf("MIG: %+v", got)
+	}
 	// Host copies are judged against the PCIe link (gen5 x16: 63.0 GB/s a
 	// direction), also on a card the matrix does not know.
 	got = nil
