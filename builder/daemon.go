@@ -62,6 +62,9 @@ func (l *Local) socket() string {
 	return fmt.Sprintf("/run/gpuimg-%x.sock", sum[:6])
 }
 
+// otelSocket is buildkitd's trace socket, beside its API socket.
+func (l *Local) otelSocket() string { return strings.TrimSuffix(l.socket(), ".sock") + "-otel.sock" }
+
 // Address is the daemon's address.
 func (l *Local) Address() string { return "unix://" + l.socket() }
 
@@ -146,6 +149,9 @@ func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
 	cmd := exec.Command(bin,
 		"--root", filepath.Join(l.StateDir, "root"),
 		"--addr", "unix://"+sock,
+		// Its trace socket too, or every buildkitd shares
+		// /run/buildkit/otel-grpc.sock and leaves it behind.
+		"--otel-socket-path", l.otelSocket(),
 		"--config", cfgPath,
 		"--oci-worker-net", "host",
 	)
@@ -238,6 +244,8 @@ func (l *Local) Stop(ctx context.Context) error {
 		}
 	}
 	_ = os.Remove(filepath.Join(l.StateDir, "buildkitd.pid"))
+	_ = os.Remove(l.socket())
+	_ = os.Remove(l.otelSocket())
 	return nil
 }
 
