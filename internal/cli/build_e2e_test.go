@@ -36,20 +36,7 @@ func TestBuildEndToEnd(t *testing.T) {
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("/tmp", "gi-") // short: buildkitd's socket lives here
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(ctx, dir)
-	t.Cleanup(func() {
-		if err := env.Stop(context.WithoutCancel(ctx)); err != nil {
-			t.Errorf("stop test environment: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := startEnv(t, "gi-")
 	baseDigest, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04")
 	if err != nil {
 		t.Fatal(err)
@@ -399,6 +386,29 @@ func TestBuildEndToEnd(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startEnv starts testenv's registry, buildkitd and index under a short
+// directory in /tmp (buildkitd's socket lives there) and stops them, and
+// removes the directory, when the test ends.
+func startEnv(t *testing.T, prefix string) *testenv.Env {
+	t.Helper()
+	ctx := t.Context()
+	dir, err := os.MkdirTemp("/tmp", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.Start(ctx, dir)
+	t.Cleanup(func() {
+		if err := env.Stop(context.WithoutCancel(ctx)); err != nil { // nil-safe
+			t.Errorf("stop test environment: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }
 
 func must(t *testing.T, err error) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"archive/tar"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -64,20 +63,7 @@ func TestBuildMultiPlatform(t *testing.T) {
 	// buildkitd (started by builder.Local, as gpuimg starts it) inherits
 	// PATH and finds the emulator there.
 	t.Setenv("PATH", emu+":"+os.Getenv("PATH"))
-	dir, err := os.MkdirTemp("/tmp", "gm-") // short: buildkitd's socket lives here
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(ctx, dir)
-	t.Cleanup(func() {
-		if err := env.Stop(context.WithoutCancel(ctx)); err != nil {
-			t.Errorf("stop test environment: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := startEnv(t, "gm-")
 	const baseTag = "nvidia/cuda:12.2.2-runtime-ubuntu22.04"
 	baseIndex, err := env.PushBaseIndex(ctx, baseTag, map[string]string{"arm64": arm64Rootfs})
 	if err != nil {
