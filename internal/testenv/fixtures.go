@@ -59,17 +59,27 @@ func BaseRootfs(ctx context.Context, include ...string) (string, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("debootstrap: %w\n%s", err, tail(b, 2000))
 	}
-	// Keep the image lean and deterministic-ish: no apt lists or caches.
-	for _, p := range []string{"var/lib/apt/lists", "var/cache/apt/archives", "var/log"} {
-		_ = os.RemoveAll(filepath.Join(root, p))
-		_ = os.MkdirAll(filepath.Join(root, p), 0o755)
+	return out, tarRootfs(ctx, root, out)
+}
+
+// tarRootfs empties root's apt lists, apt archives and logs (a lean,
+// nearly deterministic image) and /proc, then archives root as out (written
+// under a temporary name first).
+func tarRootfs(ctx context.Context, root, out string) error {
+	for _, p := range []string{"proc", "var/lib/apt/lists", "var/cache/apt/archives", "var/log"} {
+		if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			return err
+		}
 	}
 	tmp := out + ".tmp"
 	tarCmd := exec.CommandContext(ctx, "tar", "-C", root, "--numeric-owner", "--sort=name", "--mtime=2024-01-01 00:00:00", "-cf", tmp, ".")
 	if b, err := tarCmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("tar rootfs: %w\n%s", err, b)
+		return fmt.Errorf("tar rootfs: %w\n%s", err, b)
 	}
-	return out, os.Rename(tmp, out)
+	return os.Rename(tmp, out)
 }
 
 func tail(b []byte, n int) []byte {

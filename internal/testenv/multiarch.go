@@ -83,20 +83,7 @@ func ForeignRootfs(ctx context.Context, arch string, include ...string) (string,
 	if err := os.RemoveAll(filepath.Join(root, "debootstrap")); err != nil {
 		return "", err
 	}
-	for _, p := range []string{"proc", "var/lib/apt/lists", "var/cache/apt/archives", "var/log"} {
-		if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
-			return "", err
-		}
-		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
-			return "", err
-		}
-	}
-	tmp := out + ".tmp"
-	tarCmd := exec.CommandContext(ctx, "tar", "-C", root, "--numeric-owner", "--sort=name", "--mtime=2024-01-01 00:00:00", "-cf", tmp, ".")
-	if b, err := tarCmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("tar rootfs: %w\n%s", err, b)
-	}
-	return out, os.Rename(tmp, out)
+	return out, tarRootfs(ctx, root, out)
 }
 
 // fixtureImage is a single-layer image of rootfsTar for linux/arch, with
