@@ -114,8 +114,13 @@ func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
 	}
 	if res.Python != nil {
 		fmt.Fprintf(w, "python  %s\n", res.Python.Python)
-		for k, v := range res.Python.Bench {
-			fmt.Fprintf(w, "bench   %s = %.1f\n", k, v)
+		keys := make([]string, 0, len(res.Python.Bench))
+		for k := range res.Python.Bench {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "bench   %-22s %.1f\n", k, res.Python.Bench[k])
 		}
 	}
 	t := newTable(w)
