@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
+	"github.com/gpuimg/gpuimg/validate"
 )
 
 // TestValidateRunWithoutGPU runs the probe inside an image on a real
@@ -229,5 +230,29 @@ func TestValidateRunDriverTooOld(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no failed driver-floor check: %+v", rep.Checks)
+	}
+}
+
+// TestRenderProbeText: the readable table names the driver, each GPU with
+// its link, the benchmark figures in a fixed order, every check and the
+// verdict.
+func TestRenderProbeText(t *testing.T) {
+	res := &validate.ProbeResult{
+		Driver:  &validate.DriverInfo{Version: "580.95.05", CUDAVersion: "13.0"},
+		GPUs:    []validate.GPUInfo{{Index: 0, Name: "NVIDIA H200", UUID: "GPU-1", Arch: "sm_90", MemoryBytes: 150 << 30, MIG: "disabled", PCIeGen: 1, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16}},
+		Python:  &validate.PyProbe{Python: "3.12.3", Bench: map[string]float64{"memory_bandwidth_gbs": 4100, "gemm_bf16_tflops": 700.25, "d2h_gbs": 50}},
+		Checks:  []validate.Check{{Name: "torch/cuda", Status: "pass", Message: "sees 1 GPU"}},
+		Verdict: "pass",
+	}
+	var b strings.Builder
+	must(t, renderProbe(&b, "text", res))
+	out := b.String()
+	for _, want := range []string{"driver  580.95.05 (CUDA 13.0)", "NVIDIA H200 sm_90, GPU-1, 150.0 GiB, MIG disabled, PCIe gen 1 x16 (up to gen 5 x16)", "PASS", "torch/cuda", "verdict: pass"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if i, j, k := strings.Index(out, "d2h_gbs"), strings.Index(out, "gemm_bf16_tflops"), strings.Index(out, "memory_bandwidth_gbs"); !(i >= 0 && i < j && j < k) {
+		t.Errorf("bench figures not in name order:\n%s", out)
 	}
 }
