@@ -220,17 +220,16 @@ func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(stri
 	pp := lastSnapshot(stdout.Bytes())
 	why := ""
 	switch {
+	case err == nil && pp != nil && pp.Complete:
+		return pp
 	case ctx.Err() != nil:
 		why = "the Python probe was interrupted"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		why = fmt.Sprintf("the Python probe did not finish within %s", budget)
 	case err != nil:
 		why = fmt.Sprintf("the Python probe crashed (%v): %s", err, errorLine(stderr.String()))
-	case pp == nil || !pp.Complete:
+	default:
 		why = "the Python probe stopped without its result: " + errorLine(stderr.String())
-	}
-	if why == "" {
-		return pp
 	}
 	if pp == nil {
 		add("probe/python", matrix.Fail, "%s", why)
