@@ -335,6 +335,9 @@ func SameGPU(db *matrix.DB, a, b string) bool {
 	if strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b)) {
 		return true
 	}
+	if db == nil {
+		return false
+	}
 	ra, oka := gpuRow(db, a)
 	rb, okb := gpuRow(db, b)
 	return oka && okb && ra.Name == rb.Name

@@ -3,7 +3,6 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -308,16 +307,16 @@ not count.`,
 			if require != "gpu" && require != "static" {
 				return invalid(fmt.Errorf("--require %q", require), "use gpu or static")
 			}
-			var floor matrix.Version
+			policy := validate.PromotionPolicy{Require: require, GPU: gpu}
 			if minDriver != "" {
 				v, err := matrix.ParseVersion(minDriver)
 				if err != nil {
 					return invalid(fmt.Errorf("--min-driver %q", minDriver), "give a driver version such as 550 or 535.104.05")
 				}
-				floor = v
+				policy.MinDriver = v
 			}
-			db, err := mo.Load()
-			if err != nil {
+			var err error
+			if policy.DB, err = mo.Load(); err != nil {
 				return err
 			}
 			r, err := ro.Remote()
@@ -325,28 +324,7 @@ not count.`,
 				return err
 			}
 			accept := func(a images.Attached) (bool, string) {
-				var rep validate.Report
-				if err := json.Unmarshal(a.Payload, &rep); err != nil {
-					return false, "not a gpuimg report"
-				}
-				switch {
-				case rep.Verdict != "pass":
-					return false, fmt.Sprintf("%s report failed", rep.Kind)
-				case require == "gpu" && rep.Kind != "gpu":
-					return false, fmt.Sprintf("%s report, a GPU report is required (or --require static)", rep.Kind)
-				case gpu != "" && !validate.SameGPU(db, a.Annotations[images.AnnotationGPU], gpu):
-					return false, fmt.Sprintf("report for GPU %q, not %s", a.Annotations[images.AnnotationGPU], gpu)
-				case minDriver != "":
-					d := a.Annotations[images.AnnotationDriver]
-					v, err := matrix.ParseVersion(d)
-					if err != nil {
-						return false, fmt.Sprintf("report records no driver, --min-driver %s needs one", minDriver)
-					}
-					if v.Compare(floor) < 0 {
-						return false, fmt.Sprintf("report on driver %s, older than --min-driver %s", d, minDriver)
-					}
-				}
-				return true, fmt.Sprintf("%s report passed on %s", rep.Kind, rep.Created.Format("2006-01-02"))
+				return policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver])
 			}
 			msg, err := images.Promote(cmd.Context(), args[0], to, accept, r)
 			if errors.Is(err, images.ErrNotPromoted) {
