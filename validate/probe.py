@@ -1,8 +1,9 @@
 """gpuimg's in-image probe: what the Python frameworks of an image see of the GPU.
 
 gpuimg runs this file with the image's python3 (gpuimg probe, gpuimg validate
---run). It never raises: every failure, a framework that does not import
-included, becomes a check with its reason.
+--run). It checks PyTorch (and benchmarks with it), TensorFlow and JAX, each
+when it is installed. It never raises: every failure, a framework that does
+not import included, becomes a check with its reason.
 
     python3 probe.py [--bench] [--budget SECONDS] [--no-gpu]
 
@@ -296,6 +297,116 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
         bench_torch(torch, dev, deadline, out["bench"], checks, emit)
 
 
+def matmul_vs_numpy(np, compute, tol=1e-4):
+    """compute(a, b) runs a float32 product on the GPU and returns a numpy
+    array; compared with float64 on the CPU."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((512, 512)), rng.standard_normal((512, 512))
+    ref = a @ b
+    got = np.asarray(compute(a.astype(np.float32), b.astype(np.float32)), dtype=np.float64)
+    err = float(np.abs(got - ref).max() / np.abs(ref).max())
+    return err, err < tol
+
+
+def import_framework(name, checks):
+    """The module, or None: absent is no finding, a broken install is."""
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+    except Exception as e:  # noqa: BLE001 - a broken install is a finding
+        checks.append(check(name + "/import", "fail", "%s failed to import: %s: %s" % (name, type(e).__name__, e)))
+        return None
+
+
+def probe_tensorflow(out, gpu=True, emit=lambda step: None):
+    """TensorFlow: its version and CUDA build, the GPUs it sees, and a
+    float32 matmul on the first GPU against float64 on the CPU."""
+    checks = out["checks"]
+    tf = import_framework("tensorflow", checks)
+    if tf is None:
+        return
+    info = {"version": getattr(tf, "__version__", "unknown")}
+    out["frameworks"]["tensorflow"] = info
+    try:
+        build = dict(tf.sysconfig.get_build_info())
+        info["cuda"], info["cudnn"] = build.get("cuda_version"), build.get("cudnn_version")
+        cuda_build = tf.test.is_built_with_cuda()
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("tensorflow/cuda", "fail", "TensorFlow %s: cannot read its build: %r" % (info["version"], e)))
+        return
+    emit("tensorflow/import")
+    if not cuda_build:
+        checks.append(check("tensorflow/cuda", "fail", "TensorFlow %s is a CPU-only build: it can never use a GPU (install tensorflow[and-cuda])" % info["version"]))
+        return
+    if not gpu:
+        checks.append(check("tensorflow/cuda", "warn", "TensorFlow %s is built for CUDA %s; no GPU here, so the GPU checks did not run" % (info["version"], info["cuda"])))
+        return
+    try:
+        devices = tf.config.list_physical_devices("GPU")
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("tensorflow/cuda", "fail", "TensorFlow could not list GPUs: %r" % (e,)))
+        return
+    info["devices"] = [d.name for d in devices]
+    if not devices:
+        checks.append(check("tensorflow/cuda", "fail", "TensorFlow %s (CUDA %s) sees no GPU: its CUDA libraries do not load with this driver, or no GPU was passed in" % (info["version"], info["cuda"])))
+        return
+    checks.append(check("tensorflow/cuda", "pass", "TensorFlow %s (CUDA %s, cuDNN %s) sees %d GPU(s)" % (info["version"], info["cuda"], info["cudnn"], len(devices))))
+    emit("tensorflow/cuda")
+    try:
+        import numpy as np
+
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+
+        def on_gpu(a, b):
+            with tf.device("/GPU:0"):
+                return tf.linalg.matmul(tf.constant(a), tf.constant(b)).numpy()
+
+        err, ok = matmul_vs_numpy(np, on_gpu)
+        checks.append(check("tensorflow/matmul", "pass" if ok else "fail", "float32 matmul on GPU 0 vs float64 on the CPU: relative error %.2e" % err))
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("tensorflow/matmul", "fail", "TensorFlow matmul on the GPU crashed: %r" % (e,)))
+    emit("tensorflow/checks")
+
+
+def probe_jax(out, gpu=True, emit=lambda step: None):
+    """JAX: its version, the GPUs it sees, and a float32 matmul on the
+    first GPU (highest precision, no TF32) against float64 on the CPU."""
+    checks = out["checks"]
+    jax = import_framework("jax", checks)
+    if jax is None:
+        return
+    info = {"version": getattr(jax, "__version__", "unknown")}
+    out["frameworks"]["jax"] = info
+    emit("jax/import")
+    if not gpu:
+        return
+    try:
+        devices = [d for d in jax.devices() if d.platform == "gpu"]
+    except Exception as e:  # noqa: BLE001 - jax raises when no backend initialises
+        devices = []
+        info["error"] = repr(e)
+    info["devices"] = [str(d) for d in devices]
+    if not devices:
+        checks.append(check("jax/cuda", "fail", "JAX %s sees no GPU: install a CUDA build (jax[cuda12] or jax[cuda13]) that loads with this driver%s" % (info["version"], "; " + info["error"] if "error" in info else "")))
+        return
+    checks.append(check("jax/cuda", "pass", "JAX %s sees %d GPU(s)" % (info["version"], len(devices))))
+    emit("jax/cuda")
+    try:
+        import numpy as np
+        import jax.numpy as jnp
+
+        def on_gpu(a, b):
+            x, y = jax.device_put(a, devices[0]), jax.device_put(b, devices[0])
+            return np.asarray(jnp.matmul(x, y, precision=jax.lax.Precision.HIGHEST))
+
+        err, ok = matmul_vs_numpy(np, on_gpu)
+        checks.append(check("jax/matmul", "pass" if ok else "fail", "float32 matmul on %s vs float64 on the CPU: relative error %.2e" % (devices[0], err)))
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("jax/matmul", "fail", "JAX matmul on the GPU crashed: %r" % (e,)))
+    emit("jax/checks")
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bench", action="store_true")
@@ -311,10 +422,15 @@ def main(argv):
         sys.stdout.flush()
 
     deadline = time.monotonic() + args.budget
-    try:
-        probe_torch(args.bench, deadline, out, gpu=not args.no_gpu, emit=emit)
-    except Exception as e:  # noqa: BLE001 - the probe must still print its JSON
-        out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
+    for probe in (
+        lambda: probe_torch(args.bench, deadline, out, gpu=not args.no_gpu, emit=emit),
+        lambda: probe_tensorflow(out, gpu=not args.no_gpu, emit=emit),
+        lambda: probe_jax(out, gpu=not args.no_gpu, emit=emit),
+    ):
+        try:
+            probe()
+        except Exception as e:  # noqa: BLE001 - the probe must still print its JSON
+            out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
     out["complete"] = True
     emit("done")
     return 0

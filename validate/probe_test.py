@@ -12,9 +12,12 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
+import types
 import unittest
 from contextlib import redirect_stdout
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import probe  # noqa: E402
@@ -26,6 +29,14 @@ except ImportError:
 
 REQUIRE_TORCH = os.environ.get("GPUIMG_REQUIRE_TORCH") == "1"
 GPU = torch is not None and torch.version.cuda is not None and torch.cuda.is_available()
+
+
+def numpy_available():
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return REQUIRE_TORCH  # Debian's torch brings numpy: then it must be there
+    return True
 
 
 def need_torch(test):
@@ -91,6 +102,95 @@ class Main(unittest.TestCase):
             probe.probe_torch = real
         self.assertEqual(rc, 0)
         self.assertEqual(out["checks"], [{"name": "probe", "status": "fail", "message": "the probe itself failed: RuntimeError('boom')"}])
+
+
+def fake_module(name, **attrs):
+    m = types.ModuleType(name)
+    for k, v in attrs.items():
+        setattr(m, k, v)
+    return m
+
+
+def fake_tensorflow(cuda_build, devices):
+    """A stand-in with the TensorFlow API probe.py calls (TensorFlow is not
+    packaged by Debian, so the real one cannot run here)."""
+    build = {"cuda_version": "12.5" if cuda_build else None, "cudnn_version": "9" if cuda_build else None}
+    return fake_module(
+        "tensorflow",
+        __version__="2.18.0",
+        sysconfig=types.SimpleNamespace(get_build_info=lambda: build),
+        test=types.SimpleNamespace(is_built_with_cuda=lambda: cuda_build),
+        config=types.SimpleNamespace(list_physical_devices=lambda kind: devices),
+    )
+
+
+class OtherFrameworks(unittest.TestCase):
+    """TensorFlow and JAX checks against stand-ins: what each outcome of
+    their APIs becomes."""
+
+    def probe(self, fn, modules, gpu=True):
+        out = {"frameworks": {}, "checks": []}
+        with mock.patch.dict(sys.modules, modules):
+            fn(out, gpu=gpu)
+        return out
+
+    def test_absent_is_no_finding(self):
+        out = self.probe(probe.probe_tensorflow, {"tensorflow": None})
+        self.assertEqual(out, {"frameworks": {}, "checks": []})
+        out = self.probe(probe.probe_jax, {"jax": None})
+        self.assertEqual(out, {"frameworks": {}, "checks": []})
+
+    def test_broken_install_is_a_failed_check(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.mkdir(os.path.join(d, "jax"))
+            with open(os.path.join(d, "jax", "__init__.py"), "w") as f:
+                f.write("raise OSError('libcuda.so.1: cannot open shared object file')\n")
+            sys.path.insert(0, d)
+            try:
+                out = self.probe(probe.probe_jax, {})
+            finally:
+                sys.path.remove(d)
+                sys.modules.pop("jax", None)
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("jax/import", "fail")])
+        self.assertIn("libcuda.so.1", out["checks"][0]["message"])
+
+    def test_tensorflow_cpu_only(self):
+        out = self.probe(probe.probe_tensorflow, {"tensorflow": fake_tensorflow(False, [])})
+        self.assertEqual(out["frameworks"]["tensorflow"]["version"], "2.18.0")
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("tensorflow/cuda", "fail")])
+        self.assertIn("CPU-only build", out["checks"][0]["message"])
+
+    def test_tensorflow_sees_no_gpu(self):
+        out = self.probe(probe.probe_tensorflow, {"tensorflow": fake_tensorflow(True, [])})
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("tensorflow/cuda", "fail")])
+        self.assertIn("sees no GPU", out["checks"][0]["message"])
+        out = self.probe(probe.probe_tensorflow, {"tensorflow": fake_tensorflow(True, [])}, gpu=False)
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("tensorflow/cuda", "warn")])
+
+    def test_jax_without_gpu_devices(self):
+        cpu = types.SimpleNamespace(platform="cpu")
+        out = self.probe(probe.probe_jax, {"jax": fake_module("jax", __version__="0.9.2", devices=lambda: [cpu])})
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("jax/cuda", "fail")])
+
+        def no_backend():
+            raise RuntimeError("Unable to initialize backend 'cuda'")
+
+        out = self.probe(probe.probe_jax, {"jax": fake_module("jax", __version__="0.9.2", devices=no_backend)})
+        self.assertIn("Unable to initialize backend 'cuda'", out["checks"][0]["message"])
+        out = self.probe(probe.probe_jax, {"jax": fake_module("jax", __version__="0.9.2", devices=no_backend)}, gpu=False)
+        self.assertEqual(out["checks"], [])
+        self.assertEqual(out["frameworks"]["jax"]["version"], "0.9.2")
+
+
+@unittest.skipUnless(numpy_available(), "numpy is not installed")
+class MatmulVsNumpy(unittest.TestCase):
+    def test_right_and_wrong(self):
+        import numpy as np
+
+        err, ok = probe.matmul_vs_numpy(np, lambda a, b: a @ b)
+        self.assertTrue(ok, err)
+        err, ok = probe.matmul_vs_numpy(np, lambda a, b: (a @ b) * 1.01)
+        self.assertFalse(ok, err)
 
 
 @need_torch
