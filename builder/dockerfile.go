@@ -107,9 +107,9 @@ func (d Definition) secretMounts() string {
 
 func pkgCacheMounts(k osKind, osName string) string {
 	if k.family == "apt" {
-		return fmt.Sprintf(" --mount=type=cache,id=gpuimg-apt-%[1]s,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-%[1]s,target=/var/lib/apt/lists,sharing=locked", osName)
+		return fmt.Sprintf(" --mount=type=cache,id=gpuimg-apt-%[1]s-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-%[1]s-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked", osName)
 	}
-	return fmt.Sprintf(" --mount=type=cache,id=gpuimg-dnf-%s,target=/var/cache/dnf,sharing=locked", osName)
+	return fmt.Sprintf(" --mount=type=cache,id=gpuimg-dnf-%s-$TARGETARCH,target=/var/cache/dnf,sharing=locked", osName)
 }
 
 func installCmd(k osKind, pkgs []string) string {
@@ -147,6 +147,10 @@ func Dockerfile(d Definition) (string, error) {
 	// SOURCE_DATE_EPOCH makes Python write hash-based .pyc files, so the
 	// layers do not depend on when they were built.
 	w("ARG SOURCE_DATE_EPOCH\n")
+	// One package cache per architecture: a multi-platform build runs its
+	// platforms at once, and a shared locked cache would make them wait
+	// on each other (and mix architectures' package lists).
+	w("ARG TARGETARCH\n")
 	w("ENV CUDA_VERSION=%s \\\n    NVIDIA_REQUIRE_CUDA=%s \\\n    NVIDIA_VISIBLE_DEVICES=all \\\n    NVIDIA_DRIVER_CAPABILITIES=compute,utility\n",
 		s.CUDA, dockerQuote(s.RequireCUDA))
 	secrets := d.secretMounts()
