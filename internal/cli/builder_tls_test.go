@@ -37,7 +37,7 @@ func TestBuilderTLS(t *testing.T) {
 	must(t, err)
 	addr := "tcp://" + l.Addr().String()
 	l.Close()
-	cmd := exec.Command(tools.Buildkitd, "--root", filepath.Join(dir, "root"), "--addr", addr,
+	cmd := exec.Command(tools.Buildkitd, "--root", filepath.Join(dir, "root"), "--addr", addr, "--otel-socket-path", filepath.Join(dir, "otel.sock"),
 		"--tlscacert", files["ca"], "--tlscert", files["server"], "--tlskey", files["server-key"], "--oci-worker-net", "host")
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	must(t, err)
