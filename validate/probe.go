@@ -60,6 +60,9 @@ type ProbeOptions struct {
 	// RequireCUDA is the image's NVIDIA_REQUIRE_CUDA (default: from the
 	// environment), checked against the driver.
 	RequireCUDA string
+	// Progress, when set, is told each step the Python probe finishes
+	// (torch/cuda, bench/gemm, …) as it finishes, and how long it has run.
+	Progress func(step string, elapsed time.Duration)
 }
 
 // DefaultMinEfficiency are the fractions of a GPU's datasheet peak each
@@ -215,7 +218,7 @@ func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(stri
 	// that produced them.
 	cmd.Env = append(os.Environ(), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = &stepWriter{buf: &stdout, progress: opt.Progress, start: time.Now()}, &stderr
 	err = cmd.Run()
 	pp := lastSnapshot(stdout.Bytes())
 	why := ""
@@ -259,6 +262,37 @@ func errorLine(stderr string) string {
 		return strings.TrimSpace(l)
 	}
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// stepWriter keeps probe.py's output and tells progress the step of each
+// snapshot line as it arrives.
+type stepWriter struct {
+	buf      *bytes.Buffer
+	progress func(string, time.Duration)
+	start    time.Time
+	seen     int // bytes of buf already scanned for whole lines
+}
+
+func (w *stepWriter) Write(p []byte) (int, error) {
+	n, _ := w.buf.Write(p)
+	if w.progress == nil {
+		return n, nil
+	}
+	for {
+		rest := w.buf.Bytes()[w.seen:]
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return n, nil
+		}
+		var snap struct {
+			Step     string `json:"step"`
+			Complete bool   `json:"complete"`
+		}
+		if json.Unmarshal(rest[:i], &snap) == nil && snap.Step != "" && !snap.Complete {
+			w.progress(snap.Step, time.Since(w.start))
+		}
+		w.seen += i + 1
+	}
 }
 
 // lastSnapshot is the last line of probe.py's output that is a whole JSON

@@ -310,7 +310,11 @@ func TestProbeCPUOnlyTorch(t *testing.T) {
 	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
 		t.Skip("this machine has an NVIDIA driver")
 	}
-	res := Probe(t.Context(), ProbeOptions{Python: py, DB: db(t)})
+	var steps []string
+	res := Probe(t.Context(), ProbeOptions{Python: py, DB: db(t), Progress: func(step string, _ time.Duration) { steps = append(steps, step) }})
+	if strings.Join(steps, " ") != "torch/import" {
+		t.Errorf("progress told %q, want the one step before the end", steps)
+	}
 	if res.Verdict != NoGPU || res.Python == nil {
 		t.Fatalf("verdict %s, python %+v", res.Verdict, res.Python)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,7 +77,8 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 			if budget < 0 {
 				return invalid(fmt.Errorf("--budget %s", budget), "give a positive duration such as 5m")
 			}
-			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget})
+			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
+				Progress: probeProgress(cmd.ErrOrStderr())})
 			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
 				return err
 			}
@@ -156,7 +158,7 @@ type gpuRun struct {
 // with docker or podman (the gpuimg binary mounted in as the probe).
 func runGPU(ctx context.Context, stderr io.Writer, r gpuRun) (*validate.ProbeResult, error) {
 	if r.Mode == "host" {
-		return validate.Probe(ctx, validate.ProbeOptions{Bench: r.Bench, DB: r.DB, MinEfficiency: r.Eff, Budget: r.Budget}), nil
+		return validate.Probe(ctx, validate.ProbeOptions{Bench: r.Bench, DB: r.DB, MinEfficiency: r.Eff, Budget: r.Budget, Progress: probeProgress(stderr)}), nil
 	}
 	bin := r.ProbeBin
 	if bin == "" {
@@ -219,7 +221,9 @@ func runGPU(ctx context.Context, stderr io.Writer, r gpuRun) (*validate.ProbeRes
 	run := func(gpus bool) ([]byte, string, error) {
 		cmd := exec.CommandContext(ctx, engine, args(gpus)...)
 		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
+		// The probe's progress lines pass through as they come; the rest
+		// of the engine's stderr is kept for the error message.
+		cmd.Stdout, cmd.Stderr = &out, &progressLines{keep: &errb, to: stderr}
 		err := cmd.Run()
 		return []byte(out.String()), errb.String(), err
 	}
@@ -238,6 +242,41 @@ func runGPU(ctx context.Context, stderr io.Writer, r gpuRun) (*validate.ProbeRes
 		return nil, fmt.Errorf("%s run %s: %v: %s", r.Mode, r.Image, err, lastLineOf(errOut))
 	}
 	return &res, nil
+}
+
+// probeProgressPrefix starts the lines probeProgress writes, so that
+// validate --run can pass the probe's progress through from a container.
+const probeProgressPrefix = "gpuimg: probe: "
+
+// probeProgress writes each step the probe finishes to w (stderr), so a
+// 12-minute --bench shows where it is.
+func probeProgress(w io.Writer) func(string, time.Duration) {
+	return func(step string, elapsed time.Duration) {
+		fmt.Fprintf(w, "%s%s done after %s\n", probeProgressPrefix, step, elapsed.Round(time.Second))
+	}
+}
+
+// progressLines keeps everything written to it and copies the probe's
+// progress lines to another writer as whole lines arrive.
+type progressLines struct {
+	keep    *strings.Builder
+	to      io.Writer
+	partial []byte
+}
+
+func (p *progressLines) Write(b []byte) (int, error) {
+	p.keep.Write(b)
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if line := p.partial[:i+1]; bytes.HasPrefix(line, []byte(probeProgressPrefix)) {
+			_, _ = p.to.Write(line)
+		}
+		p.partial = p.partial[i+1:]
+	}
 }
 
 // noGPUEngine says whether an engine's error means it cannot give a

@@ -256,3 +256,23 @@ func TestRenderProbeText(t *testing.T) {
 		t.Errorf("bench figures not in name order:\n%s", out)
 	}
 }
+
+// TestProgressLines: validate --run passes the probe's progress lines
+// through from the container's stderr as they arrive, whole, and keeps
+// everything for the error message.
+func TestProgressLines(t *testing.T) {
+	var keep strings.Builder
+	var to strings.Builder
+	p := &progressLines{keep: &keep, to: &to}
+	for _, chunk := range []string{"Unable to find image locally\ngpuimg: pro", "be: torch/cuda done after 2s\ngpuimg: probe: bench/gemm done after 9s\n", "docker: Error\n"} {
+		if n, err := p.Write([]byte(chunk)); n != len(chunk) || err != nil {
+			t.Fatalf("Write = %d %v", n, err)
+		}
+	}
+	if to.String() != "gpuimg: probe: torch/cuda done after 2s\ngpuimg: probe: bench/gemm done after 9s\n" {
+		t.Errorf("passed through %q", to.String())
+	}
+	if !strings.HasPrefix(keep.String(), "Unable to find image locally") || !strings.HasSuffix(keep.String(), "docker: Error\n") {
+		t.Errorf("kept %q", keep.String())
+	}
+}
