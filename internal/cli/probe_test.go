@@ -214,6 +214,10 @@ func TestValidateRunDriverTooOld(t *testing.T) {
 	if code != ExitFailed {
 		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFailed, out, errOut)
 	}
+	// podman cannot read docker's images: said plainly, before anything runs.
+	if _, errOut, code := run(t, "validate", "docker-daemon:example.com/ml/torch:cu128", "--run", "podman"); code != 2 || !strings.Contains(errOut, "cannot use an image in docker's daemon") {
+		t.Errorf("podman with a docker-daemon image: exit %d %q", code, errOut)
+	}
 	var rep struct {
 		Kind, Verdict string
 		Checks        []struct{ Name, Status, Message string }

@@ -186,7 +186,12 @@ func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage str
 	mode := r.Mode
 	var image string
 	switch ref.Transport {
-	case images.Registry, images.DockerDaemon:
+	case images.DockerDaemon:
+		if mode == "podman" || mode == "kubernetes" {
+			return invalid(fmt.Errorf("--run %s cannot use an image in docker's daemon (%s)", mode, ref), "push it to a registry, or use --run docker")
+		}
+		image = ref.Name
+	case images.Registry:
 		image = ref.Name
 	default:
 		if mode != "host" {
