@@ -57,8 +57,9 @@ type ProbeOptions struct {
 	// DB and MinEfficiency judge the benchmarks against the GPU's peaks.
 	DB            *matrix.DB
 	MinEfficiency map[string]float64
-	// RequireCUDA is the image's NVIDIA_REQUIRE_CUDA (default: from the
-	// environment), checked against the driver.
+	// RequireCUDA is the image's NVIDIA_REQUIRE_CUDA, checked against the
+	// driver (gpuimg probe passes its environment's, which inside a
+	// container is the image's).
 	RequireCUDA string
 	// Progress, when set, is told each step the Python probe finishes
 	// (torch/cuda, bench/gemm, …) as it finishes, and how long it has run.
@@ -102,11 +103,7 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 			names[i] = g.Name + " (" + g.Arch + ")"
 		}
 		add("nvidia-driver", matrix.Pass, "driver %s (CUDA %s), %d GPU(s): %s", drv.Version, drv.CUDAVersion, len(gpus), strings.Join(names, ", "))
-		req := opt.RequireCUDA
-		if req == "" {
-			req = os.Getenv("NVIDIA_REQUIRE_CUDA")
-		}
-		checkRequire(req, drv, add)
+		checkRequire(opt.RequireCUDA, drv, add)
 	}
 	// Without a GPU the Python probe still runs: a CPU-only torch, or one
 	// that does not import, is a finding on any machine.

@@ -78,7 +78,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 				return invalid(fmt.Errorf("--budget %s", budget), "give a positive duration such as 5m")
 			}
 			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
-				Progress: probeProgress(cmd.ErrOrStderr())})
+				RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Progress: probeProgress(cmd.ErrOrStderr())})
 			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
 				return err
 			}
@@ -158,7 +158,8 @@ type gpuRun struct {
 // with docker or podman (the gpuimg binary mounted in as the probe).
 func runGPU(ctx context.Context, stderr io.Writer, r gpuRun) (*validate.ProbeResult, error) {
 	if r.Mode == "host" {
-		return validate.Probe(ctx, validate.ProbeOptions{Bench: r.Bench, DB: r.DB, MinEfficiency: r.Eff, Budget: r.Budget, Progress: probeProgress(stderr)}), nil
+		return validate.Probe(ctx, validate.ProbeOptions{Bench: r.Bench, DB: r.DB, MinEfficiency: r.Eff, Budget: r.Budget,
+			RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Progress: probeProgress(stderr)}), nil
 	}
 	bin := r.ProbeBin
 	if bin == "" {
