@@ -19,6 +19,8 @@ lint: ## gofmt and go vet
 
 test: lint tools ## lint, unit and integration tests (real buildkitd and registry), a short fuzz run
 	$(GO) test -race -count=1 -timeout 20m ./...
+# The shipped binary is cgo-free: load the real NVML without cgo too.
+	CGO_ENABLED=0 $(GO) test -count=1 -run='^TestProbe(RealNVML|WithoutDriver)' ./validate
 	$(GO) test -run='^$$' -fuzz=FuzzParseConstraint -fuzztime=10s ./matrix
 
 fuzz: ## fuzz the version and constraint parser for 2 minutes
