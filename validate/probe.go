@@ -403,3 +403,39 @@ func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
 	}
 	return matrix.GPU{}, false
 }
+
+// CheckStackDriver judges the driver a probe saw against the driver floor
+// recorded in the image's dev.gpuimg.stack label (labels: the image's),
+// which is finer than NVIDIA_REQUIRE_CUDA's CUDA version: CUDA 12.2 Update
+// 2 needs driver 535.104.05, while a 535.54.03 driver already reports CUDA
+// 12.2. It adds a driver-floor/stack check and updates the verdict; it
+// does nothing without a driver or a label.
+func CheckStackDriver(p *ProbeResult, labels map[string]string) {
+	raw := labels["dev.gpuimg.stack"]
+	if p.Driver == nil || p.Driver.Version == "" || raw == "" {
+		return
+	}
+	var s matrix.Stack
+	d, err := matrix.ParseVersion(p.Driver.Version)
+	if err != nil || json.Unmarshal([]byte(raw), &s) != nil || s.MinDriver == "" {
+		return
+	}
+	strict, err := matrix.ParseVersion(s.MinDriver)
+	if err != nil {
+		return
+	}
+	compat, _ := matrix.ParseVersion(s.MinDriverCompat)
+	c := Check{Name: "driver-floor/stack"}
+	switch {
+	case d.Compare(strict) >= 0:
+		c.Status, c.Message = matrix.Pass, fmt.Sprintf("driver %s meets the stack's floor %s (CUDA %s, from the dev.gpuimg.stack label)", d, strict, s.CUDA)
+	case !compat.IsZero() && d.Compare(compat) >= 0:
+		c.Status, c.Message = matrix.Warn, fmt.Sprintf("driver %s is below the stack's floor %s (CUDA %s); it runs only under minor-version compatibility (>= %s): no PTX JIT", d, strict, s.CUDA, compat)
+	default:
+		c.Status, c.Message = matrix.Fail, fmt.Sprintf("driver %s is below the stack's floor %s (CUDA %s; %s under minor-version compatibility): update the driver", d, strict, s.CUDA, s.MinDriverCompat)
+	}
+	p.Checks = append(p.Checks, c)
+	if c.Status == matrix.Fail && p.Verdict == matrix.Pass {
+		p.Verdict = matrix.Fail
+	}
+}

@@ -388,3 +388,36 @@ func TestGPUFixtures(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckStackDriver(t *testing.T) {
+	label, err := json.Marshal(matrix.Stack{CUDA: "12.2.2", MinDriver: "535.104.05", MinDriverCompat: "525.60.13"})
+	must(t, err)
+	labels := map[string]string{"dev.gpuimg.stack": string(label)}
+	for _, tt := range []struct {
+		driver  string
+		status  Status
+		verdict Status
+	}{
+		{"580.95.05", matrix.Pass, matrix.Pass},
+		{"535.104.05", matrix.Pass, matrix.Pass},
+		{"535.54.03", matrix.Warn, matrix.Pass}, // reports CUDA 12.2, below 12.2 Update 2's floor
+		{"470.256.02", matrix.Fail, matrix.Fail},
+	} {
+		p := &ProbeResult{Driver: &DriverInfo{Version: tt.driver}, Verdict: matrix.Pass}
+		CheckStackDriver(p, labels)
+		if len(p.Checks) != 1 || p.Checks[0].Name != "driver-floor/stack" || p.Checks[0].Status != tt.status || p.Verdict != tt.verdict {
+			t.Errorf("driver %s: %+v verdict %s, want %s %s", tt.driver, p.Checks, p.Verdict, tt.status, tt.verdict)
+		}
+	}
+	// No driver (no GPU) or no label: nothing to judge.
+	for _, p := range []*ProbeResult{{Verdict: NoGPU}, {Driver: &DriverInfo{Version: "580.95.05"}, Verdict: matrix.Pass}} {
+		l := labels
+		if p.Driver != nil {
+			l = nil
+		}
+		CheckStackDriver(p, l)
+		if len(p.Checks) != 0 {
+			t.Errorf("judged %+v", p.Checks)
+		}
+	}
+}

@@ -242,7 +242,26 @@ func runGPU(ctx context.Context, stderr io.Writer, r gpuRun) (*validate.ProbeRes
 	if jerr := json.Unmarshal(out, &res); jerr != nil {
 		return nil, fmt.Errorf("%s run %s: %v: %s", r.Mode, r.Image, err, lastLineOf(errOut))
 	}
+	if res.Driver != nil {
+		// The engine has the image now: judge the driver against the
+		// floor its stack label records.
+		validate.CheckStackDriver(&res, imageLabels(ctx, engine, r.Image))
+	}
 	return &res, nil
+}
+
+// imageLabels are an image's labels as docker or podman reports them; nil
+// when the engine cannot say.
+func imageLabels(ctx context.Context, engine, image string) map[string]string {
+	out, err := exec.CommandContext(ctx, engine, "image", "inspect", "--format", "{{json .Config.Labels}}", image).Output()
+	if err != nil {
+		return nil
+	}
+	var labels map[string]string
+	if json.Unmarshal(bytes.TrimSpace(out), &labels) != nil {
+		return nil
+	}
+	return labels
 }
 
 // probeProgressPrefix starts the lines probeProgress writes, so that

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"gopkg.in/yaml.v3"
 
@@ -52,6 +53,7 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = "amd64", "linux"
 	cfg.Config.Env = []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"}
+	cfg.Config.Labels = map[string]string{"dev.gpuimg.stack": stackLabel}
 	img, err = mutate.ConfigFile(img, cfg)
 	must(t, err)
 	tag, _ := name.NewTag("example.com/gpuimg/probe:test")
@@ -67,6 +69,11 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "cannot give the container a GPU") {
 		t.Errorf("stderr does not say why: %q", errOut)
+	}
+	// With a GPU, the driver is judged against the label's floor: the
+	// labels as the real engine reports them.
+	if got := imageLabels(ctx, "docker", "example.com/gpuimg/probe:test"); got["dev.gpuimg.stack"] != stackLabel {
+		t.Errorf("docker image labels %v", got)
 	}
 	var rep struct {
 		Kind, Verdict string
@@ -141,8 +148,7 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	rootfs, err := testenv.BaseRootfs(ctx)
 	must(t, err)
 	ref := reg.Host + "/gpuimg/probe:podman"
-	digest, err := testenv.PushImage(ctx, rootfs, ref, []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"})
-	must(t, err)
+	digest := pushLabeled(t, rootfs, ref, []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"}, map[string]string{"dev.gpuimg.stack": stackLabel})
 	dir, err := os.MkdirTemp("/tmp", "gp-")
 	must(t, err)
 	pm, err := testenv.StartPodman(ctx, dir)
@@ -176,9 +182,13 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	if rep.Kind != "gpu" || rep.Verdict != "no-gpu" || rep.Digest != digest || !strings.Contains(rep.Probe.NoGPU, "libnvidia-ml.so.1 not found") {
 		t.Errorf("report %+v, want digest %s", rep, digest)
 	}
-	// The image really ran under podman: it is in podman's store now.
+	// The image really ran under podman: it is in podman's store now, with
+	// its labels for the driver-floor judgement.
 	if b, err := pm.Command(ctx, "image", "exists", ref).CombinedOutput(); err != nil {
 		t.Errorf("podman image exists %s: %v %s", ref, err, b)
+	}
+	if got := imageLabels(ctx, "podman", ref); got["dev.gpuimg.stack"] != stackLabel {
+		t.Errorf("podman image labels %v", got)
 	}
 }
 
@@ -278,5 +288,72 @@ func TestProgressLines(t *testing.T) {
 	}
 	if !strings.HasPrefix(keep.String(), "Unable to find image locally") || !strings.HasSuffix(keep.String(), "docker: Error\n") {
 		t.Errorf("kept %q", keep.String())
+	}
+}
+
+// stackLabel is a dev.gpuimg.stack label as gpuimg build writes it, cut to
+// what the driver judgement reads.
+const stackLabel = `{"cuda":"12.2.2","min_driver":"535.104.05","min_driver_compat":"525.60.13"}`
+
+// pushLabeled pushes a single-layer image of rootfs with env and labels to
+// ref on a loopback registry and returns its digest.
+func pushLabeled(t *testing.T, rootfs, ref string, env []string, labels map[string]string) string {
+	t.Helper()
+	layer, err := tarball.LayerFromFile(rootfs)
+	must(t, err)
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	must(t, err)
+	cfg, err := img.ConfigFile()
+	must(t, err)
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Config.Env, cfg.Config.Labels = env, labels
+	img, err = mutate.ConfigFile(img, cfg)
+	must(t, err)
+	r, err := name.ParseReference(ref, name.Insecure)
+	must(t, err)
+	must(t, remote.Write(r, img))
+	d, err := img.Digest()
+	must(t, err)
+	return d.String()
+}
+
+// TestValidateRunJudgesStackDriver: with a GPU, the driver the probe saw
+// is judged against the floor in the image's stack label. There is no GPU
+// here, so the engine is a script answering as docker does on a GPU host:
+// the probe's JSON for run, the labels for image inspect.
+func TestValidateRunJudgesStackDriver(t *testing.T) {
+	for _, tt := range []struct {
+		driver, status string
+		code           int
+	}{
+		{"580.95.05", "pass", 0},
+		{"535.54.03", "warn", 0},
+		{"470.256.02", "fail", ExitFailed},
+	} {
+		t.Run(tt.driver, func(t *testing.T) {
+			dir := t.TempDir()
+			probe := `{"driver":{"version":"` + tt.driver + `","cuda_version":"12.2"},"gpus":[{"index":0,"name":"NVIDIA H200","arch":"sm_90"}],"checks":[{"name":"nvidia-driver","status":"pass","message":"ok"}],"verdict":"pass","created":"2026-11-30T00:00:00Z"}`
+			script := "#!/bin/sh\ncase \"$1 $2\" in\n\"image inspect\") echo '" + `{"dev.gpuimg.stack":"{\"cuda\":\"12.2.2\",\"min_driver\":\"535.104.05\",\"min_driver_compat\":\"525.60.13\"}"}` + "';;\nrun*) echo '" + probe + "';;\n*) exit 1;;\nesac\n"
+			must(t, os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755))
+			t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+			out, errOut, code := run(t, "validate", "docker-daemon:example.com/ml/torch:cu122", "--run", "docker", "-o", "json")
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
+			}
+			var rep struct {
+				Checks []struct{ Name, Status, Message string }
+			}
+			must(t, json.Unmarshal([]byte(out), &rep))
+			var got string
+			for _, c := range rep.Checks {
+				if c.Name == "driver-floor/stack" {
+					got = c.Status
+				}
+			}
+			if got != tt.status {
+				t.Errorf("driver-floor/stack %q, want %q: %+v", got, tt.status, rep.Checks)
+			}
+		})
 	}
 }
