@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
@@ -142,31 +143,18 @@ func TestBuildEndToEnd(t *testing.T) {
 			}
 		}
 		files := map[string]string{}
-		layers, err := img.Layers()
-		must(t, err)
-		for i, l := range layers {
-			rc, err := l.Uncompressed()
+		eachEntry(t, img, func(i int, h *tar.Header, r io.Reader) {
+			b, err := io.ReadAll(r)
 			must(t, err)
-			tr := tar.NewReader(rc)
-			for {
-				h, err := tr.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				must(t, err)
-				b, err := io.ReadAll(tr)
-				must(t, err)
-				for _, s := range []string{netrcSecret, indexSecret} {
-					if bytes.Contains(b, []byte(s)) || strings.Contains(h.Name, s) {
-						t.Errorf("secret %s is in layer %d, file %s", s, i, h.Name)
-					}
-				}
-				if strings.HasSuffix(h.Name, "torch/version.py") || h.Name == "app/app.py" || strings.HasSuffix(h.Name, "/__init__.py") {
-					files[h.Name] = string(b)
+			for _, s := range []string{netrcSecret, indexSecret} {
+				if bytes.Contains(b, []byte(s)) || strings.Contains(h.Name, s) {
+					t.Errorf("secret %s is in layer %d, file %s", s, i, h.Name)
 				}
 			}
-			rc.Close()
-		}
+			if strings.HasSuffix(h.Name, "torch/version.py") || h.Name == "app/app.py" || strings.HasSuffix(h.Name, "/__init__.py") {
+				files[h.Name] = string(b)
+			}
+		})
 		found := func(suffix, content string) {
 			for n, b := range files {
 				if strings.HasSuffix(n, suffix) && strings.Contains(b, content) {
@@ -409,6 +397,28 @@ func startEnv(t *testing.T, prefix string) *testenv.Env {
 		t.Fatal(err)
 	}
 	return env
+}
+
+// eachEntry calls fn for every entry of every layer of img, oldest layer
+// first, with the entry's content as r.
+func eachEntry(t *testing.T, img v1.Image, fn func(layer int, h *tar.Header, r io.Reader)) {
+	t.Helper()
+	layers, err := img.Layers()
+	must(t, err)
+	for i, l := range layers {
+		rc, err := l.Uncompressed()
+		must(t, err)
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			must(t, err)
+			fn(i, h, tr)
+		}
+		rc.Close()
+	}
 }
 
 func must(t *testing.T, err error) {

@@ -190,40 +190,27 @@ type layerFS struct {
 func readFS(t *testing.T, img v1.Image) *layerFS {
 	t.Helper()
 	fs := &layerFS{link: map[string]string{}, head: map[string][]byte{}, text: map[string]string{}}
-	layers, err := img.Layers()
-	must(t, err)
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		must(t, err)
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			must(t, err)
-			p := path.Clean("/" + h.Name)
-			delete(fs.link, p)
-			delete(fs.head, p)
-			delete(fs.text, p)
-			switch h.Typeflag {
-			case tar.TypeSymlink:
-				fs.link[p] = h.Linkname
-			case tar.TypeLink:
-				fs.link[p] = "/" + path.Clean(h.Linkname)
-			case tar.TypeReg:
-				b := make([]byte, 64)
-				n, _ := io.ReadFull(tr, b)
-				fs.head[p] = b[:n]
-				if strings.HasSuffix(p, ".dist-info/WHEEL") {
-					rest, err := io.ReadAll(tr)
-					must(t, err)
-					fs.text[p] = string(b[:n]) + string(rest)
-				}
+	eachEntry(t, img, func(_ int, h *tar.Header, r io.Reader) {
+		p := path.Clean("/" + h.Name)
+		delete(fs.link, p)
+		delete(fs.head, p)
+		delete(fs.text, p)
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			fs.link[p] = h.Linkname
+		case tar.TypeLink:
+			fs.link[p] = "/" + path.Clean(h.Linkname)
+		case tar.TypeReg:
+			b := make([]byte, 64)
+			n, _ := io.ReadFull(r, b)
+			fs.head[p] = b[:n]
+			if strings.HasSuffix(p, ".dist-info/WHEEL") {
+				rest, err := io.ReadAll(r)
+				must(t, err)
+				fs.text[p] = string(b[:n]) + string(rest)
 			}
 		}
-		rc.Close()
-	}
+	})
 	return fs
 }
 
