@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"gopkg.in/yaml.v3"
 
@@ -148,7 +147,8 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	rootfs, err := testenv.BaseRootfs(ctx)
 	must(t, err)
 	ref := reg.Host + "/gpuimg/probe:podman"
-	digest := pushLabeled(t, rootfs, ref, []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"}, map[string]string{"dev.gpuimg.stack": stackLabel})
+	digest, err := testenv.PushImage(ctx, rootfs, ref, []string{"PATH=/usr/bin:/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.2"}, map[string]string{"dev.gpuimg.stack": stackLabel})
+	must(t, err)
 	dir, err := os.MkdirTemp("/tmp", "gp-")
 	must(t, err)
 	pm, err := testenv.StartPodman(ctx, dir)
@@ -294,29 +294,6 @@ func TestProgressLines(t *testing.T) {
 // stackLabel is a dev.gpuimg.stack label as gpuimg build writes it, cut to
 // what the driver judgement reads.
 const stackLabel = `{"cuda":"12.2.2","min_driver":"535.104.05","min_driver_compat":"525.60.13"}`
-
-// pushLabeled pushes a single-layer image of rootfs with env and labels to
-// ref on a loopback registry and returns its digest.
-func pushLabeled(t *testing.T, rootfs, ref string, env []string, labels map[string]string) string {
-	t.Helper()
-	layer, err := tarball.LayerFromFile(rootfs)
-	must(t, err)
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	must(t, err)
-	cfg, err := img.ConfigFile()
-	must(t, err)
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Config.Env, cfg.Config.Labels = env, labels
-	img, err = mutate.ConfigFile(img, cfg)
-	must(t, err)
-	r, err := name.ParseReference(ref, name.Insecure)
-	must(t, err)
-	must(t, remote.Write(r, img))
-	d, err := img.Digest()
-	must(t, err)
-	return d.String()
-}
 
 // TestValidateRunJudgesStackDriver: with a GPU, the driver the probe saw
 // is judged against the floor in the image's stack label. There is no GPU

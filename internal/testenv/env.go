@@ -94,7 +94,7 @@ func (e *Env) Mirror() string { return "docker.io=" + e.Registry.Host }
 // to the registry standing in for Docker Hub, with NVIDIA's environment.
 func (e *Env) PushBase(ctx context.Context, tag string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
-	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version))
+	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), nil)
 }
 
 // TorchWheels writes wheels for torch, torchvision and torchaudio as the

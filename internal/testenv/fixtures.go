@@ -90,15 +90,15 @@ func tail(b []byte, n int) []byte {
 }
 
 // PushImage pushes a single-layer image made of rootfs tar to ref (on a
-// loopback registry, over plain HTTP), with env in its config, and returns
+// loopback registry, over plain HTTP), with env and labels in its config, and returns
 // its digest. The config's created time is fixed, so the same rootfs gives
 // the same digest.
-func PushImage(ctx context.Context, rootfsTar, ref string, env []string) (string, error) {
+func PushImage(ctx context.Context, rootfsTar, ref string, env []string, labels map[string]string) (string, error) {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return "", err
 	}
-	img, err := fixtureImage(rootfsTar, "amd64", env)
+	img, err := fixtureImage(rootfsTar, "amd64", env, labels)
 	if err != nil {
 		return "", err
 	}

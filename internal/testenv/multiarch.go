@@ -87,9 +87,9 @@ func ForeignRootfs(ctx context.Context, arch string, include ...string) (string,
 }
 
 // fixtureImage is a single-layer image of rootfsTar for linux/arch, with
-// NVIDIA's PATH and env in its config and a fixed creation time, so the same
-// rootfs gives the same digest.
-func fixtureImage(rootfsTar, arch string, env []string) (v1.Image, error) {
+// NVIDIA's PATH, env and labels in its config and a fixed creation time,
+// so the same rootfs gives the same digest.
+func fixtureImage(rootfsTar, arch string, env []string, labels map[string]string) (v1.Image, error) {
 	layer, err := tarball.LayerFromFile(rootfsTar)
 	if err != nil {
 		return nil, fmt.Errorf("layer from %s: %w", rootfsTar, err)
@@ -107,6 +107,7 @@ func fixtureImage(rootfsTar, arch string, env []string) (v1.Image, error) {
 	cfg.Created = v1.Time{Time: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg.Config.Env = append([]string{"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	cfg.Config.Cmd = []string{"bash"}
+	cfg.Config.Labels = labels
 	return mutate.ConfigFile(img, cfg)
 }
 
@@ -125,7 +126,7 @@ func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, 
 	sort.Strings(archs)
 	idx := mutate.IndexMediaType(empty.Index, types.DockerManifestList)
 	for _, a := range archs {
-		img, err := fixtureImage(rootfsByArch[a], a, env)
+		img, err := fixtureImage(rootfsByArch[a], a, env, nil)
 		if err != nil {
 			return "", err
 		}
