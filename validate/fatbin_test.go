@@ -64,25 +64,15 @@ func crossCheckCuobjdump(t *testing.T, cuobjdump, p string) int {
 	for _, c := range want["cubin"] {
 		n += c
 	}
-	wantELF := want["cubin"]
-	if len(wantELF) == 0 {
-		wantELF = nil
-	}
-	if len(k.ELFCount) == 0 {
-		k.ELFCount = nil
-	}
-	if !reflect.DeepEqual(k.ELFCount, wantELF) {
-		t.Errorf("cubins per arch = %v, cuobjdump says %v", k.ELFCount, wantELF)
-	}
-	wantPTX := want["ptx"]
-	if len(wantPTX) == 0 {
-		wantPTX = nil
-	}
-	if len(k.PTXCount) == 0 {
-		k.PTXCount = nil
-	}
-	if !reflect.DeepEqual(k.PTXCount, wantPTX) {
-		t.Errorf("PTX per arch = %v, cuobjdump says %v", k.PTXCount, wantPTX)
+	for _, c := range []struct {
+		what      string
+		got, want map[string]int
+	}{{"cubins", k.ELFCount, want["cubin"]}, {"PTX", k.PTXCount, want["ptx"]}} {
+		if len(c.got) != 0 || len(c.want) != 0 {
+			if !reflect.DeepEqual(c.got, c.want) {
+				t.Errorf("%s per arch = %v, cuobjdump says %v", c.what, c.got, c.want)
+			}
+		}
 	}
 	return n
 }
