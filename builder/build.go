@@ -2,7 +2,6 @@ package builder
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -26,9 +25,6 @@ import (
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
-
-// StackLabel is the image label holding the resolved stack as JSON.
-const StackLabel = "dev.gpuimg.stack"
 
 // Request is one build. It is a plain struct, like BuildKit's SolveOpt.
 type Request struct {
@@ -174,18 +170,16 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if epoch < 0 {
 		epoch = 0
 	}
-	var stackJSON strings.Builder
-	enc := json.NewEncoder(&stackJSON)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(req.Stack); err != nil {
-		return nil, fmt.Errorf("encode stack label: %w", err)
+	stackJSON, err := req.Stack.LabelValue()
+	if err != nil {
+		return nil, err
 	}
 	labels := map[string]string{
 		"org.opencontainers.image.created":     time.Unix(epoch, 0).UTC().Format(time.RFC3339),
-		"org.opencontainers.image.version":     versionLabel(req.Stack),
+		"org.opencontainers.image.version":     req.Stack.Tag(),
 		"org.opencontainers.image.base.name":   base.Name,
 		"org.opencontainers.image.base.digest": base.Digest,
-		StackLabel:                             strings.TrimSpace(stackJSON.String()),
+		matrix.StackLabel:                      stackJSON,
 	}
 	if req.Source != "" {
 		labels["org.opencontainers.image.source"] = req.Source
@@ -194,18 +188,6 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 		labels["org.opencontainers.image.revision"] = req.Revision
 	}
 	return &Plan{Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
-}
-
-// versionLabel summarises the stack: cuda12.2.2-torch2.3.1-py3.10.
-func versionLabel(s matrix.Stack) string {
-	parts := []string{"cuda" + s.CUDA}
-	for _, n := range frameworkOrder {
-		if fw, ok := s.Frameworks[n]; ok {
-			parts = append(parts, n+fw.Version)
-		}
-	}
-	parts = append(parts, "py"+s.Python)
-	return strings.Join(parts, "-")
 }
 
 // Build runs the plan on BuildKit: the generated Dockerfile through the

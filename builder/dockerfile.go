@@ -119,10 +119,6 @@ func installCmd(k osKind, pkgs []string) string {
 	return "dnf install -y --setopt=install_weak_deps=False " + strings.Join(pkgs, " ")
 }
 
-// frameworkOrder installs frameworks in a fixed order so the Dockerfile,
-// and so the cache, is deterministic.
-var frameworkOrder = []string{"torch", "tensorflow", "jax"}
-
 // Dockerfile renders the build as a Dockerfile for BuildKit's Dockerfile
 // frontend. Layers go from least to most often changing: base, Python,
 // frameworks, user OS packages, user pip packages, copied files, metadata.
@@ -161,11 +157,10 @@ func Dockerfile(d Definition) (string, error) {
 	w("ENV VIRTUAL_ENV=%s \\\n    PATH=%s/bin:$PATH\n", VenvDir, VenvDir)
 
 	pipMounts := " --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip" + secrets
-	for _, name := range frameworkOrder {
-		fw, ok := s.Frameworks[name]
-		if !ok {
-			continue
-		}
+	// One fixed order (matrix.FrameworkNames) keeps the Dockerfile, and so
+	// the cache, deterministic.
+	for _, fw := range s.FrameworkList() {
+		name := fw.Name
 		index := ""
 		from := "PyPI"
 		switch {

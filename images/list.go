@@ -2,7 +2,6 @@ package images
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -11,6 +10,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // TagInfo describes one tag of a repository.
@@ -20,7 +21,7 @@ type TagInfo struct {
 	MediaType string    `json:"media_type"`
 	Size      int64     `json:"size"` // compressed bytes of the (first platform's) image
 	Created   time.Time `json:"created,omitempty"`
-	// Stack summarises the dev.gpuimg.stack label ("cuda12.2.2 torch2.3.1 py3.10").
+	// Stack summarises the dev.gpuimg.stack label ("cuda12.2.2-torch2.3.1-py3.10 ubuntu22.04": matrix.Stack.Tag and the OS).
 	Stack string `json:"stack,omitempty"`
 }
 
@@ -79,22 +80,8 @@ func imageSummary(img v1.Image) (size int64, created time.Time, stack string) {
 		return size, created, ""
 	}
 	created = cfg.Created.UTC()
-	var s struct {
-		CUDA       string `json:"cuda"`
-		Python     string `json:"python"`
-		OS         string `json:"os"`
-		Frameworks map[string]struct {
-			Version string `json:"version"`
-		} `json:"frameworks"`
-	}
-	if raw := cfg.Config.Labels["dev.gpuimg.stack"]; raw != "" && json.Unmarshal([]byte(raw), &s) == nil {
-		stack = "cuda" + s.CUDA
-		for _, n := range []string{"torch", "tensorflow", "jax"} {
-			if fw, ok := s.Frameworks[n]; ok {
-				stack += " " + n + fw.Version
-			}
-		}
-		stack += " py" + s.Python + " " + s.OS
+	if st, ok, err := matrix.StackFromLabels(cfg.Config.Labels); ok && err == nil {
+		stack = st.Tag() + " " + st.OS
 	}
 	return size, created, stack
 }

@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -43,22 +42,16 @@ func (db *DB) CheckStack(s Stack, t Target) ([]Finding, error) {
 	}
 	usesCompat := false
 	if !t.Driver.IsZero() {
-		strict, err1 := ParseVersion(s.MinDriver)
-		compat, err2 := ParseVersion(s.MinDriverCompat)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("stack has no driver floor (min_driver %q, min_driver_compat %q)", s.MinDriver, s.MinDriverCompat)
+		floors, err := s.DriverFloors()
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case t.Driver.Compare(strict) >= 0:
-			add("driver", Pass, "driver %s meets the stack's floor %s (CUDA %s)", t.Driver, strict, cuda)
-		case t.Driver.Compare(compat) >= 0:
+		out = append(out, floors.Judge("driver", t.Driver))
+		if floors.Fit(t.Driver) == DriverCompatOnly {
 			usesCompat = true
-			add("driver", Warn, "driver %s is below the strict floor %s but meets the minor-version-compatibility floor %s: CUDA works, PTX JIT does not, and APIs newer than the driver fail", t.Driver, strict, compat)
-			if req := s.RequireCUDA; req != "" && !strings.HasSuffix(req, ".0") {
-				add("require_cuda", Fail, "the image's NVIDIA_REQUIRE_CUDA=%s makes the NVIDIA container runtime refuse driver %s; rebuild with --driver %s --compat, or set NVIDIA_DISABLE_REQUIRE=1", req, t.Driver, t.Driver)
+			if req, ok := ParseRequireCUDA(s.RequireCUDA); ok && req.Minor() != 0 {
+				add("require_cuda", Fail, "the image's NVIDIA_REQUIRE_CUDA=%s makes the NVIDIA container runtime refuse driver %s; rebuild with --driver %s --compat, or set NVIDIA_DISABLE_REQUIRE=1", s.RequireCUDA, t.Driver, t.Driver)
 			}
-		default:
-			add("driver", Fail, "driver %s is below the stack's floor %s (%s under minor-version compatibility); upgrade the driver or pick an older CUDA (gpuimg matrix resolve --driver %s)", t.Driver, strict, compat, t.Driver)
 		}
 	}
 	if t.GPU != "" {
@@ -70,36 +63,27 @@ func (db *DB) CheckStack(s Stack, t Target) ([]Finding, error) {
 		if !ok {
 			return nil, fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
 		}
-		switch a.TargetedBy(cuda) {
-		case ArchTooNew:
-			add("gpu/cuda", Fail, "CUDA %s predates %s (%s): support starts with CUDA %s", cuda, g.Arch, a.Name, a.AddedIn)
-		case ArchDropped:
-			add("gpu/cuda", Fail, "CUDA %s no longer supports %s (%s): support ended in CUDA %s", cuda, g.Arch, a.Name, a.RemovedIn)
-		default:
+		if err := db.CUDATargets(cuda, g); err != nil {
+			add("gpu/cuda", Fail, "%v", err)
+		} else {
 			add("gpu/cuda", Pass, "CUDA %s supports %s (%s, %s)", cuda, g.Name, g.Arch, a.Name)
 		}
-		names := make([]string, 0, len(s.Frameworks))
-		for n := range s.Frameworks {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fw := s.Frameworks[n]
-			check := "gpu/" + n
+		for _, fw := range s.FrameworkList() {
+			check := "gpu/" + fw.Name
 			if len(fw.Archs) == 0 {
-				add(check, Warn, "the matrix does not record which architectures %s %s was compiled for; gpuimg validate reads them from the image", n, fw.Version)
+				add(check, Warn, "the matrix does not record which architectures %s %s was compiled for; gpuimg validate reads them from the image", fw.Name, fw.Version)
 				continue
 			}
-			native, jit := archCovered(g.Arch, fw.Archs, fw.PTX)
+			cov := KernelCoverage(g.Arch, fw.Archs, fw.PTX)
 			switch {
-			case native:
-				add(check, Pass, "%s %s has native kernels for %s", n, fw.Version, g.Arch)
-			case jit && !usesCompat:
-				add(check, Warn, "%s %s has no native kernels for %s; PTX (%s) is JIT-compiled on first use", n, fw.Version, g.Arch, strings.Join(fw.PTX, ", "))
-			case jit:
-				add(check, Fail, "%s %s has only PTX for %s, and PTX cannot be JIT-compiled under minor-version compatibility; upgrade the driver to %s", n, fw.Version, g.Arch, s.MinDriver)
+			case cov == Native:
+				add(check, Pass, "%s %s has native kernels for %s", fw.Name, fw.Version, g.Arch)
+			case cov.Runs(usesCompat):
+				add(check, Warn, "%s %s has no native kernels for %s; PTX (%s) is JIT-compiled on first use", fw.Name, fw.Version, g.Arch, strings.Join(fw.PTX, ", "))
+			case cov == ViaPTX:
+				add(check, Fail, "%s %s has only PTX for %s, and PTX cannot be JIT-compiled under minor-version compatibility; upgrade the driver to %s", fw.Name, fw.Version, g.Arch, s.MinDriver)
 			default:
-				add(check, Fail, "%s %s has no kernels for %s (%s): it was compiled for %s", n, fw.Version, g.Name, g.Arch, strings.Join(fw.Archs, ", "))
+				add(check, Fail, "%s %s has no kernels for %s (%s): it was compiled for %s", fw.Name, fw.Version, g.Name, g.Arch, strings.Join(fw.Archs, ", "))
 			}
 		}
 	}

@@ -1,7 +1,13 @@
-// Package matrix owns gpuimg's compatibility facts and the resolver: the
-// embedded, sourced data (driver, CUDA, cuDNN, NCCL, PyTorch, TensorFlow,
-// JAX, Python, OS, base images, GPUs), version and constraint parsing, the
-// Stack type, Resolve (constraints to one pinned stack, or an explanation)
-// and CheckStack (does a stack run on a driver and GPU). It does no I/O
-// beyond reading matrix files.
+// Package matrix owns gpuimg's compatibility facts and the rules built on
+// them: the embedded, sourced data (driver, CUDA, cuDNN, NCCL, PyTorch,
+// TensorFlow, JAX, Python, OS, base images, GPUs), version and constraint
+// parsing, the Stack type and its label (StackLabel, LabelValue,
+// StackFromLabels, Tag, Summary), the one ordered list of frameworks
+// (FrameworkNames), the driver judgement (DriverFloors.Judge, strict and
+// under minor-version compatibility), the NVIDIA_REQUIRE_CUDA term
+// (RequireCUDA, ParseRequireCUDA), the arch-coverage judgement
+// (KernelCoverage, DB.CUDATargets), Resolve (constraints to one pinned
+// stack, or an explanation) and CheckStack (does a stack run on a driver
+// and GPU). validate, images and builder call these rules rather than
+// keeping their own. It does no I/O beyond reading matrix files.
 package matrix

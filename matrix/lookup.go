@@ -106,45 +106,8 @@ func BaseImageTag(cuda Version, flavor, os string) string {
 	return fmt.Sprintf("nvidia/cuda:%s-%s-%s", cuda, flavor, os)
 }
 
-// archCovered says whether code compiled for the SASS archs and PTX archs
-// runs on GPU architecture g: SASS runs on the same major and any later
-// minor (sm_80 code runs on sm_86), PTX is JIT-compiled for any later GPU.
-// Architecture-specific targets (sm_90a) run only on that exact GPU.
+// archCovered is KernelCoverage as two booleans, for the resolver.
 func archCovered(g string, sass, ptx []string) (native, viaPTX bool) {
-	gn := archNumber(g)
-	for _, s := range sass {
-		sn := archNumber(s)
-		if strings.HasSuffix(s, "a") { // sm_90a: that exact GPU only
-			if sn == gn {
-				native = true
-			}
-			continue
-		}
-		// sm_100f (family-specific) runs, like plain SASS, on the same
-		// major with this minor or newer.
-		if sn/10 == gn/10 && sn <= gn {
-			native = true
-		}
-	}
-	for _, p := range ptx {
-		pn := archNumber(p)
-		switch {
-		case strings.HasSuffix(p, "a"): // arch-specific PTX: that GPU only
-			viaPTX = viaPTX || pn == gn
-		case strings.HasSuffix(p, "f"): // family-specific: that major only
-			viaPTX = viaPTX || (pn/10 == gn/10 && pn <= gn)
-		case pn <= gn:
-			viaPTX = true
-		}
-	}
-	return native, viaPTX
-}
-
-// ArchCovered says whether device code with the given SASS and PTX
-// architectures runs on GPU architecture gpu: natively (SASS of the same
-// major, no newer minor, also for family-specific sm_100f; arch-specific
-// sm_90a code only on that exact GPU), or by
-// JIT-compiling PTX no newer than the GPU.
-func ArchCovered(gpu string, sass, ptx []string) (native, viaPTX bool) {
-	return archCovered(gpu, sass, ptx)
+	c := KernelCoverage(g, sass, ptx)
+	return c == Native, c == ViaPTX
 }

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,12 +16,9 @@ import (
 // Status is a check's outcome: pass, warn or fail.
 type Status = matrix.Status
 
-// Check is one validation result.
-type Check struct {
-	Name    string `json:"name"`
-	Status  Status `json:"status"`
-	Message string `json:"message"`
-}
+// Check is one validation result: the matrix's Finding, so a report and
+// `gpuimg matrix check` speak one format.
+type Check = matrix.Finding
 
 // SizeInfo describes the image's size and layers.
 type SizeInfo struct {
@@ -147,12 +143,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.add("size", matrix.Pass, "%s", msg)
 
-	r.Verdict = matrix.Pass
-	for _, ch := range r.Checks {
-		if ch.Status == matrix.Fail {
-			r.Verdict = matrix.Fail
-		}
-	}
+	r.Verdict = matrix.Verdict(r.Checks)
 	return r, nil
 }
 
@@ -188,13 +179,12 @@ func baseVersion(v string) string { return strings.SplitN(v, "+", 2)[0] }
 
 // stackLabel compares the dev.gpuimg.stack label with the files.
 func (c *checker) stackLabel() {
-	raw, ok := c.labels["dev.gpuimg.stack"]
+	s, ok, err := matrix.StackFromLabels(c.labels)
 	if !ok {
 		return
 	}
-	var s matrix.Stack
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		c.add("stack-label", matrix.Fail, "label dev.gpuimg.stack is not a stack: %v", err)
+	if err != nil {
+		c.add("stack-label", matrix.Fail, "%v", err)
 		return
 	}
 	f := c.r.Found
@@ -215,9 +205,9 @@ func (c *checker) stackLabel() {
 			bad = append(bad, fmt.Sprintf("torch built for CUDA %q, the label says %s", f.Torch.CUDA, fw.CUDA))
 		}
 	}
-	for _, name := range []string{"tensorflow", "jax"} {
-		if fw, ok := s.Frameworks[name]; ok && baseVersion(f.Packages[name]) != fw.Version {
-			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", name, f.Packages[name], fw.Version))
+	for _, fw := range s.FrameworkList() {
+		if fw.Name != matrix.FrameworkTorch && baseVersion(f.Packages[fw.Name]) != fw.Version {
+			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", fw.Name, f.Packages[fw.Name], fw.Version))
 		}
 	}
 	if f.OS != "" && s.OS != "" && f.OS != s.OS {
@@ -229,7 +219,7 @@ func (c *checker) stackLabel() {
 		c.add("stack-label", matrix.Fail, "the image is not what its label says: %s", strings.Join(bad, "; "))
 		return
 	}
-	c.add("stack-label", matrix.Pass, "files agree with the dev.gpuimg.stack label (CUDA %s, Python %s)", s.CUDA, s.Python)
+	c.add("stack-label", matrix.Pass, "files agree with the %s label (CUDA %s, Python %s)", matrix.StackLabel, s.CUDA, s.Python)
 }
 
 // neededCUDA is the newest CUDA anything inside needs the driver to support.
@@ -323,47 +313,31 @@ func (c *checker) requireCUDA() {
 		}
 		return
 	}
-	floor, _ := c.db.DriverFloor(matrix.MustVersion(need))
+	floor := c.db.DriverFloorsFor(matrix.MustVersion(need)).Strict
 	if !ok {
-		c.add("require-cuda", matrix.Warn, "NVIDIA_REQUIRE_CUDA is not set: the NVIDIA container runtime will start this image on drivers too old for CUDA %s (needs >= %s); set NVIDIA_REQUIRE_CUDA=cuda>=%s", need, floor, need)
+		c.add("require-cuda", matrix.Warn, "NVIDIA_REQUIRE_CUDA is not set: the NVIDIA container runtime will start this image on drivers too old for CUDA %s (needs >= %s); set NVIDIA_REQUIRE_CUDA=%s", need, floor, matrix.RequireCUDA(matrix.MustVersion(need)))
 		return
 	}
-	got := ""
-	for _, f := range strings.Fields(req) {
-		if v, ok := strings.CutPrefix(f, "cuda>="); ok {
-			got = v
-		}
-	}
-	if got == "" {
-		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%q has no cuda>= term; set it to cuda>=%s", req, need)
+	got, ok := matrix.ParseRequireCUDA(req)
+	if !ok {
+		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%q has no cuda>= term; set it to %s", req, matrix.RequireCUDA(matrix.MustVersion(need)))
 		return
 	}
-	if newer(need, mm(got)) {
-		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%s is weaker than what is inside: CUDA %s needs driver >= %s; set cuda>=%s", req, need, floor, need)
+	if newer(need, got.Trunc(2).String()) {
+		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%s is weaker than what is inside: CUDA %s needs driver >= %s; set %s", req, need, floor, matrix.RequireCUDA(matrix.MustVersion(need)))
 		return
 	}
 	c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s covers CUDA %s (driver >= %s)", req, need, floor)
 }
 
+// driver judges driver d against the floors of the newest CUDA inside.
 func (c *checker) driver(d matrix.Version) {
 	need := c.neededCUDA()
 	if need == "" {
 		c.add("driver", matrix.Pass, "no CUDA inside; any driver %s loads it", d)
 		return
 	}
-	n := matrix.MustVersion(need)
-	strict, ok := c.db.DriverFloor(n)
-	compat, _ := c.db.CompatFloor(n.Major())
-	switch {
-	case !ok:
-		c.add("driver", matrix.Warn, "the matrix has no driver floor for CUDA %s", need)
-	case d.Compare(strict) >= 0:
-		c.add("driver", matrix.Pass, "driver %s meets CUDA %s's floor %s", d, need, strict)
-	case !compat.IsZero() && d.Compare(compat) >= 0:
-		c.add("driver", matrix.Warn, "driver %s is below CUDA %s's floor %s; it runs only under minor-version compatibility (>= %s): no PTX JIT", d, need, strict, compat)
-	default:
-		c.add("driver", matrix.Fail, "driver %s is below CUDA %s's floor %s (%s under minor-version compatibility)", d, need, strict, compat)
-	}
+	c.r.Checks = append(c.r.Checks, c.db.DriverFloorsFor(matrix.MustVersion(need)).Judge("driver", d))
 }
 
 func (c *checker) gpu(name string) error {
@@ -371,16 +345,12 @@ func (c *checker) gpu(name string) error {
 	if err != nil {
 		return err
 	}
-	a, ok := c.db.Arch(g.Arch)
-	if !ok {
+	if _, ok := c.db.Arch(g.Arch); !ok {
 		return fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
 	}
 	if c.r.Found.CUDA != "" {
-		switch a.TargetedBy(matrix.MustVersion(mm(c.r.Found.CUDA))) {
-		case matrix.ArchTooNew:
-			c.add("gpu/cuda", matrix.Fail, "CUDA %s predates %s (%s, %s): support starts with CUDA %s", c.r.Found.CUDA, g.Name, g.Arch, a.Name, a.AddedIn)
-		case matrix.ArchDropped:
-			c.add("gpu/cuda", matrix.Fail, "CUDA %s no longer supports %s (%s): support ended in CUDA %s", c.r.Found.CUDA, g.Name, g.Arch, a.RemovedIn)
+		if err := c.db.CUDATargets(matrix.MustVersion(mm(c.r.Found.CUDA)), g); err != nil {
+			c.add("gpu/cuda", matrix.Fail, "%v", err)
 		}
 	}
 	var missing, jit, native []string
@@ -391,11 +361,10 @@ func (c *checker) gpu(name string) error {
 	sort.Strings(libs)
 	for _, p := range libs {
 		k := c.r.Found.Kernels[p]
-		n, j := matrix.ArchCovered(g.Arch, k.SASS, k.PTX)
-		switch {
-		case n:
+		switch matrix.KernelCoverage(g.Arch, k.SASS, k.PTX) {
+		case matrix.Native:
 			native = append(native, path2(p))
-		case j:
+		case matrix.ViaPTX:
 			jit = append(jit, path2(p))
 		default:
 			missing = append(missing, fmt.Sprintf("%s (has %s)", path2(p), strings.Join(k.SASS, " ")))

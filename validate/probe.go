@@ -114,12 +114,7 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 			judgeBench(opt, gpus[0], res.Python.Bench, add)
 		}
 	}
-	res.Verdict = matrix.Pass
-	for _, c := range res.Checks {
-		if c.Status == matrix.Fail {
-			res.Verdict = matrix.Fail
-		}
-	}
+	res.Verdict = matrix.Verdict(res.Checks)
 	if res.NoGPU != "" {
 		res.Verdict = NoGPU
 	}
@@ -156,15 +151,11 @@ func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, 
 	if req == "" || drv.CUDAVersion == "" {
 		return
 	}
-	need := ""
-	for _, f := range strings.Fields(req) {
-		if v, ok := strings.CutPrefix(f, "cuda>="); ok {
-			need = v
-		}
-	}
-	if need == "" {
+	v, ok := matrix.ParseRequireCUDA(req)
+	if !ok {
 		return
 	}
+	need := v.String()
 	if newer(need, drv.CUDAVersion) {
 		add("driver-floor", matrix.Fail, "the image needs CUDA %s (NVIDIA_REQUIRE_CUDA=%s); driver %s supports CUDA %s", need, req, drv.Version, drv.CUDAVersion)
 		return
@@ -411,29 +402,23 @@ func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
 // 12.2. It adds a driver-floor/stack check and updates the verdict; it
 // does nothing without a driver or a label.
 func CheckStackDriver(p *ProbeResult, labels map[string]string) {
-	raw := labels["dev.gpuimg.stack"]
-	if p.Driver == nil || p.Driver.Version == "" || raw == "" {
+	if p.Driver == nil || p.Driver.Version == "" {
 		return
 	}
-	var s matrix.Stack
+	s, ok, err := matrix.StackFromLabels(labels)
+	if !ok || err != nil || s.MinDriver == "" {
+		return
+	}
 	d, err := matrix.ParseVersion(p.Driver.Version)
-	if err != nil || json.Unmarshal([]byte(raw), &s) != nil || s.MinDriver == "" {
-		return
-	}
-	strict, err := matrix.ParseVersion(s.MinDriver)
 	if err != nil {
 		return
 	}
-	compat, _ := matrix.ParseVersion(s.MinDriverCompat)
-	c := Check{Name: "driver-floor/stack"}
-	switch {
-	case d.Compare(strict) >= 0:
-		c.Status, c.Message = matrix.Pass, fmt.Sprintf("driver %s meets the stack's floor %s (CUDA %s, from the dev.gpuimg.stack label)", d, strict, s.CUDA)
-	case !compat.IsZero() && d.Compare(compat) >= 0:
-		c.Status, c.Message = matrix.Warn, fmt.Sprintf("driver %s is below the stack's floor %s (CUDA %s); it runs only under minor-version compatibility (>= %s): no PTX JIT", d, strict, s.CUDA, compat)
-	default:
-		c.Status, c.Message = matrix.Fail, fmt.Sprintf("driver %s is below the stack's floor %s (CUDA %s; %s under minor-version compatibility): update the driver", d, strict, s.CUDA, s.MinDriverCompat)
+	floors, err := s.DriverFloors()
+	if err != nil {
+		return
 	}
+	floors.Detail += ", from the " + matrix.StackLabel + " label"
+	c := floors.Judge("driver-floor/stack", d)
 	p.Checks = append(p.Checks, c)
 	if c.Status == matrix.Fail && p.Verdict == matrix.Pass {
 		p.Verdict = matrix.Fail

@@ -310,7 +310,7 @@ func stateDir(flag string) string {
 }
 
 func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, req builder.Request) error {
-	fmt.Fprintf(stderr, "gpuimg: stack %s\n", summary(req.Stack))
+	fmt.Fprintf(stderr, "gpuimg: stack %s\n", req.Stack.Summary())
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
@@ -347,7 +347,7 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, re
 		fmt.Fprintf(stdout, "%s: %s\n", verb, t)
 	}
 	fmt.Fprintf(stdout, "base: %s@%s\n", res.Base.Name, res.Base.Digest)
-	fmt.Fprintf(stdout, "stack: %s\n", summary(res.Stack))
+	fmt.Fprintf(stdout, "stack: %s\n", res.Stack.Summary())
 	return nil
 }
 

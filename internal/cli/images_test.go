@@ -206,7 +206,7 @@ func TestImagesCommands(t *testing.T) {
 
 	t.Run("ls and rm", func(t *testing.T) {
 		out, errOut, code := run(t, "images", "ls", a.Host+"/ml/torch")
-		if code != 0 || !strings.Contains(out, "nightly") || !strings.Contains(out, "cuda12.2.2 torch2.3.1 py3.10 ubuntu22.04") {
+		if code != 0 || !strings.Contains(out, "nightly") || !strings.Contains(out, "cuda12.2.2-torch2.3.1-py3.10 ubuntu22.04") {
 			t.Fatalf("ls: exit %d\n%s\n%s", code, out, errOut)
 		}
 		out, errOut, code = run(t, "images", "rm", b.Host+"/mirror/torch:stable")

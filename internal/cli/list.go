@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,12 +12,16 @@ import (
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
-var listKinds = []string{"cuda", "archs", "cudnn", "nccl", "torch", "tensorflow", "jax", "gpus", "os", "images", "sources"}
+// listKinds are the tables `matrix list` shows, frameworks in matrix order.
+func listKinds() []string {
+	kinds := append([]string{"cuda", "archs", "cudnn", "nccl"}, matrix.FrameworkNames()...)
+	return append(kinds, "gpus", "os", "images", "sources")
+}
 
 func newListCmd(mo *MatrixOptions) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "list " + strings.Join(listKinds, "|"),
+		Use:   "list " + strings.Join(listKinds(), "|"),
 		Short: "List what the matrix knows, with the source of every row",
 		Long: `list prints one kind of matrix row: CUDA releases with their driver floors,
 GPU architectures, cuDNN and NCCL releases, PyTorch/TensorFlow/JAX releases
@@ -27,17 +32,15 @@ NVIDIA base image tags, and the public sources all of it was read from.`,
   gpuimg matrix list gpus
   gpuimg matrix list sources`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: listKinds,
+		ValidArgs: listKinds(),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "table", "json"); err != nil {
 				return err
 			}
-			for _, k := range listKinds {
-				if args[0] == k {
-					return nil
-				}
+			if slices.Contains(listKinds(), args[0]) {
+				return nil
 			}
-			return invalid(fmt.Errorf("unknown list %q", args[0]), "use one of "+strings.Join(listKinds, ", "))
+			return invalid(fmt.Errorf("unknown list %q", args[0]), "use one of "+strings.Join(listKinds(), ", "))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := mo.Load()

@@ -105,7 +105,7 @@ func (e conflictError) Error() string {
 		b.WriteString("\nthese work:")
 	}
 	for _, a := range e.ce.Alternatives {
-		fmt.Fprintf(&b, "\nwithout %s: %s", a.Dropped, summary(a.Stack))
+		fmt.Fprintf(&b, "\nwithout %s: %s", a.Dropped, a.Stack.Summary())
 	}
 	return b.String()
 }
@@ -144,18 +144,6 @@ func encode(w io.Writer, output string, v any) error {
 	return writeJSON(w, v)
 }
 
-// summary is a one-line description of a stack.
-func summary(s matrix.Stack) string {
-	parts := []string{"CUDA " + s.CUDA}
-	for _, name := range []string{"torch", "tensorflow", "jax"} {
-		if fw, ok := s.Frameworks[name]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s (CUDA %s)", name, fw.Version, fw.CUDA))
-		}
-	}
-	parts = append(parts, "Python "+s.Python, s.OS, "driver >= "+s.MinDriver)
-	return strings.Join(parts, ", ")
-}
-
 func renderStack(w io.Writer, output string, s matrix.Stack) error {
 	if output != "table" {
 		return encode(w, output, s)
@@ -185,16 +173,12 @@ func renderStack(w io.Writer, output string, s matrix.Stack) error {
 	if s.GPU != "" {
 		t.row("target GPU", s.GPU)
 	}
-	for _, name := range []string{"torch", "tensorflow", "jax"} {
-		fw, ok := s.Frameworks[name]
-		if !ok {
-			continue
-		}
+	for _, fw := range s.FrameworkList() {
 		desc := fmt.Sprintf("%s, wheels for CUDA %s", fw.Version, fw.CUDA)
 		if fw.Status != "" {
 			desc += " (" + fw.Status + ")"
 		}
-		t.row(name, desc)
+		t.row(fw.Name, desc)
 		install := "pip install " + strings.Join(fw.Packages, " ")
 		if fw.IndexURL != "" {
 			install += " --index-url " + fw.IndexURL
@@ -306,7 +290,7 @@ func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Find
 			return err
 		}
 	} else {
-		fmt.Fprintf(w, "stack: %s\n", summary(s))
+		fmt.Fprintf(w, "stack: %s\n", s.Summary())
 		t := newTable(w)
 		for _, f := range fs {
 			t.row(strings.ToUpper(string(f.Status)), f.Name, f.Message)

@@ -1,0 +1,87 @@
+package matrix
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKernelCoverage(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		gpu       string
+		sass, ptx []string
+		want      Coverage
+	}{
+		{"same arch SASS", "sm_90", []string{"sm_90"}, nil, Native},
+		{"SASS runs on a later minor", "sm_86", []string{"sm_80"}, nil, Native},
+		{"SASS does not run on an earlier minor", "sm_80", []string{"sm_86"}, nil, NoKernels},
+		{"SASS does not cross majors", "sm_100", []string{"sm_80", "sm_90"}, nil, NoKernels},
+		{"PTX JITs forward across majors", "sm_100", []string{"sm_80", "sm_90"}, []string{"sm_90"}, ViaPTX},
+		{"PTX newer than the GPU does not JIT", "sm_80", nil, []string{"sm_90"}, NoKernels},
+		{"native wins over PTX", "sm_90", []string{"sm_90"}, []string{"sm_90"}, Native},
+		{"arch-specific SASS on its GPU", "sm_90", []string{"sm_90a"}, nil, Native},
+		{"arch-specific SASS not on a later major", "sm_100", []string{"sm_90a"}, nil, NoKernels},
+		{"arch-specific SASS not on a later minor", "sm_103", []string{"sm_100a"}, nil, NoKernels},
+		{"plain SASS of the same major runs on the later minor", "sm_103", []string{"sm_100a", "sm_100"}, nil, Native},
+		{"family-specific SASS on its family", "sm_103", []string{"sm_100f"}, nil, Native},
+		{"family-specific SASS not on another major", "sm_120", []string{"sm_100f"}, nil, NoKernels},
+		{"family-specific SASS not on an earlier minor", "sm_100", []string{"sm_103f"}, nil, NoKernels},
+		{"family-specific PTX within its family", "sm_103", nil, []string{"sm_100f"}, ViaPTX},
+		{"family-specific PTX not across majors", "sm_120", nil, []string{"sm_100f"}, NoKernels},
+		{"arch-specific PTX not elsewhere", "sm_100", nil, []string{"sm_90a"}, NoKernels},
+		{"arch-specific PTX on its GPU", "sm_90", nil, []string{"sm_90a"}, ViaPTX},
+		{"nothing", "sm_90", nil, nil, NoKernels},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := KernelCoverage(tt.gpu, tt.sass, tt.ptx); got != tt.want {
+				t.Errorf("KernelCoverage(%s, %v, %v) = %v, want %v", tt.gpu, tt.sass, tt.ptx, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCoverageRuns(t *testing.T) {
+	for _, tt := range []struct {
+		c      Coverage
+		compat bool
+		want   bool
+	}{
+		{Native, false, true}, {Native, true, true},
+		{ViaPTX, false, true}, {ViaPTX, true, false},
+		{NoKernels, false, false}, {NoKernels, true, false},
+	} {
+		if got := tt.c.Runs(tt.compat); got != tt.want {
+			t.Errorf("%v.Runs(%v) = %v, want %v", tt.c, tt.compat, got, tt.want)
+		}
+	}
+}
+
+func TestCUDATargets(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cuda, gpu string
+		errHas    string
+	}{
+		{"12.8.0", "B200", ""},
+		{"12.4.1", "B200", "needs CUDA 12.8 or newer; CUDA 12.4.1 cannot target it"},
+		{"13.0.0", "V100-SXM2-16GB", "is not supported by CUDA 13.0.0: support ended in CUDA 13.0"},
+		{"11.8.0", "A100-SXM4-80GB", ""},
+	} {
+		t.Run(tt.cuda+"/"+tt.gpu, func(t *testing.T) {
+			g, err := db.FindGPU(tt.gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.CUDATargets(MustVersion(tt.cuda), g)
+			switch {
+			case tt.errHas == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.errHas != "" && (err == nil || !strings.Contains(err.Error(), tt.errHas)):
+				t.Errorf("error %v, want one containing %q", err, tt.errHas)
+			}
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package matrix
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DriverFloors are the two lowest Linux drivers that run some CUDA code:
+// Strict runs everything; Compat runs it only under CUDA minor-version
+// compatibility (no PTX JIT, APIs newer than the driver fail).
+type DriverFloors struct {
+	Strict Version
+	// Compat is zero when not known; it is never above Strict.
+	Compat Version
+	// Of names whose floors they are in messages: "the stack", "CUDA 12.2".
+	Of string
+	// Detail, when set, follows the strict floor in messages in
+	// parentheses: "CUDA 12.2.2, from the dev.gpuimg.stack label".
+	Detail string
+}
+
+// DriverFit is how a driver stands against DriverFloors.
+type DriverFit int
+
+// Driver fits, worst last.
+const (
+	// DriverFloorUnknown: there is no strict floor to judge against.
+	DriverFloorUnknown DriverFit = iota
+	// DriverMeetsFloor: at or above the strict floor.
+	DriverMeetsFloor
+	// DriverCompatOnly: below the strict floor, at or above the compat one.
+	DriverCompatOnly
+	// DriverTooOld: below both floors.
+	DriverTooOld
+)
+
+// Fit judges driver d against the floors.
+func (f DriverFloors) Fit(d Version) DriverFit {
+	switch {
+	case f.Strict.IsZero():
+		return DriverFloorUnknown
+	case d.Compare(f.Strict) >= 0:
+		return DriverMeetsFloor
+	case !f.Compat.IsZero() && d.Compare(f.Compat) >= 0:
+		return DriverCompatOnly
+	}
+	return DriverTooOld
+}
+
+// Judge is the finding called name for driver d: pass at or above the
+// strict floor, warn under minor-version compatibility, fail below both,
+// and warn when there is no floor to judge against.
+func (f DriverFloors) Judge(name string, d Version) Finding {
+	detail := ""
+	if f.Detail != "" {
+		detail = " (" + f.Detail + ")"
+	}
+	switch f.Fit(d) {
+	case DriverFloorUnknown:
+		return Finding{Name: name, Status: Warn, Message: fmt.Sprintf("the matrix has no driver floor for %s", f.Of)}
+	case DriverMeetsFloor:
+		return Finding{Name: name, Status: Pass, Message: fmt.Sprintf("driver %s meets %s's floor %s%s", d, f.Of, f.Strict, detail)}
+	case DriverCompatOnly:
+		return Finding{Name: name, Status: Warn, Message: fmt.Sprintf("driver %s is below %s's floor %s%s; it runs only under minor-version compatibility (>= %s): no PTX JIT, and APIs newer than the driver fail", d, f.Of, f.Strict, detail, f.Compat)}
+	}
+	compat := ""
+	if !f.Compat.IsZero() {
+		compat = fmt.Sprintf(", %s under minor-version compatibility", f.Compat)
+	}
+	return Finding{Name: name, Status: Fail, Message: fmt.Sprintf("driver %s is below %s's floor %s%s%s; update the driver, or pick an older CUDA (gpuimg matrix resolve --driver %s)", d, f.Of, f.Strict, detail, compat, d)}
+}
+
+// DriverFloors are the floors the stack records (MinDriver and
+// MinDriverCompat), named "the stack".
+func (s Stack) DriverFloors() (DriverFloors, error) {
+	strict, err := ParseVersion(s.MinDriver)
+	if err != nil {
+		return DriverFloors{}, fmt.Errorf("stack has no driver floor (min_driver %q): %w", s.MinDriver, err)
+	}
+	f := DriverFloors{Strict: strict, Of: "the stack", Detail: "CUDA " + s.CUDA}
+	if s.MinDriverCompat != "" {
+		if f.Compat, err = ParseVersion(s.MinDriverCompat); err != nil {
+			return DriverFloors{}, fmt.Errorf("stack has a bad min_driver_compat %q: %w", s.MinDriverCompat, err)
+		}
+	}
+	return f, nil
+}
+
+// DriverFloorsFor are the floors of CUDA release cuda (x.y or x.y.z): the
+// release's own (DriverFloor) and its family's minor-version
+// compatibility floor (CompatFloor), named "CUDA x.y".
+func (db *DB) DriverFloorsFor(cuda Version) DriverFloors {
+	f := DriverFloors{Of: "CUDA " + cuda.String()}
+	f.Strict, _ = db.DriverFloor(cuda)
+	f.Compat, _ = db.CompatFloor(cuda.Major())
+	return f
+}
+
+// RequireCUDA is the NVIDIA_REQUIRE_CUDA value that makes the NVIDIA
+// container runtime refuse drivers whose CUDA is older than v: cuda>=12.2.
+func RequireCUDA(v Version) string { return "cuda>=" + v.String() }
+
+// ParseRequireCUDA reads the CUDA version of the cuda>= term of an
+// NVIDIA_REQUIRE_CUDA value ("cuda>=12.2 brand=tesla,driver>=470,…");
+// ok is false when there is no such term or its version does not parse.
+// With several cuda>= terms the last one is read.
+func ParseRequireCUDA(req string) (v Version, ok bool) {
+	for _, f := range strings.Fields(req) {
+		s, found := strings.CutPrefix(f, "cuda>=")
+		if !found {
+			continue
+		}
+		p, err := ParseVersion(s)
+		if err != nil {
+			ok = false
+			continue
+		}
+		v, ok = p, true
+	}
+	return v, ok
+}

@@ -1,0 +1,61 @@
+package matrix
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The frameworks gpuimg resolves, by the names Stack.Frameworks uses.
+const (
+	FrameworkTorch      = "torch"
+	FrameworkTensorFlow = "tensorflow"
+	FrameworkJAX        = "jax"
+)
+
+// FrameworkNames lists the frameworks in the one order every listing,
+// summary and Dockerfile uses: torch, tensorflow, jax.
+func FrameworkNames() []string {
+	return []string{FrameworkTorch, FrameworkTensorFlow, FrameworkJAX}
+}
+
+// NamedFramework is one framework of a Stack with its name.
+type NamedFramework struct {
+	Name string
+	Framework
+}
+
+// FrameworkList returns the stack's frameworks in FrameworkNames order.
+func (s Stack) FrameworkList() []NamedFramework {
+	var out []NamedFramework
+	for _, n := range FrameworkNames() {
+		if fw, ok := s.Frameworks[n]; ok {
+			out = append(out, NamedFramework{Name: n, Framework: fw})
+		}
+	}
+	return out
+}
+
+// Tag names the stack in one token, for image version labels and tags:
+// cuda12.2.2-torch2.3.1-py3.10.
+func (s Stack) Tag() string {
+	parts := []string{"cuda" + s.CUDA}
+	for _, fw := range s.FrameworkList() {
+		parts = append(parts, fw.Name+fw.Version)
+	}
+	parts = append(parts, "py"+s.Python)
+	return strings.Join(parts, "-")
+}
+
+// Summary describes the stack in one line for people: CUDA 12.2.2, torch
+// 2.3.1 (CUDA 12.1), Python 3.10, ubuntu22.04, driver >= 535.104.05.
+func (s Stack) Summary() string {
+	parts := []string{"CUDA " + s.CUDA}
+	for _, fw := range s.FrameworkList() {
+		parts = append(parts, fmt.Sprintf("%s %s (CUDA %s)", fw.Name, fw.Version, fw.CUDA))
+	}
+	parts = append(parts, "Python "+s.Python, s.OS)
+	if s.MinDriver != "" {
+		parts = append(parts, "driver >= "+s.MinDriver)
+	}
+	return strings.Join(parts, ", ")
+}
