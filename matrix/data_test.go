@@ -69,15 +69,94 @@ func TestBuiltinLoads(t *testing.T) {
 	has("JAX rows", len(db.JAX) > 0)
 	has("cuDNN rows", len(db.CuDNN) > 0)
 	has("NCCL rows", len(db.NCCL) > 0)
-	// Every source has a URL; every GPU has its peaks (validation compares to them).
+	// Every source has a URL; every GPU has its peaks (validation compares
+	// to them), unless a note says no datasheet gave them: then it records
+	// none, so the note cannot go stale.
 	for id, s := range db.Sources {
 		if !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://") {
 			t.Errorf("source %s has no URL", id)
 		}
 	}
 	for _, g := range db.GPUs {
-		if g.MemoryGB == 0 || g.MemoryBandwidthGBs == 0 || g.FP32TFLOPS == 0 {
-			t.Errorf("GPU %s (%s) lacks memory, bandwidth or FP32 peak", g.Name, g.At)
+		anyPeak := g.MemoryBandwidthGBs != 0 || g.FP32TFLOPS != 0 || g.TF32TFLOPS != 0 || g.FP16TFLOPS != 0 || g.BF16TFLOPS != 0
+		switch unknown := peaksUnknown(g); {
+		case unknown && anyPeak:
+			t.Errorf("GPU %s (%s) says its peaks are unknown but records some", g.Name, g.At)
+		case !unknown && (g.MemoryGB == 0 || g.MemoryBandwidthGBs == 0 || g.FP32TFLOPS == 0):
+			t.Errorf("GPU %s (%s) lacks memory, bandwidth or FP32 peak and has no 'peaks unknown' note", g.Name, g.At)
+		}
+	}
+}
+
+// peaksUnknown says whether a GPU row declares that no datasheet gave its
+// peaks (a note starting "peaks unknown").
+func peaksUnknown(g GPU) bool {
+	for _, n := range g.Notes {
+		if strings.HasPrefix(n, "peaks unknown") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGPURows checks the GPU table as a whole: every arch has a row in
+// archs (so CUDA support can be judged), aliases are lowercase single
+// words that name one row only, and the cards people rent resolve by the
+// names they type and the names NVML prints (lowercased, "NVIDIA " cut,
+// spaces as hyphens, as validate matches them).
+func TestGPURows(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{}
+	for _, g := range db.GPUs {
+		owner[strings.ToLower(g.Name)] = g.Name
+	}
+	for _, g := range db.GPUs {
+		if _, ok := db.Arch(g.Arch); !ok {
+			t.Errorf("GPU %s (%s): arch %s has no row under archs", g.Name, g.At, g.Arch)
+		}
+		for _, a := range g.Aliases {
+			if a != strings.ToLower(a) || strings.ContainsAny(a, " _") {
+				t.Errorf("GPU %s (%s): alias %q must be lowercase with hyphens", g.Name, g.At, a)
+			}
+			if o, ok := owner[a]; ok && o != g.Name {
+				t.Errorf("GPU %s (%s): alias %q already names %s", g.Name, g.At, a, o)
+			}
+			owner[a] = g.Name
+		}
+	}
+	for _, tt := range []struct{ name, row, arch string }{
+		{"rtx3090", "RTX-3090", "sm_86"},
+		{"geforce-rtx-3090", "RTX-3090", "sm_86"},
+		{"5090", "RTX-5090", "sm_120"},
+		{"geforce-rtx-5090", "RTX-5090", "sm_120"},
+		{"geforce-rtx-4090-d", "RTX-4090D", "sm_89"},
+		{"4090", "RTX-4090", "sm_89"},
+		{"rtx-6000-ada-generation", "RTX-6000-Ada", "sm_89"},
+		{"rtx-pro-6000", "RTX-PRO-6000-Workstation", "sm_120"},
+		{"rtx-pro-6000-blackwell-server-edition", "RTX-PRO-6000-Server", "sm_120"},
+		{"rtx-pro-6000-blackwell-workstation-edition", "RTX-PRO-6000-Workstation", "sm_120"},
+		{"rtx-pro-6000-blackwell-max-q-workstation-edition", "RTX-PRO-6000-Max-Q", "sm_120"},
+		{"a800", "A800-SXM4-80GB", "sm_80"},
+		{"a800-sxm4-40gb", "A800-SXM4-40GB", "sm_80"},
+		{"a800-80gb-pcie", "A800-PCIE-80GB", "sm_80"},
+		{"h800", "H800-SXM", "sm_90"},
+		{"h20", "H20", "sm_90"},
+		{"h200", "H200-SXM", "sm_90"},
+		{"l20", "L20", "sm_89"},
+		{"l40", "L40", "sm_89"},
+		{"p100", "P100-PCIE-16GB", "sm_60"},
+		{"tesla-p100-pcie-16gb", "P100-PCIE-16GB", "sm_60"},
+		{"p100-sxm2", "P100-SXM2-16GB", "sm_60"},
+		{"b300-sxm6-ac", "B300", "sm_103"},
+		{"gb300", "GB300", "sm_103"},
+		{"gb200", "GB200", "sm_100"},
+	} {
+		g, err := db.FindGPU(tt.name)
+		if err != nil || g.Name != tt.row || g.Arch != tt.arch {
+			t.Errorf("FindGPU(%q) = %s %s, %v; want %s %s", tt.name, g.Name, g.Arch, err, tt.row, tt.arch)
 		}
 	}
 }
