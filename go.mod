@@ -3,8 +3,10 @@ module github.com/gpuimg/gpuimg
 go 1.26.8
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/containerd/stargz-snapshotter/estargz v0.18.2
 	github.com/docker/cli v29.8.2+incompatible
+	github.com/ebitengine/purego v0.11.3
 	github.com/google/go-containerregistry v0.22.1
 	github.com/klauspost/compress v1.19.2
 	github.com/moby/buildkit v0.33.1
@@ -33,7 +35,6 @@ require (
 	github.com/docker/docker-credential-helpers v0.9.9 // indirect
 	github.com/docker/go-connections v0.7.0 // indirect
 	github.com/docker/go-units v0.5.0 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
