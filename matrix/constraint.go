@@ -226,13 +226,13 @@ func parseTerm(tok string) (lib []string, fourth []fourthTerm, err error) {
 			_, err := ParseVersion(rest) // too many parts
 			return nil, nil, err
 		}
-		if v.String() != prefix || v.semver().Prerelease() != "" {
+		if v.String() != strings.TrimPrefix(prefix, "v") || v.semver().Prerelease() != "" {
 			return nil, nil, fmt.Errorf("%q: a wildcard follows plain numbers only (2.3.x)", tok)
 		}
 		if v.Len() == 3 {
-			return []string{libOp + prefix}, nil, nil // 8.9.2.x: the library's =8.9.2 covers every build
+			return []string{libOp + v.String()}, nil, nil // 8.9.2.x: the library's =8.9.2 covers every build
 		}
-		return []string{libOp + prefix + ".x"}, nil, nil
+		return []string{libOp + v.String() + ".x"}, nil, nil
 	}
 
 	v, err := ParseVersion(rest)

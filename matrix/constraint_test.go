@@ -44,6 +44,7 @@ func TestConstraintCheck(t *testing.T) {
 		{"~> 2.3", []string{"2.3.5"}, []string{"2.4.0"}},
 		{"2.3 - 2.5", []string{"2.3.0", "2.5.9"}, []string{"2.2.9", "2.6.0"}},
 		{"11.8 - 12.4 || 13", []string{"11.8.0", "12.4.1", "13.0"}, []string{"11.7.1", "12.5.0"}},
+		{"v12.x", []string{"12.4"}, []string{"13.0"}},
 		{"2.x || 12", []string{"2.9", "12.1"}, []string{"3.0", "11.8"}},
 		// Four-part builds: the library checks three parts, the adapter the fourth.
 		{">=8.9.2.26", []string{"8.9.2.26", "8.9.2.30", "8.9.3", "9.0"}, []string{"8.9.2.25", "8.9.2", "8.9.1.99"}},
