@@ -37,6 +37,41 @@ func TestConstraintCheck(t *testing.T) {
 		{">=11.0,<11.9 || >=12.0,<12.3", []string{"11.8.0", "12.2.2"}, []string{"11.9", "12.3.0", "10.2"}},
 		{"11.8 || 12", []string{"11.8.0", "12.6.3"}, []string{"11.7.1", "13.0.0"}},
 		{">=3.8,<3.13", []string{"3.8", "3.12"}, []string{"3.13", "3.7"}},
+		// The library's syntax beyond what gpuimg read before.
+		{">=12.x", []string{"12.0", "13.1"}, []string{"11.8"}}, // documented: >= 1.2.x is >= 1.2.0
+		{"=> 2.3", []string{"2.3.0", "3.0"}, []string{"2.2.9"}},
+		{"^2", []string{"2.0", "2.99.1"}, []string{"1.9", "3.0"}},
+		{"~> 2.3", []string{"2.3.5"}, []string{"2.4.0"}},
+		{"2.3 - 2.5", []string{"2.3.0", "2.5.9"}, []string{"2.2.9", "2.6.0"}},
+		{"11.8 - 12.4 || 13", []string{"11.8.0", "12.4.1", "13.0"}, []string{"11.7.1", "12.5.0"}},
+		{"v12.x", []string{"12.4"}, []string{"13.0"}},
+		{"2.x || 12", []string{"2.9", "12.1"}, []string{"3.0", "11.8"}},
+		// Four-part builds: the library checks three parts, the adapter the fourth.
+		{">=8.9.2.26", []string{"8.9.2.26", "8.9.2.30", "8.9.3", "9.0"}, []string{"8.9.2.25", "8.9.2", "8.9.1.99"}},
+		{">8.9.2.26", []string{"8.9.2.27", "8.9.3"}, []string{"8.9.2.26", "8.9.2"}},
+		{"<8.9.2.26", []string{"8.9.2.25", "8.9.2", "8.8"}, []string{"8.9.2.26", "8.9.3"}},
+		{"<=8.9.2.26", []string{"8.9.2.26", "8.9.1.99"}, []string{"8.9.2.27", "8.9.3"}},
+		{"8.9.2.26", []string{"8.9.2.26"}, []string{"8.9.2.25", "8.9.2", "8.9.3.26"}},
+		{"==8.9.2.26", []string{"8.9.2.26"}, []string{"8.9.2.27"}},
+		{"!=8.9.2.26", []string{"8.9.2.25", "8.9.3", "9"}, []string{"8.9.2.26", "9.0.0rc1"}},
+		{"~8.9.2.26", []string{"8.9.2.26", "8.9.7.29"}, []string{"8.9.2.25", "8.10.0"}},
+		{"^8.9.2.26", []string{"8.9.2.26", "8.10.1"}, []string{"8.9.2.25", "9.0"}},
+		{"~=8.9.2.26", []string{"8.9.2.26", "8.9.2.99"}, []string{"8.9.2.25", "8.9.3"}},
+		{"8.9.2.x", []string{"8.9.2", "8.9.2.26"}, []string{"8.9.3.1"}},
+		{"8.9.2.20 - 8.9.2.30", []string{"8.9.2.25", "8.9.2.30"}, []string{"8.9.2.19", "8.9.2.31"}},
+		// pip's spellings.
+		{"~=0.4", []string{"0.4.0", "0.9"}, []string{"1.0", "0.3.9"}},
+		{"== 2.3", []string{"2.3.1"}, []string{"2.4"}},
+		// PEP 440 pre-releases match only a group that names one.
+		{"2.5", []string{"2.5.0", "2.5.1"}, []string{"2.5.0rc1", "2.5.1.dev3"}},
+		{"*", []string{"2.5.0"}, []string{"2.5.0rc1"}},
+		{"~=2.3", []string{"2.4.0"}, []string{"2.4.0rc1"}},
+		{">=2.5.0rc1", []string{"2.5.0rc1", "2.5.0rc2", "2.5.0", "2.6"}, []string{"2.5.0b3", "2.5.0.dev20240801", "2.4.9"}},
+		{">=2.5.0a1,<2.5.0", []string{"2.5.0a1", "2.5.0b1", "2.5.0rc9"}, []string{"2.5.0", "2.5.0.dev1"}},
+		{"~=2.5.0rc1", []string{"2.5.0rc1", "2.5.0", "2.5.3"}, []string{"2.6.0rc1", "2.6.0", "2.5.0b1"}},
+		{"2.5.0rc1", []string{"2.5.0rc1", "2.5.0-rc.1", "2.5.0RC1"}, []string{"2.5.0rc2", "2.5.0"}},
+		// Versions may carry a local label; the order ignores it.
+		{">=2.3,<2.4", []string{"2.3.1+cu121"}, []string{"2.4.0+cpu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.c, func(t *testing.T) {
@@ -60,16 +95,26 @@ func TestConstraintCheck(t *testing.T) {
 
 func TestConstraintErrors(t *testing.T) {
 	tests := map[string]string{
-		"":          "empty",
-		"||":        "empty alternative",
-		"12 ||":     "empty alternative",
-		">=":        "empty version",
-		">=abc":     "not a number",
-		"~=2":       "at least two parts",
-		">=12.x":    "wildcard",
-		"<*":        "wildcard",
-		"2.3.1+cu1": "not a number",
-		",":         "empty term",
+		"":            "empty",
+		"||":          "empty alternative",
+		"12 ||":       "empty alternative",
+		">=":          "empty version",
+		">=abc":       "not a number",
+		"~=2":         "at least two parts",
+		"<*":          "wildcard",
+		">=*":         "wildcard",
+		"~=2.x":       "no wildcard",
+		"2.3.1+cu1":   "local label",
+		"==2.3+cpu":   "local label",
+		",":           "empty term",
+		"- 2.5":       "hyphen range",
+		"2.3 -":       "hyphen range",
+		">=2 - 3":     "bare versions",
+		"2.3.x.1":     "not a number",
+		"2.5rc1.x":    "plain numbers",
+		"1.2.3.4.x":   "at most 4",
+		"8.9.2.26rc1": "at most three parts",
+		"1.0.post1":   "not a number",
 	}
 	for in, want := range tests {
 		_, err := ParseConstraint(in)
@@ -90,7 +135,7 @@ func TestZeroConstraintMatchesAll(t *testing.T) {
 // prints back unchanged and parses again to the same meaning, and that a
 // version parsed from the same input round-trips.
 func FuzzParseConstraint(f *testing.F) {
-	for _, s := range []string{"12", "12.2.2", ">=2.3,<2.5", "~=2.3", "^0.4", "!=2.4", "11.8 || 12", "<=12.4", "*", "12.x", ">= 3.8, < 3.13", "535.104.05"} {
+	for _, s := range []string{"12", "12.2.2", ">=2.3,<2.5", "~=2.3", "^0.4", "!=2.4", "11.8 || 12", "<=12.4", "*", "12.x", ">= 3.8, < 3.13", "535.104.05", "8.9.2.26", "~=8.9.2.26", "2.5.0rc1", "2.3.1+cu121", "2.3 - 2.5", "^2", ">=2.5.0.dev1"} {
 		f.Add(s, "12.2.2")
 	}
 	f.Fuzz(func(t *testing.T, s, vs string) {
@@ -110,7 +155,16 @@ func FuzzParseConstraint(f *testing.F) {
 			if err != nil || w.Compare(v) != 0 {
 				t.Fatalf("version %q does not round-trip: %v", s, err)
 			}
-			if !MustConstraint(v.String()).Check(v) {
+			c, err := ParseConstraint(v.String())
+			switch {
+			case strings.Contains(v.String(), "+"):
+				// A local label names a build; constraints refuse it.
+				if err == nil || !strings.Contains(err.Error(), "local label") {
+					t.Fatalf("version %q with a local label parsed as a constraint (%v)", s, err)
+				}
+			case err != nil:
+				t.Fatalf("version %q does not parse as a constraint: %v", s, err)
+			case !c.Check(v):
 				t.Fatalf("version %q does not match itself as a constraint", s)
 			}
 			if ok := v.Compare(v); ok != 0 {

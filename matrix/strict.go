@@ -6,12 +6,22 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // yaml.v3's Node.Decode ignores unknown keys, and a typo in a team's matrix
 // file ("min_drvier") must not be silently dropped. checkKeys walks the node
 // tree beside the Go type and rejects keys the type does not have.
+//
+// The YAML library is go.yaml.in/yaml/v3, the YAML organisation's drop-in
+// fork of the archived gopkg.in/yaml.v3. github.com/goccy/go-yaml (v1.19.2)
+// was tried in its place, since its Strict option rejects unknown keys with
+// a line: it would not make this file go away. Its unknown-field error names
+// neither the row (cuda[]) nor the known keys that this file adds, errors
+// returned by a field's own unmarshaler carry no line, the rows' positions
+// (Row.At) still need a walk of the node tree, and its messages differ from
+// the ones users see today ("did not find expected key", "field x not found"
+// in gpuimg.yaml).
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 

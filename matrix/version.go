@@ -1,31 +1,66 @@
 package matrix
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // maxParts bounds how many dot-separated numbers a version may have.
-// cuDNN builds (8.9.2.26) need four; nothing in the matrix needs more.
+// cuDNN and TensorRT builds (8.9.2.26) need four; nothing in the matrix needs more.
 const maxParts = 4
 
-// Version is a dotted numeric version as NVIDIA and the Python ecosystem
-// publish them: 12.2.2 (CUDA), 535.104.05 (driver), 8.9.2.26 (cuDNN),
-// 3.10 (Python). It is not semver: components are compared numerically,
-// missing components count as zero, and the original spelling is kept for
-// display (535.104.05 keeps its leading zero).
+// Version is a version as NVIDIA and the Python ecosystem publish them:
+// 12.2.2 (CUDA), 535.104.05 (driver), 2.3.1 (a framework), 8.9.2.26
+// (cuDNN), 3.10 (Python), 2.5.0rc1 (a PEP 440 pre-release).
 //
+// The first three parts, the pre-release and the local label are held in a
+// [semver.Version] from github.com/Masterminds/semver/v3, which orders them.
+// What that library cannot represent is kept beside it, on purpose:
+//
+//   - a fourth part (cuDNN and TensorRT build numbers: the 26 of 8.9.2.26),
+//     which orders after the first three;
+//   - the spelling as written, so 535.104.05 keeps its leading zero and 12.2
+//     keeps having two parts (Len), which prefix matches depend on;
+//   - PEP 440 pre-release spellings (2.5.0rc1, 2.5.0a1, 2.5.0.dev20240801),
+//     translated to a semver pre-release that sorts the way PEP 440 does;
+//   - PEP 440 local labels (2.3.1+cu121), held as semver build metadata,
+//     which the order ignores, as PEP 440 ignores them against public versions.
+//
+// Missing parts count as zero, so 12.2 equals 12.2.0.
 // The zero Version is "unset" and reports IsZero.
 type Version struct {
-	raw   string
-	parts []int
+	raw   string          // as written, without a leading "v"
+	n     int             // numeric parts written (1 to 4)
+	sv    *semver.Version // the first three parts, pre-release and local label
+	build int             // the fourth part (8.9.2.26 → 26), or 0
+	_     [0]func()       // not comparable with ==: use Compare
 }
 
-// ParseVersion parses a dotted numeric version with one to four parts.
-// A leading "v" is accepted. A pip local version label (+cu121) is rejected:
-// it is not part of the version order.
+// pep440Suffix matches what PEP 440 allows after the release numbers that
+// gpuimg understands: one pre-release (a, b, rc and their long spellings) or
+// one dev release, then an optional local label. Post releases and a
+// pre-release combined with a dev release are not supported.
+var pep440Suffix = regexp.MustCompile(`(?i)^(?:[-_.]?(alpha|beta|preview|pre|rc|a|b|c)[-_.]?([0-9]*)|[-_.]?(dev)[-_.]?([0-9]*))?(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?$`)
+
+// preRank maps a PEP 440 pre-release kind to the first identifier of its
+// semver pre-release. PEP 440 orders dev < a < b < rc; semver orders numeric
+// identifiers before letters and letters as ASCII, so "0" (dev), "a", "b" and
+// "rc" keep PEP 440's order through the library's Compare.
+var preRank = map[string]string{
+	"dev": "0", "a": "a", "alpha": "a", "b": "b", "beta": "b",
+	"rc": "rc", "c": "rc", "pre": "rc", "preview": "rc",
+}
+
+// ParseVersion parses a version with one to four numeric parts, optionally
+// followed by a PEP 440 pre-release (2.5.0rc1) or dev release
+// (2.5.0.dev20240801) and a local label (2.3.1+cu121). A leading "v" is
+// accepted.
 func ParseVersion(s string) (Version, error) {
 	s = strings.TrimSpace(s)
 	orig := s
@@ -33,30 +68,77 @@ func ParseVersion(s string) (Version, error) {
 	if s == "" {
 		return Version{}, errors.New("empty version")
 	}
-	fields := strings.Split(s, ".")
+	// The release numbers end at the first character that is neither a
+	// digit nor a dot followed by a digit.
+	end := 0
+	for end < len(s) && (isDigit(s[end]) || s[end] == '.' && (end+1 == len(s) || isDigit(s[end+1]) || s[end+1] == '.')) {
+		end++
+	}
+	release, suffix := s[:end], s[end:]
+	m := pep440Suffix.FindStringSubmatch(suffix)
+	if m == nil || release == "" {
+		// Not a suffix gpuimg knows: report the part that is not a number.
+		release, m = s, nil
+	}
+	fields := strings.Split(release, ".")
 	if len(fields) > maxParts {
 		return Version{}, fmt.Errorf("version %q has %d parts; at most %d are allowed", orig, len(fields), maxParts)
 	}
-	parts := make([]int, len(fields))
+	nums := make([]uint64, 3)
+	build := 0
 	for i, f := range fields {
 		if f == "" {
 			return Version{}, fmt.Errorf("version %q has an empty part", orig)
 		}
-		if len(f) > 9 {
-			return Version{}, fmt.Errorf("version %q: part %q is too long", orig, f)
-		}
-		for _, c := range f {
-			if c < '0' || c > '9' {
+		for j := range len(f) {
+			if !isDigit(f[j]) {
 				return Version{}, fmt.Errorf("version %q: part %q is not a number", orig, f)
 			}
+		}
+		if len(f) > 9 {
+			return Version{}, fmt.Errorf("version %q: part %q is too long", orig, f)
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil {
 			return Version{}, fmt.Errorf("version %q: %w", orig, err)
 		}
-		parts[i] = n
+		if i < 3 {
+			nums[i] = uint64(n)
+		} else {
+			build = n
+		}
 	}
-	return Version{raw: s, parts: parts}, nil
+	if m == nil { // unreachable: a bad suffix makes a part not a number
+		return Version{}, fmt.Errorf("version %q is not a version", orig)
+	}
+	var pre, local string
+	switch {
+	case m[1] != "":
+		pre = preRank[strings.ToLower(m[1])] + "." + numOrZero(m[2])
+	case m[3] != "":
+		pre = preRank["dev"] + "." + numOrZero(m[4])
+	}
+	if m[5] != "" {
+		local = strings.NewReplacer("-", ".", "_", ".").Replace(strings.ToLower(m[5]))
+	}
+	if pre != "" && len(fields) > 3 {
+		// A four-part pre-release would need its pre-release ordered after
+		// the fourth part, which the library's order cannot express.
+		return Version{}, fmt.Errorf("version %q: a pre-release needs a version of at most three parts", orig)
+	}
+	return Version{raw: s, n: len(fields), sv: semver.New(nums[0], nums[1], nums[2], pre, local), build: build}, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// numOrZero normalises a PEP 440 pre-release number: "rc" means rc0 and
+// "rc01" means rc1.
+func numOrZero(s string) string {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return "0"
+	}
+	return strconv.FormatUint(n, 10)
 }
 
 // MustVersion is ParseVersion for literals known to be valid; it panics otherwise.
@@ -68,19 +150,38 @@ func MustVersion(s string) Version {
 	return v
 }
 
+// zeroSemver stands for the zero Version, which orders as 0.
+var zeroSemver = semver.New(0, 0, 0, "", "")
+
+// semver returns the library's view of v: its first three parts, the
+// pre-release and the local label. The zero Version is 0.0.0.
+func (v Version) semver() *semver.Version {
+	if v.sv == nil {
+		return zeroSemver
+	}
+	return v.sv
+}
+
 // String returns the version as it was written (without a leading "v").
 func (v Version) String() string { return v.raw }
 
 // IsZero reports whether v is unset.
-func (v Version) IsZero() bool { return len(v.parts) == 0 }
+func (v Version) IsZero() bool { return v.sv == nil }
 
-// Len returns the number of parts written (12.2 has 2, 12.2.2 has 3).
-func (v Version) Len() int { return len(v.parts) }
+// Len returns the number of numeric parts written (12.2 has 2, 12.2.2 has 3).
+func (v Version) Len() int { return v.n }
 
-// Part returns part i (0-based), or 0 if the version has fewer parts.
+// Part returns numeric part i (0-based), or 0 if the version has fewer parts.
 func (v Version) Part(i int) int {
-	if i < len(v.parts) {
-		return v.parts[i]
+	switch i {
+	case 0:
+		return int(v.semver().Major())
+	case 1:
+		return int(v.semver().Minor())
+	case 2:
+		return int(v.semver().Patch())
+	case 3:
+		return v.build
 	}
 	return 0
 }
@@ -91,36 +192,44 @@ func (v Version) Major() int { return v.Part(0) }
 // Minor returns the second part, or 0.
 func (v Version) Minor() int { return v.Part(1) }
 
-// Trunc returns the version cut to its first n parts (12.2.2 → 12.2 for n=2).
-// Missing parts are filled with zeros.
+// Trunc returns the version cut to its first n numeric parts (12.2.2 → 12.2
+// for n=2), without a pre-release or local label. Missing parts are filled
+// with zeros; n is at most 4.
 func (v Version) Trunc(n int) Version {
-	parts := make([]int, n)
+	if n <= 0 {
+		return Version{}
+	}
+	n = min(n, maxParts)
 	strs := make([]string, n)
 	for i := range n {
-		parts[i] = v.Part(i)
-		strs[i] = strconv.Itoa(parts[i])
+		strs[i] = strconv.Itoa(v.Part(i))
 	}
-	// Keep the original spelling of the kept parts (leading zeros).
-	if orig := strings.Split(v.raw, "."); len(orig) >= n {
+	// Keep the original spelling of the kept parts (leading zeros) when
+	// all of them were written.
+	if orig := strings.Split(v.raw[:v.releaseEnd()], "."); v.n >= n {
 		copy(strs, orig[:n])
 	}
-	return Version{raw: strings.Join(strs, "."), parts: parts}
+	return MustVersion(strings.Join(strs, "."))
+}
+
+// releaseEnd returns the length of the numeric part of v.raw.
+func (v Version) releaseEnd() int {
+	i := 0
+	for i < len(v.raw) && (isDigit(v.raw[i]) || v.raw[i] == '.' && i+1 < len(v.raw) && isDigit(v.raw[i+1])) {
+		i++
+	}
+	return i
 }
 
 // Compare returns -1, 0 or +1 as v is less than, equal to, or greater than w.
-// Missing parts count as zero, so 12.2 equals 12.2.0.
+// Missing parts count as zero, so 12.2 equals 12.2.0; the library orders the
+// first three parts and the pre-release (2.5.0rc1 < 2.5.0), and the fourth
+// part breaks ties. Local labels are ignored.
 func (v Version) Compare(w Version) int {
-	n := max(len(v.parts), len(w.parts))
-	for i := range n {
-		a, b := v.Part(i), w.Part(i)
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
+	if c := v.semver().Compare(w.semver()); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(v.build, w.build)
 }
 
 // Less reports whether v sorts before w.
@@ -129,27 +238,12 @@ func (v Version) Less(w Version) bool { return v.Compare(w) < 0 }
 // HasPrefix reports whether the first p.Len() parts of v equal p:
 // 12.2.2 has prefix 12 and 12.2, not 12.20.
 func (v Version) HasPrefix(p Version) bool {
-	for i := range p.parts {
-		if v.Part(i) != p.parts[i] {
+	for i := range p.n {
+		if v.Part(i) != p.Part(i) {
 			return false
 		}
 	}
 	return true
-}
-
-// bumpAt returns the smallest version that sorts after every version with
-// prefix v[:n]: bumpAt(12.2, 2) = 12.3, bumpAt(2, 1) = 3.
-func (v Version) bumpAt(n int) Version {
-	parts := make([]int, n)
-	strs := make([]string, n)
-	for i := range n {
-		parts[i] = v.Part(i)
-	}
-	parts[n-1]++
-	for i := range n {
-		strs[i] = strconv.Itoa(parts[i])
-	}
-	return Version{raw: strings.Join(strs, "."), parts: parts}
 }
 
 // MarshalText implements encoding.TextMarshaler.

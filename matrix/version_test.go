@@ -20,7 +20,13 @@ func TestParseVersion(t *testing.T) {
 		{in: "580", want: "580", parts: 1},
 		{in: "", wantErr: "empty"},
 		{in: "1.2.3.4.5", wantErr: "at most 4"},
-		{in: "2.3.1+cu121", wantErr: "not a number"},
+		{in: "2.3.1+cu121", want: "2.3.1+cu121", parts: 3},
+		{in: "2.5.0rc1", want: "2.5.0rc1", parts: 3},
+		{in: "2.5.0.dev20240801+cu124", want: "2.5.0.dev20240801+cu124", parts: 3},
+		{in: "8.9.2.26rc1", wantErr: "at most three parts"},
+		{in: "1.0.post1", wantErr: "not a number"},
+		{in: "2.3.1+", wantErr: "not a number"},
+		{in: "rc1", wantErr: "not a number"},
 		{in: "12..2", wantErr: "empty part"},
 		{in: "12.x", wantErr: "not a number"},
 		{in: "-1", wantErr: "not a number"},
@@ -57,6 +63,18 @@ func TestVersionCompare(t *testing.T) {
 		{"8.9.2.26", "8.9.2", 1},
 		{"580", "580.65.06", -1},
 		{"2.3.1", "2.3.10", -1},
+		// PEP 440 order: dev < a < b < rc < release < a fourth part.
+		{"2.5.0.dev1", "2.5.0a1", -1},
+		{"2.5.0a1", "2.5.0b1", -1},
+		{"2.5.0b1", "2.5.0rc1", -1},
+		{"2.5.0rc2", "2.5.0rc10", -1},
+		{"2.5.0rc1", "2.5.0", -1},
+		{"2.5rc1", "2.5.0rc1", 0},
+		{"2.5.0c1", "2.5.0rc1", 0},
+		{"2.4.9", "2.5.0.dev1", -1},
+		{"2.5.0", "2.5.0.1", -1},
+		{"2.3.1+cu121", "2.3.1", 0},
+		{"2.3.1+cu121", "2.3.1+cu118", 0},
 	}
 	for _, tt := range tests {
 		a, b := MustVersion(tt.a), MustVersion(tt.b)
@@ -81,5 +99,11 @@ func TestVersionPrefixAndTrunc(t *testing.T) {
 	}
 	if got := MustVersion("12").Trunc(2).String(); got != "12.0" {
 		t.Errorf("Trunc(2) of 12 = %s, want 12.0", got)
+	}
+	if got := MustVersion("2.5.0rc1+cu124").Trunc(3).String(); got != "2.5.0" {
+		t.Errorf("Trunc(3) of 2.5.0rc1+cu124 = %s, want 2.5.0", got)
+	}
+	if got := MustVersion("8.9.2.26"); got.Part(3) != 26 || got.Trunc(3).String() != "8.9.2" {
+		t.Errorf("8.9.2.26: Part(3) = %d, Trunc(3) = %s", got.Part(3), got.Trunc(3))
 	}
 }
