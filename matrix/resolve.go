@@ -199,10 +199,13 @@ func (c Constraints) with(src Constraints, f Field) Constraints {
 }
 
 // Resolve returns the most preferred stack that satisfies c: newest
-// frameworks first, stable wheel variants before experimental ones, an image
-// CUDA as close as possible to the wheels' CUDA (or the newest matching
-// --cuda), the preferred OS (Ubuntu, newest first), and the OS's default
-// Python where it fits. It is deterministic. When nothing fits it returns a
+// frameworks first; without a CUDA constraint, stable wheel variants before
+// experimental ones and an image CUDA as close as possible to the wheels'
+// CUDA; with one, the newest matching image CUDA and the wheel variant built
+// for its major.minor (else the nearest older minor of the same major),
+// upstream status and PyPI's default variant breaking ties; then the
+// preferred OS (Ubuntu, newest first), and the OS's default Python where it
+// fits. A note on the stack says why each variant was chosen. It is deterministic. When nothing fits it returns a
 // *ConflictError. Input errors (an unknown GPU, a bad flavor) are plain errors.
 func (db *DB) Resolve(c Constraints) (Stack, error) {
 	s, fail, err := db.resolve(c)
@@ -231,13 +234,37 @@ func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, combo := range product(lists) {
-		if !s.combineFrameworks(combo) {
-			continue
+	if c.CUDA.IsZero() {
+		// Variants in their own preference order, each on the image CUDAs
+		// closest to its wheels.
+		for _, combo := range product(lists) {
+			if !s.combineFrameworks(combo) {
+				continue
+			}
+			for _, r := range orderCUDA(s.cudas, combo) {
+				if st := s.tryCUDA(combo, r); st != nil {
+					return st, nil, nil
+				}
+			}
 		}
-		for _, r := range db.orderCUDA(s.cudas, combo, !c.CUDA.IsZero()) {
-			if st := s.tryCUDA(combo, r); st != nil {
-				return st, nil, nil
+		return nil, s.fails, nil
+	}
+	// A requested CUDA: newest releases first, the newest matching image
+	// CUDA first, and on it the variants closest to its CUDA.
+	releases := make([][][]fwChoice, len(lists))
+	for i, l := range lists {
+		releases[i] = byRelease(l)
+	}
+	for _, rel := range product(releases) {
+		variants := product(rel)
+		for _, r := range s.cudas {
+			for _, combo := range orderForCUDA(variants, r.Version) {
+				if !s.combineFrameworks(combo) {
+					continue
+				}
+				if st := s.tryCUDA(combo, r); st != nil {
+					return st, nil, nil
+				}
 			}
 		}
 	}

@@ -16,6 +16,7 @@ type fwChoice struct {
 	nccl     Version
 	python   Constraint
 	status   string
+	pypi     bool // PyPI's default variant of the release
 	archs    []string
 	ptx      []string
 	minDrv   Version // documented driver floor (jax)
@@ -23,6 +24,16 @@ type fwChoice struct {
 	fw       Framework
 	source   string
 	notes    []string
+	// siblings are the release's wheel variants (this one included), for
+	// saying why this one was chosen.
+	siblings []variantFacts
+}
+
+// variantFacts are what the variant rule weighs of a wheel variant.
+type variantFacts struct {
+	cuda   Version // major.minor
+	status string  // stable, experimental or empty
+	pypi   bool
 }
 
 // frameworkChoices lists a framework's releases that match want, newest
@@ -34,6 +45,10 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 	case "torch":
 		for _, t := range db.Torch {
 			known = append(known, t.Version.String())
+			var siblings []variantFacts
+			for _, v := range t.Variants {
+				siblings = append(siblings, variantFacts{cuda: v.CUDA.Trunc(2), status: v.Status, pypi: v.PyPI})
+			}
 			variants := slices.Clone(t.Variants)
 			slices.SortStableFunc(variants, func(a, b TorchVariant) int {
 				if (a.Status == "stable") != (b.Status == "stable") {
@@ -46,7 +61,7 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 			})
 			for _, v := range variants {
 				ch := fwChoice{name: name, version: t.Version, cuda: v.CUDA.Trunc(2), cudnn: v.CuDNN, nccl: v.NCCL,
-					python: t.Python, status: v.Status, archs: v.Archs, ptx: v.PTX, source: t.Source, notes: v.Notes}
+					python: t.Python, status: v.Status, pypi: v.PyPI, archs: v.Archs, ptx: v.PTX, source: t.Source, notes: v.Notes, siblings: siblings}
 				idx := v.IndexURL
 				if idx == "" {
 					idx = "https://download.pytorch.org/whl/cu" + cudaTag(v.CUDA)
@@ -79,6 +94,12 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 	case "jax":
 		for _, j := range db.JAX {
 			known = append(known, j.Version.String())
+			var siblings []variantFacts
+			for _, v := range j.Variants {
+				if !strings.Contains(v.Extra, "local") {
+					siblings = append(siblings, variantFacts{cuda: v.MinCUDA.Trunc(2)})
+				}
+			}
 			variants := slices.Clone(j.Variants)
 			slices.SortStableFunc(variants, func(a, b JAXVariant) int { return b.CUDA.Compare(a.CUDA) })
 			for _, v := range variants {
@@ -86,7 +107,7 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 					continue // -local extras use the image's CUDA; gpuimg installs the pip wheels
 				}
 				ch := fwChoice{name: name, version: j.Version, cuda: v.MinCUDA.Trunc(2), cudnn: v.MinCuDNN, cudnnMin: true,
-					python: j.Python, minDrv: v.MinDriver, source: j.Source, notes: v.Notes}
+					python: j.Python, minDrv: v.MinDriver, source: j.Source, notes: v.Notes, siblings: siblings}
 				cudnn := ""
 				if !v.MinCuDNN.IsZero() {
 					cudnn = ">=" + v.MinCuDNN.String()
@@ -108,12 +129,12 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 	return out, nil
 }
 
-// product returns every combination of one choice per framework, in
-// lexicographic preference order.
-func product(lists [][]fwChoice) [][]fwChoice {
-	out := [][]fwChoice{nil}
+// product returns every combination of one element of each list (one
+// choice per framework), in lexicographic preference order.
+func product[T any](lists [][]T) [][]T {
+	out := [][]T{nil}
 	for _, l := range lists {
-		var next [][]fwChoice
+		var next [][]T
 		for _, prefix := range out {
 			for _, ch := range l {
 				next = append(next, append(slices.Clone(prefix), ch))
@@ -124,12 +145,12 @@ func product(lists [][]fwChoice) [][]fwChoice {
 	return out
 }
 
-// orderCUDA orders candidate image CUDA releases. With --cuda, newest
-// first. Otherwise the release closest to the wheels' CUDA comes first (the
-// same minor's newest patch, then the next minors up), which keeps the
-// driver floor as low as the frameworks allow; with no frameworks, newest first.
-func (db *DB) orderCUDA(cudas []CUDARelease, combo []fwChoice, userPinned bool) []CUDARelease {
-	if userPinned || len(combo) == 0 {
+// orderCUDA orders candidate image CUDA releases when no CUDA is
+// requested: the release closest to the wheels' CUDA comes first (the same
+// minor's newest patch, then the next minors up), which keeps the driver
+// floor as low as the frameworks allow; with no frameworks, newest first.
+func orderCUDA(cudas []CUDARelease, combo []fwChoice) []CUDARelease {
+	if len(combo) == 0 {
 		return cudas
 	}
 	target := combo[0].cuda
@@ -159,4 +180,79 @@ func (db *DB) orderCUDA(cudas []CUDARelease, combo []fwChoice, userPinned bool) 
 		i = j
 	}
 	return append(out, below...)
+}
+
+// byRelease splits a framework's choices into its releases, each with its
+// variants in preference order.
+func byRelease(l []fwChoice) [][]fwChoice {
+	var out [][]fwChoice
+	for i, ch := range l {
+		if i == 0 || ch.version.Compare(l[i-1].version) != 0 {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], ch)
+	}
+	return out
+}
+
+// The variant rule when the user names a CUDA version: a wheel variant
+// built for the image's CUDA major.minor comes first, then the nearest
+// older minor of the same major (minor-version compatibility runs it);
+// upstream's stable label and then PyPI's default variant only break ties
+// among variants equally close; the preference without a requested CUDA
+// (stable first, newest CUDA first) breaks the rest. Variants of another
+// major or a newer minor cannot run on the image and come last.
+
+// variantDistance is how far variant cuda (x.y) is from image CUDA mm
+// (x.y): the number of minors it is older, or -1 when the image cannot
+// run it.
+func variantDistance(cuda, mm Version) int {
+	if cuda.Major() != mm.Major() || mm.Less(cuda) {
+		return -1
+	}
+	return mm.Minor() - cuda.Minor()
+}
+
+// compareForCUDA orders two variants for an image with CUDA mm (x.y).
+func compareForCUDA(a, b variantFacts, mm Version) int {
+	da, db := variantDistance(a.cuda, mm), variantDistance(b.cuda, mm)
+	switch {
+	case da != db && da < 0:
+		return 1
+	case da != db && db < 0:
+		return -1
+	case da != db:
+		return da - db
+	case (a.status == "experimental") != (b.status == "experimental"):
+		if a.status == "experimental" {
+			return 1
+		}
+		return -1
+	case a.pypi != b.pypi:
+		if a.pypi {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+func (ch fwChoice) facts() variantFacts {
+	return variantFacts{cuda: ch.cuda, status: ch.status, pypi: ch.pypi}
+}
+
+// orderForCUDA orders combinations of variants of the same releases for an
+// image with CUDA cuda, by the variant rule, framework by framework.
+func orderForCUDA(combos [][]fwChoice, cuda Version) [][]fwChoice {
+	mm := cuda.Trunc(2)
+	out := slices.Clone(combos)
+	slices.SortStableFunc(out, func(a, b []fwChoice) int {
+		for i := range a {
+			if c := compareForCUDA(a[i].facts(), b[i].facts(), mm); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return out
 }

@@ -423,7 +423,7 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 	for _, ch := range cand.combo {
 		st.Frameworks[ch.name] = ch.fw
 		src(ch.source)
-		st.Notes = append(st.Notes, frameworkNotes(ch, cuda)...)
+		st.Notes = append(st.Notes, frameworkNotes(ch, cuda, !s.c.CUDA.IsZero())...)
 	}
 	if p.python.Compare(o.Pythons[0]) == 0 {
 		st.Notes = append(st.Notes, fmt.Sprintf("Python %s is %s's default python3", p.python, o.Name))
@@ -438,9 +438,12 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 }
 
 // frameworkNotes are the notes a framework choice adds to a stack on an
-// image with CUDA cuda.
-func frameworkNotes(ch fwChoice, cuda Version) []string {
+// image with CUDA cuda; requested says the user asked for a CUDA.
+func frameworkNotes(ch fwChoice, cuda Version, requested bool) []string {
 	var notes []string
+	if n := variantNote(ch, cuda, requested); n != "" {
+		notes = append(notes, n)
+	}
 	if ch.cuda.Compare(cuda.Trunc(2)) < 0 {
 		notes = append(notes, fmt.Sprintf("%s %s wheels are built for CUDA %s; they run on the CUDA %s image through minor-version compatibility (same major, older minor)", ch.name, ch.version, ch.cuda, cuda))
 	}
@@ -461,6 +464,59 @@ func frameworkNotes(ch fwChoice, cuda Version) []string {
 		notes = append(notes, fmt.Sprintf("%s %s: %s", ch.name, ch.version, n))
 	}
 	return notes
+}
+
+// variantNote says why the wheel variant of ch was chosen among its
+// release's variants on an image with CUDA cuda (see compareForCUDA); ""
+// when the release has one variant.
+func variantNote(ch fwChoice, cuda Version, requested bool) string {
+	if len(ch.siblings) < 2 {
+		return ""
+	}
+	what := fmt.Sprintf("%s %s cu%s", ch.name, ch.version, cudaTag(ch.cuda))
+	if !requested {
+		newestStable := ch.status == "stable"
+		for _, v := range ch.siblings {
+			newestStable = newestStable && !(v.status == "stable" && ch.cuda.Less(v.cuda))
+		}
+		if newestStable {
+			return fmt.Sprintf("%s is the newest stable wheel variant, preferred as no CUDA version was requested", what)
+		}
+		return fmt.Sprintf("%s: no CUDA version was requested and no variant preferred before it (stable first, newest CUDA first) fits the other constraints", what)
+	}
+	mm := cuda.Trunc(2)
+	best := -1
+	var closest []variantFacts
+	for _, v := range ch.siblings {
+		d := variantDistance(v.cuda, mm)
+		if d < 0 || (best >= 0 && d > best) {
+			continue
+		}
+		if d < best || best < 0 {
+			best, closest = d, nil
+		}
+		closest = append(closest, v)
+	}
+	switch d := variantDistance(ch.cuda, mm); {
+	case d != best:
+		return fmt.Sprintf("%s is not the variant closest to the image's CUDA %s: the closer cu%s does not fit the other constraints", what, mm, cudaTag(closest[0].cuda))
+	case len(closest) > 1:
+		why := "the matrix lists it first"
+		for _, v := range closest {
+			if v.status == "experimental" && ch.status != "experimental" {
+				why = "upstream marks it stable"
+				break
+			}
+		}
+		if why != "upstream marks it stable" && ch.pypi {
+			why = "it is the variant PyPI installs by default"
+		}
+		return fmt.Sprintf("%s: %d variants are built for CUDA %s, the image's; it was preferred because %s", what, len(closest), ch.cuda, why)
+	case d == 0:
+		return fmt.Sprintf("%s is built for the image's CUDA %s: with a CUDA version requested, the variant for it wins and upstream status only breaks ties", what, mm)
+	default:
+		return fmt.Sprintf("%s: no variant is built for the image's CUDA %s; cu%s is the nearest older one of the same major", what, mm, cudaTag(ch.cuda))
+	}
 }
 
 func intersect(a, b []string) []string {
