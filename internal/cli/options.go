@@ -79,7 +79,7 @@ func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
 }
 
 func (o *StackOptions) addTargetFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name (h100, a10, l4), or architecture (sm_90, 8.6)")
+	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name as typed or as nvidia-smi prints it (h100, rtx4090, 'NVIDIA H100 80GB HBM3'), or architecture (sm_90, 8.6)")
 	fs.StringVar(&o.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05); the stack's floor must not exceed it")
 	fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
 }
