@@ -60,6 +60,9 @@ func (f Field) String() string {
 	return fieldNames[f]
 }
 
+// MarshalText renders the field by its name (String), for JSON and YAML.
+func (f Field) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
 // Fields returns every Field in explanation order.
 func Fields() []Field {
 	out := make([]Field, numFields)

@@ -215,14 +215,14 @@ func variantDistance(cuda, mm Version) int {
 
 // compareForCUDA orders two variants for an image with CUDA mm (x.y).
 func compareForCUDA(a, b variantFacts, mm Version) int {
-	da, db := variantDistance(a.cuda, mm), variantDistance(b.cuda, mm)
+	da, dB := variantDistance(a.cuda, mm), variantDistance(b.cuda, mm)
 	switch {
-	case da != db && da < 0:
+	case da != dB && da < 0:
 		return 1
-	case da != db && db < 0:
+	case da != dB && dB < 0:
 		return -1
-	case da != db:
-		return da - db
+	case da != dB:
+		return da - dB
 	case (a.status == "experimental") != (b.status == "experimental"):
 		if a.status == "experimental" {
 			return 1

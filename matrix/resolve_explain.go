@@ -29,8 +29,8 @@ type ConflictError struct {
 
 // Alternative is a working stack found by dropping one constraint.
 type Alternative struct {
-	Dropped Field
-	Stack   Stack
+	Dropped Field `json:"dropped"`
+	Stack   Stack `json:"stack"`
 }
 
 // Error returns the reason and the conflicting pairs, named by Field:

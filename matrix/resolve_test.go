@@ -390,6 +390,9 @@ func TestConstraintFields(t *testing.T) {
 	if FieldCuDNN.String() != "cuDNN" || Field(99).String() != "Field(99)" {
 		t.Errorf("names %s %s", FieldCuDNN, Field(99))
 	}
+	if b, err := json.Marshal(Alternative{Dropped: FieldCuDNN}); err != nil || !strings.Contains(string(b), `"dropped":"cuDNN"`) {
+		t.Errorf("Alternative as JSON: %s %v", b, err)
+	}
 	ce := &ConflictError{Reason: "r", Asked: c, Conflicts: [][2]Field{{FieldCUDA, FieldTorch}}}
 	if got := ce.Error(); got != "r; CUDA 12.2 and torch 2.3 conflict on their own" {
 		t.Errorf("Error() = %q", got)
