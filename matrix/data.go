@@ -112,7 +112,11 @@ type TorchVariant struct {
 	Archs    []string `yaml:"archs" json:"archs,omitempty"`
 	PTX      []string `yaml:"ptx" json:"ptx,omitempty"`
 	IndexURL string   `yaml:"index_url" json:"index_url,omitempty"`
-	Notes    []string `yaml:"notes" json:"notes,omitempty"`
+	// PyPI marks the variant plain "pip install torch==X" installs from
+	// PyPI; the resolver prefers it among variants equally close to a
+	// requested CUDA, after stable ones.
+	PyPI  bool     `yaml:"pypi" json:"pypi,omitempty"`
+	Notes []string `yaml:"notes" json:"notes,omitempty"`
 }
 
 // TensorFlow is one tested GPU configuration of TensorFlow.

@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -77,37 +76,25 @@ func (db *DB) Arch(name string) (Arch, bool) {
 	return Arch{}, false
 }
 
-// FindGPU finds a GPU by name or alias (case-insensitive), or by
-// architecture (sm_90 or 9.0), which yields a GPU row with only Name and
-// Arch set.
+// FindGPU finds a GPU by name or alias as people type it or NVML prints
+// it (see LookupGPU), or by architecture (sm_90 or 9.0), which yields a GPU
+// row with only Name and Arch set.
 func (db *DB) FindGPU(s string) (GPU, error) {
-	q := strings.ToLower(strings.TrimSpace(s))
-	for _, g := range db.GPUs {
-		if strings.ToLower(g.Name) == q || slices.Contains(g.Aliases, q) {
-			return g, nil
-		}
+	g, err := db.LookupGPU(s)
+	if err == nil {
+		return g, nil
 	}
-	arch := q
-	if v, err := ParseVersion(q); err == nil && v.Len() == 2 {
+	arch := strings.ToLower(strings.TrimSpace(s))
+	if v, perr := ParseVersion(arch); perr == nil && v.Len() == 2 {
 		arch = fmt.Sprintf("sm_%d%d", v.Major(), v.Minor())
 	}
 	if archRE.MatchString(arch) {
 		return GPU{Name: arch, Arch: arch}, nil
 	}
-	var names []string
-	for _, g := range db.GPUs {
-		names = append(names, g.Name)
-	}
-	return GPU{}, fmt.Errorf("unknown GPU %q: give a name (%s), or an architecture such as sm_90; see gpuimg matrix list gpus", s, strings.Join(names, ", "))
+	return GPU{}, err
 }
 
 // BaseImageTag is the nvidia/cuda tag for a release, flavor and OS.
 func BaseImageTag(cuda Version, flavor, os string) string {
 	return fmt.Sprintf("nvidia/cuda:%s-%s-%s", cuda, flavor, os)
-}
-
-// archCovered is KernelCoverage as two booleans, for the resolver.
-func archCovered(g string, sass, ptx []string) (native, viaPTX bool) {
-	c := KernelCoverage(g, sass, ptx)
-	return c == Native, c == ViaPTX
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,7 +39,7 @@ func TestResolveRules(t *testing.T) {
 		fwCUDA    string   // torch's wheel CUDA, if checked
 		noteHas   []string // substrings some note must contain
 		conflict  string   // substring of the conflict reason
-		dropped   []string // flags whose drop must give an alternative
+		dropped   []string // constraints ("CUDA 12.1") whose drop must give an alternative
 		inputErr  string   // substring of a non-conflict error
 		archs     []string
 		wantNoPTX bool
@@ -66,19 +67,19 @@ func TestResolveRules(t *testing.T) {
 			name:     "wheel CUDA newer than the image is refused",
 			c:        Constraints{CUDA: MustConstraint("12.1"), TensorFlow: cons("2.15")},
 			conflict: "tensorflow 2.15.0 wheels are built for CUDA 12.2; an image with CUDA 12.1.1 cannot run them",
-			dropped:  []string{"--cuda 12.1"},
+			dropped:  []string{"CUDA 12.1"},
 		},
 		{
 			name:     "wheel CUDA of another major is refused",
 			c:        Constraints{CUDA: MustConstraint("11.8"), Torch: cons("2.2")},
 			conflict: "torch 2.2.0 wheels are built for CUDA 12.1; an image with CUDA 11.8.0 cannot run them",
-			dropped:  []string{"--cuda 11.8"},
+			dropped:  []string{"CUDA 11.8"},
 		},
 		{
 			name:     "driver below the strict floor is a conflict and names --compat",
 			c:        Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3"), Driver: MustVersion("530.30.02")},
 			conflict: "--compat would allow it",
-			dropped:  []string{"--driver 530.30.02"},
+			dropped:  []string{"driver 530.30.02"},
 		},
 		{
 			name:    "driver under --compat meets the family floor and relaxes NVIDIA_REQUIRE_CUDA",
@@ -117,7 +118,7 @@ func TestResolveRules(t *testing.T) {
 			name:     "SASS does not cross majors and without PTX there is no kernel",
 			c:        Constraints{Torch: cons("2.2"), GPU: "h100"},
 			conflict: "torch 2.2.0 cu121 has no kernels for H100-SXM (sm_90): it was compiled for sm_80",
-			dropped:  []string{"--gpu h100", "--torch 2.2"},
+			dropped:  []string{"GPU h100", "torch 2.2"},
 		},
 		{
 			name:     "a GPU newer than the toolkit is explained",
@@ -214,7 +215,7 @@ func TestResolveRules(t *testing.T) {
 				}
 				got := map[string]bool{}
 				for _, a := range ce.Alternatives {
-					got[a.Dropped] = true
+					got[ce.Asked.describe(a.Dropped)] = true
 				}
 				for _, d := range tt.dropped {
 					if !got[d] {
@@ -251,55 +252,6 @@ func TestResolveRules(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestResolvePTXForward(t *testing.T) {
-	db := world(t)
-	// Add a GPU newer than the wheels' SASS but supported by the toolkit:
-	// sm_89 is covered by sm_80 SASS (same major), so use a pretend sm_91
-	// row? No: keep to real architectures. torch 2.3.1 cu121 has sm_90 PTX,
-	// and an sm_100 GPU needs CUDA 12.8, absent here; so check the PTX rule
-	// directly.
-	native, jit := archCovered("sm_100", []string{"sm_80", "sm_90"}, []string{"sm_90"})
-	if native || !jit {
-		t.Errorf("sm_100 with sm_90 PTX: native=%v jit=%v, want false true", native, jit)
-	}
-	native, jit = archCovered("sm_86", []string{"sm_80"}, nil)
-	if !native || jit {
-		t.Errorf("sm_86 with sm_80 SASS: native=%v jit=%v, want true false", native, jit)
-	}
-	native, _ = archCovered("sm_90", []string{"sm_90a"}, nil)
-	if !native {
-		t.Error("sm_90a code must run on sm_90")
-	}
-	native, _ = archCovered("sm_100", []string{"sm_90a"}, nil)
-	if native {
-		t.Error("sm_90a code must not run on sm_100")
-	}
-	native, _ = archCovered("sm_80", []string{"sm_86"}, nil)
-	if native {
-		t.Error("sm_86 code must not run on sm_80 (SASS runs forward only)")
-	}
-	// Family-specific code (CUDA 12.9+) runs on the family: sm_100f on
-	// sm_103, not on sm_120; arch-specific PTX does not JIT elsewhere.
-	for _, tt := range []struct {
-		gpu        string
-		sass, ptx  []string
-		native, jt bool
-	}{
-		{"sm_103", []string{"sm_100f"}, nil, true, false},
-		{"sm_120", []string{"sm_100f"}, nil, false, false},
-		{"sm_100", []string{"sm_103f"}, nil, false, false},
-		{"sm_103", nil, []string{"sm_100f"}, false, true},
-		{"sm_120", nil, []string{"sm_100f"}, false, false},
-		{"sm_100", nil, []string{"sm_90a"}, false, false},
-		{"sm_90", nil, []string{"sm_90a"}, false, true},
-	} {
-		if n, j := archCovered(tt.gpu, tt.sass, tt.ptx); n != tt.native || j != tt.jt {
-			t.Errorf("archCovered(%s, %v, %v) = %v %v, want %v %v", tt.gpu, tt.sass, tt.ptx, n, j, tt.native, tt.jt)
-		}
-	}
-	_ = db
 }
 
 func TestResolveDeterministic(t *testing.T) {
@@ -350,5 +302,70 @@ func TestBuiltinCUDA122Torch23(t *testing.T) {
 	}
 	if len(s.Sources) == 0 {
 		t.Error("stack names no sources")
+	}
+}
+
+// TestConstraintFields: constraints are named by Field; Given, Value,
+// Without and the library's own message use them.
+func TestConstraintFields(t *testing.T) {
+	c := Constraints{CUDA: MustConstraint("12.2"), CuDNN: MustConstraint("9"), Python: MustConstraint("3.11"),
+		Torch: cons("2.3"), TensorFlow: &Constraint{}, JAX: cons("0.4"), OS: "ubuntu", Flavor: "devel", GPU: "h100", Driver: MustVersion("535.104.05")}
+	want := map[Field]string{FieldCUDA: "12.2", FieldCuDNN: "9", FieldTorch: "2.3", FieldTensorFlow: "*", FieldJAX: "0.4",
+		FieldPython: "3.11", FieldOS: "ubuntu", FieldFlavor: "devel", FieldGPU: "h100", FieldDriver: "535.104.05"}
+	given := c.Given()
+	if !reflect.DeepEqual(given, Fields()) || len(given) != len(want) {
+		t.Fatalf("Given = %v, want every field in order %v", given, Fields())
+	}
+	for _, f := range given {
+		if got := c.Value(f); got != want[f] {
+			t.Errorf("Value(%s) = %q, want %q", f, got, want[f])
+		}
+		w := c.Without(f)
+		switch f {
+		case FieldTorch, FieldTensorFlow, FieldJAX: // still selected, any version
+			if w.Value(f) != "*" {
+				t.Errorf("Without(%s) leaves %q, want *", f, w.Value(f))
+			}
+		default:
+			if slices.Contains(w.Given(), f) {
+				t.Errorf("Without(%s) still gives it: %q", f, w.Value(f))
+			}
+		}
+		if back := w.with(c, f); !reflect.DeepEqual(back, c) {
+			t.Errorf("Without(%s).with(c) = %+v, want c back", f, back)
+		}
+	}
+	if g := (Constraints{Flavor: "runtime"}).Given(); len(g) != 0 {
+		t.Errorf("the default flavor counts as given: %v", g)
+	}
+	if FieldCuDNN.String() != "cuDNN" || Field(99).String() != "Field(99)" {
+		t.Errorf("names %s %s", FieldCuDNN, Field(99))
+	}
+	if b, err := json.Marshal(Alternative{Dropped: FieldCuDNN}); err != nil || !strings.Contains(string(b), `"dropped":"cuDNN"`) {
+		t.Errorf("Alternative as JSON: %s %v", b, err)
+	}
+	ce := &ConflictError{Reason: "r", Asked: c, Conflicts: [][2]Field{{FieldCUDA, FieldTorch}}}
+	if got := ce.Error(); got != "r; CUDA 12.2 and torch 2.3 conflict on their own" {
+		t.Errorf("Error() = %q", got)
+	}
+}
+
+// TestConflictPairs: with more than two constraints and no single drop
+// that works, the pairs that conflict on their own are named by Field.
+func TestConflictPairs(t *testing.T) {
+	db := world(t)
+	_, err := db.Resolve(Constraints{CUDA: MustConstraint("12.1"), TensorFlow: cons("2.15"), Python: MustConstraint("3.8"), Torch: cons("2.2")})
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(ce.Alternatives) != 0 {
+		t.Fatalf("alternatives %+v", ce.Alternatives)
+	}
+	if !slices.Contains(ce.Conflicts, [2]Field{FieldCUDA, FieldTensorFlow}) {
+		t.Errorf("conflicts %v lack CUDA with tensorflow", ce.Conflicts)
+	}
+	if !strings.Contains(ce.Error(), "CUDA 12.1 and tensorflow 2.15 conflict on their own") {
+		t.Errorf("Error() = %q", ce.Error())
 	}
 }

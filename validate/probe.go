@@ -365,34 +365,10 @@ func SameGPU(db *matrix.DB, a, b string) bool {
 	return oka && okb && ra.Name == rb.Name
 }
 
+// gpuRow is matrix's one GPU-name rule (DB.LookupGPU), for NVML's names.
 func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
-	n := strings.ToLower(strings.TrimSpace(nvmlName))
-	n = strings.ReplaceAll(strings.TrimPrefix(n, "nvidia "), " ", "-")
-	if g, err := db.FindGPU(n); err == nil && g.MemoryGB > 0 {
-		return g, true
-	}
-	// The longest name or alias the NVML name starts with ("h100-80gb" for
-	// "NVIDIA H100 80GB HBM3"), else the one row whose name starts with it.
-	var best matrix.GPU
-	bestLen := 0
-	var abbreviates []matrix.GPU
-	for _, g := range db.GPUs {
-		for _, k := range append([]string{strings.ToLower(g.Name)}, g.Aliases...) {
-			if (n == k || strings.HasPrefix(n, k+"-")) && len(k) > bestLen {
-				best, bestLen = g, len(k)
-			}
-		}
-		if strings.HasPrefix(strings.ToLower(g.Name), n+"-") {
-			abbreviates = append(abbreviates, g)
-		}
-	}
-	if bestLen > 0 {
-		return best, true
-	}
-	if len(abbreviates) == 1 {
-		return abbreviates[0], true
-	}
-	return matrix.GPU{}, false
+	g, err := db.LookupGPU(nvmlName)
+	return g, err == nil
 }
 
 // CheckStackDriver judges the driver a probe saw against the driver floor

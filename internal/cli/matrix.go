@@ -98,19 +98,37 @@ type conflictError struct{ ce *matrix.ConflictError }
 
 func (e conflictError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "no stack fits: %s", e.ce.Reason)
+	fmt.Fprintf(&b, "no stack fits: %s", conflictReason(e.ce))
 	if len(e.ce.Alternatives) == 0 {
 		b.WriteString("\nno stack works with any single constraint dropped; see gpuimg matrix list")
 	} else {
 		b.WriteString("\nthese work:")
 	}
 	for _, a := range e.ce.Alternatives {
-		fmt.Fprintf(&b, "\nwithout %s: %s", a.Dropped, a.Stack.Summary())
+		fmt.Fprintf(&b, "\nwithout %s: %s", flagFor(e.ce.Asked, a.Dropped), a.Stack.Summary())
 	}
 	return b.String()
 }
 
 func (e conflictError) Unwrap() error { return e.ce }
+
+// conflictReason is the conflict's reason followed by the pairs of flags
+// that conflict on their own.
+func conflictReason(ce *matrix.ConflictError) string {
+	var b strings.Builder
+	b.WriteString(ce.Reason)
+	for _, p := range ce.Conflicts {
+		fmt.Fprintf(&b, "; %s and %s conflict on their own", flagFor(ce.Asked, p[0]), flagFor(ce.Asked, p[1]))
+	}
+	return b.String()
+}
+
+// alternative is a matrix.Alternative with the dropped constraint named by
+// its flag, for -o json and -o yaml.
+type alternative struct {
+	Dropped string       `json:"dropped" yaml:"dropped"`
+	Stack   matrix.Stack `json:"stack" yaml:"stack"`
+}
 
 func renderConflict(w io.Writer, output string, err error) error {
 	var ce *matrix.ConflictError
@@ -119,11 +137,11 @@ func renderConflict(w io.Writer, output string, err error) error {
 	}
 	if output == "json" || output == "yaml" {
 		v := struct {
-			Error        string               `json:"error" yaml:"error"`
-			Alternatives []matrix.Alternative `json:"alternatives" yaml:"alternatives"`
-		}{ce.Reason, ce.Alternatives}
-		if v.Alternatives == nil {
-			v.Alternatives = []matrix.Alternative{}
+			Error        string        `json:"error" yaml:"error"`
+			Alternatives []alternative `json:"alternatives" yaml:"alternatives"`
+		}{conflictReason(ce), []alternative{}}
+		for _, a := range ce.Alternatives {
+			v.Alternatives = append(v.Alternatives, alternative{flagFor(ce.Asked, a.Dropped), a.Stack})
 		}
 		if werr := encode(w, output, v); werr != nil {
 			return werr

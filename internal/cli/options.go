@@ -29,6 +29,31 @@ func (o *MatrixOptions) Load() (*matrix.DB, error) {
 	return db, nil
 }
 
+// stackFlags names the flag that sets each of the resolver's constraints;
+// the CLI renders conflicts with them (flagFor).
+var stackFlags = map[matrix.Field]string{
+	matrix.FieldCUDA:       "cuda",
+	matrix.FieldCuDNN:      "cudnn",
+	matrix.FieldTorch:      "torch",
+	matrix.FieldTensorFlow: "tensorflow",
+	matrix.FieldJAX:        "jax",
+	matrix.FieldPython:     "python",
+	matrix.FieldOS:         "os",
+	matrix.FieldFlavor:     "flavor",
+	matrix.FieldGPU:        "gpu",
+	matrix.FieldDriver:     "driver",
+}
+
+// flagFor renders constraint f of c as the flag that sets it:
+// "--cuda 11.7".
+func flagFor(c matrix.Constraints, f matrix.Field) string {
+	name, ok := stackFlags[f]
+	if !ok {
+		name = strings.ToLower(f.String())
+	}
+	return "--" + name + " " + c.Value(f)
+}
+
 // StackOptions are the resolver's inputs as flags.
 type StackOptions struct {
 	CUDA, CuDNN, Python     string
@@ -54,7 +79,7 @@ func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
 }
 
 func (o *StackOptions) addTargetFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name (h100, a10, l4), or architecture (sm_90, 8.6)")
+	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name as typed or as nvidia-smi prints it (h100, rtx4090, 'NVIDIA H100 80GB HBM3'), or architecture (sm_90, 8.6)")
 	fs.StringVar(&o.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05); the stack's floor must not exceed it")
 	fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
 }
@@ -86,23 +111,23 @@ func parseFramework(flag, s string) (*matrix.Constraint, error) {
 func (o *StackOptions) Constraints() (matrix.Constraints, error) {
 	var c matrix.Constraints
 	var err error
-	if c.CUDA, err = parseFlagConstraint("cuda", o.CUDA); err != nil {
-		return c, err
+	for _, v := range []struct {
+		f   matrix.Field
+		in  string
+		out *matrix.Constraint
+	}{{matrix.FieldCUDA, o.CUDA, &c.CUDA}, {matrix.FieldCuDNN, o.CuDNN, &c.CuDNN}, {matrix.FieldPython, o.Python, &c.Python}} {
+		if *v.out, err = parseFlagConstraint(stackFlags[v.f], v.in); err != nil {
+			return c, err
+		}
 	}
-	if c.CuDNN, err = parseFlagConstraint("cudnn", o.CuDNN); err != nil {
-		return c, err
-	}
-	if c.Python, err = parseFlagConstraint("python", o.Python); err != nil {
-		return c, err
-	}
-	if c.Torch, err = parseFramework("torch", o.Torch); err != nil {
-		return c, err
-	}
-	if c.TensorFlow, err = parseFramework("tensorflow", o.TensorFlow); err != nil {
-		return c, err
-	}
-	if c.JAX, err = parseFramework("jax", o.JAX); err != nil {
-		return c, err
+	for _, v := range []struct {
+		f   matrix.Field
+		in  string
+		out **matrix.Constraint
+	}{{matrix.FieldTorch, o.Torch, &c.Torch}, {matrix.FieldTensorFlow, o.TensorFlow, &c.TensorFlow}, {matrix.FieldJAX, o.JAX, &c.JAX}} {
+		if *v.out, err = parseFramework(stackFlags[v.f], v.in); err != nil {
+			return c, err
+		}
 	}
 	switch o.Flavor {
 	case "", "runtime", "devel", "base":

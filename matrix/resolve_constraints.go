@@ -1,0 +1,199 @@
+package matrix
+
+import "fmt"
+
+// Constraints are what a user asks of a stack. Every field is optional.
+type Constraints struct {
+	CUDA   Constraint // image CUDA toolkit (12.2)
+	CuDNN  Constraint // cuDNN the frameworks load (9)
+	Python Constraint // CPython (3.11)
+	// Torch, TensorFlow and JAX select a framework when non-nil; a zero
+	// Constraint inside means "any version".
+	Torch      *Constraint
+	TensorFlow *Constraint
+	JAX        *Constraint
+	// OS is an NVIDIA OS name (ubuntu22.04) or a family prefix (ubuntu).
+	OS string
+	// Flavor is runtime (the default), devel or base.
+	Flavor string
+	// GPU is a GPU name, alias or architecture the stack must run on.
+	GPU string
+	// Driver is the host's NVIDIA driver; the stack's floor must not exceed it.
+	Driver Version
+	// Compat lets Driver be met under minor-version compatibility instead
+	// of the strict floor.
+	Compat bool
+}
+
+// Field names one constraint of Constraints, so that a conflict can say
+// which constraints it dropped or kept without knowing how a user set them
+// (the CLI maps each Field to its flag).
+type Field int
+
+// The constraints a ConflictError can name, in the order explanations
+// list them. Compat is not one: it qualifies Driver.
+const (
+	FieldCUDA Field = iota
+	FieldCuDNN
+	FieldTorch
+	FieldTensorFlow
+	FieldJAX
+	FieldPython
+	FieldOS
+	FieldFlavor
+	FieldGPU
+	FieldDriver
+	numFields
+)
+
+var fieldNames = [numFields]string{"CUDA", "cuDNN", "torch", "tensorflow", "jax", "Python", "OS", "flavor", "GPU", "driver"}
+
+// String names the constraint for messages: CUDA, cuDNN, torch,
+// tensorflow, jax, Python, OS, flavor, GPU or driver.
+func (f Field) String() string {
+	if f < 0 || f >= numFields {
+		return fmt.Sprintf("Field(%d)", int(f))
+	}
+	return fieldNames[f]
+}
+
+// MarshalText renders the field by its name (String), for JSON and YAML.
+func (f Field) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// Fields returns every Field in explanation order.
+func Fields() []Field {
+	out := make([]Field, numFields)
+	for i := range out {
+		out[i] = Field(i)
+	}
+	return out
+}
+
+// Given returns the constraints c sets, in explanation order. The default
+// flavor (runtime) does not count as given.
+func (c Constraints) Given() []Field {
+	var out []Field
+	for _, f := range Fields() {
+		if c.has(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (c Constraints) has(f Field) bool {
+	switch f {
+	case FieldCUDA:
+		return !c.CUDA.IsZero()
+	case FieldCuDNN:
+		return !c.CuDNN.IsZero()
+	case FieldTorch:
+		return c.Torch != nil
+	case FieldTensorFlow:
+		return c.TensorFlow != nil
+	case FieldJAX:
+		return c.JAX != nil
+	case FieldPython:
+		return !c.Python.IsZero()
+	case FieldOS:
+		return c.OS != ""
+	case FieldFlavor:
+		return c.Flavor != "" && c.Flavor != "runtime"
+	case FieldGPU:
+		return c.GPU != ""
+	case FieldDriver:
+		return !c.Driver.IsZero()
+	}
+	return false
+}
+
+// Value renders the value c gives field f as a user writes it ("12.2",
+// "ubuntu22.04", "*" for any framework version); "" when f is not given.
+func (c Constraints) Value(f Field) string {
+	if !c.has(f) {
+		return ""
+	}
+	switch f {
+	case FieldCUDA:
+		return c.CUDA.String()
+	case FieldCuDNN:
+		return c.CuDNN.String()
+	case FieldTorch:
+		return c.Torch.String()
+	case FieldTensorFlow:
+		return c.TensorFlow.String()
+	case FieldJAX:
+		return c.JAX.String()
+	case FieldPython:
+		return c.Python.String()
+	case FieldOS:
+		return c.OS
+	case FieldFlavor:
+		return c.Flavor
+	case FieldGPU:
+		return c.GPU
+	case FieldDriver:
+		return c.Driver.String()
+	}
+	return ""
+}
+
+// describe renders field f of c for library messages: "torch 2.3".
+func (c Constraints) describe(f Field) string {
+	return f.String() + " " + c.Value(f)
+}
+
+// Without returns a copy of c with constraint f removed. A framework stays
+// selected, at any version.
+func (c Constraints) Without(f Field) Constraints {
+	switch f {
+	case FieldCUDA:
+		c.CUDA = Constraint{}
+	case FieldCuDNN:
+		c.CuDNN = Constraint{}
+	case FieldTorch:
+		c.Torch = &Constraint{}
+	case FieldTensorFlow:
+		c.TensorFlow = &Constraint{}
+	case FieldJAX:
+		c.JAX = &Constraint{}
+	case FieldPython:
+		c.Python = Constraint{}
+	case FieldOS:
+		c.OS = ""
+	case FieldFlavor:
+		c.Flavor = ""
+	case FieldGPU:
+		c.GPU = ""
+	case FieldDriver:
+		c.Driver = Version{}
+	}
+	return c
+}
+
+// with copies constraint f from src into c.
+func (c Constraints) with(src Constraints, f Field) Constraints {
+	switch f {
+	case FieldCUDA:
+		c.CUDA = src.CUDA
+	case FieldCuDNN:
+		c.CuDNN = src.CuDNN
+	case FieldTorch:
+		c.Torch = src.Torch
+	case FieldTensorFlow:
+		c.TensorFlow = src.TensorFlow
+	case FieldJAX:
+		c.JAX = src.JAX
+	case FieldPython:
+		c.Python = src.Python
+	case FieldOS:
+		c.OS = src.OS
+	case FieldFlavor:
+		c.Flavor = src.Flavor
+	case FieldGPU:
+		c.GPU = src.GPU
+	case FieldDriver:
+		c.Driver = src.Driver
+	}
+	return c
+}

@@ -1,0 +1,112 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNoStack is wrapped by every ConflictError, for callers that branch on
+// "no stack satisfies the constraints".
+var ErrNoStack = errors.New("no stack satisfies the constraints")
+
+// ConflictError explains why no stack satisfies the constraints, and what
+// nearby constraints would work.
+type ConflictError struct {
+	// Reason says why the most promising candidate stack failed.
+	Reason string
+	// Asked are the constraints that were resolved; render a Field of
+	// Alternatives or Conflicts with Asked.Value.
+	Asked Constraints
+	// Alternatives are stacks that work if one constraint is dropped, in
+	// the order of Constraints.Given.
+	Alternatives []Alternative
+	// Conflicts are the pairs of given constraints that no stack
+	// satisfies even on their own. They are looked for only when no single
+	// drop works and more than two constraints are given.
+	Conflicts [][2]Field
+}
+
+// Alternative is a working stack found by dropping one constraint.
+type Alternative struct {
+	Dropped Field `json:"dropped"`
+	Stack   Stack `json:"stack"`
+}
+
+// Error returns the reason and the conflicting pairs, named by Field:
+// "…; CUDA 12.1 and tensorflow 2.15 conflict on their own".
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Reason)
+	for _, p := range e.Conflicts {
+		fmt.Fprintf(&b, "; %s and %s conflict on their own", e.Asked.describe(p[0]), e.Asked.describe(p[1]))
+	}
+	return b.String()
+}
+
+func (e *ConflictError) Unwrap() error { return ErrNoStack }
+
+// explain turns a failed search into a ConflictError: the reason of the
+// candidate that got furthest, the stacks found with one constraint
+// dropped, and, when no single drop works, the pairs that conflict.
+func (db *DB) explain(c Constraints, fail *failures) *ConflictError {
+	ce := &ConflictError{Reason: fail.message(), Asked: c}
+	given := c.Given()
+	for _, f := range given {
+		if alt, _, err := db.resolve(c.Without(f)); err == nil && alt != nil {
+			ce.Alternatives = append(ce.Alternatives, Alternative{Dropped: f, Stack: *alt})
+		}
+	}
+	if len(ce.Alternatives) > 0 || len(given) <= 2 {
+		return ce
+	}
+	for i := range given {
+		for j := i + 1; j < len(given); j++ {
+			pair := Constraints{Flavor: c.Flavor, Compat: c.Compat}
+			pair = pair.with(c, given[i]).with(c, given[j])
+			if s, _, err := db.resolve(pair); err == nil && s == nil {
+				ce.Conflicts = append(ce.Conflicts, [2]Field{given[i], given[j]})
+			}
+		}
+	}
+	return ce
+}
+
+// Stages of checking a candidate, in order. A candidate that fails later
+// got further; the reported reason is that of the most preferred candidate
+// that got furthest.
+type stage int
+
+const (
+	stageFrameworks stage = iota // frameworks agree on the CUDA major
+	stageFwCuDNN                 // … and on cuDNN
+	stageCUDA                    // the image CUDA can run the wheels
+	stageImage                   // NVIDIA publishes an image for the CUDA
+	stageOS                      // … on the OS
+	stagePython                  // a Python fits the OS and the frameworks
+	stageCuDNN                   // cuDNN constraint and system cuDNN flavor
+	stageDriver                  // driver floor
+	stageGPU                     // GPU coverage
+)
+
+type failure struct {
+	stage stage
+	msg   string
+}
+
+// failures keeps the failure of the most preferred candidate that got
+// furthest.
+type failures struct{ best *failure }
+
+func (f *failures) add(st stage, format string, args ...any) {
+	if f.best == nil || st > f.best.stage {
+		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (f *failures) message() string {
+	if f.best == nil {
+		return "no stack satisfies the constraints"
+	}
+	return f.best.msg
+}

@@ -1,0 +1,542 @@
+package matrix
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Each stage below either passes a candidate on or records why it failed
+// (search.fails) and drops it.
+
+// combineFrameworks checks that the chosen frameworks can share one image.
+func (s *search) combineFrameworks(combo []fwChoice) bool {
+	for i := range combo {
+		for j := i + 1; j < len(combo); j++ {
+			a, b := combo[i], combo[j]
+			if a.cuda.Major() != b.cuda.Major() {
+				s.fails.add(stageFrameworks, "%s %s (CUDA %s) and %s %s (CUDA %s) need different CUDA majors and cannot share an image",
+					a.name, a.version, a.cuda, b.name, b.version, b.cuda)
+				return false
+			}
+			if !a.cudnn.IsZero() && !b.cudnn.IsZero() {
+				ok := a.cudnn.Major() == b.cudnn.Major()
+				if ok && a.cudnnMin && !b.cudnnMin {
+					ok = b.cudnn.Compare(a.cudnn) >= 0
+				} else if ok && b.cudnnMin && !a.cudnnMin {
+					ok = a.cudnn.Compare(b.cudnn) >= 0
+				} else if ok && !a.cudnnMin && !b.cudnnMin {
+					ok = a.cudnn.Trunc(2).Compare(b.cudnn.Trunc(2)) == 0
+				}
+				if !ok {
+					s.fails.add(stageFwCuDNN, "%s %s needs cuDNN %s and %s %s needs cuDNN %s; pip cannot install both in one environment",
+						a.name, a.version, a.fw.CuDNN, b.name, b.version, b.fw.CuDNN)
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// onCUDA is a candidate that passed the CUDA stages: framework choices on
+// one CUDA release that NVIDIA publishes images and a driver floor for.
+type onCUDA struct {
+	combo    []fwChoice
+	release  CUDARelease
+	rows     []BaseImage // the release's nvidia/cuda images
+	strict   Version     // the release's strict driver floor
+	sysCuDNN bool        // the image must carry cuDNN
+}
+
+func (o *onCUDA) cuda() Version { return o.release.Version }
+
+// onImage is an onCUDA candidate on one OS's image.
+type onImage struct {
+	*onCUDA
+	os  OS
+	img *BaseImage
+	tag string // the image's flavor tag (cudnn8-runtime)
+}
+
+func (o *onImage) baseImage() string { return BaseImageTag(o.cuda(), o.tag, o.os.Name) }
+
+// tryCUDA tries combo on CUDA release r, on each OS in turn.
+func (s *search) tryCUDA(combo []fwChoice, r CUDARelease) *Stack {
+	cand, ok := s.checkCUDA(combo, r)
+	if !ok {
+		return nil
+	}
+	for _, o := range s.oses {
+		img, tag, ok := s.pickImage(cand, o)
+		if !ok {
+			continue
+		}
+		if st := s.tryImage(&onImage{onCUDA: cand, os: o, img: img, tag: tag}); st != nil {
+			return st
+		}
+	}
+	return nil
+}
+
+// checkCUDA checks that every framework's wheels run on release r and that
+// NVIDIA publishes images and a driver floor for it.
+func (s *search) checkCUDA(combo []fwChoice, r CUDARelease) (*onCUDA, bool) {
+	cuda := r.Version
+	mm := cuda.Trunc(2)
+	for _, ch := range combo {
+		if ch.cuda.Major() != cuda.Major() || mm.Less(ch.cuda) {
+			var variants []string
+			if ch.name == FrameworkTorch {
+				for _, t := range s.db.Torch {
+					if t.Version.Compare(ch.version) == 0 {
+						for _, v := range t.Variants {
+							variants = append(variants, v.CUDA.String())
+						}
+					}
+				}
+			} else {
+				variants = []string{ch.cuda.String()}
+			}
+			s.fails.add(stageCUDA, "%s %s wheels are built for CUDA %s; an image with CUDA %s cannot run them (a wheel's CUDA must have the image's major version and be no newer)",
+				ch.name, ch.version, strings.Join(variants, ", "), cuda)
+			return nil, false
+		}
+		if ch.sysLibs && ch.cuda.Compare(mm) != 0 {
+			s.fails.add(stageCUDA, "%s %s loads CUDA %s from the image, not from pip; the image has CUDA %s", ch.name, ch.version, ch.cuda, cuda)
+			return nil, false
+		}
+	}
+	cand := &onCUDA{combo: combo, release: r}
+	for _, b := range s.db.BaseImages {
+		if b.CUDA.Compare(cuda) == 0 {
+			cand.rows = append(cand.rows, b)
+		}
+	}
+	if len(cand.rows) == 0 {
+		s.fails.add(stageImage, "NVIDIA publishes no nvidia/cuda image for CUDA %s; see gpuimg matrix list images", cuda)
+		return nil, false
+	}
+	var ok bool
+	if cand.strict, ok = s.db.DriverFloor(cuda); !ok {
+		s.fails.add(stageImage, "NVIDIA publishes no driver floor for CUDA %s; add min_driver with --matrix-file", cuda)
+		return nil, false
+	}
+
+	// System cuDNN: needed by frameworks that load it from the image, or
+	// when the user asks for a cuDNN and no framework brings one.
+	fwBringsCuDNN := false
+	for _, ch := range combo {
+		if ch.sysLibs {
+			cand.sysCuDNN = true
+		} else if !ch.cudnn.IsZero() {
+			fwBringsCuDNN = true
+		}
+	}
+	if !s.c.CuDNN.IsZero() && !fwBringsCuDNN {
+		cand.sysCuDNN = true
+	}
+	return cand, true
+}
+
+// pickImage finds the candidate's image on OS o in the wanted flavor, with
+// or without system cuDNN.
+func (s *search) pickImage(cand *onCUDA, o OS) (*BaseImage, string, bool) {
+	for i := range cand.rows {
+		if !slices.Contains(cand.rows[i].OS, o.Name) {
+			continue
+		}
+		for _, f := range cand.rows[i].Flavors {
+			sys := strings.HasPrefix(f, "cudnn")
+			if sys == cand.sysCuDNN && (f == s.flavor || strings.HasSuffix(f, "-"+s.flavor)) {
+				return &cand.rows[i], f, true
+			}
+		}
+	}
+	anyOS := false
+	for _, b := range cand.rows {
+		anyOS = anyOS || slices.Contains(b.OS, o.Name)
+	}
+	if !anyOS {
+		s.fails.add(stageOS, "NVIDIA publishes no CUDA %s image for %s", cand.cuda(), o.Name)
+	} else {
+		want := s.flavor
+		if cand.sysCuDNN {
+			want = "cudnn " + s.flavor
+		}
+		s.fails.add(stageCuDNN, "NVIDIA publishes no %s image for CUDA %s on %s", want, cand.cuda(), o.Name)
+	}
+	return nil, "", false
+}
+
+// picked is what the stages on one image chose.
+type picked struct {
+	python      Version
+	cudnn, nccl Version
+	floors      floors
+	sass, ptx   []string // the stack's SASS and PTX architectures
+	notes       []string // notes of the driver and GPU stages
+}
+
+// tryImage runs the stages that depend on the image: Python, cuDNN, driver
+// and GPU; it returns the stack when all pass.
+func (s *search) tryImage(cand *onImage) *Stack {
+	var p picked
+	var ok bool
+	if p.python, ok = s.pickPython(cand); !ok {
+		return nil
+	}
+	if p.cudnn, p.nccl, ok = s.checkCuDNN(cand); !ok {
+		return nil
+	}
+	if p.floors, ok = s.checkDriver(cand); !ok {
+		return nil
+	}
+	if p.floors.usesCompat {
+		p.notes = append(p.notes, fmt.Sprintf("driver %s is below the strict floor %s: the stack runs under CUDA minor-version compatibility, so PTX JIT is unavailable (GPUs need native SASS) and APIs newer than the driver fail; NVIDIA_REQUIRE_CUDA is relaxed to %s", s.c.Driver, p.floors.strict, p.floors.requireCUDA))
+	}
+	if p.sass, p.ptx, ok = s.checkGPU(cand, p.floors.usesCompat, &p.notes); !ok {
+		return nil
+	}
+	return s.buildStack(cand, &p)
+}
+
+// pickPython picks the OS's default Python, else the newest the OS
+// packages, that the constraint and every framework accept.
+func (s *search) pickPython(cand *onImage) (Version, bool) {
+	o := cand.os
+	pythons := slices.Clone(o.Pythons)
+	if len(pythons) > 1 {
+		rest := pythons[1:]
+		slices.SortFunc(rest, func(a, b Version) int { return b.Compare(a) })
+	}
+	for _, p := range pythons {
+		ok := s.c.Python.Check(p)
+		for _, ch := range cand.combo {
+			ok = ok && ch.python.Check(p)
+		}
+		if ok {
+			return p, true
+		}
+	}
+	var needs []string
+	if !s.c.Python.IsZero() {
+		needs = append(needs, "--python "+s.c.Python.String())
+	}
+	for _, ch := range cand.combo {
+		needs = append(needs, fmt.Sprintf("%s %s needs Python %s", ch.name, ch.version, ch.python))
+	}
+	s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, joinVersions(o.Pythons), strings.Join(needs, "; "))
+	return Version{}, false
+}
+
+// checkCuDNN finds the cuDNN and NCCL the stack loads and checks them
+// against the image and the cuDNN constraint.
+func (s *search) checkCuDNN(cand *onImage) (cudnn, nccl Version, ok bool) {
+	combo := cand.combo
+	for _, ch := range combo {
+		if !ch.cudnn.IsZero() && !ch.cudnnMin && !ch.sysLibs {
+			cudnn = ch.cudnn
+		}
+		if !ch.nccl.IsZero() {
+			nccl = ch.nccl
+		}
+	}
+	if cand.sysCuDNN {
+		if cand.img.CuDNN.IsZero() {
+			s.fails.add(stageCuDNN, "the cuDNN version inside %s is not recorded in the matrix", cand.baseImage())
+			return cudnn, nccl, false
+		}
+		if cudnn.IsZero() {
+			cudnn = cand.img.CuDNN
+		}
+		for _, ch := range combo {
+			if ch.sysLibs && ch.cudnn.Major() != cand.img.CuDNN.Major() {
+				s.fails.add(stageCuDNN, "%s %s needs cuDNN %s; %s carries cuDNN %s", ch.name, ch.version, ch.cudnn, cand.baseImage(), cand.img.CuDNN)
+				return cudnn, nccl, false
+			}
+		}
+	}
+	if s.c.CuDNN.IsZero() {
+		return cudnn, nccl, true
+	}
+	if cudnn.IsZero() {
+		for _, ch := range combo {
+			if ch.cudnnMin {
+				s.fails.add(stageCuDNN, "%s %s installs the newest cuDNN %s wheel at build time, so --cudnn cannot pin it; drop --cudnn or pin nvidia-cudnn-cu%d with --pip", ch.name, ch.version, ch.fw.CuDNN, ch.cuda.Major())
+				return cudnn, nccl, false
+			}
+		}
+	}
+	if cudnn.IsZero() || !s.c.CuDNN.Check(cudnn) {
+		what := "the image"
+		for _, ch := range combo {
+			if !ch.cudnn.IsZero() && !ch.cudnnMin && !ch.sysLibs {
+				what = fmt.Sprintf("%s %s (cu%s) bundles", ch.name, ch.version, cudaTag(ch.cuda))
+			}
+		}
+		s.fails.add(stageCuDNN, "--cudnn %s does not match: %s cuDNN %s", s.c.CuDNN, what, cudnn)
+		return cudnn, nccl, false
+	}
+	return cudnn, nccl, true
+}
+
+// floors are the stack's driver floors.
+type floors struct {
+	strict, compat Version
+	requireCUDA    string // NVIDIA_REQUIRE_CUDA
+	usesCompat     bool   // the driver constraint is met only under minor-version compatibility
+}
+
+// checkDriver computes the driver floors over the image and every
+// framework and checks the driver constraint against them.
+func (s *search) checkDriver(cand *onImage) (floors, bool) {
+	cuda := cand.cuda()
+	f := floors{strict: cand.strict}
+	f.compat, _ = s.db.CompatFloor(cuda.Major())
+	for _, ch := range cand.combo {
+		if fl, ok := s.db.DriverFloor(ch.cuda); ok && f.strict.Less(fl) {
+			f.strict = fl
+		}
+		if !ch.minDrv.IsZero() {
+			if f.strict.Less(ch.minDrv) {
+				f.strict = ch.minDrv
+			}
+			if f.compat.Less(ch.minDrv) {
+				f.compat = ch.minDrv
+			}
+		}
+	}
+	if f.compat.IsZero() || f.strict.Less(f.compat) {
+		f.compat = f.strict
+	}
+	needCUDA := cuda.Trunc(2)
+	for _, ch := range cand.combo {
+		if needCUDA.Less(ch.cuda) {
+			needCUDA = ch.cuda
+		}
+	}
+	f.requireCUDA = RequireCUDA(needCUDA)
+	d := s.c.Driver
+	if d.IsZero() {
+		return f, true
+	}
+	fit := DriverFloors{Strict: f.strict, Compat: f.compat}.Fit(d)
+	if fit == DriverMeetsFloor {
+		return f, true
+	}
+	if !s.c.Compat || fit == DriverTooOld {
+		if fit == DriverTooOld {
+			s.fails.add(stageDriver, "driver %s is below the stack's floor: CUDA %s needs %s (%s under minor-version compatibility)", d, cuda, f.strict, f.compat)
+		} else {
+			s.fails.add(stageDriver, "driver %s is below the stack's floor %s for CUDA %s; it meets the minor-version-compatibility floor %s, so --compat would allow it", d, f.strict, cuda, f.compat)
+		}
+		return f, false
+	}
+	f.usesCompat = true
+	f.requireCUDA = RequireCUDA(MustVersion(fmt.Sprintf("%d.0", cuda.Major())))
+	return f, true
+}
+
+// checkGPU computes the stack's architectures and checks that the GPU
+// constraint's GPU runs them, adding notes on JIT and unrecorded archs.
+func (s *search) checkGPU(cand *onImage, usesCompat bool, notes *[]string) (sass, ptx []string, ok bool) {
+	cuda := cand.cuda()
+	sass = s.db.ArchsFor(cuda)
+	haveFwArchs := false
+	for _, ch := range cand.combo {
+		if len(ch.archs) == 0 {
+			continue
+		}
+		if !haveFwArchs {
+			sass, ptx, haveFwArchs = slices.Clone(ch.archs), slices.Clone(ch.ptx), true
+			continue
+		}
+		sass = intersect(sass, ch.archs)
+		ptx = intersect(ptx, ch.ptx)
+	}
+	gpu := s.gpu
+	if gpu == nil {
+		return sass, ptx, true
+	}
+	if err := s.db.CUDATargets(cuda, *gpu); err != nil {
+		s.fails.add(stageGPU, "%v", err)
+		return nil, nil, false
+	}
+	for _, ch := range cand.combo {
+		if len(ch.archs) == 0 {
+			*notes = append(*notes, fmt.Sprintf("the matrix does not record which GPU architectures %s %s was compiled for; run gpuimg validate on the image to check %s", ch.name, ch.version, gpu.Arch))
+			continue
+		}
+		cov := KernelCoverage(gpu.Arch, ch.archs, ch.ptx)
+		switch {
+		case cov == Native:
+		case cov.Runs(usesCompat):
+			*notes = append(*notes, fmt.Sprintf("%s %s cu%s has no native kernels for %s; they are JIT-compiled from PTX (%s) on first use, which is slow to start", ch.name, ch.version, cudaTag(ch.cuda), gpu.Arch, strings.Join(ch.ptx, ", ")))
+		default:
+			why := ""
+			if cov == ViaPTX {
+				why = " (its PTX cannot be JIT-compiled under minor-version compatibility)"
+			}
+			s.fails.add(stageGPU, "%s %s cu%s has no kernels for %s (%s): it was compiled for %s%s", ch.name, ch.version, cudaTag(ch.cuda), gpu.Name, gpu.Arch, strings.Join(ch.archs, ", "), why)
+			return nil, nil, false
+		}
+	}
+	return sass, ptx, true
+}
+
+// buildStack assembles the stack of a candidate that passed every stage.
+func (s *search) buildStack(cand *onImage, p *picked) *Stack {
+	cuda, o := cand.cuda(), cand.os
+	st := &Stack{
+		CUDA:            cuda.String(),
+		CuDNN:           p.cudnn.String(),
+		NCCL:            p.nccl.String(),
+		Python:          p.python.String(),
+		OS:              o.Name,
+		Flavor:          s.flavor,
+		SystemCuDNN:     cand.sysCuDNN,
+		BaseImage:       cand.baseImage(),
+		MinDriver:       p.floors.strict.String(),
+		MinDriverCompat: p.floors.compat.String(),
+		RequireCUDA:     p.floors.requireCUDA,
+		GPUArchs:        p.sass,
+		PTXArchs:        p.ptx,
+		Frameworks:      map[string]Framework{},
+		Sources:         map[string]string{},
+	}
+	if s.gpu != nil {
+		st.GPU = s.gpu.Name
+	}
+	src := func(id string) {
+		if x, ok := s.db.Sources[id]; ok {
+			st.Sources[id] = x.URL
+		}
+	}
+	src(cand.release.Source)
+	src(cand.img.Source)
+	src(o.Source)
+	if f, ok := s.db.CUDAFamilies[cuda.Major()]; ok {
+		src(f.Source)
+	}
+	for _, ch := range cand.combo {
+		st.Frameworks[ch.name] = ch.fw
+		src(ch.source)
+		st.Notes = append(st.Notes, frameworkNotes(ch, cuda, !s.c.CUDA.IsZero())...)
+	}
+	if p.python.Compare(o.Pythons[0]) == 0 {
+		st.Notes = append(st.Notes, fmt.Sprintf("Python %s is %s's default python3", p.python, o.Name))
+	} else {
+		st.Notes = append(st.Notes, fmt.Sprintf("Python %s comes from %s's own packages (its default python3 is %s)", p.python, o.Name, o.Pythons[0]))
+	}
+	st.Notes = append(st.Notes, p.notes...)
+	st.Notes = append(st.Notes, s.db.Replaced...)
+	sortArchs(st.GPUArchs)
+	sortArchs(st.PTXArchs)
+	return st
+}
+
+// frameworkNotes are the notes a framework choice adds to a stack on an
+// image with CUDA cuda; requested says the user asked for a CUDA.
+func frameworkNotes(ch fwChoice, cuda Version, requested bool) []string {
+	var notes []string
+	if n := variantNote(ch, cuda, requested); n != "" {
+		notes = append(notes, n)
+	}
+	if ch.cuda.Compare(cuda.Trunc(2)) < 0 {
+		notes = append(notes, fmt.Sprintf("%s %s wheels are built for CUDA %s; they run on the CUDA %s image through minor-version compatibility (same major, older minor)", ch.name, ch.version, ch.cuda, cuda))
+	}
+	if ch.status == "experimental" {
+		notes = append(notes, fmt.Sprintf("%s %s cu%s is an experimental variant upstream", ch.name, ch.version, cudaTag(ch.cuda)))
+	}
+	if ch.name == FrameworkTorch && !ch.cudnn.IsZero() {
+		bundled := "cuDNN " + ch.cudnn.String()
+		if !ch.nccl.IsZero() {
+			bundled += " and NCCL " + ch.nccl.String()
+		}
+		notes = append(notes, fmt.Sprintf("torch %s cu%s bundles %s as pip wheels; the base image needs no cuDNN", ch.version, cudaTag(ch.cuda), bundled))
+	}
+	if ch.cudnnMin {
+		notes = append(notes, fmt.Sprintf("%s installs the newest NVIDIA CUDA %d wheels at build time (cuDNN %s); gpuimg validate records what was installed", ch.fw.Packages[0], ch.cuda.Major(), ch.fw.CuDNN))
+	}
+	for _, n := range ch.notes {
+		notes = append(notes, fmt.Sprintf("%s %s: %s", ch.name, ch.version, n))
+	}
+	return notes
+}
+
+// variantNote says why the wheel variant of ch was chosen among its
+// release's variants on an image with CUDA cuda (see compareForCUDA); ""
+// when the release has one variant.
+func variantNote(ch fwChoice, cuda Version, requested bool) string {
+	if len(ch.siblings) < 2 {
+		return ""
+	}
+	what := fmt.Sprintf("%s %s cu%s", ch.name, ch.version, cudaTag(ch.cuda))
+	if !requested {
+		newestStable := ch.status == "stable"
+		for _, v := range ch.siblings {
+			newestStable = newestStable && !(v.status == "stable" && ch.cuda.Less(v.cuda))
+		}
+		if newestStable {
+			return fmt.Sprintf("%s is the newest stable wheel variant, preferred as no CUDA version was requested", what)
+		}
+		return fmt.Sprintf("%s: no CUDA version was requested and no variant preferred before it (stable first, newest CUDA first) fits the other constraints", what)
+	}
+	mm := cuda.Trunc(2)
+	best := -1
+	var closest []variantFacts
+	for _, v := range ch.siblings {
+		d := variantDistance(v.cuda, mm)
+		if d < 0 || (best >= 0 && d > best) {
+			continue
+		}
+		if d < best || best < 0 {
+			best, closest = d, nil
+		}
+		closest = append(closest, v)
+	}
+	switch d := variantDistance(ch.cuda, mm); {
+	case d != best:
+		return fmt.Sprintf("%s is not the variant closest to the image's CUDA %s: the closer cu%s does not fit the other constraints", what, mm, cudaTag(closest[0].cuda))
+	case len(closest) > 1:
+		why := "the matrix lists it first"
+		for _, v := range closest {
+			if v.status == "experimental" && ch.status != "experimental" {
+				why = "upstream marks it stable"
+				break
+			}
+		}
+		if why != "upstream marks it stable" && ch.pypi {
+			why = "it is the variant PyPI installs by default"
+		}
+		return fmt.Sprintf("%s: %d variants are built for CUDA %s, the image's; it was preferred because %s", what, len(closest), ch.cuda, why)
+	case d == 0:
+		return fmt.Sprintf("%s is built for the image's CUDA %s: with a CUDA version requested, the variant for it wins and upstream status only breaks ties", what, mm)
+	default:
+		return fmt.Sprintf("%s: no variant is built for the image's CUDA %s; cu%s is the nearest older one of the same major", what, mm, cudaTag(ch.cuda))
+	}
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func joinVersions(vs []Version) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// sortArchs sorts architectures by number (sm_90 before sm_100).
+func sortArchs(a []string) {
+	slices.SortStableFunc(a, func(x, y string) int { return archNumber(x) - archNumber(y) })
+}
