@@ -21,10 +21,11 @@ import (
 // number as the plain one; the entry's flags tell them apart
 // (flagArchSpecific). Its code runs on exactly that compute capability,
 // while plain SASS also runs on later minors of the same major, so it is
-// reported under its own name, "sm_90a", as cuobjdump lists it. Containers are 8-byte aligned in the file, so the
-// scanner looks for the magic at 8-byte steps of the plain byte stream:
-// no ELF parsing, no seeking, one pass, so it works on a layer's tar
-// stream.
+// reported under its own name, "sm_90a", as cuobjdump lists it.
+//
+// Containers are 8-byte aligned in the file, so the scanner looks for the
+// magic at 8-byte steps of the plain byte stream: no ELF parsing, no
+// seeking, one pass, so it works on a layer's tar stream.
 
 const (
 	fatbinMagic      = 0xBA55ED50
@@ -46,9 +47,10 @@ const (
 	// cuobjdump lists as sm_90a (fatbin_test.go). It is the fat binary's
 	// counterpart of the cubin's own ELF flag EF_CUDA_ACCELERATORS_V1
 	// (0x800, LLVM's name), which a compressed payload hides from a
-	// one-pass scan. Family-specific targets (sm_100f, CUDA 12.9) have a
-	// flag of their own that no toolkit here could produce; they are
-	// reported as the plain architecture.
+	// one-pass scan. Family-specific targets (sm_100f, CUDA 12.9 and
+	// later) are marked in fat binaries too (cuobjdump lists sm_100f
+	// PTX), by a flag that CUDA 12.4, the newest toolkit Debian ships,
+	// cannot write; they are reported as the plain architecture.
 	flagArchSpecific = 0x100000
 )
 
