@@ -13,12 +13,19 @@ import (
 // binary" containers: a 16-byte header (magic 0xBA55ED50, version 1,
 // header size 16, size of what follows) and then entries, each a header
 // (kind: 1 PTX, 2 or 0x10 ELF/SASS; its own size; payload size; the
-// target architecture) followed by its payload. The layout was checked
-// against cuobjdump --list-elf/--list-ptx on NVIDIA's libraries (see
-// fatbin_test.go). Containers are 8-byte aligned in the file, so the
-// scanner looks for the magic at 8-byte steps of the plain byte stream:
-// no ELF parsing, no seeking, one pass, so it works on a layer's tar
-// stream.
+// target architecture; flags) followed by its payload. The layout was
+// checked against cuobjdump --list-elf/--list-ptx on NVIDIA's libraries
+// (see fatbin_test.go).
+//
+// An arch-specific target (sm_90a, sm_100a …) has the same architecture
+// number as the plain one; the entry's flags tell them apart
+// (flagArchSpecific). Its code runs on exactly that compute capability,
+// while plain SASS also runs on later minors of the same major, so it is
+// reported under its own name, "sm_90a", as cuobjdump lists it.
+//
+// Containers are 8-byte aligned in the file, so the scanner looks for the
+// magic at 8-byte steps of the plain byte stream: no ELF parsing, no
+// seeking, one pass, so it works on a layer's tar stream.
 
 const (
 	fatbinMagic      = 0xBA55ED50
@@ -27,13 +34,34 @@ const (
 	kindPTX          = 0x01
 	kindELF          = 0x02
 	kindELFAlt       = 0x10
+
+	// entryFlagsEnd is where the 64-bit flags of an entry header end
+	// (offset 40).
+	entryFlagsEnd = 48
+	// flagArchSpecific marks an entry compiled for an arch-specific
+	// target (sm_90a). NVIDIA does not document the entry flags (0x1
+	// 64-bit, 0x10 Linux and 0x2000 compressed are known from public
+	// parsers); this bit was found on CUDA 12.4's fatbinary, which sets it
+	// for sm=90a images, ELF and PTX alike, and on Debian's
+	// libtorch_cuda.so.2.6.0, where it is set on exactly the cubins that
+	// cuobjdump lists as sm_90a (fatbin_test.go). It is the fat binary's
+	// counterpart of the cubin's own ELF flag EF_CUDA_ACCELERATORS_V1
+	// (0x800, LLVM's name), which a compressed payload hides from a
+	// one-pass scan. Family-specific targets (sm_100f, CUDA 12.9 and
+	// later) are marked in fat binaries too (cuobjdump lists sm_100f
+	// PTX), by a flag that CUDA 12.4, the newest toolkit Debian ships,
+	// cannot write; they are reported as the plain architecture.
+	flagArchSpecific = 0x100000
 )
 
 // Kernels lists the GPU architectures a library has device code for.
 type Kernels struct {
-	// SASS are architectures with native code (cubins), sm_XY.
+	// SASS are architectures with native code (cubins), sm_XY, or
+	// sm_XYa for arch-specific code that runs only on compute capability
+	// X.Y.
 	SASS []string `json:"sass"`
-	// PTX are architectures with PTX that the driver can JIT forward.
+	// PTX are architectures with PTX that the driver can JIT forward
+	// (sm_XYa: only for compute capability X.Y).
 	PTX []string `json:"ptx,omitempty"`
 	// Entries counts cubins and PTX files per architecture, as cuobjdump
 	// --list-elf / --list-ptx would list them ("sm_80": 12).
@@ -127,6 +155,15 @@ func readContainer(br *bufio.Reader, k *Kernels) (int64, error) {
 			break
 		}
 		name := fmt.Sprintf("sm_%d", arch)
+		if hdr >= entryFlagsEnd {
+			e, err := br.Peek(entryFlagsEnd)
+			if err != nil {
+				return 0, fmt.Errorf("read fat binary entry: %w", err)
+			}
+			if binary.LittleEndian.Uint64(e[40:])&flagArchSpecific != 0 {
+				name += "a"
+			}
+		}
 		switch kind {
 		case kindPTX:
 			k.PTXCount[name]++
@@ -164,7 +201,14 @@ func sortedArchs(m map[string]int) []string {
 	for a := range m {
 		out = append(out, a)
 	}
-	sort.Slice(out, func(i, j int) bool { return archNum(out[i]) < archNum(out[j]) })
+	// By number, the plain architecture before its arch-specific one:
+	// sm_90, sm_90a, sm_100.
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := archNum(out[i]), archNum(out[j]); a != b {
+			return a < b
+		}
+		return out[i] < out[j]
+	})
 	return out
 }
 
