@@ -258,7 +258,8 @@ func TestScanFatbinArchSpecific(t *testing.T) {
 			if !slices.Equal(k.SASS, tc.sass) || !maps.Equal(k.ELFCount, tc.elfCount) || !slices.Equal(k.PTX, tc.ptx) {
 				t.Errorf("SASS %v %v, PTX %v; want %v %v, %v", k.SASS, k.ELFCount, k.PTX, tc.sass, tc.elfCount, tc.ptx)
 			}
-			if native, viaPTX := matrix.ArchCovered(tc.gpu, k.SASS, k.PTX); native != tc.native || viaPTX != tc.viaPTX {
+			cov := matrix.KernelCoverage(tc.gpu, k.SASS, k.PTX)
+			if native, viaPTX := cov == matrix.Native, cov == matrix.ViaPTX; native != tc.native || viaPTX != tc.viaPTX {
 				t.Errorf("on %s: native %v, via PTX %v; want %v, %v", tc.gpu, native, viaPTX, tc.native, tc.viaPTX)
 			}
 		})
