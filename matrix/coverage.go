@@ -85,3 +85,14 @@ func (db *DB) CUDATargets(cuda Version, g GPU) error {
 	}
 	return nil
 }
+
+// String names the coverage: none, ptx or native.
+func (c Coverage) String() string {
+	switch c {
+	case Native:
+		return "native"
+	case ViaPTX:
+		return "ptx"
+	}
+	return "none"
+}

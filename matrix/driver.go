@@ -119,3 +119,8 @@ func ParseRequireCUDA(req string) (v Version, ok bool) {
 	}
 	return v, ok
 }
+
+// String names the fit: unknown, meets, compat-only or too-old.
+func (f DriverFit) String() string {
+	return [...]string{"unknown", "meets", "compat-only", "too-old"}[f]
+}
