@@ -2,8 +2,8 @@ package images_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
