@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -83,7 +84,7 @@ func (o *RegistryOptions) Options() ([]images.Option, error) {
 	opts := []images.Option{
 		images.WithInsecure(o.Insecure), images.WithInsecureRegistries(o.InsecureRegistries...),
 		images.WithCAFile(o.CAFile), images.WithRetries(o.Retries),
-		images.WithUserAgent("gpuimg/" + buildVersion().Version),
+		images.WithUserAgent("gpuimg/" + strings.Trim(buildVersion().Version, "()")), // "(devel)" is no product version
 	}
 	if o.jobsBound {
 		opts = append(opts, images.WithJobs(o.Jobs))
@@ -101,7 +102,10 @@ a tag only when a passing validation report is attached; exports images for
 docker load and cloud image import; recompresses them for faster pulls.
 
 Credentials come from Docker's config.json and credential helpers
-(docker login); --ca-file trusts a private CA; --insecure allows plain HTTP.`,
+(docker login); --ca-file trusts a private CA; --insecure (every registry)
+and --insecure-registry HOST (the named ones) allow plain HTTP and
+unverified TLS; --retries sets how often transient failures are retried.
+validate and build take the same flags.`,
 		Example: `  gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly
   gpuimg images promote ci.example.com/ml/torch:nightly --to stable --require static
   gpuimg images ls ci.example.com/ml/torch`,
