@@ -50,6 +50,9 @@ type Request struct {
 	Mirrors images.Mirrors
 	// InsecureRegistries are pushed to over plain HTTP (loopback always is).
 	InsecureRegistries []string
+	// Registry is how gpuimg itself reaches registries to pin the base
+	// image (credentials, CA file, insecure registries, retries).
+	Registry []images.Option
 	// Pip index settings; when any is set, every pip step (frameworks
 	// included) uses them through a generated pip.conf secret.
 	PipIndexURL       string
@@ -151,7 +154,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
-	base, err := images.PinBase(ctx, req.Stack.BaseImage, req.Mirrors, platform)
+	base, err := images.PinBase(ctx, req.Stack.BaseImage, req.Mirrors, append(slices.Clip(req.Registry), images.WithPlatform(platform))...)
 	if err != nil {
 		return nil, err
 	}

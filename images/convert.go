@@ -18,32 +18,40 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// Compression is a layer compression Convert produces.
+type Compression string
+
 // Compressions Convert produces.
 const (
-	Gzip    = "gzip"    // the default everywhere
-	Zstd    = "zstd"    // faster to decompress; needs containerd 1.5+ / Docker 23+
-	Estargz = "estargz" // gzip-compatible, lazily pullable with the stargz snapshotter
+	Gzip    Compression = "gzip"    // the default everywhere
+	Zstd    Compression = "zstd"    // faster to decompress; needs containerd 1.5+ / Docker 23+
+	Estargz Compression = "estargz" // gzip-compatible, lazily pullable with the stargz snapshotter
 )
 
 // ConvertResult compares the image before and after.
 type ConvertResult struct {
-	Source      string `json:"source"`
-	Destination string `json:"destination"`
-	Compression string `json:"compression"`
-	Digest      string `json:"digest"`
-	SizeBefore  int64  `json:"size_before"` // compressed bytes of all layers
-	SizeAfter   int64  `json:"size_after"`
-	Layers      int    `json:"layers"`
+	Source      string      `json:"source"`
+	Destination string      `json:"destination"`
+	Compression Compression `json:"compression"`
+	Digest      string      `json:"digest"`
+	SizeBefore  int64       `json:"size_before"` // compressed bytes of all layers
+	SizeAfter   int64       `json:"size_after"`
+	Layers      int         `json:"layers"`
 }
 
 // Convert recompresses every layer of src (one platform of an index, by
-// opt.Platform or linux/amd64) and pushes the result to dst as an OCI
+// WithPlatform or linux/amd64) and pushes the result to dst as an OCI
 // image. The files are unchanged; the layer digests change, and for
-// eStargz the diff IDs too (it rewrites each tar with a table of contents). Layers are staged in a temporary directory,
-// one at a time.
-func Convert(ctx context.Context, src, dst, comp string, platform *v1.Platform, tmpDir string, r Remote) (*ConvertResult, error) {
+// eStargz the diff IDs too (it rewrites each tar with a table of
+// contents). Layers are staged one at a time in a directory under
+// WithTempDir's.
+func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Option) (*ConvertResult, error) {
 	if comp != Gzip && comp != Zstd && comp != Estargz {
 		return nil, fmt.Errorf("unknown compression %q: use zstd, estargz or gzip", comp)
+	}
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
 	}
 	srcRef, err := r.parse(src)
 	if err != nil {
@@ -53,11 +61,7 @@ func Convert(ctx context.Context, src, dst, comp string, platform *v1.Platform, 
 	if err != nil {
 		return nil, err
 	}
-	opts := r.options(ctx)
-	if platform != nil {
-		opts = append(opts, remote.WithPlatform(*platform))
-	}
-	img, err := remote.Image(srcRef, opts...)
+	img, err := remote.Image(srcRef, r.remote(ctx)...)
 	if err != nil {
 		return nil, explain("read", srcRef, err)
 	}
@@ -69,7 +73,7 @@ func Convert(ctx context.Context, src, dst, comp string, platform *v1.Platform, 
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(tmpDir, "gpuimg-convert-")
+	work, err := os.MkdirTemp(r.tempDir, "gpuimg-convert-")
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +114,7 @@ func Convert(ctx context.Context, src, dst, comp string, platform *v1.Platform, 
 	if out, err = mutate.ConfigFile(out, keep); err != nil {
 		return nil, err
 	}
-	if err := remote.Write(dstRef, out, r.options(ctx)...); err != nil {
+	if err := remote.Write(dstRef, out, r.remote(ctx)...); err != nil {
 		return nil, explain("push", dstRef, err)
 	}
 	d, err := out.Digest()
@@ -122,7 +126,7 @@ func Convert(ctx context.Context, src, dst, comp string, platform *v1.Platform, 
 }
 
 // recompress stages one layer's tar in dir and returns it compressed anew.
-func recompress(l v1.Layer, comp, dir string, i int) (v1.Layer, map[string]string, error) {
+func recompress(l v1.Layer, comp Compression, dir string, i int) (v1.Layer, map[string]string, error) {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return nil, nil, err

@@ -8,12 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -22,83 +20,6 @@ import (
 
 	"github.com/gpuimg/gpuimg/internal/humanize"
 )
-
-// Remote holds what every registry operation needs. The zero value uses
-// Docker's credentials (config.json and credential helpers), HTTPS except
-// on loopback, and Go's default transport.
-type Remote struct {
-	// Insecure allows plain HTTP to every registry.
-	Insecure bool
-	// Transport replaces the HTTP transport (private CAs, tests).
-	Transport http.RoundTripper
-	// Keychain replaces Docker's credentials.
-	Keychain authn.Keychain
-	// Jobs is how many blobs move at once per destination (default 4).
-	Jobs int
-	// Retry is the backoff for transient failures (connection resets,
-	// 408, 429, 5xx); the default tries 6 times over about 15 s.
-	Retry *remote.Backoff
-}
-
-func (r Remote) parse(s string) (name.Reference, error) {
-	s = strings.TrimPrefix(s, "docker://")
-	var opts []name.Option
-	if r.Insecure {
-		opts = append(opts, name.Insecure)
-	}
-	ref, err := name.ParseReference(s, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("parse %q: %w", s, err)
-	}
-	if !r.Insecure && IsLoopback(ref.Context().RegistryStr()) {
-		ref, _ = name.ParseReference(s, name.Insecure)
-	}
-	return ref, nil
-}
-
-func (r Remote) keychain() authn.Keychain {
-	if r.Keychain != nil {
-		return r.Keychain
-	}
-	return authn.DefaultKeychain
-}
-
-func (r Remote) backoff() remote.Backoff {
-	if r.Retry != nil {
-		return *r.Retry
-	}
-	return remote.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6}
-}
-
-func (r Remote) options(ctx context.Context, extra ...remote.Option) []remote.Option {
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain()), remote.WithRetryBackoff(r.backoff())}
-	if r.Transport != nil {
-		opts = append(opts, remote.WithTransport(r.Transport))
-	}
-	if r.Jobs > 0 {
-		opts = append(opts, remote.WithJobs(r.Jobs))
-	}
-	return append(opts, extra...)
-}
-
-// CopyOptions tune Copy.
-type CopyOptions struct {
-	Remote
-	// Platform narrows an index to one image; nil copies the whole index
-	// unchanged (same digest).
-	Platform *v1.Platform
-	// DryRun says what would move without writing anything.
-	DryRun bool
-	// ReadSourceOnce downloads each source blob once, into a temporary
-	// spool, and uploads it to every destination from there: one read of
-	// the source instead of one per destination (for metered or slow links
-	// to the source), at the cost of local disk and of overlapping less
-	// work. The default streams to each destination directly.
-	ReadSourceOnce bool
-	// Progress receives "copied/total bytes" lines, one write at a time;
-	// nil is silent.
-	Progress io.Writer
-}
 
 // Blob is one blob of a copy.
 type Blob struct {
@@ -153,10 +74,17 @@ func explain(op string, ref name.Reference, err error) error {
 // parallel, and transient errors are retried. Each destination's tag is
 // written only after all its blobs and child manifests are in place, so a
 // failed or interrupted copy never leaves a tag on an incomplete image.
-func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*CopyResult, error) {
+//
+// WithPlatform narrows an index to one image (a new digest); WithDryRun,
+// WithReadSourceOnce, WithProgress and WithJobs tune the copy.
+func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*CopyResult, error) {
 	start := time.Now()
 	if len(dsts) == 0 {
 		return nil, errors.New("copy: no destination")
+	}
+	opt, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
 	}
 	srcRef, err := opt.parse(src)
 	if err != nil {
@@ -170,7 +98,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 		}
 		dstRefs = append(dstRefs, r)
 	}
-	puller, err := remote.NewPuller(opt.options(ctx)...)
+	puller, err := remote.NewPuller(opt.remote(ctx)...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +109,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 	var taggable remote.Taggable = desc
 	digest, mediaType := desc.Digest.String(), string(desc.MediaType)
 	var blobs []Blob
-	if desc.MediaType.IsIndex() && opt.Platform != nil {
+	if desc.MediaType.IsIndex() && opt.platform != nil {
 		img, err := desc.Image() // narrows to the platform
 		if err != nil {
 			return nil, explain("read", srcRef, err)
@@ -197,17 +125,18 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 		return nil, explain("read", srcRef, err)
 	}
 
-	res := &CopyResult{Source: srcRef.String(), Digest: digest, MediaType: mediaType, DryRun: opt.DryRun, Destinations: make([]DestResult, len(dstRefs))}
-	if opt.Progress != nil {
-		opt.Progress = &lockedWriter{w: opt.Progress} // destinations report concurrently
+	res := &CopyResult{Source: srcRef.String(), Digest: digest, MediaType: mediaType, DryRun: opt.dryRun, Destinations: make([]DestResult, len(dstRefs))}
+	var progress io.Writer
+	if opt.progress != nil {
+		progress = &lockedWriter{w: opt.progress} // destinations report concurrently
 	}
 	// With ReadSourceOnce and several destinations on other registries,
 	// read each source blob once into a spool that they all upload from.
 	// Destinations on the source's own registry keep the original, so their
 	// blobs are mounted.
 	var spooled remote.Taggable
-	if opt.ReadSourceOnce && len(dstRefs) > 1 && !opt.DryRun {
-		dir, err := os.MkdirTemp("", "gpuimg-copy-")
+	if opt.readOnce && len(dstRefs) > 1 && !opt.dryRun {
+		dir, err := os.MkdirTemp(opt.tempDir, "gpuimg-copy-")
 		if err != nil {
 			return nil, err
 		}
@@ -252,13 +181,13 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 				}
 			}
 			res.Destinations[i] = dr
-			if opt.DryRun {
+			if opt.dryRun {
 				return nil
 			}
 			var extra []remote.Option
 			var updates chan v1.Update
 			done := make(chan struct{})
-			if opt.Progress != nil {
+			if progress != nil {
 				updates = make(chan v1.Update, 16) // closed below, once Push returns (Pusher does not close it)
 				extra = append(extra, remote.WithProgress(updates))
 				go func() {
@@ -266,7 +195,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 					last := time.Time{}
 					for u := range updates {
 						if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
-							fmt.Fprintf(opt.Progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
+							fmt.Fprintf(progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
 							last = time.Now()
 						}
 					}
@@ -274,7 +203,7 @@ func Copy(ctx context.Context, src string, dsts []string, opt CopyOptions) (*Cop
 			} else {
 				close(done)
 			}
-			pusher, err := remote.NewPusher(opt.options(gctx, extra...)...)
+			pusher, err := remote.NewPusher(opt.remote(gctx, extra...)...)
 			if err != nil {
 				return err
 			}
@@ -372,23 +301,12 @@ func dedupe(bs []Blob) []Blob {
 
 // presentBlobs asks the destination which blobs it already has, with one
 // authenticated transport for all of them (one ping, one token).
-func presentBlobs(ctx context.Context, opt CopyOptions, dst name.Reference, blobs []Blob) (map[string]bool, error) {
+func presentBlobs(ctx context.Context, opt *options, dst name.Reference, blobs []Blob) (map[string]bool, error) {
 	repo := dst.Context()
-	auth, err := opt.keychain().Resolve(repo.Registry)
-	if err != nil {
-		return nil, err
-	}
-	base := opt.Transport
-	if base == nil {
-		base = remote.DefaultTransport
-	}
-	base = transport.NewRetry(base, transport.WithRetryBackoff(opt.backoff()), transport.WithRetryPredicate(transient),
-		transport.WithRetryStatusCodes(http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout))
-	rt, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.PullScope)})
+	client, err := opt.client(ctx, repo, repo.Scope(transport.PullScope))
 	if err != nil {
 		return nil, explain("check blobs at", dst, err)
 	}
-	client := &http.Client{Transport: rt}
 	out := map[string]bool{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)

@@ -114,7 +114,7 @@ func TestCopyToManyRegistries(t *testing.T) {
 	for _, tt := range []struct{ src, repo, digest string }{{"/ml/torch:nightly", "/ml/torch:stable", imgDigest}, {"/ml/multi:nightly", "/ml/multi:stable", idxDigest}} {
 		dsts := []string{e.b.Host + tt.repo, e.c.Host + tt.repo}
 		var progress strings.Builder
-		res, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.CopyOptions{Progress: &progress})
+		res, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.WithProgress(&progress))
 		must(t, err)
 		if !strings.Contains(progress.String(), " / ") {
 			t.Errorf("no progress lines: %q", progress.String())
@@ -127,7 +127,7 @@ func TestCopyToManyRegistries(t *testing.T) {
 				t.Errorf("first copy to %s: %+v", d, res.Destinations[i])
 			}
 		}
-		again, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts, images.CopyOptions{})
+		again, err := images.Copy(t.Context(), e.a.Host+tt.src, dsts)
 		must(t, err)
 		for _, d := range again.Destinations {
 			if d.Present != d.Blobs {
@@ -137,14 +137,14 @@ func TestCopyToManyRegistries(t *testing.T) {
 	}
 
 	// Within one registry, a new repository gets the blobs too (mounted).
-	_, err = images.Copy(t.Context(), e.b.Host+"/ml/torch:stable", []string{e.b.Host + "/other/torch:1"}, images.CopyOptions{})
+	_, err = images.Copy(t.Context(), e.b.Host+"/ml/torch:stable", []string{e.b.Host + "/other/torch:1"})
 	must(t, err)
 	if got := skopeoDigest(t, e.b.Host+"/other/torch:1"); got != imgDigest {
 		t.Errorf("same-registry copy: %s", got)
 	}
 
 	// A dry run writes nothing and counts the bytes.
-	res, err := images.Copy(t.Context(), e.a.Host+"/ml/torch:nightly", []string{e.b.Host + "/dry/torch:1"}, images.CopyOptions{DryRun: true})
+	res, err := images.Copy(t.Context(), e.a.Host+"/ml/torch:nightly", []string{e.b.Host + "/dry/torch:1"}, images.WithDryRun(true))
 	must(t, err)
 	if !res.DryRun || res.Destinations[0].Bytes < 5*512<<10 {
 		t.Errorf("dry run: %+v", res.Destinations[0])
@@ -232,7 +232,7 @@ func TestCopyThroughFaults(t *testing.T) {
 	must(t, err)
 	digest := push(t, e.a.Host+"/ml/torch:nightly", img)
 	fp := newFaultProxy(t, e.b.Host, true)
-	res, err := images.Copy(t.Context(), e.a.Host+"/ml/torch:nightly", []string{fp.Host + "/ml/torch:stable"}, images.CopyOptions{})
+	res, err := images.Copy(t.Context(), e.a.Host+"/ml/torch:nightly", []string{fp.Host + "/ml/torch:stable"})
 	if err != nil {
 		t.Fatalf("copy through %d injected faults: %v", fp.faults.Load(), err)
 	}
@@ -257,7 +257,7 @@ func TestInterruptedCopyLeavesNoTag(t *testing.T) {
 			cancel(errors.New("interrupted by the test after 3 blobs"))
 		}
 	}
-	_, err = images.Copy(ctx, e.a.Host+"/ml/torch:nightly", []string{fp.Host + "/ml/torch:stable"}, images.CopyOptions{Remote: images.Remote{Jobs: 1}})
+	_, err = images.Copy(ctx, e.a.Host+"/ml/torch:nightly", []string{fp.Host + "/ml/torch:stable"}, images.WithJobs(1))
 	if err == nil {
 		t.Fatal("the interrupted copy reported success")
 	}
@@ -266,7 +266,7 @@ func TestInterruptedCopyLeavesNoTag(t *testing.T) {
 	if _, err := remote.Head(r); err == nil {
 		t.Fatal("an interrupted copy left a tag")
 	}
-	res, err := images.Copy(t.Context(), e.a.Host+"/ml/torch:nightly", []string{e.b.Host + "/ml/torch:stable"}, images.CopyOptions{})
+	res, err := images.Copy(t.Context(), e.a.Host+"/ml/torch:nightly", []string{e.b.Host + "/ml/torch:stable"})
 	must(t, err)
 	if res.Destinations[0].Present < 3 {
 		t.Errorf("the rerun did not reuse the blobs already copied: %+v", res.Destinations[0])
@@ -301,7 +301,7 @@ func TestCopyAuthTLS(t *testing.T) {
 	dst := secure.Host + "/ml/torch:stable"
 
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials
-	_, err = images.Copy(ctx, e.a.Host+"/ml/torch:nightly", []string{dst}, images.CopyOptions{Remote: images.Remote{Transport: rt}})
+	_, err = images.Copy(ctx, e.a.Host+"/ml/torch:nightly", []string{dst}, images.WithTransport(rt))
 	if !errors.Is(err, images.ErrUnauthorized) || !strings.Contains(err.Error(), "docker login "+secure.Host) {
 		t.Fatalf("without credentials: %v", err)
 	}
@@ -310,7 +310,7 @@ func TestCopyAuthTLS(t *testing.T) {
 	auth := base64.StdEncoding.EncodeToString([]byte("ci:s3cret"))
 	must(t, os.WriteFile(filepath.Join(cfgDir, "config.json"), []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, secure.Host, auth)), 0o600))
 	t.Setenv("DOCKER_CONFIG", cfgDir)
-	res, err := images.Copy(ctx, e.a.Host+"/ml/torch:nightly", []string{dst}, images.CopyOptions{Remote: images.Remote{Transport: rt}})
+	res, err := images.Copy(ctx, e.a.Host+"/ml/torch:nightly", []string{dst}, images.WithTransport(rt))
 	must(t, err)
 	if res.Destinations[0].Digest != digest {
 		t.Errorf("digest %s, want %s", res.Destinations[0].Digest, digest)
@@ -372,7 +372,7 @@ func TestCopyReadsTheSourceOnce(t *testing.T) {
 		}
 	}
 	src := fp.Host + "/ml/torch:nightly"
-	_, err = images.Copy(t.Context(), src, []string{e.b.Host + "/ml/torch:stable", e.c.Host + "/ml/torch:stable"}, images.CopyOptions{ReadSourceOnce: true})
+	_, err = images.Copy(t.Context(), src, []string{e.b.Host + "/ml/torch:stable", e.c.Host + "/ml/torch:stable"}, images.WithReadSourceOnce(true))
 	must(t, err)
 	layers, _ := img.Layers()
 	for _, l := range layers {

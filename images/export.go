@@ -15,17 +15,20 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
+// Format is a file format Export writes.
+type Format string
+
 // Formats Export writes.
 const (
-	FormatOCI           = "oci"            // an OCI image layout directory
-	FormatOCIArchive    = "oci-archive"    // that layout as a tar file
-	FormatDockerArchive = "docker-archive" // `docker save` format, for docker load and cloud image import
+	FormatOCI           Format = "oci"            // an OCI image layout directory
+	FormatOCIArchive    Format = "oci-archive"    // that layout as a tar file
+	FormatDockerArchive Format = "docker-archive" // `docker save` format, for docker load and cloud image import
 )
 
 // ExportResult describes an export.
 type ExportResult struct {
 	Source string `json:"source"`
-	Format string `json:"format"`
+	Format Format `json:"format"`
 	Path   string `json:"path"`
 	// Digest is the source manifest (or index) digest, verified in the
 	// written copy. For docker-archive, which has no manifest digest, the
@@ -37,8 +40,13 @@ type ExportResult struct {
 // Export writes a registry image (a whole index for the OCI formats) to
 // a file or directory, then reads the result back and checks every blob
 // against its digest. The result appears only when complete: it is written
-// under a temporary name and renamed.
-func Export(ctx context.Context, src, format, dest string, platform *v1.Platform, r Remote) (*ExportResult, error) {
+// under a temporary name and renamed. WithPlatform picks the image of an
+// index for docker-archive (default linux/amd64).
+func Export(ctx context.Context, src, dest string, format Format, opts ...Option) (*ExportResult, error) {
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
 	ref, err := r.parse(src)
 	if err != nil {
 		return nil, err
@@ -46,11 +54,7 @@ func Export(ctx context.Context, src, format, dest string, platform *v1.Platform
 	if _, err := os.Stat(dest); err == nil {
 		return nil, fmt.Errorf("export %s: %s exists; remove it or choose another path", src, dest)
 	}
-	opts := r.options(ctx)
-	if platform != nil {
-		opts = append(opts, remote.WithPlatform(*platform))
-	}
-	desc, err := remote.Get(ref, opts...)
+	desc, err := remote.Get(ref, r.remote(ctx)...)
 	if err != nil {
 		return nil, explain("read", ref, err)
 	}

@@ -27,13 +27,17 @@ type TagInfo struct {
 
 // List returns a repository's tags with their digests, sizes, creation
 // times and stack summaries, newest first.
-func List(ctx context.Context, repo string, r Remote) ([]TagInfo, error) {
+func List(ctx context.Context, repo string, opts ...Option) ([]TagInfo, error) {
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
 	ref, err := r.parse(repo + ":latest")
 	if err != nil {
 		return nil, err
 	}
 	rp := ref.Context()
-	tags, err := remote.List(rp, r.options(ctx)...)
+	tags, err := remote.List(rp, r.remote(ctx)...)
 	if err != nil {
 		return nil, explain("list", ref, err)
 	}
@@ -43,7 +47,7 @@ func List(ctx context.Context, repo string, r Remote) ([]TagInfo, error) {
 	for i, t := range tags {
 		g.Go(func() error {
 			tr := rp.Tag(t)
-			desc, err := remote.Get(tr, r.options(gctx)...)
+			desc, err := remote.Get(tr, r.remote(gctx)...)
 			if err != nil {
 				return explain("read", tr, err)
 			}
@@ -89,20 +93,24 @@ func imageSummary(img v1.Image) (size int64, created time.Time, stack string) {
 // Delete removes a manifest from its registry: by digest, or the digest a
 // tag points at (which removes every tag on that digest; the registry must
 // allow deletes).
-func Delete(ctx context.Context, ref string, r Remote) (string, error) {
+func Delete(ctx context.Context, ref string, opts ...Option) (string, error) {
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return "", err
+	}
 	rf, err := r.parse(ref)
 	if err != nil {
 		return "", err
 	}
 	d, ok := rf.(name.Digest)
 	if !ok {
-		desc, err := remote.Head(rf, r.options(ctx)...)
+		desc, err := remote.Head(rf, r.remote(ctx)...)
 		if err != nil {
 			return "", explain("resolve", rf, err)
 		}
 		d = rf.Context().Digest(desc.Digest.String())
 	}
-	if err := remote.Delete(d, r.options(ctx)...); err != nil {
+	if err := remote.Delete(d, r.remote(ctx)...); err != nil {
 		return "", explain("delete", d, fmt.Errorf("%w (is deleting enabled on the registry?)", err))
 	}
 	return d.DigestStr(), nil

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -64,10 +62,15 @@ func MirrorHost(m string) (host string, insecure bool) {
 }
 
 // PinBase resolves tag (as the resolver names it, nvidia/cuda:…) to a
-// digest, through a mirror when one is configured for its registry. The
-// builder uses it to pin FROM lines; images is the one package that talks
-// to registries.
-func PinBase(ctx context.Context, tag string, mirrors Mirrors, platform *v1.Platform) (Base, error) {
+// digest, through a mirror when one is configured for its registry, and
+// reads the creation time of WithPlatform's image (default linux/amd64).
+// The builder uses it to pin FROM lines; images is the one package that
+// talks to registries.
+func PinBase(ctx context.Context, tag string, mirrors Mirrors, opts ...Option) (Base, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return Base{}, err
+	}
 	ref, err := name.ParseReference(tag)
 	if err != nil {
 		return Base{}, fmt.Errorf("parse base image %s: %w", tag, err)
@@ -76,23 +79,22 @@ func PinBase(ctx context.Context, tag string, mirrors Mirrors, platform *v1.Plat
 	if ref.Context().RegistryStr() == name.DefaultRegistry {
 		canonical = "docker.io/" + strings.TrimPrefix(canonical, name.DefaultRegistry+"/")
 	}
-	fetch := ref
+	fetch, err := o.parse(tag)
+	if err != nil {
+		return Base{}, fmt.Errorf("parse base image %s: %w", tag, err)
+	}
 	if m, ok := mirrors[ref.Context().RegistryStr()]; ok {
-		host, insecure := MirrorHost(m)
-		var opts []name.Option
-		if insecure {
-			opts = append(opts, name.Insecure)
+		host, plain := MirrorHost(m)
+		var nopts []name.Option
+		if plain || o.insecure(host) {
+			nopts = append(nopts, name.Insecure)
 		}
-		fetch, err = name.ParseReference(host+"/"+ref.Context().RepositoryStr()+":"+ref.Identifier(), opts...)
+		fetch, err = name.ParseReference(host+"/"+ref.Context().RepositoryStr()+":"+ref.Identifier(), nopts...)
 		if err != nil {
 			return Base{}, fmt.Errorf("mirror %s for %s: %w", m, ref.Context().RegistryStr(), err)
 		}
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
-	if platform != nil {
-		opts = append(opts, remote.WithPlatform(*platform))
-	}
-	desc, err := remote.Get(fetch, opts...)
+	desc, err := remote.Get(fetch, o.remote(ctx)...)
 	if err != nil {
 		return Base{}, fmt.Errorf("resolve base image %s (from %s): %w", canonical, fetch.Context().RegistryStr(), err)
 	}

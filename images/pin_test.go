@@ -64,7 +64,7 @@ func TestPinBaseIndex(t *testing.T) {
 	want, _ := idx.Digest()
 	mirrors := Mirrors{"index.docker.io": host}
 	for arch, wantCreated := range created {
-		b, err := PinBase(t.Context(), "nvidia/cuda:12.2.2-runtime-ubuntu22.04", mirrors, &v1.Platform{OS: "linux", Architecture: arch})
+		b, err := PinBase(t.Context(), "nvidia/cuda:12.2.2-runtime-ubuntu22.04", mirrors, WithPlatform(&v1.Platform{OS: "linux", Architecture: arch}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestPinBaseIndex(t *testing.T) {
 			t.Errorf("%s: created %s, want %s", arch, b.Created, wantCreated)
 		}
 	}
-	if _, err := PinBase(t.Context(), "nvidia/cuda:0.0.0-runtime-ubuntu22.04", mirrors, nil); err == nil || !strings.Contains(err.Error(), "resolve base image docker.io/nvidia/cuda:0.0.0-runtime-ubuntu22.04") {
+	if _, err := PinBase(t.Context(), "nvidia/cuda:0.0.0-runtime-ubuntu22.04", mirrors); err == nil || !strings.Contains(err.Error(), "resolve base image docker.io/nvidia/cuda:0.0.0-runtime-ubuntu22.04") {
 		t.Errorf("missing tag: %v", err)
 	}
 }

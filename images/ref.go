@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/daemon"
@@ -89,16 +88,6 @@ func ParseRef(s string) (Ref, error) {
 	return Ref{Transport: Registry, Name: s}, nil
 }
 
-// OpenOptions tune Open.
-type OpenOptions struct {
-	// Platform selects an image from an index; default linux/amd64.
-	Platform *v1.Platform
-	// Insecure allows plain HTTP to the registry (loopback always may).
-	Insecure bool
-	// TempDir receives unpacked archives; default os.TempDir().
-	TempDir string
-}
-
 // Opened is an image ready to read. Close releases temporary files.
 type Opened struct {
 	Image v1.Image
@@ -117,26 +106,23 @@ func (o *Opened) Close() error {
 	return o.close()
 }
 
-// Open reads the image a reference names. Layers are read lazily.
-func Open(ctx context.Context, r Ref, opt OpenOptions) (*Opened, error) {
-	pl := opt.Platform
-	if pl == nil {
-		pl = &v1.Platform{OS: "linux", Architecture: "amd64"}
+// Open reads the image a reference names. Layers are read lazily. From a
+// multi-platform index it takes WithPlatform's image (default
+// linux/amd64); archives are unpacked under WithTempDir's directory.
+func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
+	opt, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
 	}
+	platform := opt.platformOr(linuxAMD64)
+	pl := &platform
 	switch r.Transport {
 	case Registry:
-		var nopts []name.Option
-		if opt.Insecure {
-			nopts = append(nopts, name.Insecure)
-		}
-		ref, err := name.ParseReference(r.Name, nopts...)
+		ref, err := opt.parse(r.Name)
 		if err != nil {
 			return nil, err
 		}
-		if !opt.Insecure && IsLoopback(ref.Context().RegistryStr()) {
-			ref, _ = name.ParseReference(r.Name, name.Insecure)
-		}
-		desc, err := remote.Get(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithPlatform(*pl))
+		desc, err := remote.Get(ref, opt.remote(ctx, remote.WithPlatform(*pl))...)
 		if err != nil {
 			return nil, fmt.Errorf("fetch %s: %w", r, err)
 		}
@@ -148,7 +134,7 @@ func Open(ctx context.Context, r Ref, opt OpenOptions) (*Opened, error) {
 	case OCI:
 		return openLayout(r.Name, r.Select, pl, nil)
 	case OCIArchive:
-		dir, err := os.MkdirTemp(opt.TempDir, "gpuimg-oci-")
+		dir, err := os.MkdirTemp(opt.tempDir, "gpuimg-oci-")
 		if err != nil {
 			return nil, err
 		}

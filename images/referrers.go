@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -35,12 +36,16 @@ const (
 // names (resolved to its digest), so it is listed by the referrers API
 // (or its tag fallback on registries without it). It returns the
 // artifact's digest.
-func Attach(ctx context.Context, ref, artifactType string, payload []byte, annotations map[string]string, r Remote) (string, error) {
+func Attach(ctx context.Context, ref, artifactType string, payload []byte, annotations map[string]string, opts ...Option) (string, error) {
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return "", err
+	}
 	rf, err := r.parse(ref)
 	if err != nil {
 		return "", err
 	}
-	desc, err := remote.Head(rf, r.options(ctx)...)
+	desc, err := remote.Head(rf, r.remote(ctx)...)
 	if err != nil {
 		return "", explain("resolve", rf, err)
 	}
@@ -60,7 +65,7 @@ func Attach(ctx context.Context, ref, artifactType string, payload []byte, annot
 		return "", err
 	}
 	dst := rf.Context().Digest(d.String())
-	if err := remote.Write(dst, art, r.options(ctx)...); err != nil {
+	if err := remote.Write(dst, art, r.remote(ctx)...); err != nil {
 		return "", explain("attach to", rf, err)
 	}
 	return d.String(), nil
@@ -75,17 +80,21 @@ type Attached struct {
 
 // Referrers lists the artifacts of artifactType attached to ref, with
 // their payloads.
-func Referrers(ctx context.Context, ref, artifactType string, r Remote) (name.Digest, []Attached, error) {
+func Referrers(ctx context.Context, ref, artifactType string, opts ...Option) (name.Digest, []Attached, error) {
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return name.Digest{}, nil, err
+	}
 	rf, err := r.parse(ref)
 	if err != nil {
 		return name.Digest{}, nil, err
 	}
-	desc, err := remote.Head(rf, r.options(ctx)...)
+	desc, err := remote.Head(rf, r.remote(ctx)...)
 	if err != nil {
 		return name.Digest{}, nil, explain("resolve", rf, err)
 	}
 	dig := rf.Context().Digest(desc.Digest.String())
-	idx, err := remote.Referrers(dig, r.options(ctx, remote.WithFilter("artifactType", artifactType))...)
+	idx, err := remote.Referrers(dig, r.remote(ctx, remote.WithFilter("artifactType", artifactType))...)
 	if err != nil {
 		return dig, nil, explain("list referrers of", dig, err)
 	}
@@ -98,7 +107,7 @@ func Referrers(ctx context.Context, ref, artifactType string, r Remote) (name.Di
 		if d.ArtifactType != artifactType {
 			continue
 		}
-		img, err := remote.Image(rf.Context().Digest(d.Digest.String()), r.options(ctx)...)
+		img, err := remote.Image(rf.Context().Digest(d.Digest.String()), r.remote(ctx)...)
 		if err != nil {
 			return dig, nil, explain("read referrer of", dig, err)
 		}
@@ -126,8 +135,12 @@ var ErrNotPromoted = errors.New("not promoted")
 // Promote points tag (in ref's repository) at ref's digest if accept
 // approves one of the attached reports; otherwise it refuses and says why,
 // naming every report it saw.
-func Promote(ctx context.Context, ref, tag string, accept func(Attached) (bool, string), r Remote) (string, error) {
-	dig, reports, err := Referrers(ctx, ref, ReportArtifactType, r)
+func Promote(ctx context.Context, ref, tag string, accept func(Attached) (bool, string), opts ...Option) (string, error) {
+	r, err := makeOptions(opts...)
+	if err != nil {
+		return "", err
+	}
+	dig, reports, err := Referrers(ctx, ref, ReportArtifactType, opts...)
 	if err != nil {
 		return "", err
 	}
@@ -136,11 +149,11 @@ func Promote(ctx context.Context, ref, tag string, accept func(Attached) (bool, 
 		ok, why := accept(a)
 		if ok {
 			t := dig.Context().Tag(tag)
-			desc, err := remote.Get(dig, r.options(ctx)...)
+			desc, err := remote.Get(dig, r.remote(ctx)...)
 			if err != nil {
 				return "", explain("read", dig, err)
 			}
-			if err := remote.Tag(t, desc, r.options(ctx)...); err != nil {
+			if err := remote.Tag(t, desc, r.remote(ctx)...); err != nil {
 				return "", explain("tag", t, err)
 			}
 			return fmt.Sprintf("%s -> %s (report %s: %s)", t, dig.DigestStr(), a.Digest[:19], why), nil
@@ -150,16 +163,5 @@ func Promote(ctx context.Context, ref, tag string, accept func(Attached) (bool, 
 	if len(reports) == 0 {
 		return "", fmt.Errorf("%w: %s has no gpuimg validation report attached; run gpuimg validate %s --attach first", ErrNotPromoted, dig, ref)
 	}
-	return "", fmt.Errorf("%w: no attached report allows it: %s", ErrNotPromoted, joinSemi(reasons))
-}
-
-func joinSemi(ss []string) string {
-	out := ""
-	for i, s := range ss {
-		if i > 0 {
-			out += "; "
-		}
-		out += s
-	}
-	return out
+	return "", fmt.Errorf("%w: no attached report allows it: %s", ErrNotPromoted, strings.Join(reasons, "; "))
 }

@@ -29,15 +29,17 @@ type BuildOptions struct {
 	Entrypoint string
 	ContextDir string
 
-	Builder            string
-	TLSCA, TLSCert     string
-	TLSKey, TLSName    string
-	StateDir           string
-	Mirrors            []string
-	InsecureRegistries []string
-	PipIndexURL        string
-	PipExtraIndexURLs  []string
-	PipTrustedHosts    []string
+	Builder         string
+	TLSCA, TLSCert  string
+	TLSKey, TLSName string
+	StateDir        string
+	Mirrors         []string
+	// RegistryOptions reach the base image's registry; its insecure
+	// registries are also BuildKit's.
+	RegistryOptions
+	PipIndexURL       string
+	PipExtraIndexURLs []string
+	PipTrustedHosts   []string
 
 	Tags            []string
 	Push            bool
@@ -71,7 +73,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
 	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
 	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
-	fs.StringArrayVar(&o.InsecureRegistries, "insecure-registry", nil, "registry reached over plain HTTP (loopback always is; repeatable)")
+	o.RegistryOptions.addNamedFlags(fs)
 	fs.StringVar(&o.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the image and its history")
 	fs.StringArrayVar(&o.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
 	fs.StringArrayVar(&o.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
@@ -130,6 +132,9 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, db, c, err := bo.request(cmd, so, mo)
 			if err != nil {
+				return err
+			}
+			if req.Registry, err = bo.RegistryOptions.Options(); err != nil {
 				return err
 			}
 			stack, err := db.Resolve(c)

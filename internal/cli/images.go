@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -32,43 +29,67 @@ func parsePlatform(s string) (*v1.Platform, error) {
 	return pl, nil
 }
 
-// RegistryOptions are the flags every registry command shares.
+// RegistryOptions are how gpuimg reaches registries: the flags of every
+// command that touches one (images *, validate, build).
 type RegistryOptions struct {
+	// Insecure allows plain HTTP and unverified TLS to every registry.
 	Insecure bool
-	CAFile   string
-	Jobs     int
+	// InsecureRegistries allows them for the named registries only.
+	InsecureRegistries []string
+	// CAFile is a PEM file of CA certificates to trust besides the system's.
+	CAFile string
+	// Retries is how often a transient failure is retried.
+	Retries int
+	// Jobs is how many blobs move at once per destination; only commands
+	// that move blobs bind it (AddJobsFlag).
+	Jobs int
+
+	jobsBound bool
 }
 
-// AddFlags binds the options to flags.
+// AddFlags binds the options every registry command shares to flags.
 func (o *RegistryOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.Insecure, "insecure", false, "allow plain HTTP to registries (loopback always may)")
-	fs.StringVar(&o.CAFile, "ca-file", "", "PEM file of extra CA certificates to trust (private registries)")
-	fs.IntVar(&o.Jobs, "jobs", 4, "blobs moved at once per destination")
+	fs.BoolVar(&o.Insecure, "insecure", false, "allow plain HTTP and unverified TLS to every registry (loopback always may use plain HTTP)")
+	o.addNamedFlags(fs)
 }
 
-// Remote turns the flags into images.Remote.
-func (o *RegistryOptions) Remote() (images.Remote, error) {
-	r := images.Remote{Insecure: o.Insecure, Jobs: o.Jobs}
-	if o.Jobs <= 0 {
-		return r, invalid(fmt.Errorf("--jobs %d", o.Jobs), "give a positive number")
+// addNamedFlags binds the flags without --insecure, for build: BuildKit
+// must be told each insecure registry by name.
+func (o *RegistryOptions) addNamedFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.InsecureRegistries, "insecure-registry", nil, "registry reached over plain HTTP or unverified TLS, HOST or HOST:PORT (loopback always may use plain HTTP; repeatable)")
+	fs.StringVar(&o.CAFile, "ca-file", "", "PEM file of extra CA certificates to trust (private registries)")
+	fs.IntVar(&o.Retries, "retries", 5, "retries of a transient registry failure (connection reset, 408, 429, 5xx), with backoff from 250ms; 0 for none")
+}
+
+// AddJobsFlag binds --jobs, for commands that move blobs.
+func (o *RegistryOptions) AddJobsFlag(fs *pflag.FlagSet) {
+	fs.IntVar(&o.Jobs, "jobs", 4, "blobs moved at once per destination")
+	o.jobsBound = true
+}
+
+// Options turns the flags into the images package's options, with
+// gpuimg's version as the user agent.
+func (o *RegistryOptions) Options() ([]images.Option, error) {
+	if o.Retries < 0 {
+		return nil, invalid(fmt.Errorf("--retries %d", o.Retries), "give 0 or more")
+	}
+	if o.jobsBound && o.Jobs <= 0 {
+		return nil, invalid(fmt.Errorf("--jobs %d", o.Jobs), "give a positive number")
 	}
 	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return r, invalid(fmt.Errorf("--ca-file: %w", err), "")
+		if _, err := os.Stat(o.CAFile); err != nil {
+			return nil, invalid(fmt.Errorf("--ca-file: %w", err), "give the PEM file of the registry's CA")
 		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return r, invalid(fmt.Errorf("--ca-file %s holds no PEM certificate", o.CAFile), "")
-		}
-		t := remote.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		r.Transport = t
 	}
-	return r, nil
+	opts := []images.Option{
+		images.WithInsecure(o.Insecure), images.WithInsecureRegistries(o.InsecureRegistries...),
+		images.WithCAFile(o.CAFile), images.WithRetries(o.Retries),
+		images.WithUserAgent("gpuimg/" + strings.Trim(buildVersion().Version, "()")), // "(devel)" is no product version
+	}
+	if o.jobsBound {
+		opts = append(opts, images.WithJobs(o.Jobs))
+	}
+	return opts, nil
 }
 
 func newImagesCmd() *cobra.Command {
@@ -81,7 +102,10 @@ a tag only when a passing validation report is attached; exports images for
 docker load and cloud image import; recompresses them for faster pulls.
 
 Credentials come from Docker's config.json and credential helpers
-(docker login); --ca-file trusts a private CA; --insecure allows plain HTTP.`,
+(docker login); --ca-file trusts a private CA; --insecure (every registry)
+and --insecure-registry HOST (the named ones) allow plain HTTP and
+unverified TLS; --retries sets how often transient failures are retried.
+validate and build take the same flags.`,
 		Example: `  gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly
   gpuimg images promote ci.example.com/ml/torch:nightly --to stable --require static
   gpuimg images ls ci.example.com/ml/torch`,
@@ -118,15 +142,16 @@ and running it again finishes the job.`,
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			r, err := ro.Remote()
+			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
-			opt := images.CopyOptions{Remote: r, DryRun: dryRun, ReadSourceOnce: once, Progress: cmd.ErrOrStderr()}
-			if opt.Platform, err = parsePlatform(platform); err != nil {
+			pl, err := parsePlatform(platform)
+			if err != nil {
 				return err
 			}
-			res, err := images.Copy(cmd.Context(), args[0], args[1:], opt)
+			opts = append(opts, images.WithPlatform(pl), images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithProgress(cmd.ErrOrStderr()))
+			res, err := images.Copy(cmd.Context(), args[0], args[1:], opts...)
 			if err != nil {
 				return &Error{Err: err, Code: ExitInvalid}
 			}
@@ -134,6 +159,7 @@ and running it again finishes the job.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would move and how many bytes, write nothing")
 	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
 	cmd.Flags().StringVar(&platform, "platform", "", "copy only this platform's image from an index (its digest, not the index's)")
@@ -181,7 +207,7 @@ only when complete.
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			r, err := ro.Remote()
+			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
@@ -189,7 +215,7 @@ only when complete.
 			if err != nil {
 				return err
 			}
-			res, err := images.Export(cmd.Context(), args[0], format, args[1], pl, r)
+			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, images.WithPlatform(pl))...)
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -201,7 +227,8 @@ only when complete.
 		},
 	}
 	ro.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&format, "format", images.FormatOCIArchive, "oci, oci-archive or docker-archive")
+	ro.AddJobsFlag(cmd.Flags())
+	cmd.Flags().StringVar(&format, "format", string(images.FormatOCIArchive), "oci, oci-archive or docker-archive")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to export from an index (docker-archive; default linux/amd64)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
 	return cmd
@@ -219,11 +246,11 @@ func newLsCmd() *cobra.Command {
 			if err := checkOutput(output, "table", "json"); err != nil {
 				return err
 			}
-			r, err := ro.Remote()
+			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
-			tags, err := images.List(cmd.Context(), args[0], r)
+			tags, err := images.List(cmd.Context(), args[0], opts...)
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -243,6 +270,7 @@ func newLsCmd() *cobra.Command {
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
@@ -257,12 +285,12 @@ tag on that digest goes with it. The registry must allow deletes.`,
 		Example: "  gpuimg images rm registry.example.com/ml/torch:nightly-2026-11-01",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := ro.Remote()
+			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
 			for _, a := range args {
-				d, err := images.Delete(cmd.Context(), a, r)
+				d, err := images.Delete(cmd.Context(), a, opts...)
 				if err != nil {
 					return invalid(err, "")
 				}
@@ -272,6 +300,7 @@ tag on that digest goes with it. The registry must allow deletes.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	ro.AddJobsFlag(cmd.Flags())
 	return cmd
 }
 
@@ -319,14 +348,14 @@ not count.`,
 			if policy.DB, err = mo.Load(); err != nil {
 				return err
 			}
-			r, err := ro.Remote()
+			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
 			accept := func(a images.Attached) (bool, string) {
 				return policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver])
 			}
-			msg, err := images.Promote(cmd.Context(), args[0], to, accept, r)
+			msg, err := images.Promote(cmd.Context(), args[0], to, accept, opts...)
 			if errors.Is(err, images.ErrNotPromoted) {
 				return &Error{Err: err, Code: ExitFailed}
 			}
@@ -338,6 +367,7 @@ not count.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	ro.AddJobsFlag(cmd.Flags())
 	mo.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
@@ -367,7 +397,7 @@ rewrites each tar with a table of contents).
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			r, err := ro.Remote()
+			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
@@ -375,7 +405,7 @@ rewrites each tar with a table of contents).
 			if err != nil {
 				return err
 			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], comp, pl, "", r)
+			res, err := images.Convert(cmd.Context(), args[0], args[1], images.Compression(comp), append(opts, images.WithPlatform(pl))...)
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -388,6 +418,7 @@ rewrites each tar with a table of contents).
 		},
 	}
 	ro.AddFlags(cmd.Flags())
+	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&comp, "compression", "zstd", "zstd, estargz or gzip")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to convert from an index (default linux/amd64)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,8 +15,9 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	mo := &MatrixOptions{}
+	ro := &RegistryOptions{}
 	var platform, driver, gpu, bandwidth, output string
-	var insecure, attach, bench bool
+	var attach, bench bool
 	var budget time.Duration
 	var runMode, probeBin, probeImage string
 	var eff []string
@@ -86,10 +86,14 @@ driver or GPU where the probe ran.`,
 					return invalid(err, "")
 				}
 			}
-			if runMode != "" {
-				return runValidateGPU(cmd, ref, gpuRun{Mode: runMode, ProbeBin: probeBin, Bench: bench, Budget: budget, MatrixFiles: mo.Files, DB: opt.DB}, probeImage, eff, attach, insecure, output)
+			reg, err := ro.Options()
+			if err != nil {
+				return err
 			}
-			img, err := images.Open(cmd.Context(), ref, images.OpenOptions{Platform: pl, Insecure: insecure})
+			if runMode != "" {
+				return runValidateGPU(cmd, ref, gpuRun{Mode: runMode, ProbeBin: probeBin, Bench: bench, Budget: budget, MatrixFiles: mo.Files, DB: opt.DB}, probeImage, eff, attach, reg, output)
+			}
+			img, err := images.Open(cmd.Context(), ref, append(reg, images.WithPlatform(pl))...)
 			if err != nil {
 				return invalid(err, "check the reference, the registry and your credentials (docker login)")
 			}
@@ -99,10 +103,11 @@ driver or GPU where the probe ran.`,
 			if err != nil {
 				return invalid(fmt.Errorf("validate %s: %w", ref, err), "")
 			}
-			return finishReport(cmd, rep, ref, output, attach, insecure, gpu, driver)
+			return finishReport(cmd, rep, ref, output, attach, reg, gpu, driver)
 		},
 	}
 	mo.AddFlags(cmd.Flags())
+	ro.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
 	cmd.Flags().StringVar(&driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
 	cmd.Flags().StringVar(&gpu, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
@@ -114,13 +119,12 @@ driver or GPU where the probe ran.`,
 	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
 	cmd.Flags().DurationVar(&budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	cmd.Flags().BoolVar(&attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
-	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain HTTP to the registry (loopback always may)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
 	return cmd
 }
 
 // finishReport renders a report, attaches it if asked, and sets the exit status.
-func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach, insecure bool, gpu, driver string) error {
+func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach bool, reg []images.Option, gpu, driver string) error {
 	out := cmd.OutOrStdout()
 	var err error
 	switch output {
@@ -158,7 +162,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		if driver != "" {
 			ann[images.AnnotationDriver] = driver
 		}
-		d, err := images.Attach(cmd.Context(), ref.Name, images.ReportArtifactType, payload, ann, images.Remote{Insecure: insecure})
+		d, err := images.Attach(cmd.Context(), ref.Name, images.ReportArtifactType, payload, ann, reg...)
 		if err != nil {
 			return invalid(err, "")
 		}
@@ -174,7 +178,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 }
 
 // runValidateGPU is validate --run.
-func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage string, eff []string, attach, insecure bool, output string) error {
+func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage string, eff []string, attach bool, reg []images.Option, output string) error {
 	me, err := parseEfficiency(eff)
 	if err != nil {
 		return err
@@ -208,9 +212,13 @@ func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage str
 	default:
 		return invalid(fmt.Errorf("--run %q", mode), "use docker, podman, host or kubernetes")
 	}
-	// As for gpuimg's own registry access, a loopback registry may be
-	// plain HTTP; podman needs to be told.
-	r.PlainHTTP = insecure || (ref.Transport == images.Registry && images.IsLoopback(strings.SplitN(ref.Name, "/", 2)[0]))
+	// As for gpuimg's own registry access, a loopback or insecure registry
+	// may be plain HTTP; podman needs to be told.
+	if ref.Transport == images.Registry {
+		if r.PlainHTTP, err = images.PlainHTTP(ref.Name, reg...); err != nil {
+			return invalid(err, "")
+		}
+	}
 	r.Image = image
 	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), r)
 	if err != nil {
@@ -218,10 +226,10 @@ func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage str
 	}
 	digest := ""
 	if ref.Transport == images.Registry {
-		if o, err := images.Open(cmd.Context(), ref, images.OpenOptions{Insecure: insecure}); err == nil {
+		if o, err := images.Open(cmd.Context(), ref, reg...); err == nil {
 			digest = o.Digest
 			o.Close()
 		}
 	}
-	return finishReport(cmd, validate.GPUReport(ref.String(), digest, res), ref, output, attach, insecure, "", "")
+	return finishReport(cmd, validate.GPUReport(ref.String(), digest, res), ref, output, attach, reg, "", "")
 }
