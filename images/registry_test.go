@@ -430,7 +430,7 @@ func TestListDelete(t *testing.T) {
 	if len(tags) != 2 || tags[0].Tag != "new" || tags[1].Tag != "old" {
 		t.Fatalf("tags %+v, want new then old", tags)
 	}
-	if tags[0].Stack != "cuda12.2.2 torch2.3.1 py3.10 ubuntu22.04" || tags[1].Stack != "" || tags[0].Size == 0 || tags[0].Digest != headDigest(t, reg+"/ml/torch:new") {
+	if tags[0].Stack != "cuda12.2.2-torch2.3.1-py3.10 ubuntu22.04" || tags[1].Stack != "" || tags[0].Size == 0 || tags[0].Digest != headDigest(t, reg+"/ml/torch:new") {
 		t.Errorf("tags %+v", tags)
 	}
 
