@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -27,6 +28,8 @@ type ValidateOptions struct {
 	Bench                            bool
 	Budget                           time.Duration
 	MinEfficiency                    []string
+
+	platform *v1.Platform // --platform, parsed
 }
 
 // AddFlags binds the options to flags.
@@ -133,7 +136,7 @@ func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, err
 			return ref, opt, invalid(err, "")
 		}
 	}
-	if _, err := parsePlatform(o.Platform); err != nil {
+	if o.platform, err = parsePlatform(o.Platform); err != nil {
 		return ref, opt, err
 	}
 	if opt.DB, err = o.Matrix.Load(); err != nil {
@@ -149,11 +152,7 @@ func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, err
 
 // inspect is static validation: read the image, check what is inside.
 func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt validate.Options) (*validate.Report, error) {
-	pl, err := parsePlatform(o.Platform)
-	if err != nil {
-		return nil, err
-	}
-	img, err := images.Open(ctx, ref, images.OpenOptions{Platform: pl, Insecure: o.Insecure})
+	img, err := images.Open(ctx, ref, images.OpenOptions{Platform: o.platform, Insecure: o.Insecure})
 	if err != nil {
 		return nil, invalid(err, "check the reference, the registry and your credentials (docker login)")
 	}
@@ -181,12 +180,12 @@ func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.
 		Bench: o.Bench, Budget: o.Budget, MinEfficiency: me, MatrixFiles: o.Matrix.Files, DB: db, Insecure: insecure,
 		RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Stderr: cmd.ErrOrStderr(), Manifest: cmd.OutOrStdout(),
 		Digest: func(ctx context.Context) string {
-			o, err := images.Open(ctx, ref, images.OpenOptions{Insecure: insecure})
+			img, err := images.Open(ctx, ref, images.OpenOptions{Insecure: insecure})
 			if err != nil {
 				return ""
 			}
-			defer o.Close()
-			return o.Digest
+			defer img.Close()
+			return img.Digest
 		},
 	}, nil
 }
