@@ -60,6 +60,17 @@ type Config struct {
 	PipTrustedHosts   []string          `yaml:"pip_trusted_host"`
 	CacheFrom         []string          `yaml:"cache_from"`
 	CacheTo           []string          `yaml:"cache_to"`
+
+	// Path is the file LoadConfig read, for messages.
+	Path string `yaml:"-"`
+}
+
+// name is the file for messages.
+func (c *Config) name() string {
+	if c.Path == "" {
+		return "gpuimg.yaml"
+	}
+	return c.Path
 }
 
 // LoadConfig reads a gpuimg.yaml. Unknown keys and wrong types are errors
@@ -81,6 +92,7 @@ func LoadConfig(file string) (*Config, error) {
 	if err := c.Extras.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	c.Path = file
 	return &c, nil
 }
 

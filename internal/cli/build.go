@@ -2,14 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/moby/buildkit/client"
@@ -17,42 +12,25 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/builder"
-	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
-// BuildOptions are the flags of gpuimg build.
+// BuildOptions are the flags of gpuimg build: builder.Flags, which
+// builder.Merge merges with the environment and gpuimg.yaml, and the
+// command's own.
 type BuildOptions struct {
 	ConfigFile string
-	Extras     builder.Extras
-	EnvPairs   []string
-	Entrypoint string
-	ContextDir string
+	builder.Flags
 
-	Builder         string
 	TLSCA, TLSCert  string
 	TLSKey, TLSName string
 	StateDir        string
-	Mirrors         []string
-	// RegistryOptions reach the base image's registry; its insecure
-	// registries are also BuildKit's.
-	RegistryOptions
-	PipIndexURL       string
-	PipExtraIndexURLs []string
-	PipTrustedHosts   []string
-
-	Tags            []string
-	Push            bool
-	Outputs         []string
-	Platforms       []string
-	CacheFrom       []string
-	CacheTo         []string
-	Secrets         []string
-	Progress        string
-	DockerfileOnly  bool
-	NoCache         bool
-	SourceDateEpoch string
-	Output          string
+	// Registry is how gpuimg reaches the base image's registry (pinning
+	// it by digest); its --insecure-registry list is merged into
+	// builder.Flags.InsecureRegistries and so also reaches BuildKit.
+	Registry       RegistryOptions
+	DockerfileOnly bool
+	Output         string
 }
 
 // AddFlags binds the options to flags.
@@ -72,8 +50,8 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for a tcp:// buildkitd")
 	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
 	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
-	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
-	o.RegistryOptions.addNamedFlags(fs)
+	fs.StringArrayVar(&o.Flags.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
+	o.Registry.addNamedFlags(fs)
 	fs.StringVar(&o.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the image and its history")
 	fs.StringArrayVar(&o.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
 	fs.StringArrayVar(&o.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
@@ -84,7 +62,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax: type=registry,ref=R | type=local,src=DIR (repeatable)")
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max | type=local,dest=DIR (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR; ids netrc and pip.conf are put where pip reads them (repeatable)")
-	fs.StringVar(&o.Progress, "progress", "auto", "progress output on stderr: auto, plain, tty, rawjson or quiet")
+	fs.StringVar(&o.ProgressMode, "progress", "auto", "progress output on stderr: auto, plain, tty, rawjson or quiet")
 	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step (pip index settings are not part of the cache key)")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
@@ -130,19 +108,14 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
     --cache-from type=registry,ref=registry.example.com/ml/cache --cache-to type=registry,ref=registry.example.com/ml/cache,mode=max`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req, db, c, err := bo.request(cmd, so, mo)
+			set, db, c, err := bo.merge(cmd, so, mo)
 			if err != nil {
 				return err
 			}
-			if req.Registry, err = bo.RegistryOptions.Options(); err != nil {
-				return err
-			}
-			stack, err := db.Resolve(c)
-			if err != nil {
+			if set.Request.Stack, err = db.Resolve(c); err != nil {
 				return renderConflict(io.Discard, "table", err)
 			}
-			req.Stack = stack
-			return runBuild(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), bo, req)
+			return runBuild(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), bo, set)
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
@@ -151,170 +124,73 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
 	return cmd
 }
 
-// request merges flags, environment and the config file (in that order of
-// precedence) into a build request and the resolver's constraints.
-func (o *BuildOptions) request(cmd *cobra.Command, so *StackOptions, mo *MatrixOptions) (builder.Request, *matrix.DB, matrix.Constraints, error) {
-	var req builder.Request
-	fs := cmd.Flags()
-	changed := fs.Changed
-	cfg := &builder.Config{}
+// merge merges the flags, the environment and gpuimg.yaml with
+// builder.Merge (flag > environment > gpuimg.yaml > default) into the
+// build's settings and the resolver's constraints.
+func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOptions) (*builder.Settings, *matrix.DB, matrix.Constraints, error) {
+	var cfg *builder.Config
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, err = builder.LoadConfig(o.ConfigFile); err != nil {
-			return req, nil, matrix.Constraints{}, invalid(err, "see docs/build.md for the gpuimg.yaml format")
+			return nil, nil, matrix.Constraints{}, invalid(err, "see docs/build.md for the gpuimg.yaml format")
 		}
-	}
-	pickS := func(flag string, v *string, fromCfg string) {
-		if !changed(flag) && fromCfg != "" {
-			*v = fromCfg
-		}
-	}
-	pickL := func(flag string, v *[]string, fromCfg []string) {
-		if !changed(flag) && len(fromCfg) > 0 {
-			*v = fromCfg
-		}
-	}
-	pickS("cuda", &so.CUDA, cfg.CUDA)
-	pickS("cudnn", &so.CuDNN, cfg.CuDNN)
-	pickS("torch", &so.Torch, cfg.Torch)
-	pickS("tensorflow", &so.TensorFlow, cfg.TensorFlow)
-	pickS("jax", &so.JAX, cfg.JAX)
-	pickS("python", &so.Python, cfg.Python)
-	pickS("os", &so.OS, cfg.OS)
-	pickS("flavor", &so.Flavor, cfg.Flavor)
-	pickS("gpu", &so.GPU, cfg.GPU)
-	pickS("driver", &so.Driver, cfg.Driver)
-	pickL("matrix-file", &mo.Files, cfg.MatrixFile)
-	pickL("pip", &o.Extras.Pip, cfg.Pip)
-	pickS("requirements", &o.Extras.Requirements, cfg.Requirements)
-	pickL("apt", &o.Extras.Apt, cfg.Apt)
-	pickL("copy", &o.Extras.Copy, cfg.Copy)
-	pickS("workdir", &o.Extras.Workdir, cfg.Workdir)
-	pickL("tag", &o.Tags, cfg.Tag)
-	pickL("platform", &o.Platforms, cfg.Platforms)
-	pickS("pip-index-url", &o.PipIndexURL, cfg.PipIndexURL)
-	pickL("pip-extra-index-url", &o.PipExtraIndexURLs, cfg.PipExtraIndexURLs)
-	pickL("pip-trusted-host", &o.PipTrustedHosts, cfg.PipTrustedHosts)
-	pickL("cache-from", &o.CacheFrom, cfg.CacheFrom)
-	pickL("cache-to", &o.CacheTo, cfg.CacheTo)
-	if !changed("push") && cfg.Push {
-		o.Push = true
-	}
-	env := map[string]string{}
-	for k, v := range cfg.Env {
-		env[k] = v
-	}
-	flagEnv, err := builder.ParseEnv(o.EnvPairs)
-	if err != nil {
-		return req, nil, matrix.Constraints{}, invalid(err, "")
-	}
-	for k, v := range flagEnv {
-		env[k] = v
-	}
-	o.Extras.Env = env
-	switch {
-	case o.Entrypoint != "" && strings.HasPrefix(strings.TrimSpace(o.Entrypoint), "["):
-		if err := json.Unmarshal([]byte(o.Entrypoint), &o.Extras.Entrypoint); err != nil {
-			return req, nil, matrix.Constraints{}, invalid(fmt.Errorf("--entrypoint: %w", err), `write it as a JSON array: '["python","-m","app"]'`)
-		}
-	case o.Entrypoint != "":
-		o.Extras.Entrypoint = strings.Fields(o.Entrypoint)
-	default:
-		o.Extras.Entrypoint = cfg.Entrypoint
-	}
-	if err := o.Extras.Validate(); err != nil {
-		return req, nil, matrix.Constraints{}, invalid(err, "")
-	}
-	if !changed("builder") && o.Builder == "" {
-		o.Builder = os.Getenv("BUILDKIT_HOST")
-	}
-	mirrors, err := images.ParseMirrors(o.Mirrors)
-	if err != nil {
-		return req, nil, matrix.Constraints{}, invalid(err, "")
-	}
-	for reg, m := range cfg.RegistryMirrors {
-		if _, ok := mirrors[reg]; !ok && !changed("registry-mirror") {
-			more, err := images.ParseMirrors([]string{reg + "=" + m})
-			if err != nil {
-				return req, nil, matrix.Constraints{}, invalid(fmt.Errorf("%s: %w", o.ConfigFile, err), "")
-			}
-			for k, v := range more {
-				mirrors[k] = v
-			}
-		}
-	}
-	var epoch *int64
-	sde := o.SourceDateEpoch
-	if !changed("source-date-epoch") && sde == "" {
-		sde = os.Getenv("SOURCE_DATE_EPOCH")
-	}
-	if sde != "" {
-		n, err := strconv.ParseInt(sde, 10, 64)
-		if err != nil || n < 0 {
-			return req, nil, matrix.Constraints{}, invalid(fmt.Errorf("source date epoch %q is not a Unix time", sde), "give seconds since 1970, e.g. $(git log -1 --format=%ct)")
-		}
-		epoch = &n
-	}
-	switch o.Progress {
-	case "auto", "plain", "tty", "rawjson", "quiet":
-	default:
-		return req, nil, matrix.Constraints{}, invalid(fmt.Errorf("--progress %q", o.Progress), "use auto, plain, tty, rawjson or quiet")
 	}
 	if err := checkOutput(o.Output, "text", "json"); err != nil {
-		return req, nil, matrix.Constraints{}, err
+		return nil, nil, matrix.Constraints{}, err
 	}
-	if o.Push && len(o.Tags) == 0 {
-		return req, nil, matrix.Constraints{}, invalid(errors.New("--push needs --tag"), "add -t REGISTRY/REPO:TAG")
+	f := o.Flags
+	f.InsecureRegistries = o.Registry.InsecureRegistries
+	f.Stack = builder.StackSpec{CUDA: so.CUDA, CuDNN: so.CuDNN, Torch: so.Torch, TensorFlow: so.TensorFlow, JAX: so.JAX,
+		Python: so.Python, OS: so.OS, Flavor: so.Flavor, GPU: so.GPU, Driver: so.Driver, MatrixFiles: mo.Files}
+	f.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
+	set, err := builder.Merge(f, environment(), cfg)
+	if err != nil {
+		return nil, nil, matrix.Constraints{}, invalid(err, "")
 	}
+	st := set.Stack
+	so.CUDA, so.CuDNN, so.Torch, so.TensorFlow, so.JAX = st.CUDA, st.CuDNN, st.Torch, st.TensorFlow, st.JAX
+	so.Python, so.OS, so.Flavor, so.GPU, so.Driver, mo.Files = st.Python, st.OS, st.Flavor, st.GPU, st.Driver, st.MatrixFiles
 	c, err := so.Constraints()
 	if err != nil {
-		return req, nil, matrix.Constraints{}, err
+		return nil, nil, matrix.Constraints{}, err
 	}
 	db, err := mo.Load()
 	if err != nil {
-		return req, nil, matrix.Constraints{}, err
+		return nil, nil, matrix.Constraints{}, err
 	}
-	source, revision := gitInfo(o.ContextDir)
-	req = builder.Request{
-		Extras: o.Extras, ContextDir: o.ContextDir, Platforms: o.Platforms,
-		Tags: o.Tags, Push: o.Push, Outputs: o.Outputs, CacheFrom: o.CacheFrom, CacheTo: o.CacheTo,
-		Secrets: o.Secrets, Mirrors: mirrors, InsecureRegistries: o.InsecureRegistries,
-		PipIndexURL: o.PipIndexURL, PipExtraIndexURLs: o.PipExtraIndexURLs, PipTrustedHosts: o.PipTrustedHosts,
-		SourceDateEpoch: epoch, Source: source, Revision: revision, NoCache: o.NoCache,
-		Progress: cmd.ErrOrStderr(), ProgressMode: o.Progress,
+	reg := o.Registry
+	reg.InsecureRegistries = set.Request.InsecureRegistries
+	if set.Request.Registry, err = reg.Options(); err != nil {
+		return nil, nil, matrix.Constraints{}, err
 	}
-	return req, db, c, nil
+	set.Request.Source, set.Request.Revision = builder.GitInfo(cmd.Context(), set.Request.ContextDir)
+	set.Request.Progress = cmd.ErrOrStderr()
+	return set, db, c, nil
 }
 
-// gitInfo reads the origin URL and HEAD commit of the context directory,
-// for the OCI source and revision labels; empty outside a git checkout.
-func gitInfo(dir string) (source, revision string) {
-	out, err := exec.Command("git", "-C", dir, "config", "--get", "remote.origin.url").Output()
-	if err == nil {
-		source = strings.TrimSpace(string(out))
+// buildFlag is the flag of a builder.Flags.Given key: the gpuimg.yaml
+// key with dashes, but for three plurals.
+func buildFlag(key string) string {
+	switch key {
+	case "matrix_files":
+		return "matrix-file"
+	case "platforms":
+		return "platform"
+	case "registry_mirrors":
+		return "registry-mirror"
 	}
-	out, err = exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
-	if err == nil {
-		revision = strings.TrimSpace(string(out))
-	}
-	return source, revision
+	return strings.ReplaceAll(key, "_", "-")
 }
 
-func stateDir(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "gpuimg")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "gpuimg-state")
-	}
-	return filepath.Join(home, ".local", "state", "gpuimg")
+// environment is the part of the environment builds read.
+func environment() builder.Env {
+	home, _ := os.UserHomeDir()
+	return builder.Env{BuildkitHost: os.Getenv("BUILDKIT_HOST"), SourceDateEpoch: os.Getenv("SOURCE_DATE_EPOCH"),
+		StateHome: os.Getenv("XDG_STATE_HOME"), Home: home, TempDir: os.TempDir()}
 }
 
-func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, req builder.Request) error {
+func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, set *builder.Settings) error {
+	req := set.Request
 	fmt.Fprintf(stderr, "gpuimg: stack %s\n", req.Stack.Summary())
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {
@@ -325,12 +201,12 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, re
 		return err
 	}
 	var cl *client.Client
-	if o.Builder == "" {
-		local := &builder.Local{StateDir: stateDir(o.StateDir), Mirrors: req.Mirrors, InsecureRegistries: o.InsecureRegistries}
+	if set.Builder == "" {
+		local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: req.InsecureRegistries}
 		if cl, err = local.Ensure(ctx); err != nil {
 			return invalid(err, "")
 		}
-	} else if cl, err = builder.Connect(ctx, o.Builder, o.clientOpts()...); err != nil {
+	} else if cl, err = builder.Connect(ctx, set.Builder, o.clientOpts()...); err != nil {
 		return invalid(err, "start buildkitd there, or drop --builder/BUILDKIT_HOST to let gpuimg start one locally")
 	}
 	defer cl.Close()
@@ -382,7 +258,7 @@ func newBuilderCmd() *cobra.Command {
 		Short: "Say whether the local buildkitd runs, and where",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l := &builder.Local{StateDir: stateDir(dir)}
+			l := &builder.Local{StateDir: builder.StateDir(dir, environment())}
 			if pid, ok := l.Running(); ok {
 				fmt.Fprintf(cmd.OutOrStdout(), "running: pid %d at %s (state %s)\n", pid, l.Address(), l.StateDir)
 				return nil
@@ -395,7 +271,7 @@ func newBuilderCmd() *cobra.Command {
 		Short: "Stop the local buildkitd (its cache stays)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l := &builder.Local{StateDir: stateDir(dir)}
+			l := &builder.Local{StateDir: builder.StateDir(dir, environment())}
 			return l.Stop(cmd.Context())
 		},
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpurun"
 )
 
 // TestValidateRunWithoutGPU runs the probe inside an image on a real
@@ -71,7 +72,7 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 	}
 	// With a GPU, the driver is judged against the label's floor: the
 	// labels as the real engine reports them.
-	if got := imageLabels(ctx, "docker", "example.com/gpuimg/probe:test"); got["dev.gpuimg.stack"] != stackLabel {
+	if got := gpurun.ImageLabels(ctx, "docker", "example.com/gpuimg/probe:test"); got["dev.gpuimg.stack"] != stackLabel {
 		t.Errorf("docker image labels %v", got)
 	}
 	var rep struct {
@@ -187,7 +188,7 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	if b, err := pm.Command(ctx, "image", "exists", ref).CombinedOutput(); err != nil {
 		t.Errorf("podman image exists %s: %v %s", ref, err, b)
 	}
-	if got := imageLabels(ctx, "podman", ref); got["dev.gpuimg.stack"] != stackLabel {
+	if got := gpurun.ImageLabels(ctx, "podman", ref); got["dev.gpuimg.stack"] != stackLabel {
 		t.Errorf("podman image labels %v", got)
 	}
 }
@@ -268,26 +269,6 @@ func TestRenderProbeText(t *testing.T) {
 	}
 	if i, j, k := strings.Index(out, "d2h_gbs"), strings.Index(out, "gemm_bf16_tflops"), strings.Index(out, "memory_bandwidth_gbs"); !(i >= 0 && i < j && j < k) {
 		t.Errorf("bench figures not in name order:\n%s", out)
-	}
-}
-
-// TestProgressLines: validate --run passes the probe's progress lines
-// through from the container's stderr as they arrive, whole, and keeps
-// everything for the error message.
-func TestProgressLines(t *testing.T) {
-	var keep strings.Builder
-	var to strings.Builder
-	p := &progressLines{keep: &keep, to: &to}
-	for _, chunk := range []string{"Unable to find image locally\ngpuimg: pro", "be: torch/cuda done after 2s\ngpuimg: probe: bench/gemm done after 9s\n", "docker: Error\n"} {
-		if n, err := p.Write([]byte(chunk)); n != len(chunk) || err != nil {
-			t.Fatalf("Write = %d %v", n, err)
-		}
-	}
-	if to.String() != "gpuimg: probe: torch/cuda done after 2s\ngpuimg: probe: bench/gemm done after 9s\n" {
-		t.Errorf("passed through %q", to.String())
-	}
-	if !strings.HasPrefix(keep.String(), "Unable to find image locally") || !strings.HasSuffix(keep.String(), "docker: Error\n") {
-		t.Errorf("kept %q", keep.String())
 	}
 }
 

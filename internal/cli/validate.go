@@ -1,26 +1,58 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpurun"
 )
 
+// ValidateOptions are the flags of gpuimg validate.
+type ValidateOptions struct {
+	Matrix                           MatrixOptions
+	Platform, Driver, GPU, Bandwidth string
+	Output                           string
+	Registry                         RegistryOptions
+	Attach                           bool
+	Run, ProbeBinary, ProbeImage     string
+	Bench                            bool
+	Budget                           time.Duration
+	MinEfficiency                    []string
+
+	platform *v1.Platform // --platform, parsed
+}
+
+// AddFlags binds the options to flags.
+func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Matrix.AddFlags(fs)
+	fs.StringVar(&o.Platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
+	fs.StringVar(&o.Driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
+	fs.StringVar(&o.GPU, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
+	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
+	fs.StringVar(&o.Run, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
+	fs.StringVar(&o.ProbeBinary, "probe-binary", "", "gpuimg binary to mount into the container as the probe (default: this one; build it with CGO_ENABLED=0, as make build does)")
+	fs.StringVar(&o.ProbeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
+	fs.BoolVar(&o.Bench, "bench", false, "with --run: also run the benchmarks and judge them against the GPU's peaks")
+	fs.StringArrayVar(&o.MinEfficiency, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
+	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
+	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
+	o.Registry.AddFlags(fs)
+	fs.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or junit")
+}
+
 func newValidateCmd() *cobra.Command {
-	mo := &MatrixOptions{}
-	ro := &RegistryOptions{}
-	var platform, driver, gpu, bandwidth, output string
-	var attach, bench bool
-	var budget time.Duration
-	var runMode, probeBin, probeImage string
-	var eff []string
+	vo := &ValidateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate IMAGE",
 		Short: "Check what is really inside an image, and whether it runs on a driver and GPU",
@@ -56,71 +88,116 @@ driver or GPU where the probe ran.`,
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json", "junit"); err != nil {
+			ref, opt, err := vo.parse(args[0])
+			if err != nil {
 				return err
 			}
-			ref, err := images.ParseRef(args[0])
+			reg, err := vo.Registry.Options()
 			if err != nil {
-				return invalid(err, "")
+				return err
 			}
-			opt := validate.Options{Name: ref.String(), GPU: gpu}
-			if driver != "" {
-				if opt.Driver, err = matrix.ParseVersion(driver); err != nil {
-					return invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
+			var rep *validate.Report
+			if vo.Run != "" {
+				run, err := vo.gpuRun(cmd, ref, opt.DB, reg)
+				if err != nil {
+					return err
 				}
-			}
-			if bandwidth != "" {
-				if opt.Bandwidth, err = validate.ParseBandwidth(bandwidth); err != nil {
+				if rep, err = gpurun.Run(cmd.Context(), run); err != nil {
 					return invalid(err, "")
 				}
-			}
-			pl, err := parsePlatform(platform)
-			if err != nil {
-				return err
-			}
-			if opt.DB, err = mo.Load(); err != nil {
-				return err
-			}
-			if gpu != "" {
-				if _, err := opt.DB.FindGPU(gpu); err != nil {
-					return invalid(err, "")
+				if rep == nil {
+					return nil // --run kubernetes: the Job is the output
 				}
+				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, "", "")
 			}
-			reg, err := ro.Options()
-			if err != nil {
+			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
 				return err
 			}
-			if runMode != "" {
-				return runValidateGPU(cmd, ref, gpuRun{Mode: runMode, ProbeBin: probeBin, Bench: bench, Budget: budget, MatrixFiles: mo.Files, DB: opt.DB}, probeImage, eff, attach, reg, output)
-			}
-			img, err := images.Open(cmd.Context(), ref, append(reg, images.WithPlatform(pl))...)
-			if err != nil {
-				return invalid(err, "check the reference, the registry and your credentials (docker login)")
-			}
-			defer img.Close()
-			opt.Digest, opt.Platform = img.Digest, img.Platform
-			rep, err := validate.Inspect(cmd.Context(), img.Image, opt)
-			if err != nil {
-				return invalid(fmt.Errorf("validate %s: %w", ref, err), "")
-			}
-			return finishReport(cmd, rep, ref, output, attach, reg, gpu, driver)
+			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, vo.GPU, vo.Driver)
 		},
 	}
-	mo.AddFlags(cmd.Flags())
-	ro.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
-	cmd.Flags().StringVar(&driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
-	cmd.Flags().StringVar(&gpu, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
-	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
-	cmd.Flags().StringVar(&runMode, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
-	cmd.Flags().StringVar(&probeBin, "probe-binary", "", "gpuimg binary to mount into the container as the probe (default: this one; build it with CGO_ENABLED=0, as make build does)")
-	cmd.Flags().StringVar(&probeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
-	cmd.Flags().BoolVar(&bench, "bench", false, "with --run: also run the benchmarks and judge them against the GPU's peaks")
-	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
-	cmd.Flags().DurationVar(&budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
-	cmd.Flags().BoolVar(&attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or junit")
+	vo.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// parse checks the flags and the image reference, and loads the matrix.
+func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, error) {
+	var opt validate.Options
+	if err := checkOutput(o.Output, "text", "json", "junit"); err != nil {
+		return images.Ref{}, opt, err
+	}
+	ref, err := images.ParseRef(image)
+	if err != nil {
+		return ref, opt, invalid(err, "")
+	}
+	opt = validate.Options{Name: ref.String(), GPU: o.GPU}
+	if o.Driver != "" {
+		if opt.Driver, err = matrix.ParseVersion(o.Driver); err != nil {
+			return ref, opt, invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
+		}
+	}
+	if o.Bandwidth != "" {
+		if opt.Bandwidth, err = validate.ParseBandwidth(o.Bandwidth); err != nil {
+			return ref, opt, invalid(err, "")
+		}
+	}
+	if o.platform, err = parsePlatform(o.Platform); err != nil {
+		return ref, opt, err
+	}
+	if opt.DB, err = o.Matrix.Load(); err != nil {
+		return ref, opt, err
+	}
+	if o.GPU != "" {
+		if _, err := opt.DB.FindGPU(o.GPU); err != nil {
+			return ref, opt, invalid(err, "")
+		}
+	}
+	return ref, opt, nil
+}
+
+// inspect is static validation: read the image, check what is inside.
+func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
+	img, err := images.Open(ctx, ref, append(reg, images.WithPlatform(o.platform))...)
+	if err != nil {
+		return nil, invalid(err, "check the reference, the registry and your credentials (docker login)")
+	}
+	defer img.Close()
+	opt.Digest, opt.Platform = img.Digest, img.Platform
+	rep, err := validate.Inspect(ctx, img.Image, opt)
+	if err != nil {
+		return nil, invalid(fmt.Errorf("validate %s: %w", ref, err), "")
+	}
+	return rep, nil
+}
+
+// gpuRun turns the --run flags into gpurun's options: the probe's stderr
+// lines pass through to the command's, the host probe reads this
+// environment's NVIDIA_REQUIRE_CUDA, a registry image's digest is read
+// with the same registry options as static validation.
+func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.DB, reg []images.Option) (gpurun.Options, error) {
+	me, err := parseEfficiency(o.MinEfficiency)
+	if err != nil {
+		return gpurun.Options{}, err
+	}
+	plainHTTP := false
+	if ref.Transport == images.Registry {
+		if plainHTTP, err = images.PlainHTTP(ref.Name, reg...); err != nil {
+			return gpurun.Options{}, invalid(err, "")
+		}
+	}
+	return gpurun.Options{
+		Mode: gpurun.Mode(o.Run), Image: ref, ProbeBinary: o.ProbeBinary, ProbeImage: o.ProbeImage,
+		Bench: o.Bench, Budget: o.Budget, MinEfficiency: me, MatrixFiles: o.Matrix.Files, DB: db, PlainHTTP: plainHTTP,
+		RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Stderr: cmd.ErrOrStderr(), Manifest: cmd.OutOrStdout(),
+		Digest: func(ctx context.Context) string {
+			img, err := images.Open(ctx, ref, reg...)
+			if err != nil {
+				return ""
+			}
+			defer img.Close()
+			return img.Digest
+		},
+	}, nil
 }
 
 // finishReport renders a report, attaches it if asked, and sets the exit status.
@@ -175,61 +252,4 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
 	}
 	return nil
-}
-
-// runValidateGPU is validate --run.
-func runValidateGPU(cmd *cobra.Command, ref images.Ref, r gpuRun, probeImage string, eff []string, attach bool, reg []images.Option, output string) error {
-	me, err := parseEfficiency(eff)
-	if err != nil {
-		return err
-	}
-	if r.Budget < 0 {
-		return invalid(fmt.Errorf("--budget %s", r.Budget), "give a positive duration such as 5m")
-	}
-	r.Eff = me
-	mode := r.Mode
-	var image string
-	switch ref.Transport {
-	case images.DockerDaemon:
-		if mode == "podman" || mode == "kubernetes" {
-			return invalid(fmt.Errorf("--run %s cannot use an image in docker's daemon (%s)", mode, ref), "push it to a registry, or use --run docker")
-		}
-		image = ref.Name
-	case images.Registry:
-		image = ref.Name
-	default:
-		if mode != "host" {
-			return invalid(fmt.Errorf("--run %s needs a registry or docker-daemon image, not %s", mode, ref.Transport), "push or load the image first")
-		}
-	}
-	switch mode {
-	case "kubernetes":
-		if probeImage == "" {
-			return invalid(errors.New("--run kubernetes needs --probe-image"), "name an image that holds the gpuimg binary at /gpuimg")
-		}
-		return kubernetesJob(cmd.OutOrStdout(), image, probeImage, r.Bench)
-	case "docker", "podman", "host":
-	default:
-		return invalid(fmt.Errorf("--run %q", mode), "use docker, podman, host or kubernetes")
-	}
-	// As for gpuimg's own registry access, a loopback or insecure registry
-	// may be plain HTTP; podman needs to be told.
-	if ref.Transport == images.Registry {
-		if r.PlainHTTP, err = images.PlainHTTP(ref.Name, reg...); err != nil {
-			return invalid(err, "")
-		}
-	}
-	r.Image = image
-	res, err := runGPU(cmd.Context(), cmd.ErrOrStderr(), r)
-	if err != nil {
-		return invalid(err, "")
-	}
-	digest := ""
-	if ref.Transport == images.Registry {
-		if o, err := images.Open(cmd.Context(), ref, reg...); err == nil {
-			digest = o.Digest
-			o.Close()
-		}
-	}
-	return finishReport(cmd, validate.GPUReport(ref.String(), digest, res), ref, output, attach, reg, "", "")
 }

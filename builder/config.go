@@ -1,0 +1,319 @@
+package builder
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/images"
+)
+
+// A build's settings come from four places; the first that gives a
+// setting wins: the command line (Flags), the environment (Env: only
+// BUILDKIT_HOST and SOURCE_DATE_EPOCH), gpuimg.yaml (Config), defaults.
+// Merge applies that one rule to every setting.
+
+// Source is where a setting's value came from.
+type Source string
+
+// The sources, in order of precedence.
+const (
+	FromFlag    Source = "the command line"
+	FromEnv     Source = "the environment"
+	FromFile    Source = "gpuimg.yaml"
+	FromDefault Source = "the default"
+)
+
+// Env is the part of the environment a build reads, as the caller took
+// it (the library never reads the environment itself).
+type Env struct {
+	// BuildkitHost is $BUILDKIT_HOST: the daemon when no flag names one.
+	BuildkitHost string
+	// SourceDateEpoch is $SOURCE_DATE_EPOCH: the build's timestamps when
+	// no flag gives them.
+	SourceDateEpoch string
+	// StateHome ($XDG_STATE_HOME), Home (the user's home directory) and
+	// TempDir place the local buildkitd's state (StateDir).
+	StateHome, Home, TempDir string
+}
+
+// StackSpec are the resolver's inputs as written, not yet parsed (the
+// caller parses them into matrix.Constraints), and the matrix files.
+type StackSpec struct {
+	CUDA, CuDNN, Torch, TensorFlow, JAX string
+	Python, OS, Flavor, GPU, Driver     string
+	MatrixFiles                         []string
+}
+
+// Flags are a build's settings as given on the command line (or by a
+// program). Given says which were set explicitly, by gpuimg.yaml key
+// ("cuda", "matrix_files", "pip", "tag", "platforms", "registry_mirrors",
+// "push", …) or, for settings gpuimg.yaml lacks, "builder" and
+// "source_date_epoch"; the others hold their default and lose to the
+// environment and gpuimg.yaml. A nil Given counts every non-zero value as
+// given.
+type Flags struct {
+	Stack StackSpec
+	// Extras' Pip, Requirements, Apt, Copy and Workdir; Env and
+	// Entrypoint come as written, below.
+	Extras Extras
+	// EnvPairs are KEY=VALUE; each wins over gpuimg.yaml's env for its key.
+	EnvPairs []string
+	// Entrypoint is a JSON array ('["python","-m","app"]') or words; it
+	// wins over gpuimg.yaml's whenever it is not empty.
+	Entrypoint string
+	// Mirrors are REGISTRY=MIRROR; given, they replace gpuimg.yaml's.
+	Mirrors []string
+
+	Tags               []string
+	Push               bool
+	Platforms          []string
+	PipIndexURL        string
+	PipExtraIndexURLs  []string
+	PipTrustedHosts    []string
+	CacheFrom, CacheTo []string
+	Builder            string
+	SourceDateEpoch    string
+
+	// Settings only flags give.
+	ContextDir         string
+	Outputs, Secrets   []string
+	InsecureRegistries []string
+	NoCache            bool
+	ProgressMode       string
+
+	Given func(key string) bool
+}
+
+// Settings are a build's settings after Merge.
+type Settings struct {
+	// Stack is what to resolve; the caller resolves it into Request.Stack.
+	Stack StackSpec
+	// Request is the build without its stack, Progress writer, Source and
+	// Revision (GitInfo).
+	Request Request
+	// Builder is the BuildKit daemon's address; "" starts a local one.
+	Builder string
+	// Sources names where each merged setting came from, by the keys of
+	// Flags.Given (and "env", "entrypoint").
+	Sources map[string]Source
+}
+
+// Merge merges the command line, the environment and gpuimg.yaml (nil:
+// none) into a build's settings: for each setting, the first source that
+// gives it wins (see Source). Errors name the setting, the source of the
+// bad value and how to fix it; a conflict between settings names every
+// source involved.
+func Merge(f Flags, env Env, file *Config) (*Settings, error) {
+	if file == nil {
+		file = &Config{}
+	}
+	m := &merger{given: f.Given, src: map[string]Source{}}
+	s := &Settings{Sources: m.src}
+	st := f.Stack
+	s.Stack = StackSpec{
+		CUDA: m.str("cuda", st.CUDA, file.CUDA), CuDNN: m.str("cudnn", st.CuDNN, file.CuDNN),
+		Torch: m.str("torch", st.Torch, file.Torch), TensorFlow: m.str("tensorflow", st.TensorFlow, file.TensorFlow),
+		JAX: m.str("jax", st.JAX, file.JAX), Python: m.str("python", st.Python, file.Python),
+		OS: m.str("os", st.OS, file.OS), Flavor: m.str("flavor", st.Flavor, file.Flavor),
+		GPU: m.str("gpu", st.GPU, file.GPU), Driver: m.str("driver", st.Driver, file.Driver),
+		MatrixFiles: m.list("matrix_files", st.MatrixFiles, file.MatrixFile),
+	}
+	ex := Extras{
+		Pip: m.list("pip", f.Extras.Pip, file.Pip), Requirements: m.str("requirements", f.Extras.Requirements, file.Requirements),
+		Apt: m.list("apt", f.Extras.Apt, file.Apt), Copy: m.list("copy", f.Extras.Copy, file.Copy),
+		Workdir: m.str("workdir", f.Extras.Workdir, file.Workdir),
+	}
+	var err error
+	if ex.Env, err = mergeEnv(f.EnvPairs, file.Env, m); err != nil {
+		return nil, err
+	}
+	if ex.Entrypoint, err = entrypoint(f.Entrypoint, file.Entrypoint, m); err != nil {
+		return nil, err
+	}
+	if err := ex.Validate(); err != nil {
+		return nil, err
+	}
+	r := Request{
+		Extras: ex, ContextDir: f.ContextDir, Tags: m.list("tag", f.Tags, file.Tag),
+		Platforms: m.list("platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
+		InsecureRegistries: f.InsecureRegistries, NoCache: f.NoCache, ProgressMode: f.ProgressMode,
+		PipIndexURL:       m.str("pip_index_url", f.PipIndexURL, file.PipIndexURL),
+		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
+		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),
+		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
+		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
+	}
+	// An unset flag holds false, its default.
+	m.src["push"] = m.source("push", f.Push, file.Push)
+	r.Push = f.Push || m.src["push"] == FromFile
+	if r.Mirrors, err = mirrors(f.Mirrors, file, m); err != nil {
+		return nil, err
+	}
+	s.Builder = m.withEnv("builder", f.Builder, env.BuildkitHost)
+	sde := m.withEnv("source_date_epoch", f.SourceDateEpoch, env.SourceDateEpoch)
+	if sde != "" {
+		n, err := strconv.ParseInt(sde, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("source date epoch %q (from %s) is not a Unix time: give seconds since 1970, e.g. $(git log -1 --format=%%ct)", sde, m.src["source_date_epoch"])
+		}
+		r.SourceDateEpoch = &n
+	}
+	switch r.ProgressMode {
+	case "", "auto", "plain", "tty", "rawjson", "quiet":
+	default:
+		return nil, fmt.Errorf("progress mode %q: use auto, plain, tty, rawjson or quiet", r.ProgressMode)
+	}
+	if r.Push && len(r.Tags) == 0 {
+		return nil, fmt.Errorf("push (set by %s) needs a tag, and neither the command line nor gpuimg.yaml gives one: add -t REGISTRY/REPO:TAG, or tag: in gpuimg.yaml", m.src["push"])
+	}
+	s.Request = r
+	return s, nil
+}
+
+// merger applies the precedence rule and records each setting's source.
+type merger struct {
+	given func(string) bool
+	src   map[string]Source
+}
+
+// flag says whether the command line gives key (nonZero: its value is not
+// the zero value, for a nil Given).
+func (m *merger) flag(key string, nonZero bool) bool {
+	if m.given == nil {
+		return nonZero
+	}
+	return m.given(key)
+}
+
+func (m *merger) source(key string, flag, file bool) Source {
+	switch {
+	case m.flag(key, flag):
+		return FromFlag
+	case file:
+		return FromFile
+	}
+	return FromDefault
+}
+
+func (m *merger) str(key, flag, file string) string {
+	m.src[key] = m.source(key, flag != "", file != "")
+	if m.src[key] == FromFile {
+		return file
+	}
+	return flag
+}
+
+func (m *merger) list(key string, flag, file []string) []string {
+	m.src[key] = m.source(key, len(flag) > 0, len(file) > 0)
+	if m.src[key] == FromFile {
+		return file
+	}
+	return flag
+}
+
+// withEnv is a setting gpuimg.yaml lacks: the flag when given or not
+// empty, else the environment's value.
+func (m *merger) withEnv(key, flag, env string) string {
+	switch {
+	case m.flag(key, flag != "") || flag != "":
+		m.src[key] = FromFlag
+		return flag
+	case env != "":
+		m.src[key] = FromEnv
+		return env
+	}
+	m.src[key] = FromDefault
+	return ""
+}
+
+// mergeEnv is gpuimg.yaml's env with the command line's pairs over it, key
+// by key.
+func mergeEnv(pairs []string, file map[string]string, m *merger) (map[string]string, error) {
+	env := map[string]string{}
+	for k, v := range file {
+		env[k] = v
+	}
+	flagEnv, err := ParseEnv(pairs)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range flagEnv {
+		env[k] = v
+	}
+	m.src["env"] = m.source("env", len(pairs) > 0, len(file) > 0)
+	return env, nil
+}
+
+// entrypoint is the command line's (a JSON array or words) when given,
+// else gpuimg.yaml's.
+func entrypoint(flag string, file []string, m *merger) ([]string, error) {
+	switch {
+	case strings.HasPrefix(strings.TrimSpace(flag), "["):
+		m.src["entrypoint"] = FromFlag
+		var ep []string
+		if err := json.Unmarshal([]byte(flag), &ep); err != nil {
+			return nil, fmt.Errorf("entrypoint %s: %w: write it as a JSON array: '[\"python\",\"-m\",\"app\"]'", flag, err)
+		}
+		return ep, nil
+	case flag != "":
+		m.src["entrypoint"] = FromFlag
+		return strings.Fields(flag), nil
+	}
+	m.src["entrypoint"] = m.source("entrypoint", false, len(file) > 0)
+	return file, nil
+}
+
+// mirrors are the command line's when given, else gpuimg.yaml's.
+func mirrors(flag []string, file *Config, m *merger) (images.Mirrors, error) {
+	out, err := images.ParseMirrors(flag)
+	if err != nil {
+		return nil, err
+	}
+	m.src["registry_mirrors"] = m.source("registry_mirrors", len(flag) > 0, len(file.RegistryMirrors) > 0)
+	if m.src["registry_mirrors"] != FromFile {
+		return out, nil
+	}
+	for reg, mirror := range file.RegistryMirrors {
+		more, err := images.ParseMirrors([]string{reg + "=" + mirror})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file.name(), err)
+		}
+		for k, v := range more {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// StateDir is where the local buildkitd keeps its state: dir when given,
+// else $XDG_STATE_HOME/gpuimg, else ~/.local/state/gpuimg.
+func StateDir(dir string, env Env) string {
+	switch {
+	case dir != "":
+		return dir
+	case env.StateHome != "":
+		return filepath.Join(env.StateHome, "gpuimg")
+	case env.Home != "":
+		return filepath.Join(env.Home, ".local", "state", "gpuimg")
+	}
+	return filepath.Join(env.TempDir, "gpuimg-state")
+}
+
+// GitInfo reads the origin URL and HEAD commit of dir's git checkout, for
+// the OCI source and revision labels; empty outside a checkout.
+func GitInfo(ctx context.Context, dir string) (source, revision string) {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "config", "--get", "remote.origin.url").Output()
+	if err == nil {
+		source = strings.TrimSpace(string(out))
+	}
+	out, err = exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err == nil {
+		revision = strings.TrimSpace(string(out))
+	}
+	return source, revision
+}

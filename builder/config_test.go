@@ -1,0 +1,183 @@
+package builder
+
+import (
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// given is a Flags.Given that says yes for keys.
+func given(keys ...string) func(string) bool {
+	return func(k string) bool { return slices.Contains(keys, k) }
+}
+
+// TestMergePrecedence: for every kind of setting, the command line beats
+// the environment, which beats gpuimg.yaml, which beats the default; each
+// merged value names its source.
+func TestMergePrecedence(t *testing.T) {
+	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Tag: []string{"r.example.com/a:file"}, Push: true,
+		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"},
+		Extras: Extras{Env: map[string]string{"A": "file", "B": "file"}, Entrypoint: []string{"python", "-m", "file"}}}
+	tests := []struct {
+		name  string
+		flags Flags
+		env   Env
+		file  *Config
+		key   string
+		want  string // the merged value, rendered by get
+		src   Source
+	}{
+		{"flag beats file", Flags{Stack: StackSpec{CUDA: "12.4"}, Given: given("cuda")}, Env{}, file, "cuda", "12.4", FromFlag},
+		{"file beats an unset flag", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
+		{"file beats a flag's default", Flags{Stack: StackSpec{Flavor: "runtime"}, Given: given()}, Env{}, file, "flavor", "devel", FromFile},
+		{"default without file", Flags{Stack: StackSpec{Flavor: "runtime"}, Given: given()}, Env{}, nil, "flavor", "runtime", FromDefault},
+		{"a flag set empty still wins", Flags{Stack: StackSpec{Flavor: ""}, Given: given("flavor")}, Env{}, file, "flavor", "", FromFlag},
+		{"list flag beats file", Flags{Tags: []string{"r.example.com/a:flag"}, Given: given("tag")}, Env{}, file, "tag", "r.example.com/a:flag", FromFlag},
+		{"list from file", Flags{Given: given()}, Env{}, file, "tag", "r.example.com/a:file", FromFile},
+		{"matrix files from file", Flags{Given: given()}, Env{}, file, "matrix_files", "file-rows.yaml", FromFile},
+		{"push false on the command line beats file", Flags{Tags: []string{"r/a:1"}, Push: false, Given: given("push")}, Env{}, file, "push", "false", FromFlag},
+		{"push from file", Flags{Given: given()}, Env{}, file, "push", "true", FromFile},
+		{"builder flag beats BUILDKIT_HOST", Flags{Builder: "tcp://flag:1234", Given: given("builder")}, Env{BuildkitHost: "tcp://env:1234"}, file, "builder", "tcp://flag:1234", FromFlag},
+		{"BUILDKIT_HOST beats the default", Flags{Given: given()}, Env{BuildkitHost: "tcp://env:1234"}, file, "builder", "tcp://env:1234", FromEnv},
+		{"no builder: a local one", Flags{Given: given()}, Env{}, file, "builder", "", FromDefault},
+		{"source date epoch flag beats env", Flags{SourceDateEpoch: "1700000000", Given: given("source_date_epoch")}, Env{SourceDateEpoch: "1"}, nil, "source_date_epoch", "1700000000", FromFlag},
+		{"SOURCE_DATE_EPOCH", Flags{Given: given()}, Env{SourceDateEpoch: "1600000000"}, nil, "source_date_epoch", "1600000000", FromEnv},
+		{"no epoch: the base image's", Flags{Given: given()}, Env{}, nil, "source_date_epoch", "<nil>", FromDefault},
+		{"env pairs over file env, key by key", Flags{EnvPairs: []string{"B=flag", "C=flag"}, Given: given("env")}, Env{}, file, "env", "A=file B=flag C=flag", FromFlag},
+		{"env from file", Flags{Given: given()}, Env{}, file, "env", "A=file B=file", FromFile},
+		{"entrypoint as JSON", Flags{Entrypoint: `["python", "/app/app.py"]`}, Env{}, file, "entrypoint", "python /app/app.py", FromFlag},
+		{"entrypoint as words", Flags{Entrypoint: "python -m app"}, Env{}, file, "entrypoint", "python -m app", FromFlag},
+		{"entrypoint from file", Flags{}, Env{}, file, "entrypoint", "python -m file", FromFile},
+		{"mirror flags replace file's", Flags{Mirrors: []string{"quay.io=flag-mirror"}, Given: given("registry_mirrors")}, Env{}, file, "registry_mirrors", "quay.io=flag-mirror", FromFlag},
+		{"mirrors from file", Flags{Given: given()}, Env{}, file, "registry_mirrors", "index.docker.io=file-mirror.example.com", FromFile},
+		{"nil Given: a non-zero value is given", Flags{Stack: StackSpec{CUDA: "12.4"}}, Env{}, file, "cuda", "12.4", FromFlag},
+		{"nil Given: a zero value is not", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Merge(tt.flags, tt.env, tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := get(s, tt.key); got != tt.want {
+				t.Errorf("%s = %q, want %q", tt.key, got, tt.want)
+			}
+			if s.Sources[tt.key] != tt.src {
+				t.Errorf("%s from %q, want %q", tt.key, s.Sources[tt.key], tt.src)
+			}
+		})
+	}
+}
+
+// get renders one merged setting for comparison.
+func get(s *Settings, key string) string {
+	r := s.Request
+	switch key {
+	case "cuda":
+		return s.Stack.CUDA
+	case "flavor":
+		return s.Stack.Flavor
+	case "matrix_files":
+		return strings.Join(s.Stack.MatrixFiles, " ")
+	case "tag":
+		return strings.Join(r.Tags, " ")
+	case "push":
+		if r.Push {
+			return "true"
+		}
+		return "false"
+	case "builder":
+		return s.Builder
+	case "source_date_epoch":
+		if r.SourceDateEpoch == nil {
+			return "<nil>"
+		}
+		return strconv.FormatInt(*r.SourceDateEpoch, 10)
+	case "env":
+		var kv []string
+		for _, k := range sortedKeys(r.Extras.Env) {
+			kv = append(kv, k+"="+r.Extras.Env[k])
+		}
+		return strings.Join(kv, " ")
+	case "entrypoint":
+		return strings.Join(r.Extras.Entrypoint, " ")
+	case "registry_mirrors":
+		var kv []string
+		for _, k := range sortedKeys(r.Mirrors) {
+			kv = append(kv, k+"="+r.Mirrors[k])
+		}
+		return strings.Join(kv, " ")
+	}
+	panic("no getter for " + key)
+}
+
+// TestMergeErrors: a bad value names its source and how to fix it; push
+// without a tag names where push came from and every place a tag could.
+func TestMergeErrors(t *testing.T) {
+	file := &Config{Path: "/src/gpuimg.yaml", Push: true, RegistryMirrors: map[string]string{"docker.io": ""}}
+	tests := []struct {
+		name  string
+		flags Flags
+		env   Env
+		file  *Config
+		want  string
+	}{
+		{"bad SOURCE_DATE_EPOCH", Flags{}, Env{SourceDateEpoch: "yesterday"}, nil, `source date epoch "yesterday" (from the environment) is not a Unix time: give seconds since 1970`},
+		{"bad flag epoch", Flags{SourceDateEpoch: "-5"}, Env{SourceDateEpoch: "1"}, nil, `source date epoch "-5" (from the command line) is not a Unix time`},
+		{"push from file without a tag", Flags{Mirrors: []string{"docker.io=m"}}, Env{}, file, "push (set by gpuimg.yaml) needs a tag, and neither the command line nor gpuimg.yaml gives one: add -t REGISTRY/REPO:TAG, or tag: in gpuimg.yaml"},
+		{"push flag without a tag", Flags{Push: true}, Env{}, nil, "push (set by the command line) needs a tag"},
+		{"bad mirror in file names it", Flags{Tags: []string{"r/a:1"}}, Env{}, file, `/src/gpuimg.yaml: registry mirror "docker.io=": want REGISTRY=MIRROR`},
+		{"bad mirror flag", Flags{Mirrors: []string{"docker.io"}}, Env{}, nil, `registry mirror "docker.io": want REGISTRY=MIRROR`},
+		{"bad entrypoint JSON", Flags{Entrypoint: `["python"`}, Env{}, nil, `write it as a JSON array`},
+		{"bad env pair", Flags{EnvPairs: []string{"1A=x"}}, Env{}, nil, `env "1A=x": want KEY=VALUE`},
+		{"extras checked after the merge", Flags{Extras: Extras{Workdir: "app"}}, Env{}, nil, `workdir "app" must be an absolute path`},
+		{"bad progress mode", Flags{ProgressMode: "fancy"}, Env{}, nil, `progress mode "fancy": use auto, plain, tty, rawjson or quiet`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Merge(tt.flags, tt.env, tt.file)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestStateDir: the flag, else $XDG_STATE_HOME, else the home directory,
+// else the temporary directory.
+func TestStateDir(t *testing.T) {
+	for _, tt := range []struct {
+		dir  string
+		env  Env
+		want string
+	}{
+		{"/flag", Env{StateHome: "/xdg", Home: "/home/u"}, "/flag"},
+		{"", Env{StateHome: "/xdg", Home: "/home/u"}, "/xdg/gpuimg"},
+		{"", Env{Home: "/home/u", TempDir: "/tmp"}, "/home/u/.local/state/gpuimg"},
+		{"", Env{TempDir: "/tmp"}, "/tmp/gpuimg-state"},
+	} {
+		if got := StateDir(tt.dir, tt.env); got != tt.want {
+			t.Errorf("StateDir(%q, %+v) = %q, want %q", tt.dir, tt.env, got, tt.want)
+		}
+	}
+}
+
+// TestGitInfo reads a real checkout's origin and HEAD, and nothing
+// outside one.
+func TestGitInfo(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"remote", "add", "origin", "https://example.com/ml/app.git"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if src, rev := GitInfo(t.Context(), dir); src != "https://example.com/ml/app.git" || len(rev) != 40 {
+		t.Errorf("checkout: %q %q", src, rev)
+	}
+	if src, rev := GitInfo(t.Context(), t.TempDir()); src != "" || rev != "" {
+		t.Errorf("outside a checkout: %q %q", src, rev)
+	}
+}

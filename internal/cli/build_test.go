@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/builder"
+)
+
+// TestBuildFlagKeys: every setting builder.Merge asks Given about is a
+// flag of gpuimg build, so no flag silently loses to gpuimg.yaml.
+func TestBuildFlagKeys(t *testing.T) {
+	s, err := builder.Merge(builder.Flags{}, builder.Env{}, nil)
+	must(t, err)
+	cmd := newBuildCmd()
+	for key := range s.Sources {
+		if cmd.Flags().Lookup(buildFlag(key)) == nil {
+			t.Errorf("setting %q: no flag --%s", key, buildFlag(key))
+		}
+	}
+}
+
+// TestBuildMergeErrors: gpuimg build merges its flags with gpuimg.yaml
+// and the environment before it resolves or builds anything; a bad value
+// says where it came from, with exit status 2.
+func TestBuildMergeErrors(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gpuimg.yaml")
+	must(t, os.WriteFile(cfg, []byte("cuda: \"12.2\"\ntorch: \"2.3\"\npush: true\n"), 0o644))
+	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", cfg, "--source-date-epoch", "1700000000"}, "push (set by gpuimg.yaml) needs a tag"},
+		{[]string{"-f", cfg, "-t", "registry.example.com/ml/torch:2.3"}, `source date epoch "yesterday" (from the environment) is not a Unix time`},
+		{[]string{"-f", cfg, "--source-date-epoch", "1", "--progress", "fancy"}, `progress mode "fancy"`},
+		// --push=false beats gpuimg.yaml's push: true, --cuda its cuda.
+		{[]string{"-f", cfg, "--source-date-epoch", "1", "--push=false", "--cuda", ">=twelve"}, "--cuda: constraint"},
+	} {
+		_, errOut, code := run(t, append([]string{"build"}, tt.args...)...)
+		if code != ExitInvalid || !strings.Contains(errOut, tt.want) {
+			t.Errorf("build %v: exit %d %q, want %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
