@@ -1,0 +1,91 @@
+package publish
+
+import (
+	"time"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// Variant is one image of an expanded publish file: a resolved stack and
+// the tag it is published under.
+type Variant struct {
+	// Name identifies the variant in reports, --only and CI job names: the
+	// rendered tag without the repository ("2.7.1-cu128-py3.12").
+	Name string `json:"name"`
+	// Tag is the full reference the variant is published as
+	// (repository:tag).
+	Tag string `json:"tag"`
+	// Axes are the matrix values that produced it (cuda, torch, python, …).
+	Axes map[string]string `json:"axes"`
+	// Stack is the resolver's pinned stack (its JSON is the stack label).
+	Stack matrix.Stack `json:"stack"`
+	// Inputs is the digest ("sha256:…") over everything that decides the
+	// image's content; a published tag carrying the same Inputs and a
+	// passing validation report is not rebuilt.
+	Inputs string `json:"inputs"`
+}
+
+// Skipped is a combination of the matrix that does not become a variant,
+// with the resolver's (or the exclusion's) reason.
+type Skipped struct {
+	Axes   map[string]string `json:"axes"`
+	Reason string            `json:"reason"`
+}
+
+// Plan is an expanded publish file.
+type Plan struct {
+	Repository string    `json:"repository"`
+	Variants   []Variant `json:"variants"`
+	Skipped    []Skipped `json:"skipped"`
+}
+
+// Outcome is what publishing did with one variant.
+type Outcome string
+
+// Outcomes.
+const (
+	// Published: built, validated, pushed, tagged (and mirrored, promoted).
+	Published Outcome = "published"
+	// Unchanged: the tag already holds an image with the same Inputs and a
+	// passing report; nothing was built.
+	Unchanged Outcome = "unchanged"
+	// Failed: a step failed; the variant's previous tags are untouched.
+	Failed Outcome = "failed"
+	// Planned: --dry-run; nothing was done.
+	Planned Outcome = "planned"
+)
+
+// Result is one variant's row of the report.
+type Result struct {
+	Variant Variant `json:"variant"`
+	Outcome Outcome `json:"outcome"`
+	// Digest is the pushed image's manifest (or index) digest.
+	Digest string `json:"digest,omitempty"`
+	// Size is the image's compressed size in bytes.
+	Size int64 `json:"size,omitempty"`
+	// Builder is the BuildKit address the variant was built on.
+	Builder string `json:"builder,omitempty"`
+	// BuildTime is how long the build took.
+	BuildTime time.Duration `json:"build_time,omitempty"`
+	// CachedSteps of TotalSteps were answered from the cache.
+	CachedSteps int `json:"cached_steps,omitempty"`
+	TotalSteps  int `json:"total_steps,omitempty"`
+	// Verdict is the static validation's verdict (pass, fail).
+	Verdict matrix.Status `json:"verdict,omitempty"`
+	// Mirrors are the references the image was copied to.
+	Mirrors []string `json:"mirrors,omitempty"`
+	// Tags are the moving tags promoted to it.
+	Tags []string `json:"tags,omitempty"`
+	// Error says why the variant failed, naming the step.
+	Error string `json:"error,omitempty"`
+}
+
+// Report is a publish run's result: written as report.json, report.md,
+// junit.xml and report.html.
+type Report struct {
+	Repository string    `json:"repository"`
+	Started    time.Time `json:"started"`
+	Finished   time.Time `json:"finished"`
+	Results    []Result  `json:"results"`
+	Skipped    []Skipped `json:"skipped"`
+}
