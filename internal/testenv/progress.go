@@ -34,8 +34,10 @@ func WithProgress(ctx context.Context, w io.Writer) context.Context {
 	return context.WithValue(ctx, progressKey{}, &progress{w: w})
 }
 
-// progressTick is how often a running step says it is still running.
-const progressTick = 30 * time.Second
+// progressTick is how often a running step says it is still running, and
+// progressQuiet how short a step may be without a line saying it is done
+// (variables for the test).
+var progressTick, progressQuiet = 30 * time.Second, 2 * time.Second
 
 // startStep announces the step name (what it does, with an -ing verb) on
 // ctx's progress writer, if any, with detail (what it works on and how
@@ -66,7 +68,7 @@ func startStep(ctx context.Context, name, detail string) (done func()) {
 	return func() {
 		close(stop)
 		<-finished
-		if d := time.Since(start); d >= 2*time.Second {
+		if d := time.Since(start); d >= progressQuiet {
 			p.printf("    %s: done in %s\n", name, d.Round(time.Second))
 		}
 	}
