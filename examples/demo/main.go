@@ -74,7 +74,8 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	ctx = testenv.WithProgress(ctx, os.Stderr)
 	step("setting up a registry, buildkitd and a pip index on this machine (first run: about 10 minutes, later runs: seconds)")
 	t0 := time.Now()
-	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
+	// Start needs runc and debootstrap; one apt-get run for all three.
+	if err := testenv.EnsurePackages(ctx, "runc", "debootstrap", "skopeo"); err != nil {
 		return err
 	}
 	env, err := testenv.Start(ctx, dir)
