@@ -163,6 +163,9 @@ func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
 	for {
 		select {
 		case err := <-exited:
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
 			return nil, fmt.Errorf("buildkitd exited at start (%w): %s", err, l.logTail())
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
