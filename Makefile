@@ -12,10 +12,15 @@ help: ## list targets
 build: ## build bin/gpuimg
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/gpuimg
 
-lint: ## gofmt and go vet
+lint: bin/golangci-lint ## gofmt, go vet and golangci-lint (.golangci.yml)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	bin/golangci-lint run ./...
+
+# golangci-lint is pinned in tools/go.mod; the first build takes a few minutes.
+bin/golangci-lint: tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o ../bin/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 test: lint tools ## lint, unit and integration tests (real buildkitd and registry), a short fuzz run
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -26,17 +31,21 @@ test: lint tools ## lint, unit and integration tests (real buildkitd and registr
 fuzz: ## fuzz the version and constraint parser for 2 minutes
 	$(GO) test -run='^$$' -fuzz=FuzzParseConstraint -fuzztime=2m ./matrix
 
-tools: bin/buildkitd ## build the pinned helpers (buildkitd, buildctl, registry, crane) into bin/
+tools: bin/buildkitd bin/golangci-lint ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint) into bin/
 
 bin/buildkitd: tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane
 
-demo: build ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
+demo: ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
+	@echo "==> make demo: about 10 minutes the first time on a fresh machine (compiling gpuimg, buildkitd and the registry; debootstrap), about 30 s after that"
+	@echo "==> compiling gpuimg into $(BIN) (first time: a minute or two)"
+	@$(MAKE) --no-print-directory build
 	./$(BIN) matrix resolve --cuda 12.2 --torch 2.3
-	$(GO) run ./examples/demo
+	@echo "==> compiling examples/demo (first time: a minute or two)"
+	$(GO) run ./examples/demo -gpuimg $(BIN)
 
 bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuilds (root)
-	$(GO) run ./bench/build
+	$(GO) run ./bench/build -gpuimg $(BIN)
 
 bench-validate: build tools ## gpuimg validate vs skopeo copy on a multi-GB image of CUDA libraries (root)
 	$(GO) run ./bench/validate -gpuimg $(BIN)

@@ -6,10 +6,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,11 +78,7 @@ func (l *Local) config() []byte {
 	for _, r := range l.InsecureRegistries {
 		insecure[r] = true
 	}
-	regs := make([]string, 0, len(l.Mirrors))
-	for r := range l.Mirrors {
-		regs = append(regs, r)
-	}
-	sort.Strings(regs)
+	regs := slices.Sorted(maps.Keys(l.Mirrors))
 	for _, r := range regs {
 		host, plain := images.MirrorHost(l.Mirrors[r])
 		reg := r
@@ -93,11 +90,7 @@ func (l *Local) config() []byte {
 			insecure[host] = true
 		}
 	}
-	hosts := make([]string, 0, len(insecure))
-	for h := range insecure {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
+	hosts := slices.Sorted(maps.Keys(insecure))
 	for _, h := range hosts {
 		fmt.Fprintf(&b, "[registry.%q]\n  http = true\n  insecure = true\n", h)
 	}
@@ -170,7 +163,10 @@ func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
 	for {
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("buildkitd exited at start (%v): %s", err, l.logTail())
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return nil, fmt.Errorf("buildkitd exited at start (%w): %s", err, l.logTail())
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-time.After(100 * time.Millisecond):

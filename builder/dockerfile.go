@@ -3,7 +3,7 @@ package builder
 import (
 	_ "embed"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,8 +90,7 @@ func (d Definition) secretMounts() string {
 	if d.PipMirror {
 		fmt.Fprintf(&b, " --mount=type=secret,id=%s,target=/etc/pip.conf", SecretPipMirror)
 	}
-	ids := append([]string(nil), d.Secrets...)
-	sort.Strings(ids)
+	ids := slices.Sorted(slices.Values(d.Secrets))
 	for _, id := range ids {
 		switch id {
 		case SecretNetrc:
@@ -176,8 +175,7 @@ func Dockerfile(d Definition) (string, error) {
 	}
 
 	if len(d.Extras.Apt) > 0 {
-		apt := append([]string(nil), d.Extras.Apt...)
-		sort.Strings(apt)
+		apt := slices.Sorted(slices.Values(d.Extras.Apt))
 		w("\n# Extra OS packages.\n")
 		w("RUN%s%s \\\n    %s\n", pkgCacheMounts(k, s.OS), secrets, installCmd(k, apt))
 	}

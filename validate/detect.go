@@ -129,7 +129,7 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 	p := e.Path
 	base := path.Base(p)
 	h := e.Header
-	isReg := h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA
+	isReg := h.Typeflag == tar.TypeReg // archive/tar reads the legacy TypeRegA as TypeReg
 	var fs []func(d *detector)
 	add := func(f func(d *detector)) { fs = append(fs, f) }
 	if m := rePythonBin.FindStringSubmatch(p); m != nil {
@@ -176,7 +176,7 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 			})
 		}
 	case base == "pyvenv.cfg" && isReg:
-		for _, line := range strings.Split(string(readSmall(r, 64<<10)), "\n") {
+		for line := range strings.SplitSeq(string(readSmall(r, 64<<10)), "\n") {
 			k, v, ok := strings.Cut(line, "=")
 			if ok && (strings.TrimSpace(k) == "version" || strings.TrimSpace(k) == "version_info") {
 				py := minorOf(strings.TrimSpace(v))
@@ -396,7 +396,7 @@ func parseMetadata(b []byte) (name, version string) {
 // parseOSRelease turns os-release into NVIDIA's OS naming.
 func parseOSRelease(b []byte) (name, pretty string) {
 	kv := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.SplitSeq(string(b), "\n") {
 		k, v, ok := strings.Cut(line, "=")
 		if ok {
 			kv[k] = strings.Trim(v, `"'`)

@@ -87,7 +87,7 @@ func loadNVML(paths []string) (lib *nvmlLib, err error) {
 		}
 	}
 	if h == 0 {
-		return nil, fmt.Errorf("%w: libnvidia-ml.so.1 not found (%v); install the NVIDIA driver, and for containers the NVIDIA container toolkit with --gpus", ErrNoDriver, first)
+		return nil, fmt.Errorf("%w: libnvidia-ml.so.1 not found (%w); install the NVIDIA driver, and for containers the NVIDIA container toolkit with --gpus", ErrNoDriver, first)
 	}
 	defer func() {
 		if r := recover(); r != nil {

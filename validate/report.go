@@ -5,7 +5,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -48,11 +49,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		row(n, f.Packages[n])
 	}
 	row("pip packages", strconv.Itoa(len(f.Packages)))
-	libs := make([]string, 0, len(f.Kernels))
-	for p := range f.Kernels {
-		libs = append(libs, p)
-	}
-	sort.Strings(libs)
+	libs := slices.Sorted(maps.Keys(f.Kernels))
 	for _, p := range libs {
 		k := f.Kernels[p]
 		v := strings.Join(k.SASS, " ")

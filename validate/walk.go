@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -279,10 +280,8 @@ func isHidden(p string, hidden, opaque map[string]bool) bool {
 // that would escape it ("../etc/passwd").
 func cleanPath(name string) (string, bool) {
 	n := strings.TrimPrefix(name, "./")
-	for _, part := range strings.Split(n, "/") {
-		if part == ".." {
-			return "", false
-		}
+	if slices.Contains(strings.Split(n, "/"), "..") {
+		return "", false
 	}
 	c := path.Clean("/" + n)
 	return strings.TrimPrefix(c, "/"), true

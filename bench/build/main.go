@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,22 +19,23 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 func main() {
 	runs := flag.Int("runs", 5, "runs per scenario")
+	gpuimg := flag.String("gpuimg", "bin/gpuimg", "gpuimg binary")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *runs); err != nil {
+	err := run(ctx, *runs, *gpuimg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, runs int) (err error) {
+func run(ctx context.Context, runs int, gpuimg string) (err error) {
 	dir, err := os.MkdirTemp("/tmp", "gb-")
 	if err != nil {
 		return err
@@ -67,18 +67,20 @@ func run(ctx context.Context, runs int) (err error) {
 			"--registry-mirror", env.Mirror(), "--pip-index-url", env.Index.URL, "--builder", env.BuildKit.Address(),
 			"--pip", "gpuimg-extra==" + extra, "-t", env.Registry.Host + "/bench/torch:" + extra, "--push", "--progress", "plain"}
 		var progress strings.Builder
+		cmd := exec.CommandContext(ctx, gpuimg, args...)
+		cmd.Stderr = &progress
 		start := time.Now()
-		code := cli.Main(ctx, args, io.Discard, &progress)
+		err := cmd.Run()
 		d := time.Since(start)
-		if code != 0 {
-			return d, progress.String(), fmt.Errorf("gpuimg build exited %d: %s", code, progress.String())
+		if err != nil {
+			return d, progress.String(), fmt.Errorf("gpuimg build: %w: %s", err, progress.String())
 		}
 		return d, progress.String(), nil
 	}
 	prune := func() error {
 		out, err := exec.CommandContext(ctx, env.Tools.Buildctl, "--addr", env.BuildKit.Address(), "prune", "--all").CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("buildctl prune: %v: %s", err, out)
+			return fmt.Errorf("buildctl prune: %w: %s", err, out)
 		}
 		return nil
 	}

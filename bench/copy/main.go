@@ -32,8 +32,9 @@ func main() {
 	gpuimg := flag.String("gpuimg", "bin/gpuimg", "gpuimg binary")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *layers, *runs, *gpuimg); err != nil {
+	err := run(ctx, *layers, *runs, *gpuimg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,8 +37,9 @@ func main() {
 	gpuimg := flag.String("gpuimg", "bin/gpuimg", "gpuimg binary")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *layers, *runs, *gpuimg); err != nil {
+	err := run(ctx, *layers, *runs, *gpuimg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -54,20 +56,12 @@ func measure(ctx context.Context, name string, args ...string) (sample, error) {
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
-		if !(errorsAs(err, &ee) && ee.ExitCode() == 1) { // validate exits 1 on failed checks
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 { // validate exits 1 on failed checks
 			return sample{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return sample{wall: time.Since(start), maxRSS: ru.Maxrss}, nil
-}
-
-func errorsAs(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {

@@ -9,27 +9,38 @@
 // the pushed image (gpuimg validate), checks it with skopeo, prints its
 // digest and stack, and stops everything it started.
 //
-// Run it with `make demo` (as root on Debian 12).
+// gpuimg itself is the binary `make build` writes (-gpuimg, bin/gpuimg by
+// default), run as a user would run it.
+//
+// Run it with `make demo` (as root on Debian 12). A first run on a fresh
+// machine takes about 10 minutes: it compiles buildkitd, buildctl, the
+// registry and crane from tools/go.mod and makes a Debian root filesystem
+// with debootstrap; each slow step says so as it starts. Later runs take
+// about 30 seconds.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 func main() {
+	gpuimg := flag.String("gpuimg", "bin/gpuimg", "gpuimg binary (make build)")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
+	err := run(ctx, *gpuimg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -37,18 +48,36 @@ func main() {
 
 func step(format string, args ...any) { fmt.Fprintf(os.Stderr, "\n==> "+format+"\n", args...) }
 
-func run(ctx context.Context) (err error) {
+// gpuimgCmd runs the gpuimg binary with args, its output on ours.
+func gpuimgCmd(ctx context.Context, bin string, args ...string) error {
+	step("gpuimg %s", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("gpuimg %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func run(ctx context.Context, gpuimg string) (err error) {
+	if _, err := os.Stat(gpuimg); err != nil {
+		return fmt.Errorf("the gpuimg binary: %w (run make build, or make demo)", err)
+	}
 	dir, err := os.MkdirTemp("", "gpuimg-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 
-	step("installing what is missing (runc, debootstrap, skopeo) and starting registry, buildkitd and a pip index")
-	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
+	// Slow steps (apt-get, compiling the tools, debootstrap) say what they
+	// do as they start, and every 30 seconds that they still are.
+	ctx = testenv.WithProgress(ctx, os.Stderr)
+	step("setting up a registry, buildkitd and a pip index on this machine (first run: about 10 minutes, later runs: seconds)")
+	t0 := time.Now()
+	// Start needs runc and debootstrap; one apt-get run for all three.
+	if err := testenv.EnsurePackages(ctx, "runc", "debootstrap", "skopeo"); err != nil {
 		return err
 	}
-	t0 := time.Now()
 	env, err := testenv.Start(ctx, dir)
 	defer func() {
 		step("stopping the registry, buildkitd and the index")
@@ -59,7 +88,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "registry %s, buildkitd %s, index %s (%.1fs)\n", env.Registry.Host, env.BuildKit.Address(), env.Index.URL, time.Since(t0).Seconds())
+	fmt.Fprintf(os.Stderr, "registry %s, buildkitd %s, index %s (ready after %s)\n", env.Registry.Host, env.BuildKit.Address(), env.Index.URL, time.Since(t0).Round(100*time.Millisecond))
 
 	step("pushing the fixture base image as nvidia/cuda:12.2.2-runtime-ubuntu22.04 and wheels named as PyTorch's")
 	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04"); err != nil {
@@ -70,20 +99,16 @@ func run(ctx context.Context) (err error) {
 	}
 
 	ref := env.Registry.Host + "/gpuimg/demo:cu122-torch2.3"
-	args := []string{"build", "--cuda", "12.2", "--torch", "2.3",
+	if err := gpuimgCmd(ctx, gpuimg, "build", "--cuda", "12.2", "--torch", "2.3",
 		"--matrix-file", env.MatrixFile,
 		"--registry-mirror", env.Mirror(),
 		"--pip-index-url", env.Index.URL,
 		"--builder", env.BuildKit.Address(),
-		"-t", ref, "--push", "--progress", "plain"}
-	step("gpuimg %v", args)
-	if code := cli.Main(ctx, args, os.Stdout, os.Stderr); code != 0 {
-		return fmt.Errorf("gpuimg build exited %d", code)
+		"-t", ref, "--push", "--progress", "plain"); err != nil {
+		return err
 	}
-
-	step("gpuimg validate %s --driver 535.104.05 --gpu h100", ref)
-	if code := cli.Main(ctx, []string{"validate", ref, "--driver", "535.104.05", "--gpu", "h100", "--bandwidth", "1Gbps"}, os.Stdout, os.Stderr); code != 0 {
-		return fmt.Errorf("gpuimg validate exited %d", code)
+	if err := gpuimgCmd(ctx, gpuimg, "validate", ref, "--driver", "535.104.05", "--gpu", "h100", "--bandwidth", "1Gbps"); err != nil {
+		return err
 	}
 
 	step("checking the pushed image with skopeo (an independent client)")
@@ -97,7 +122,7 @@ func run(ctx context.Context) (err error) {
 		Env    []string
 	}
 	if err := json.Unmarshal(out, &info); err != nil {
-		return err
+		return fmt.Errorf("read skopeo inspect %s: %w", ref, err)
 	}
 	fmt.Printf("skopeo: %s has digest %s\n", ref, info.Digest)
 	fmt.Printf("skopeo: base %s@%s\n", info.Labels["org.opencontainers.image.base.name"], info.Labels["org.opencontainers.image.base.digest"])

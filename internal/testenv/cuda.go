@@ -61,6 +61,9 @@ func debianNonFree(ctx context.Context, name, suite string, pkgs []string) (root
 	if _, err := os.Stat(done); err == nil {
 		return root, nil
 	}
+	finish := startStep(ctx, "downloading "+strings.Join(pkgs, ", "),
+		fmt.Sprintf("from Debian's non-free archive, once (a minute or more, depending on the network; cached in %s)", dir))
+	defer finish()
 	lists := filepath.Join(dir, "lists")
 	archives := filepath.Join(dir, "archives")
 	for _, d := range []string{filepath.Join(lists, "partial"), filepath.Join(archives, "partial"), root} {

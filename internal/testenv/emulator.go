@@ -59,6 +59,9 @@ func Emulator(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
 		return "", err
 	}
+	done := startStep(ctx, "building the arm64 emulator",
+		fmt.Sprintf("Debian's QEMU 7.2 source with qemu-execve.patch, once (about 2 minutes on two cores; cached in %s)", dir))
+	defer done()
 	work, err := os.MkdirTemp(CacheDir(), "qemu-build-")
 	if err != nil {
 		return "", err
@@ -91,7 +94,7 @@ func Emulator(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if _, err := os.Stat(filepath.Join(work, qemuOrig)); err != nil {
-		return "", fmt.Errorf("Debian's qemu source is no longer %s; update internal/testenv/emulator.go and the patch: %w", qemuOrig, err)
+		return "", fmt.Errorf("the qemu source in Debian is no longer %s; update internal/testenv/emulator.go and the patch: %w", qemuOrig, err)
 	}
 	if err := run(work, "tar", "xf", qemuOrig); err != nil {
 		return "", err

@@ -60,7 +60,10 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	if e.rootfs, err = BaseRootfs(ctx); err != nil {
 		return nil, err
 	}
-	if e.Registry, err = StartRegistry(ctx, e.Tools.Registry, filepath.Join(dir, "registry")); err != nil {
+	done := startStep(ctx, "starting the registry", "distribution on 127.0.0.1, standing in for Docker Hub")
+	e.Registry, err = StartRegistry(ctx, e.Tools.Registry, filepath.Join(dir, "registry"))
+	done()
+	if err != nil {
 		return e, err
 	}
 	e.BuildKit = &builder.Local{
@@ -68,7 +71,9 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		Buildkitd: e.Tools.Buildkitd,
 		Mirrors:   images.Mirrors{"index.docker.io": e.Registry.Host},
 	}
+	done = startStep(ctx, "starting buildkitd", "through builder.Local, as gpuimg build would (a few seconds)")
 	c, err := e.BuildKit.Ensure(ctx)
+	done()
 	if err != nil {
 		return e, err
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -37,7 +37,7 @@ func BaseRootfs(ctx context.Context, include ...string) (string, error) {
 	if len(include) == 0 {
 		include = []string{"python3", "python3-venv"}
 	}
-	sort.Strings(include)
+	include = slices.Sorted(slices.Values(include)) // a copy: the caller's slice stays as it was
 	sum := sha256.Sum256([]byte("bookworm minbase " + strings.Join(include, ",")))
 	dir := CacheDir()
 	out := filepath.Join(dir, fmt.Sprintf("rootfs-bookworm-%x.tar", sum[:6]))
@@ -55,6 +55,9 @@ func BaseRootfs(ctx context.Context, include ...string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(root)
+	done := startStep(ctx, "making a Debian bookworm root filesystem",
+		fmt.Sprintf("debootstrap --variant=minbase with %s, once (2 to 3 minutes; cached in %s)", strings.Join(include, ", "), dir))
+	defer done()
 	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), "bookworm", root, DebianMirror)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("debootstrap: %w\n%s", err, tail(b, 2000))

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func ForeignRootfs(ctx context.Context, arch string, include ...string) (string,
 	if len(include) == 0 {
 		include = []string{"python3", "python3-venv"}
 	}
-	sort.Strings(include)
+	include = slices.Sorted(slices.Values(include)) // a copy: the caller's slice stays as it was
 	sum := sha256.Sum256([]byte("bookworm minbase foreign unpacked " + arch + " " + strings.Join(include, ",")))
 	dir := CacheDir()
 	out := filepath.Join(dir, fmt.Sprintf("rootfs-bookworm-%s-%x.tar", arch, sum[:6]))
@@ -54,6 +55,9 @@ func ForeignRootfs(ctx context.Context, arch string, include ...string) (string,
 		return "", err
 	}
 	defer os.RemoveAll(root)
+	done := startStep(ctx, "making a Debian bookworm "+arch+" root filesystem",
+		fmt.Sprintf("debootstrap --foreign downloads its packages, dpkg-deb unpacks them, once (about a minute; cached in %s)", dir))
+	defer done()
 	cmd := exec.CommandContext(ctx, "debootstrap", "--foreign", "--arch="+arch, "--variant=minbase",
 		"--include="+strings.Join(include, ","), "bookworm", root, DebianMirror)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -119,11 +123,7 @@ func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, 
 	if err != nil {
 		return "", err
 	}
-	archs := make([]string, 0, len(rootfsByArch))
-	for a := range rootfsByArch {
-		archs = append(archs, a)
-	}
-	sort.Strings(archs)
+	archs := slices.Sorted(maps.Keys(rootfsByArch))
 	idx := mutate.IndexMediaType(empty.Index, types.DockerManifestList)
 	for _, a := range archs {
 		img, err := fixtureImage(rootfsByArch[a], a, env, nil)
@@ -149,15 +149,13 @@ func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, 
 func (e *Env) PushBaseIndex(ctx context.Context, tag string, foreign map[string]string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
 	all := map[string]string{"amd64": e.rootfs}
-	for a, p := range foreign {
-		all[a] = p
-	}
+	maps.Copy(all, foreign)
 	return PushIndex(ctx, e.Registry.Host+"/"+repo+":"+version, all, baseEnv(version))
 }
 
 // baseEnv is NVIDIA's environment for a tag's version (12.2.2-runtime-…).
 func baseEnv(version string) []string {
-	cuda := strings.SplitN(version, "-", 2)[0]
+	cuda, _, _ := strings.Cut(version, "-")
 	mm := strings.Join(strings.SplitN(cuda, ".", 3)[:2], ".")
 	return []string{"CUDA_VERSION=" + cuda, "NVIDIA_REQUIRE_CUDA=cuda>=" + mm, "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}
 }

@@ -9,12 +9,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,17 +28,13 @@ func Wheel(dir, dist, version, tag string, files map[string]string) (string, err
 	norm := strings.ReplaceAll(dist, "-", "_")
 	fname := fmt.Sprintf("%s-%s-%s.whl", norm, version, tag)
 	info := fmt.Sprintf("%s-%s.dist-info", norm, version)
-	all := map[string]string{}
-	for k, v := range files {
-		all[k] = v
+	all := maps.Clone(files)
+	if all == nil {
+		all = map[string]string{}
 	}
 	all[info+"/METADATA"] = fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
 	all[info+"/WHEEL"] = fmt.Sprintf("Wheel-Version: 1.0\nGenerator: gpuimg-testenv\nRoot-Is-Purelib: %v\nTag: %s\n", strings.HasSuffix(tag, "-any"), tag)
-	names := make([]string, 0, len(all))
-	for k := range all {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(all))
 	var record strings.Builder
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -96,7 +93,7 @@ func ServeIndex(dir string) (*Index, error) {
 			if !strings.HasSuffix(e.Name(), ".whl") {
 				continue
 			}
-			dist := strings.SplitN(e.Name(), "-", 2)[0]
+			dist, _, _ := strings.Cut(e.Name(), "-")
 			out[normalize(dist)] = append(out[normalize(dist)], e.Name())
 		}
 		return out, nil
@@ -111,11 +108,7 @@ func ServeIndex(dir string) (*Index, error) {
 		w.Header().Set("Content-Type", "text/html")
 		proj := strings.Trim(strings.TrimPrefix(r.URL.Path, "/simple/"), "/")
 		if proj == "" {
-			names := make([]string, 0, len(ps))
-			for n := range ps {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(ps))
 			fmt.Fprint(w, "<!DOCTYPE html><html><body>\n")
 			for _, n := range names {
 				fmt.Fprintf(w, "<a href=\"%s/\">%s</a>\n", n, n)

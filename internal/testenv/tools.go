@@ -53,6 +53,9 @@ func BuildTools(ctx context.Context) (Tools, error) {
 	if !missing {
 		return t, nil
 	}
+	done := startStep(ctx, "compiling buildkitd, buildctl, the registry and crane",
+		"from tools/go.mod into bin/, once (about 5 minutes on two cores: most of a first run)")
+	defer done()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+"/",
 		"github.com/moby/buildkit/cmd/buildkitd",
 		"github.com/moby/buildkit/cmd/buildctl",
@@ -85,6 +88,8 @@ func EnsurePackages(ctx context.Context, pkgs ...string) error {
 	if missing = missingPackages(ctx, pkgs); len(missing) == 0 {
 		return nil // another test installed them meanwhile
 	}
+	done := startStep(ctx, "installing "+strings.Join(missing, ", "), "apt-get update and apt-get install, once (about a minute)")
+	defer done()
 	lock := []string{"-o", "DPkg::Lock::Timeout=600"}
 	upd := exec.CommandContext(ctx, "apt-get", append(lock, "update", "-qq")...)
 	if out, err := upd.CombinedOutput(); err != nil {
