@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -234,17 +235,15 @@ func (m *merger) withEnv(key, flag, env string) string {
 // mergeEnv is gpuimg.yaml's env with the command line's pairs over it, key
 // by key.
 func mergeEnv(pairs []string, file map[string]string, m *merger) (map[string]string, error) {
-	env := map[string]string{}
-	for k, v := range file {
-		env[k] = v
+	env := maps.Clone(file)
+	if env == nil {
+		env = map[string]string{}
 	}
 	flagEnv, err := ParseEnv(pairs)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range flagEnv {
-		env[k] = v
-	}
+	maps.Copy(env, flagEnv)
 	m.src["env"] = m.source("env", len(pairs) > 0, len(file) > 0)
 	return env, nil
 }
@@ -283,9 +282,7 @@ func mirrors(flag []string, file *Config, m *merger) (images.Mirrors, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file.name(), err)
 		}
-		for k, v := range more {
-			out[k] = v
-		}
+		maps.Copy(out, more)
 	}
 	return out, nil
 }

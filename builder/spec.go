@@ -89,7 +89,7 @@ func LoadConfig(file string) (*Config, error) {
 		msg = strings.ReplaceAll(msg, "\n  ", "; ")
 		return nil, fmt.Errorf("%s: %s", file, msg)
 	}
-	if err := c.Extras.Validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	c.Path = file

@@ -54,8 +54,7 @@ var ErrUnauthorized = errors.New("unauthorized")
 
 // explain turns registry errors into one line naming the registry and the fix.
 func explain(op string, ref name.Reference, err error) error {
-	var te *transport.Error
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*transport.Error](err); ok {
 		switch te.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
 			return fmt.Errorf("%s %s: %w: the registry %s refused the credentials (%d); log in with `docker login %s` (gpuimg reads Docker's config.json and credential helpers)",

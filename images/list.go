@@ -20,7 +20,7 @@ type TagInfo struct {
 	Digest    string    `json:"digest"`
 	MediaType string    `json:"media_type"`
 	Size      int64     `json:"size"` // compressed bytes of the (first platform's) image
-	Created   time.Time `json:"created,omitempty"`
+	Created   time.Time `json:"created"`
 	// Stack summarises the dev.gpuimg.stack label ("cuda12.2.2-torch2.3.1-py3.10 ubuntu22.04": matrix.Stack.Tag and the OS).
 	Stack string `json:"stack,omitempty"`
 }

@@ -140,14 +140,13 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		}
 		cleanup := func() error { return os.RemoveAll(dir) }
 		if err := untar(r.Name, dir); err != nil {
-			cleanup()
-			return nil, fmt.Errorf("unpack %s: %w", r, err)
+			return nil, errors.Join(fmt.Errorf("unpack %s: %w", r, err), cleanup())
 		}
 		o, err := openLayout(dir, r.Select, pl, cleanup)
 		if err != nil {
-			cleanup()
+			return nil, errors.Join(err, cleanup())
 		}
-		return o, err
+		return o, nil
 	case DockerArchive:
 		var tag *name.Tag
 		if r.Select != "" {

@@ -33,7 +33,7 @@ import (
 // returns its host:port.
 func newRegistry(t *testing.T, wrap func(http.Handler) http.Handler, opts ...registry.Option) string {
 	t.Helper()
-	var h http.Handler = registry.New(append([]registry.Option{registry.Logger(log.New(io.Discard, "", 0))}, opts...)...)
+	h := registry.New(append([]registry.Option{registry.Logger(log.New(io.Discard, "", 0))}, opts...)...)
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -158,14 +159,7 @@ func tokenize(s string) ([]string, error) {
 // ==, ~= are pip's; =>, =<, ~> are the library's aliases.
 var ops = []string{"==", "!=", ">=", "=>", "<=", "=<", "~=", "~>", "=", ">", "<", "~", "^"}
 
-func isOpOnly(s string) bool {
-	for _, o := range ops {
-		if s == o {
-			return true
-		}
-	}
-	return false
-}
+func isOpOnly(s string) bool { return slices.Contains(ops, s) }
 
 // splitOp splits a term into its operator ("" for none) and its version.
 func splitOp(tok string) (op, rest string) {

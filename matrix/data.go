@@ -59,7 +59,7 @@ type Arch struct {
 	// AddedIn is the first toolkit that compiles for it.
 	AddedIn Version `yaml:"added_in" json:"added_in"`
 	// RemovedIn is the first toolkit that no longer does; zero if none.
-	RemovedIn Version `yaml:"removed_in" json:"removed_in,omitempty"`
+	RemovedIn Version `yaml:"removed_in" json:"removed_in"`
 	Row       `yaml:",inline"`
 }
 
@@ -67,7 +67,7 @@ type Arch struct {
 type Library struct {
 	Version   Version    `yaml:"version" json:"version"`
 	CUDA      Constraint `yaml:"cuda" json:"cuda"`
-	MinDriver Version    `yaml:"min_driver" json:"min_driver,omitempty"`
+	MinDriver Version    `yaml:"min_driver" json:"min_driver"`
 	Row       `yaml:",inline"`
 }
 
@@ -88,7 +88,7 @@ type BaseImage struct {
 	OS      []string `yaml:"os" json:"os"`
 	Flavors []string `yaml:"flavors" json:"flavors"`
 	// CuDNN is the cuDNN inside the cudnn flavors, if known.
-	CuDNN Version `yaml:"cudnn" json:"cudnn,omitempty"`
+	CuDNN Version `yaml:"cudnn" json:"cudnn"`
 	Row   `yaml:",inline"`
 }
 
@@ -107,8 +107,8 @@ type Torch struct {
 type TorchVariant struct {
 	CUDA     Version  `yaml:"cuda" json:"cuda"`
 	Status   string   `yaml:"status" json:"status"`
-	CuDNN    Version  `yaml:"cudnn" json:"cudnn,omitempty"`
-	NCCL     Version  `yaml:"nccl" json:"nccl,omitempty"`
+	CuDNN    Version  `yaml:"cudnn" json:"cudnn"`
+	NCCL     Version  `yaml:"nccl" json:"nccl"`
 	Archs    []string `yaml:"archs" json:"archs,omitempty"`
 	PTX      []string `yaml:"ptx" json:"ptx,omitempty"`
 	IndexURL string   `yaml:"index_url" json:"index_url,omitempty"`
@@ -141,8 +141,8 @@ type JAXVariant struct {
 	Extra     string   `yaml:"extra" json:"extra"`
 	CUDA      Version  `yaml:"cuda" json:"cuda"`
 	MinCUDA   Version  `yaml:"min_cuda" json:"min_cuda"`
-	MinCuDNN  Version  `yaml:"min_cudnn" json:"min_cudnn,omitempty"`
-	MinDriver Version  `yaml:"min_driver" json:"min_driver,omitempty"`
+	MinCuDNN  Version  `yaml:"min_cudnn" json:"min_cudnn"`
+	MinDriver Version  `yaml:"min_driver" json:"min_driver"`
 	Notes     []string `yaml:"notes" json:"notes,omitempty"`
 }
 

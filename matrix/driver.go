@@ -105,7 +105,7 @@ func RequireCUDA(v Version) string { return "cuda>=" + v.String() }
 // ok is false when there is no such term or its version does not parse.
 // With several cuda>= terms the last one is read.
 func ParseRequireCUDA(req string) (v Version, ok bool) {
-	for _, f := range strings.Fields(req) {
+	for f := range strings.FieldsSeq(req) {
 		s, found := strings.CutPrefix(f, "cuda>=")
 		if !found {
 			continue

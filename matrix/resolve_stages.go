@@ -21,11 +21,13 @@ func (s *search) combineFrameworks(combo []fwChoice) bool {
 			}
 			if !a.cudnn.IsZero() && !b.cudnn.IsZero() {
 				ok := a.cudnn.Major() == b.cudnn.Major()
-				if ok && a.cudnnMin && !b.cudnnMin {
+				switch {
+				case !ok:
+				case a.cudnnMin && !b.cudnnMin:
 					ok = b.cudnn.Compare(a.cudnn) >= 0
-				} else if ok && b.cudnnMin && !a.cudnnMin {
+				case b.cudnnMin && !a.cudnnMin:
 					ok = a.cudnn.Compare(b.cudnn) >= 0
-				} else if ok && !a.cudnnMin && !b.cudnnMin {
+				case !a.cudnnMin && !b.cudnnMin:
 					ok = a.cudnn.Trunc(2).Compare(b.cudnn.Trunc(2)) == 0
 				}
 				if !ok {
@@ -476,7 +478,7 @@ func variantNote(ch fwChoice, cuda Version, requested bool) string {
 	if !requested {
 		newestStable := ch.status == "stable"
 		for _, v := range ch.siblings {
-			newestStable = newestStable && !(v.status == "stable" && ch.cuda.Less(v.cuda))
+			newestStable = newestStable && (v.status != "stable" || !ch.cuda.Less(v.cuda))
 		}
 		if newestStable {
 			return fmt.Sprintf("%s is the newest stable wheel variant, preferred as no CUDA version was requested", what)

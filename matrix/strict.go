@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,17 +32,14 @@ func typeOf(v any) reflect.Type { return reflect.TypeOf(v).Elem() }
 // fields of inlined structs, to that field's type.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		tag := f.Tag.Get("yaml")
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "-" {
 			continue
 		}
 		if strings.Contains(opts, "inline") {
-			for k, v := range yamlFields(f.Type) {
-				out[k] = v
-			}
+			maps.Copy(out, yamlFields(f.Type))
 			continue
 		}
 		if name == "" {

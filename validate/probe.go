@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,8 +244,7 @@ func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(stri
 // (torch's deprecation warnings end with the line that raised them).
 func errorLine(stderr string) string {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := lines[i]
+	for _, l := range slices.Backward(lines) {
 		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") || strings.Contains(l, "Warning:") {
 			continue
 		}
@@ -287,9 +288,9 @@ func (w *stepWriter) Write(p []byte) (int, error) {
 // snapshot; nil when there is none.
 func lastSnapshot(out []byte) *PyProbe {
 	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
+	for _, l := range slices.Backward(lines) {
 		var pp PyProbe
-		if json.Unmarshal(lines[i], &pp) == nil && pp.Python != "" {
+		if json.Unmarshal(l, &pp) == nil && pp.Python != "" {
 			return &pp
 		}
 	}
@@ -301,13 +302,8 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(
 	if opt.DB == nil || len(bench) == 0 {
 		return
 	}
-	floor := map[string]float64{}
-	for k, v := range DefaultMinEfficiency {
-		floor[k] = v
-	}
-	for k, v := range opt.MinEfficiency {
-		floor[k] = v
-	}
+	floor := maps.Clone(DefaultMinEfficiency)
+	maps.Copy(floor, opt.MinEfficiency)
 	type benchPeak struct {
 		key, figure, unit, of string
 		peak                  float64

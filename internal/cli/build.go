@@ -50,7 +50,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for a tcp:// buildkitd")
 	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
 	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
-	fs.StringArrayVar(&o.Flags.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
+	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
 	o.Registry.addNamedFlags(fs)
 	fs.StringVar(&o.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the image and its history")
 	fs.StringArrayVar(&o.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")

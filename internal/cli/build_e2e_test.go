@@ -212,7 +212,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		if other == digest {
 			t.Error("a different --pip gave the same digest")
 		}
-		for _, line := range strings.Split(progress, "\n") {
+		for line := range strings.SplitSeq(progress, "\n") {
 			if strings.Contains(line, "gpuimg-verify.py torch") && strings.Contains(line, "] RUN ") {
 				step := strings.Fields(line)[0]
 				if !strings.Contains(progress, step+" CACHED") {

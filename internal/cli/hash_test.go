@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 )
 
-func hashBytes(b []byte) (string, int, error) {
+// hashBytes is b's digest as a registry names it (sha256:…).
+func hashBytes(b []byte) string {
 	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:]), len(b), nil
+	return "sha256:" + hex.EncodeToString(s[:])
 }

@@ -224,6 +224,6 @@ func TestImagesCommands(t *testing.T) {
 }
 
 func digestOf(b []byte) string {
-	h, _, _ := hashBytes(b)
+	h := hashBytes(b)
 	return h
 }

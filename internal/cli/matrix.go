@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,10 +85,8 @@ and lists the stacks that work with one constraint dropped.`,
 }
 
 func checkOutput(got string, allowed ...string) error {
-	for _, a := range allowed {
-		if got == a {
-			return nil
-		}
+	if slices.Contains(allowed, got) {
+		return nil
 	}
 	return invalid(fmt.Errorf("unknown output format %q", got), "use -o "+strings.Join(allowed, ", -o "))
 }

@@ -267,7 +267,7 @@ func TestRenderProbeText(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
 	}
-	if i, j, k := strings.Index(out, "d2h_gbs"), strings.Index(out, "gemm_bf16_tflops"), strings.Index(out, "memory_bandwidth_gbs"); !(i >= 0 && i < j && j < k) {
+	if i, j, k := strings.Index(out, "d2h_gbs"), strings.Index(out, "gemm_bf16_tflops"), strings.Index(out, "memory_bandwidth_gbs"); i < 0 || i >= j || j >= k {
 		t.Errorf("bench figures not in name order:\n%s", out)
 	}
 }

@@ -36,7 +36,7 @@ func TestEngineArgs(t *testing.T) {
 	probe := func(image string, more ...string) []string {
 		return append([]string{"--entrypoint", "/usr/local/bin/gpuimg-probe", image, "probe", "-o", "json"}, more...)
 	}
-	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	cat := slices.Concat[[]string]
 	tests := []struct {
 		name string
 		opt  Options

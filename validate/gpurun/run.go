@@ -183,7 +183,10 @@ func runEngine(ctx context.Context, opt Options, image string) (*validate.ProbeR
 	}
 	var res validate.ProbeResult
 	if jerr := json.Unmarshal(out, &res); jerr != nil {
-		return nil, fmt.Errorf("%s run %s: %v: %s", opt.Mode, image, err, lastLine(errOut))
+		if err == nil {
+			err = jerr
+		}
+		return nil, fmt.Errorf("%s run %s: %w: %s", opt.Mode, image, err, lastLine(errOut))
 	}
 	if res.Driver != nil {
 		// The engine has the image now: judge the driver against the
