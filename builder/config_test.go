@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -97,7 +98,7 @@ func get(s *Settings, key string) string {
 		return strconv.FormatInt(*r.SourceDateEpoch, 10)
 	case "env":
 		var kv []string
-		for _, k := range sortedKeys(r.Extras.Env) {
+		for _, k := range slices.Sorted(maps.Keys(r.Extras.Env)) {
 			kv = append(kv, k+"="+r.Extras.Env[k])
 		}
 		return strings.Join(kv, " ")
@@ -105,7 +106,7 @@ func get(s *Settings, key string) string {
 		return strings.Join(r.Extras.Entrypoint, " ")
 	case "registry_mirrors":
 		var kv []string
-		for _, k := range sortedKeys(r.Mirrors) {
+		for _, k := range slices.Sorted(maps.Keys(r.Mirrors)) {
 			kv = append(kv, k+"="+r.Mirrors[k])
 		}
 		return strings.Join(kv, " ")

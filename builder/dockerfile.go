@@ -3,6 +3,7 @@ package builder
 import (
 	_ "embed"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,7 +200,7 @@ func Dockerfile(d Definition) (string, error) {
 	if len(d.Extras.Env) > 0 || d.Extras.Workdir != "" || len(d.Extras.Entrypoint) > 0 {
 		w("\n")
 	}
-	for _, key := range sortedKeys(d.Extras.Env) {
+	for _, key := range slices.Sorted(maps.Keys(d.Extras.Env)) {
 		w("ENV %s=%s\n", key, dockerQuote(d.Extras.Env[key]))
 	}
 	if d.Extras.Workdir != "" {

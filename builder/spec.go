@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -148,13 +147,4 @@ func ParseEnv(pairs []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

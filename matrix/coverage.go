@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -95,4 +96,14 @@ func (c Coverage) String() string {
 		return "ptx"
 	}
 	return "none"
+}
+
+// CompareArchs orders GPU architecture names as cuobjdump and the matrix
+// list them: by number, and the plain architecture before its
+// arch-specific and family-specific ones (sm_90, sm_90a, sm_100, sm_100f).
+func CompareArchs(a, b string) int {
+	if c := cmp.Compare(archNumber(a), archNumber(b)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
 }

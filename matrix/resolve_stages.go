@@ -540,5 +540,5 @@ func joinVersions(vs []Version) string {
 
 // sortArchs sorts architectures by number (sm_90 before sm_100).
 func sortArchs(a []string) {
-	slices.SortStableFunc(a, func(x, y string) int { return archNumber(x) - archNumber(y) })
+	slices.SortStableFunc(a, CompareArchs)
 }

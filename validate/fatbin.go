@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // Device code in CUDA libraries lives in ELF .nv_fatbin sections as "fat
@@ -196,29 +199,7 @@ func discard(br *bufio.Reader, n int64) error {
 	return nil
 }
 
+// sortedArchs lists the architectures of m in matrix.CompareArchs order.
 func sortedArchs(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for a := range m {
-		out = append(out, a)
-	}
-	// By number, the plain architecture before its arch-specific one:
-	// sm_90, sm_90a, sm_100.
-	sort.Slice(out, func(i, j int) bool {
-		if a, b := archNum(out[i]), archNum(out[j]); a != b {
-			return a < b
-		}
-		return out[i] < out[j]
-	})
-	return out
-}
-
-func archNum(a string) int {
-	n := 0
-	for _, c := range a[3:] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
+	return slices.SortedFunc(maps.Keys(m), matrix.CompareArchs)
 }
