@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 func main() {
@@ -129,6 +130,6 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	for _, e := range info.Env {
 		fmt.Printf("skopeo: env %s\n", e)
 	}
-	fmt.Printf("skopeo: label dev.gpuimg.stack = %s\n", info.Labels["dev.gpuimg.stack"])
+	fmt.Printf("skopeo: label %s = %s\n", matrix.StackLabel, info.Labels[matrix.StackLabel])
 	return nil
 }
