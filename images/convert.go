@@ -49,11 +49,7 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 	if comp != Gzip && comp != Zstd && comp != Estargz {
 		return nil, fmt.Errorf("unknown compression %q: use zstd, estargz or gzip", comp)
 	}
-	r, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	srcRef, err := r.parse(src)
+	r, srcRef, err := prepare(src, opts)
 	if err != nil {
 		return nil, err
 	}

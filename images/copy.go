@@ -81,11 +81,7 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	if len(dsts) == 0 {
 		return nil, errors.New("copy: no destination")
 	}
-	opt, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	srcRef, err := opt.parse(src)
+	opt, srcRef, err := prepare(src, opts)
 	if err != nil {
 		return nil, err
 	}

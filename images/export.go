@@ -43,11 +43,7 @@ type ExportResult struct {
 // under a temporary name and renamed. WithPlatform picks the image of an
 // index for docker-archive (default linux/amd64).
 func Export(ctx context.Context, src, dest string, format Format, opts ...Option) (*ExportResult, error) {
-	r, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := r.parse(src)
+	r, ref, err := prepare(src, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -28,11 +28,7 @@ type TagInfo struct {
 // List returns a repository's tags with their digests, sizes, creation
 // times and stack summaries, newest first.
 func List(ctx context.Context, repo string, opts ...Option) ([]TagInfo, error) {
-	r, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := r.parse(repo + ":latest")
+	r, ref, err := prepare(repo + ":latest", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +90,7 @@ func imageSummary(img v1.Image) (size int64, created time.Time, stack string) {
 // tag points at (which removes every tag on that digest; the registry must
 // allow deletes).
 func Delete(ctx context.Context, ref string, opts ...Option) (string, error) {
-	r, err := makeOptions(opts...)
-	if err != nil {
-		return "", err
-	}
-	rf, err := r.parse(ref)
+	r, rf, err := prepare(ref, opts)
 	if err != nil {
 		return "", err
 	}

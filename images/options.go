@@ -393,14 +393,24 @@ func (h *hostTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // (WithInsecure, WithInsecureRegistries). A container engine told to pull
 // the same image needs to be told the same.
 func PlainHTTP(ref string, opts ...Option) (bool, error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return false, err
-	}
-	r, err := o.parse(ref)
+	o, r, err := prepare(ref, opts)
 	if err != nil {
 		return false, err
 	}
 	host := r.Context().RegistryStr()
 	return o.insecure(host) || IsLoopback(host), nil
+}
+
+// prepare applies opts and parses ref with them: the first step of every
+// verb that names a registry image.
+func prepare(ref string, opts []Option) (*options, name.Reference, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := o.parse(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, r, nil
 }

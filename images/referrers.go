@@ -37,11 +37,7 @@ const (
 // (or its tag fallback on registries without it). It returns the
 // artifact's digest.
 func Attach(ctx context.Context, ref, artifactType string, payload []byte, annotations map[string]string, opts ...Option) (string, error) {
-	r, err := makeOptions(opts...)
-	if err != nil {
-		return "", err
-	}
-	rf, err := r.parse(ref)
+	r, rf, err := prepare(ref, opts)
 	if err != nil {
 		return "", err
 	}
@@ -81,11 +77,7 @@ type Attached struct {
 // Referrers lists the artifacts of artifactType attached to ref, with
 // their payloads.
 func Referrers(ctx context.Context, ref, artifactType string, opts ...Option) (name.Digest, []Attached, error) {
-	r, err := makeOptions(opts...)
-	if err != nil {
-		return name.Digest{}, nil, err
-	}
-	rf, err := r.parse(ref)
+	r, rf, err := prepare(ref, opts)
 	if err != nil {
 		return name.Digest{}, nil, err
 	}

@@ -92,6 +92,20 @@ func (o *RegistryOptions) Options() ([]images.Option, error) {
 	return opts, nil
 }
 
+// optionsFor is Options with the image platform of a --platform flag
+// ("" for none).
+func (o *RegistryOptions) optionsFor(platform string) ([]images.Option, error) {
+	opts, err := o.Options()
+	if err != nil {
+		return nil, err
+	}
+	pl, err := parsePlatform(platform)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, images.WithPlatform(pl)), nil
+}
+
 func newImagesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images",
@@ -142,15 +156,11 @@ and running it again finishes the job.`,
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			opts, err := ro.Options()
+			opts, err := ro.optionsFor(platform)
 			if err != nil {
 				return err
 			}
-			pl, err := parsePlatform(platform)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, images.WithPlatform(pl), images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithProgress(cmd.ErrOrStderr()))
+			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithProgress(cmd.ErrOrStderr()))
 			res, err := images.Copy(cmd.Context(), args[0], args[1:], opts...)
 			if err != nil {
 				return &Error{Err: err, Code: ExitInvalid}
@@ -207,15 +217,11 @@ only when complete.
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			opts, err := ro.Options()
+			opts, err := ro.optionsFor(platform)
 			if err != nil {
 				return err
 			}
-			pl, err := parsePlatform(platform)
-			if err != nil {
-				return err
-			}
-			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, images.WithPlatform(pl))...)
+			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), opts...)
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -397,15 +403,11 @@ rewrites each tar with a table of contents).
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
 			}
-			opts, err := ro.Options()
+			opts, err := ro.optionsFor(platform)
 			if err != nil {
 				return err
 			}
-			pl, err := parsePlatform(platform)
-			if err != nil {
-				return err
-			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], images.Compression(comp), append(opts, images.WithPlatform(pl))...)
+			res, err := images.Convert(cmd.Context(), args[0], args[1], images.Compression(comp), opts...)
 			if err != nil {
 				return invalid(err, "")
 			}
