@@ -28,7 +28,7 @@ type TagInfo struct {
 // List returns a repository's tags with their digests, sizes, creation
 // times and stack summaries, newest first.
 func List(ctx context.Context, repo string, opts ...Option) ([]TagInfo, error) {
-	r, ref, err := prepare(repo + ":latest", opts)
+	r, ref, err := prepare(repo+":latest", opts)
 	if err != nil {
 		return nil, err
 	}
