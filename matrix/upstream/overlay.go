@@ -109,7 +109,7 @@ func writeComment(b *bytes.Buffer, s string) {
 }
 
 // marshalFile renders f without the empty fields matrix.File's YAML tags
-// would otherwise write ("released: ''", "notes: []"), lists of scalars
+// would otherwise write ("released: ”", "notes: []"), lists of scalars
 // in flow style as the built-in files write them.
 func marshalFile(f *matrix.File) ([]byte, error) {
 	var n yaml.Node
@@ -117,7 +117,11 @@ func marshalFile(f *matrix.File) ([]byte, error) {
 		return nil, fmt.Errorf("render matrix overlay: %w", err)
 	}
 	prune(&n)
-	if len(n.Content) == 0 || len(n.Content[0].Content) == 0 {
+	root := &n
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		root = n.Content[0]
+	}
+	if len(root.Content) == 0 {
 		return nil, nil
 	}
 	var b bytes.Buffer

@@ -109,10 +109,14 @@ func wheelFromAnchor(base *url.URL, n *html.Node) (wheel, bool, error) {
 	}
 	abs := base.ResolveReference(ref)
 	abs.Fragment = ""
-	name, err := url.PathUnescape(abs.Path[strings.LastIndex(abs.Path, "/")+1:])
-	if err != nil {
-		return wheel{}, false, fmt.Errorf("link %q: %w", href, err)
-	}
+	// Keep the file name as the page escapes it: PyTorch's hosts serve
+	// torch-2.7.1%2Bcu128-….whl, and an S3-style host reads a bare "+"
+	// in a path as a space.
+	esc := ref.EscapedPath()
+	lastEsc := esc[strings.LastIndex(esc, "/")+1:]
+	dirEsc := abs.EscapedPath()
+	abs.RawPath = dirEsc[:strings.LastIndex(dirEsc, "/")+1] + lastEsc
+	name := abs.Path[strings.LastIndex(abs.Path, "/")+1:]
 	if !strings.HasSuffix(name, ".whl") {
 		return wheel{}, false, nil
 	}
@@ -247,4 +251,3 @@ func (o *options) readMetadata(ctx context.Context, w wheel) (metadata, error) {
 	}
 	return m, nil
 }
-
