@@ -38,6 +38,8 @@ type fakeUpstream struct {
 // mdPath.
 type link struct {
 	raw, href, name, mdPath string
+	// bare links carry no metadata attributes (pages written before PEP 658).
+	bare bool
 }
 
 func newFakeUpstream(t *testing.T) *fakeUpstream {
@@ -56,6 +58,10 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			for _, l := range links {
 				if l.raw != "" {
 					fmt.Fprintf(w, "    %s<br/>\n", l.raw)
+					continue
+				}
+				if l.bare {
+					fmt.Fprintf(w, "    <a href=\"%s\">%s</a><br/>\n", l.href, l.name)
 					continue
 				}
 				h := sha(f.files[l.mdPath])

@@ -195,13 +195,16 @@ func pickWheel(ws []wheel) wheel {
 func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, rel torchRelease, tag string) (matrix.TorchVariant, error) {
 	cuda, _ := cudaOfLocal(tag)
 	w := pickWheel(rel.variants[tag])
-	md, err := o.readMetadata(ctx, w)
-	if err != nil {
-		return matrix.TorchVariant{}, err
-	}
 	name := fmt.Sprintf("torch %s %s", rel.version, tag)
 	v := matrix.TorchVariant{CUDA: cuda, Status: "experimental", IndexURL: o.torchURL + "/" + tag}
-	v.Notes = append(v.Notes, "pins read from "+w.MetadataURL())
+	var md metadata
+	if w.Metadata {
+		var err error
+		if md, err = o.readMetadata(ctx, w); err != nil {
+			return matrix.TorchVariant{}, err
+		}
+		v.Notes = append(v.Notes, "pins read from "+w.MetadataURL())
+	}
 	pins := map[string]string{}
 	for _, line := range md.RequiresDist {
 		r, err := parseRequirement(line)
@@ -220,7 +223,11 @@ func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, 
 	for lib, field := range map[string]*matrix.Version{"cudnn": &v.CuDNN, "nccl": &v.NCCL} {
 		p, ok := pins[lib]
 		if !ok {
-			ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: lib, Reason: "the wheel's metadata pins no nvidia-" + lib + " wheel (the library is inside the wheel); read it from the wheel or the release notes"})
+			reason := "the wheel's metadata pins no nvidia-" + lib + " wheel (the library is inside the wheel); read it from the wheel or the release notes"
+			if !w.Metadata {
+				reason = "the index page offers no core metadata (PEP 658) for " + w.Filename + ", and gpuimg does not download wheels"
+			}
+			ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: lib, Reason: reason})
 			continue
 		}
 		pv, err := matrix.ParseVersion(p)
@@ -326,8 +333,11 @@ func (c *companions) find(ctx context.Context, project string, version matrix.Ve
 			if !ok {
 				continue
 			}
-			tries++
 			w := pickWheel(ws)
+			if !w.Metadata {
+				continue
+			}
+			tries++
 			md, err := c.o.readMetadata(ctx, w)
 			if err != nil {
 				return "", "", err

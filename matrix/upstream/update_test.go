@@ -277,6 +277,10 @@ func TestUpdateNewVariantOfKnownRelease(t *testing.T) {
 	f.mirrorTorch(db)
 	nt := db.Torch[0]
 	f.addWheel("torch", nt.Version.String(), "cu199", "cp312", "manylinux_2_28_x86_64", "nvidia-cudnn-cu19==19.0.0.1")
+	// A wheel listed without core metadata gives a variant without pins,
+	// and says so; it is not an error.
+	f.addWheel("torch", nt.Version.String(), "cu198", "cp312", "manylinux_2_28_x86_64", "nvidia-cudnn-cu19==19.0.0.0")
+	f.links["torch"][len(f.links["torch"])-1].bare = true
 	ov, err := Update(t.Context(), db, WithSources(SourceTorch), WithTorchIndexURL(f.torchURL()), WithClock(testDay))
 	if err != nil {
 		t.Fatal(err)
@@ -285,11 +289,18 @@ func TestUpdateNewVariantOfKnownRelease(t *testing.T) {
 		t.Fatalf("rows %+v", ov.File.Torch)
 	}
 	r := ov.File.Torch[0]
-	if r.Source != nt.Source || len(r.Variants) != len(nt.Variants)+1 || r.Variants[len(nt.Variants)].CUDA.String() != "19.9" || r.Variants[len(nt.Variants)].CuDNN.String() != "19.0.0.1" {
+	n := len(nt.Variants)
+	if r.Source != nt.Source || len(r.Variants) != n+2 || r.Variants[n].CUDA.String() != "19.8" || !r.Variants[n].CuDNN.IsZero() ||
+		r.Variants[n+1].CUDA.String() != "19.9" || r.Variants[n+1].CuDNN.String() != "19.0.0.1" {
 		t.Errorf("row %+v", r)
 	}
-	if want := fmt.Sprintf("torch %s: new variants cu199", nt.Version); len(ov.Found) != 1 || ov.Found[0].What != want {
+	if want := fmt.Sprintf("torch %s: new variants cu198, cu199", nt.Version); len(ov.Found) != 1 || ov.Found[0].What != want {
 		t.Errorf("found %v, want %s", ov.Found, want)
+	}
+	if !slices.ContainsFunc(ov.Unfilled, func(u Unfilled) bool {
+		return u.Row == fmt.Sprintf("torch %s cu198", nt.Version) && u.Field == "cudnn" && strings.Contains(u.Reason, "offers no core metadata")
+	}) {
+		t.Errorf("unfilled does not say cu198 has no metadata: %v", ov.Unfilled)
 	}
 	b, err := ov.Marshal()
 	if err != nil {
