@@ -155,7 +155,7 @@ func prune(n *yaml.Node) {
 		scalars := len(n.Content) > 0
 		for _, c := range n.Content {
 			prune(c)
-			scalars = scalars && c.Kind == yaml.ScalarNode
+			scalars = scalars && c.Kind == yaml.ScalarNode && !strings.ContainsAny(c.Value, " \n")
 		}
 		if scalars {
 			n.Style = yaml.FlowStyle

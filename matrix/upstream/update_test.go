@@ -400,3 +400,36 @@ func TestUpdateRefusesBadUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateIncompleteRowIsCommentedOut: a jax release whose cuda12 extra
+// gives no CUDA lower bound cannot make a valid row; it is reported and
+// written commented out with the reason, and the overlay still loads.
+func TestUpdateIncompleteRowIsCommentedOut(t *testing.T) {
+	db := builtin(t)
+	f := newFakeUpstream(t)
+	v := bump(db.JAX[0].Version)
+	f.mirrorJAX(db, map[string][]string{v: {`jaxlib==` + v + `; extra == "cuda12"`, `nvidia-cudnn-cu12>=9.1; extra == "cuda12"`}})
+	ov, err := Update(t.Context(), db, WithSources(SourceJAX), WithPyPIURL(f.pypiURL()), WithClock(testDay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ov.Found) != 1 || len(ov.File.JAX) != 0 || len(ov.Incomplete) != 1 {
+		t.Fatalf("found %v, rows %v, incomplete %v", ov.Found, ov.File.JAX, ov.Incomplete)
+	}
+	b, err := ov.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# jax " + v + " is left out: cannot fill cuda12 min_cuda", "#   - version: " + v, "#     source: upstream-pypi-jax-2026-11-30"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("overlay lacks %q:\n%s", want, b)
+		}
+	}
+	file, err := matrix.ParseFile("o.yaml", b)
+	if err != nil {
+		t.Fatalf("overlay does not parse: %v\n%s", err, b)
+	}
+	if len(file.JAX) != 0 {
+		t.Errorf("the incomplete row was written live: %+v", file.JAX)
+	}
+}
