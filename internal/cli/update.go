@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix/upstream"
 )
 
@@ -20,30 +21,42 @@ type UpdateOptions struct {
 	Output string
 	// Check exits 1 when upstream has rows the matrix lacks.
 	Check bool
-	// Only lists the sources read (torch,jax,cuda).
+	// Only lists the sources read (torch,jax,cuda,images).
 	Only          string
 	TorchIndexURL string
 	PyPIURL       string
 	CUDARedistURL string
+	// CUDAImageRepo is the repository whose tags the images source lists;
+	// Mirrors (REGISTRY=MIRROR) are read instead of their registries.
+	CUDAImageRepo string
+	Mirrors       []string
 }
 
 // AddFlags binds the options to flags.
 func (o *UpdateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "", "write the overlay to FILE (atomically) instead of stdout")
 	fs.BoolVar(&o.Check, "check", false, "exit 1 when upstream has rows the matrix lacks, listing them (for nightly CI)")
-	fs.StringVar(&o.Only, "only", "torch,jax,cuda", "sources to read, comma-separated: torch, jax, cuda")
+	fs.StringVar(&o.Only, "only", "torch,jax,cuda,images", "sources to read, comma-separated: torch, jax, cuda, images")
 	fs.StringVar(&o.TorchIndexURL, "torch-index-url", upstream.DefaultTorchIndexURL, "PyTorch wheel index base: BASE/torch/ lists every variant (PEP 503/658)")
 	fs.StringVar(&o.PyPIURL, "pypi-url", upstream.DefaultPyPIURL, "PyPI host whose JSON API (BASE/pypi/NAME/json) is read")
 	fs.StringVar(&o.CUDARedistURL, "cuda-redist-url", upstream.DefaultCUDARedistURL, "directory of NVIDIA's redistrib_X.Y.Z.json manifests")
+	fs.StringVar(&o.CUDAImageRepo, "cuda-image-repo", upstream.DefaultCUDAImageRepo, "repository of NVIDIA's CUDA base images, whose tags the images source lists")
+	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
 }
 
 // upstreamOptions turns the flags into upstream.Options.
 func (o *UpdateOptions) upstreamOptions() ([]upstream.Option, error) {
 	sources, err := upstream.ParseSources(o.Only)
 	if err != nil {
-		return nil, invalid(err, "use --only with torch, jax and/or cuda")
+		return nil, invalid(err, "use --only with torch, jax, cuda and/or images")
+	}
+	mirrors, err := images.ParseMirrors(o.Mirrors)
+	if err != nil {
+		return nil, invalid(err, "write --registry-mirror as docker.io=mirror.example.com")
 	}
 	return []upstream.Option{
+		upstream.WithRegistry(images.Remote{}, mirrors),
+		upstream.WithCUDAImageRepo(o.CUDAImageRepo),
 		upstream.WithSources(sources...),
 		upstream.WithTorchIndexURL(o.TorchIndexURL),
 		upstream.WithPyPIURL(o.PyPIURL),
@@ -59,8 +72,9 @@ func newUpdateCmd(mo *MatrixOptions) *cobra.Command {
 		Short: "Read upstream's indexes and write the matrix rows the data lacks as an overlay",
 		Long: `update reads upstream's machine-readable sources, and only those: PyTorch's
 all-variants wheel index with each wheel's core metadata (PEP 503/658/714,
-no wheel download), PyPI's JSON API for jax and its CUDA plugins, and
-NVIDIA's CUDA redistrib manifests. It prints the rows the matrix (built-in
+no wheel download), PyPI's JSON API for jax and its CUDA plugins,
+NVIDIA's CUDA redistrib manifests, and the tags of nvidia/cuda (through
+--registry-mirror when set) with each new release's image config. It prints the rows the matrix (built-in
 plus --matrix-file) lacks as a --matrix-file overlay, each with its source
 URL and the date read. Metadata whose sha256 differs from the index page's
 is an error (exit 2), never a row.
@@ -76,8 +90,9 @@ docs/matrix-data.md, "Keeping the data fresh".`,
   gpuimg matrix update -o upstream.yaml
   gpuimg matrix resolve --matrix-file upstream.yaml --torch latest
 
-  # Behind a mirror, PyTorch wheels only
-  gpuimg matrix update --only torch --torch-index-url https://mirror.example.com/pytorch/whl`,
+  # Behind mirrors
+  gpuimg matrix update --torch-index-url https://mirror.example.com/pytorch/whl \
+    --pypi-url https://pypi-mirror.example.com --registry-mirror docker.io=registry-mirror.example.com --only torch,jax,images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := o.upstreamOptions()
@@ -107,7 +122,7 @@ func updateError(err error) error {
 	if errors.As(err, &ie) {
 		return invalid(err, "the index serves metadata that does not match its own page: retry later, or point --torch-index-url at an intact mirror")
 	}
-	return invalid(err, "check that the source is reachable and the URL flags (--torch-index-url, --pypi-url, --cuda-redist-url) point at it")
+	return invalid(err, "check that the source is reachable and its flag (--torch-index-url, --pypi-url, --cuda-redist-url, --registry-mirror) points at it")
 }
 
 func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) error {

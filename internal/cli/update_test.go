@@ -12,6 +12,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -194,5 +200,50 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	if err := writeFileAtomic(filepath.Join(dir, "missing", "o.yaml"), []byte("x")); err == nil || !strings.Contains(err.Error(), "missing/o.yaml") {
 		t.Errorf("write into a missing directory: %v", err)
+	}
+}
+
+// TestMatrixUpdateImagesThroughMirror lists nvidia/cuda tags through
+// --registry-mirror on a loopback registry: a new CUDA release's tags are
+// found, confirmed by the image's CUDA_VERSION.
+func TestMatrixUpdateImagesThroughMirror(t *testing.T) {
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push := func(tag, cudaVersion string) {
+		cfg, err := empty.Image.ConfigFile()
+		must(t, err)
+		cfg = cfg.DeepCopy()
+		cfg.Architecture, cfg.OS = "amd64", "linux"
+		cfg.Config.Env = []string{"CUDA_VERSION=" + cudaVersion}
+		img, err := mutate.ConfigFile(empty.Image, cfg)
+		must(t, err)
+		ref, err := name.ParseReference(host + "/nvidia/cuda:" + tag)
+		must(t, err)
+		must(t, remote.Write(ref, img))
+	}
+	seen := map[string]bool{}
+	for _, b := range db.BaseImages {
+		if v := b.CUDA.String(); !seen[v] {
+			seen[v] = true
+			push(v+"-base-"+b.OS[0], v)
+		}
+	}
+	newest := db.BaseImages[0].CUDA
+	v := fmt.Sprintf("%d.%d.0", newest.Major(), newest.Minor()+1)
+	push(v+"-base-ubuntu24.04", v)
+	push(v+"-runtime-ubuntu24.04", v)
+
+	out, errOut, code := run(t, "matrix", "update", "--only", "images", "--registry-mirror", "docker.io="+host, "--check")
+	if code != ExitFailed || out != fmt.Sprintf("images: base images for CUDA %s (%s/nvidia/cuda)\n", v, host) {
+		t.Errorf("--check: exit %d\nstdout %q\nstderr %s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "matrix", "update", "--only", "images", "--registry-mirror", "docker.io="+host)
+	if code != 0 || !strings.Contains(out, "- cuda: "+v+"\n    os: [ubuntu24.04]\n    flavors: [base, runtime]\n") {
+		t.Errorf("overlay: exit %d\n%s%s", code, out, errOut)
 	}
 }

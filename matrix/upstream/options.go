@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuimg/gpuimg/images"
 )
 
 // Source is one upstream a run reads.
@@ -21,10 +23,13 @@ const (
 	SourceJAX Source = "jax"
 	// SourceCUDA is NVIDIA's redistrib_X.Y.Z.json manifests.
 	SourceCUDA Source = "cuda"
+	// SourceImages is the tags of NVIDIA's CUDA image repository and the
+	// config env of each new release's images.
+	SourceImages Source = "images"
 )
 
 // Sources lists every source in reading order.
-var Sources = []Source{SourceTorch, SourceJAX, SourceCUDA}
+var Sources = []Source{SourceTorch, SourceJAX, SourceCUDA, SourceImages}
 
 // ParseSources reads a comma-separated list such as "torch,cuda".
 func ParseSources(s string) ([]Source, error) {
@@ -66,26 +71,30 @@ const (
 type Option func(*options) error
 
 type options struct {
-	client    *http.Client
-	torchURL  string
-	pypiURL   string
-	cudaURL   string
-	sources   []Source
-	now       func() time.Time
-	progress  func(Source, string)
-	userAgent string
+	client        *http.Client
+	remote        images.Remote
+	mirrors       images.Mirrors
+	imageRepoName string
+	torchURL      string
+	pypiURL       string
+	cudaURL       string
+	sources       []Source
+	now           func() time.Time
+	progress      func(Source, string)
+	userAgent     string
 }
 
 func makeOptions(opts []Option) (*options, error) {
 	o := &options{
-		client:    http.DefaultClient,
-		torchURL:  DefaultTorchIndexURL,
-		pypiURL:   DefaultPyPIURL,
-		cudaURL:   DefaultCUDARedistURL,
-		sources:   Sources,
-		now:       time.Now,
-		progress:  func(Source, string) {},
-		userAgent: "gpuimg-matrix-update",
+		client:        http.DefaultClient,
+		imageRepoName: DefaultCUDAImageRepo,
+		torchURL:      DefaultTorchIndexURL,
+		pypiURL:       DefaultPyPIURL,
+		cudaURL:       DefaultCUDARedistURL,
+		sources:       Sources,
+		now:           time.Now,
+		progress:      func(Source, string) {},
+		userAgent:     "gpuimg-matrix-update",
 	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
@@ -163,6 +172,26 @@ func WithProgress(fn func(src Source, msg string)) Option {
 		if fn != nil {
 			o.progress = fn
 		}
+		return nil
+	}
+}
+
+// WithRegistry sets how the images source reaches registries: r's
+// transport, credentials and retries, and mirrors (docker.io=HOST) to
+// read through instead of the registry itself. The default is
+// images.Remote{} (Docker's credentials) and no mirror.
+func WithRegistry(r images.Remote, mirrors images.Mirrors) Option {
+	return func(o *options) error { o.remote, o.mirrors = r, mirrors; return nil }
+}
+
+// WithCUDAImageRepo sets the repository whose tags the images source
+// lists. The default is DefaultCUDAImageRepo.
+func WithCUDAImageRepo(repo string) Option {
+	return func(o *options) error {
+		if repo == "" {
+			return fmt.Errorf("empty CUDA image repository")
+		}
+		o.imageRepoName = repo
 		return nil
 	}
 }

@@ -27,6 +27,8 @@ func Update(ctx context.Context, db *matrix.DB, opts ...Option) (*Overlay, error
 			err = o.updateJAX(ctx, db, ov)
 		case SourceCUDA:
 			err = o.updateCUDA(ctx, db, ov)
+		case SourceImages:
+			err = o.updateImages(ctx, db, ov)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s upstream: %w", s, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -34,6 +35,7 @@ type world struct {
 	tags                   []string
 	cudnn, nccl            []string
 	jax, cuda              string
+	reg                    *cudaRegistry
 	torchMetadata          map[string]string // tag -> metadata path
 	newestTorch, newestJAX matrix.Version
 }
@@ -107,11 +109,27 @@ func newWorld(t *testing.T, db *matrix.DB) *world {
 	w.cuda = bump(db.CUDA[0].Version)
 	w.f.mirrorCUDA(db, w.cuda)
 	w.f.addRedistrib(w.cuda, "2026-11-18", matrix.MustVersion(w.cuda).Trunc(2).String()+".41", "599.10.02")
+
+	// Base images for the new CUDA release: ubuntu24.04 with every
+	// flavor, ubuntu22.04 without cuDNN, and rockylinux10, which has no
+	// os: row.
+	w.reg = newCUDARegistry(t)
+	w.reg.mirrorImages("nvidia/cuda", db)
+	cudaEnv := "CUDA_VERSION=" + w.cuda
+	for _, fl := range []string{"base", "runtime", "devel"} {
+		for _, os := range []string{"ubuntu24.04", "ubuntu22.04", "rockylinux10"} {
+			w.reg.push("nvidia/cuda", w.cuda+"-"+fl+"-"+os, cudaEnv)
+		}
+	}
+	for _, fl := range []string{"cudnn-runtime", "cudnn-devel"} {
+		w.reg.push("nvidia/cuda", w.cuda+"-"+fl+"-ubuntu24.04", cudaEnv, "NV_CUDNN_VERSION=9.41.0.5-1", "NV_CUDNN_PACKAGE_NAME=libcudnn9-cuda-13")
+	}
 	return w
 }
 
 func (w *world) opts() []Option {
-	return []Option{WithTorchIndexURL(w.f.torchURL()), WithPyPIURL(w.f.pypiURL()), WithCUDARedistURL(w.f.redistURL()), WithClock(testDay)}
+	return []Option{WithTorchIndexURL(w.f.torchURL()), WithPyPIURL(w.f.pypiURL()), WithCUDARedistURL(w.f.redistURL()), WithClock(testDay),
+		WithRegistry(images.Remote{}, images.Mirrors{"index.docker.io": w.reg.host})}
 }
 
 // TestUpdateFindsWhatTheTestAdded runs every source against the fake
@@ -133,12 +151,15 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 		fmt.Sprintf("torch %s (%s)", w.torch, strings.Join(w.tags, ", ")),
 		fmt.Sprintf("jax %s (cuda12, cuda13)", w.jax),
 		"CUDA " + w.cuda,
+		"base images for CUDA " + w.cuda,
 	}
 	if !slices.Equal(found, want) {
 		t.Fatalf("found\n  %s\nwant\n  %s", strings.Join(found, "\n  "), strings.Join(want, "\n  "))
 	}
 	for _, s := range Sources {
-		if !slices.ContainsFunc(progress, func(p string) bool { return strings.HasPrefix(p, string(s)+": reading ") }) {
+		if !slices.ContainsFunc(progress, func(p string) bool {
+			return strings.HasPrefix(p, string(s)+": reading ") || strings.HasPrefix(p, string(s)+": listing ")
+		}) {
 			t.Errorf("no progress for %s: %q", s, progress)
 		}
 	}
@@ -188,12 +209,25 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 		t.Errorf("cuda rows %+v", ov.File.CUDA)
 	}
 
+	// Base images: OSes with the same flavors share a row; cuDNN from the
+	// cudnn flavor's env; an OS without an os: row is left out and said.
+	var imgRows []string
+	for _, b := range ov.File.BaseImages {
+		imgRows = append(imgRows, fmt.Sprintf("%s %v %v %s", b.CUDA, b.OS, b.Flavors, b.CuDNN))
+	}
+	if want := []string{
+		w.cuda + " [ubuntu22.04] [base runtime devel] ",
+		w.cuda + " [ubuntu24.04] [base runtime devel cudnn-devel cudnn-runtime] 9.41.0.5",
+	}; !slices.Equal(imgRows, want) {
+		t.Errorf("base image rows\n  %s\nwant\n  %s", strings.Join(imgRows, "\n  "), strings.Join(want, "\n  "))
+	}
+
 	// What could not be filled is said, never guessed.
 	unfilled := map[string]bool{}
 	for _, u := range ov.Unfilled {
 		unfilled[u.Field] = true
 	}
-	for _, f := range []string{"status", "archs", "released", "min_driver"} {
+	for _, f := range []string{"status", "archs", "released", "min_driver", "os"} {
 		if !unfilled[f] {
 			t.Errorf("unfilled lacks %s: %v", f, ov.Unfilled)
 		}
@@ -253,7 +287,10 @@ func TestUpdateNothingNew(t *testing.T) {
 	f.mirrorTorch(db)
 	f.mirrorJAX(db, nil)
 	f.mirrorCUDA(db)
-	ov, err := Update(t.Context(), db, WithTorchIndexURL(f.torchURL()), WithPyPIURL(f.pypiURL()), WithCUDARedistURL(f.redistURL()), WithClock(testDay))
+	reg := newCUDARegistry(t)
+	reg.mirrorImages("nvidia/cuda", db)
+	ov, err := Update(t.Context(), db, WithTorchIndexURL(f.torchURL()), WithPyPIURL(f.pypiURL()), WithCUDARedistURL(f.redistURL()), WithClock(testDay),
+		WithRegistry(images.Remote{}, images.Mirrors{"index.docker.io": reg.host}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,6 +404,12 @@ func TestUpdateRefusesBadUpstream(t *testing.T) {
 			},
 			urlHas: func(w *world) string { return w.f.redistURL() + "/redistrib_" },
 			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
+		},
+		{
+			name:   "image whose config names another CUDA",
+			setup:  func(w *world) { w.reg.push("nvidia/cuda", w.cuda+"-base-ubuntu22.04", "CUDA_VERSION=1.0.0") },
+			urlHas: func(w *world) string { return w.reg.host + "/nvidia/cuda:" + w.cuda + "-base-ubuntu22.04" },
+			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) && strings.Contains(err.Error(), `CUDA_VERSION="1.0.0"`) },
 		},
 		{
 			name:   "PyPI answer that is not JSON",
