@@ -409,7 +409,10 @@ func TestUpdateRefusesBadUpstream(t *testing.T) {
 			name:   "image whose config names another CUDA",
 			setup:  func(w *world) { w.reg.push("nvidia/cuda", w.cuda+"-base-ubuntu22.04", "CUDA_VERSION=1.0.0") },
 			urlHas: func(w *world) string { return w.reg.host + "/nvidia/cuda:" + w.cuda + "-base-ubuntu22.04" },
-			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) && strings.Contains(err.Error(), `CUDA_VERSION="1.0.0"`) },
+			is: func(err error) bool {
+				var fe *FormatError
+				return errors.As(err, &fe) && strings.Contains(err.Error(), `CUDA_VERSION="1.0.0"`)
+			},
 		},
 		{
 			name:   "PyPI answer that is not JSON",
