@@ -34,6 +34,11 @@ func newCUDARegistry(t *testing.T) *cudaRegistry {
 // with env.
 func (r *cudaRegistry) push(repo, tag string, env ...string) {
 	r.t.Helper()
+	r.pushIndex(repo, tag, env...)
+}
+
+func (r *cudaRegistry) pushIndex(repo, tag string, env ...string) v1.ImageIndex {
+	r.t.Helper()
 	idx := v1.ImageIndex(empty.Index)
 	for _, arch := range []string{"amd64", "arm64"} {
 		img, err := random.Image(256, 1)
@@ -59,19 +64,30 @@ func (r *cudaRegistry) push(repo, tag string, env ...string) {
 	if err := remote.WriteIndex(ref, idx); err != nil {
 		r.t.Fatal(err)
 	}
+	return idx
 }
 
-// mirrorImages pushes one tag per CUDA release db has base images for,
-// and one older release below the data's floor.
+// mirrorImages tags one image per CUDA release db has base images for,
+// one older release below the data's floor, and latest. The updater
+// reads no config of a release the data has, so they share one index.
 func (r *cudaRegistry) mirrorImages(repo string, db *matrix.DB) {
+	r.t.Helper()
+	idx := r.pushIndex(repo, "latest", "CUDA_VERSION=0")
+	tags := []string{"9.0.176-base-ubuntu16.04"}
 	seen := map[string]bool{}
 	for _, b := range db.BaseImages {
-		v := b.CUDA.String()
-		if !seen[v] {
+		if v := b.CUDA.String(); !seen[v] {
 			seen[v] = true
-			r.push(repo, v+"-base-"+b.OS[0], "CUDA_VERSION="+v)
+			tags = append(tags, v+"-base-"+b.OS[0])
 		}
 	}
-	r.push(repo, "9.0.176-base-ubuntu16.04", "CUDA_VERSION=9.0.176")
-	r.push(repo, "latest", "CUDA_VERSION=0")
+	for _, tag := range tags {
+		ref, err := name.NewTag(r.host + "/" + repo + ":" + tag)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if err := remote.Tag(ref, idx); err != nil {
+			r.t.Fatal(err)
+		}
+	}
 }
