@@ -9,7 +9,7 @@ import (
 // TestLibraryDeps keeps the library packages free of CLI dependencies:
 // only internal/cli and cmd/gpuimg may import cobra or pflag.
 func TestLibraryDeps(t *testing.T) {
-	for _, pkg := range []string{"../../matrix", "../../builder", "../../validate", "../../images"} {
+	for _, pkg := range []string{"../../matrix", "../../matrix/upstream", "../../builder", "../../validate", "../../images"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

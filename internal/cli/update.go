@@ -79,6 +79,9 @@ plus --matrix-file) lacks as a --matrix-file overlay, each with its source
 URL and the date read. Metadata whose sha256 differs from the index page's
 is an error (exit 2), never a row.
 
+--check prints what the matrix lacks, one line each, and exits 1 if
+anything (0 if nothing); with --check the overlay is only written with -o.
+
 Facts no machine-readable source gives (a CUDA release's driver floor, a
 wheel variant's stable/experimental label, compiled architectures) are
 listed on stderr and in the overlay's comments as "could not fill"; see
