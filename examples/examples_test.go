@@ -1,9 +1,14 @@
 package examples
 
 import (
+	"os"
+	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -27,5 +32,70 @@ func TestExamplesLoad(t *testing.T) {
 	}
 	if fw := s.Frameworks["torch"]; fw.Version != "2.3.1.99" || fw.IndexURL != "https://pypi.example.com/ml/simple" || s.CUDA != "12.1.1" {
 		t.Errorf("resolved %+v", s)
+	}
+}
+
+// TestNightlyWorkflow keeps examples/nightly-matrix-update.yml runnable:
+// it is a GitHub Actions workflow on a schedule whose update step runs
+// `gpuimg matrix update --check` with flags gpuimg has, and a pull
+// request step that runs only when that exits 1.
+func TestNightlyWorkflow(t *testing.T) {
+	b, err := os.ReadFile("nightly-matrix-update.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		On   map[string]any `yaml:"on"`
+		Jobs map[string]struct {
+			Steps []struct {
+				ID   string            `yaml:"id"`
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				If   string            `yaml:"if"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := wf.On["schedule"]; !ok {
+		t.Errorf("workflow has no schedule: %v", wf.On)
+	}
+	var updateID, line string
+	prGated := false
+	for _, job := range wf.Jobs {
+		for _, s := range job.Steps {
+			for l := range strings.SplitSeq(s.Run, "\n") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, "gpuimg matrix update --check") {
+					updateID, line = s.ID, l
+				}
+			}
+			if strings.HasPrefix(s.Uses, "peter-evans/create-pull-request@") {
+				prGated = updateID != "" && s.If == "steps."+updateID+".outputs.code == '1'" && s.With["body-path"] != ""
+			}
+		}
+	}
+	if line == "" || !prGated {
+		t.Fatalf("no `gpuimg matrix update --check` step followed by a pull request step gated on its exit 1 (line %q, gated %v)", line, prGated)
+	}
+	// The flags of the command line exist (shell redirections and the
+	// array expansion left out).
+	var args []string
+	for _, f := range strings.Fields(line)[1:] {
+		if strings.HasPrefix(f, ">") || strings.HasPrefix(f, "2>") || strings.HasPrefix(f, `"$`) {
+			continue
+		}
+		args = append(args, f)
+	}
+	cmd, rest, err := cli.NewRoot().Find(args)
+	if err != nil || cmd.Name() != "update" {
+		t.Fatalf("%v does not name gpuimg matrix update: %v", args, err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Errorf("gpuimg rejects the workflow's flags %v: %v", rest, err)
+	}
+	if !cmd.Flags().Changed("check") || !cmd.Flags().Changed("output") {
+		t.Errorf("workflow runs %v without --check and -o", rest)
 	}
 }

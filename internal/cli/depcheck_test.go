@@ -37,8 +37,16 @@ var importRules = []importRule{
 	},
 	{
 		from: []string{"matrix/..."},
-		deny: []string{"builder/...", "validate/...", "images/..."},
+		deny: []string{"builder/...", "validate/..."},
 		why:  "matrix holds the compatibility facts the other packages build on",
+	},
+	{
+		// matrix/upstream reads nvidia/cuda's tags and image configs, and
+		// images is the only package that talks to registries.
+		from:   []string{"matrix/..."},
+		except: []string{"matrix/upstream"},
+		deny:   []string{"images/..."},
+		why:    "matrix holds the compatibility facts the other packages build on",
 	},
 	{
 		from: []string{"images/..."},

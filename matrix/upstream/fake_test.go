@@ -1,0 +1,231 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// fakeUpstream serves, on loopback, PyTorch's wheel index in its real
+// layout (an all-variants page per project whose hrefs point at
+// /whl/cuXYZ/NAME-VER%2BcuXYZ-….whl#sha256=…, with data-dist-info-metadata
+// and data-core-metadata attributes, and the .metadata file beside each
+// wheel), PyPI's JSON API (info/releases/urls) and NVIDIA's redist
+// directory with redistrib_X.Y.Z.json manifests. It mirrors what a DB
+// already has, so that whatever a test adds is all the updater may find.
+type fakeUpstream struct {
+	t     *testing.T
+	srv   *httptest.Server
+	files map[string][]byte
+	// links are the anchors of each project page (torch, torchvision, …);
+	// a link's metadata hash is computed when the page is served, from
+	// the file then held.
+	links map[string][]link
+	// badHash makes the page give a wrong hash for metadata paths in it.
+	badHash map[string]bool
+}
+
+// link is one anchor: raw HTML, or a wheel whose metadata is served at
+// mdPath.
+type link struct {
+	raw, href, name, mdPath string
+	// bare links carry no metadata attributes (pages written before PEP 658).
+	bare bool
+}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	f := &fakeUpstream{t: t, files: map[string][]byte{}, links: map[string][]link{}, badHash: map[string]bool{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/whl/") && strings.Count(r.URL.Path, "/") == 3 && strings.HasSuffix(r.URL.Path, "/") {
+		project := strings.Trim(strings.TrimPrefix(r.URL.Path, "/whl/"), "/")
+		if links, ok := f.links[project]; ok {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, "<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for %s</h1>\n", project)
+			for _, l := range links {
+				if l.raw != "" {
+					fmt.Fprintf(w, "    %s<br/>\n", l.raw)
+					continue
+				}
+				if l.bare {
+					fmt.Fprintf(w, "    <a href=\"%s\">%s</a><br/>\n", l.href, l.name)
+					continue
+				}
+				h := sha(f.files[l.mdPath])
+				if f.badHash[l.mdPath] {
+					h = sha([]byte("something else"))
+				}
+				fmt.Fprintf(w, "    <a href=\"%s\" data-dist-info-metadata=\"sha256=%s\" data-core-metadata=\"sha256=%s\">%s</a><br/>\n", l.href, h, h, l.name)
+			}
+			fmt.Fprint(w, "  </body>\n</html>\n")
+			return
+		}
+	}
+	b, ok := f.files[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, ".json") {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	_, _ = w.Write(b) // the client sees a short body if this fails
+}
+
+func (f *fakeUpstream) torchURL() string  { return f.srv.URL + "/whl" }
+func (f *fakeUpstream) pypiURL() string   { return f.srv.URL }
+func (f *fakeUpstream) redistURL() string { return f.srv.URL + "/compute/cuda/redist" }
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// addWheel lists one wheel on project's page and serves its metadata.
+// local is the variant (cu128, cpu); requires are Requires-Dist lines.
+func (f *fakeUpstream) addWheel(project, version, local, py, platform string, requires ...string) string {
+	full := version
+	if local != "" {
+		full += "+" + local
+	}
+	name := fmt.Sprintf("%s-%s-%s-%s-%s.whl", project, full, py, py, platform)
+	dir := "/whl/" + cmpOr(local, "cpu") + "/"
+	path := dir + name
+	var md strings.Builder
+	fmt.Fprintf(&md, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: test wheel\nRequires-Python: >=3.10.0\n", project, full)
+	for _, r := range requires {
+		fmt.Fprintf(&md, "Requires-Dist: %s\n", r)
+	}
+	md.WriteString("\nA long description that is not a header: like this.\n")
+	f.files[path+".metadata"] = []byte(md.String())
+	href := dir + strings.ReplaceAll(url.PathEscape(name), "+", "%2B") + "#sha256=" + sha([]byte(name))
+	f.links[project] = append(f.links[project], link{href: href, name: name, mdPath: path + ".metadata"})
+	return path
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// mirrorTorch lists every torch release of db with its variants (and a
+// cpu wheel each), so that the page offers nothing db lacks.
+func (f *fakeUpstream) mirrorTorch(db *matrix.DB) {
+	for _, t := range db.Torch {
+		f.addWheel("torch", t.Version.String(), "cpu", "cp312", "manylinux_2_28_x86_64")
+		for _, v := range t.Variants {
+			f.addWheel("torch", t.Version.String(), "cu"+cudaTagOf(v.CUDA), "cp312", "manylinux_2_28_x86_64")
+		}
+	}
+	// An old release below the data's floor is out of scope.
+	f.addWheel("torch", "1.0.0", "cu90", "cp37", "linux_x86_64")
+}
+
+func cudaTagOf(v matrix.Version) string { return fmt.Sprintf("%d%d", v.Major(), v.Minor()) }
+
+// addPyPI serves GET /pypi/NAME/json (all releases) and
+// /pypi/NAME/VERSION/json for each release with its requires_dist.
+func (f *fakeUpstream) addPyPI(name string, releases map[string][]string) {
+	type file struct {
+		Filename    string            `json:"filename"`
+		PackageType string            `json:"packagetype"`
+		UploadTime  string            `json:"upload_time_iso_8601"`
+		URL         string            `json:"url"`
+		Yanked      bool              `json:"yanked"`
+		Digests     map[string]string `json:"digests"`
+	}
+	type info struct {
+		Name           string   `json:"name"`
+		Version        string   `json:"version"`
+		RequiresPython string   `json:"requires_python"`
+		RequiresDist   []string `json:"requires_dist"`
+		Summary        string   `json:"summary"`
+	}
+	all := map[string][]file{}
+	var newest string
+	for v, reqs := range releases {
+		fl := file{Filename: strings.ReplaceAll(name, "-", "_") + "-" + v + "-py3-none-any.whl", PackageType: "bdist_wheel", UploadTime: "2026-11-01T00:00:00.000000Z",
+			URL: "https://files.example/" + v, Digests: map[string]string{"sha256": sha([]byte(v))}}
+		all[v] = []file{fl}
+		b, _ := json.Marshal(map[string]any{
+			"info":            info{Name: name, Version: v, RequiresPython: ">=3.11", RequiresDist: reqs, Summary: "test"},
+			"last_serial":     1,
+			"urls":            []file{fl},
+			"vulnerabilities": []any{},
+		})
+		f.files["/pypi/"+name+"/"+v+"/json"] = b
+		if pv, err := matrix.ParseVersion(v); err == nil && (newest == "" || matrix.MustVersion(newest).Less(pv)) {
+			newest = v
+		}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"info":     info{Name: name, Version: newest, RequiresPython: ">=3.11", RequiresDist: releases[newest]},
+		"releases": all,
+		"urls":     all[newest],
+	})
+	f.files["/pypi/"+name+"/json"] = b
+}
+
+// mirrorJAX lists db's jax releases, plus an old one and a pre-release
+// that are out of scope.
+func (f *fakeUpstream) mirrorJAX(db *matrix.DB, extra map[string][]string) {
+	rel := map[string][]string{"0.1.0": nil, "99.0.0rc1": nil}
+	for _, j := range db.JAX {
+		rel[j.Version.String()] = nil
+	}
+	maps.Copy(rel, extra)
+	f.addPyPI("jax", rel)
+}
+
+// addRedistrib serves a manifest in NVIDIA's schema: release_* strings at
+// the top level next to one object per component.
+func (f *fakeUpstream) addRedistrib(version, date, cudart, driver string) {
+	comp := func(name, ver, path string) map[string]any {
+		return map[string]any{
+			"name": name, "license": "CUDA Toolkit", "license_path": path + "/LICENSE.txt", "version": ver,
+			"linux-x86_64": map[string]any{"relative_path": fmt.Sprintf("%s/linux-x86_64/%s-linux-x86_64-%s-archive.tar.xz", path, path, ver), "sha256": sha([]byte(path + ver)), "md5": "0", "size": "828300"},
+			"linux-sbsa":   map[string]any{"relative_path": fmt.Sprintf("%s/linux-sbsa/%s-linux-sbsa-%s-archive.tar.xz", path, path, ver), "sha256": sha([]byte(path + ver + "sbsa")), "md5": "0", "size": "828300"},
+		}
+	}
+	m := map[string]any{
+		"release_date": date, "release_label": version, "release_product": "cuda",
+		"cuda_cudart": comp("CUDA Runtime (cudart)", cudart, "cuda_cudart"),
+		"cuda_nvcc":   comp("CUDA NVCC", cudart, "cuda_nvcc"),
+	}
+	if driver != "" {
+		m["nvidia_driver"] = comp("NVIDIA Linux Driver", driver, "nvidia_driver")
+	}
+	b, _ := json.MarshalIndent(m, "", "    ")
+	f.files["/compute/cuda/redist/redistrib_"+version+".json"] = b
+}
+
+// mirrorCUDA writes the redist directory listing: db's releases, an old
+// one below the floor, and extra versions (served by addRedistrib).
+func (f *fakeUpstream) mirrorCUDA(db *matrix.DB, extra ...string) {
+	var b strings.Builder
+	b.WriteString("<html>\n<head><title>Index of /compute/cuda/redist/</title></head>\n<body>\n<h1>Index of /compute/cuda/redist/</h1><hr><pre><a href=\"../\">../</a>\n")
+	vs := []string{"10.0.130"}
+	for _, c := range db.CUDA {
+		vs = append(vs, c.Version.String())
+	}
+	vs = append(vs, extra...)
+	slices.Sort(vs)
+	for _, v := range vs {
+		fmt.Fprintf(&b, "<a href=\"redistrib_%s.json\">redistrib_%s.json</a>     01-Oct-2026 12:00    41234\n", v, v)
+	}
+	b.WriteString("<a href=\"cuda_cudart/\">cuda_cudart/</a>\n</pre><hr></body>\n</html>\n")
+	f.files["/compute/cuda/redist/"] = []byte(b.String())
+}

@@ -1,0 +1,198 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// pypiProject is the part of PyPI's JSON API response
+// (GET /pypi/NAME/json and /pypi/NAME/VERSION/json) the updater reads.
+type pypiProject struct {
+	Info struct {
+		Name           string   `json:"name"`
+		Version        string   `json:"version"`
+		RequiresPython string   `json:"requires_python"`
+		RequiresDist   []string `json:"requires_dist"`
+	} `json:"info"`
+	Releases map[string][]pypiFile `json:"releases"`
+	URLs     []pypiFile            `json:"urls"`
+}
+
+type pypiFile struct {
+	Filename   string `json:"filename"`
+	UploadTime string `json:"upload_time_iso_8601"`
+	Yanked     bool   `json:"yanked"`
+}
+
+var cudaExtraRE = regexp.MustCompile(`^cuda([0-9]+)$`)
+
+// updateJAX reads jax's releases from PyPI's JSON API and, for each the
+// DB lacks, the jax[cudaNN] extras' requirements and the CUDA plugin's
+// nvidia-* minimums. Releases older than the DB's oldest jax row, and
+// releases without a cudaNN extra, are skipped.
+func (o *options) updateJAX(ctx context.Context, db *matrix.DB, ov *Overlay) error {
+	projURL := o.pypiURL + "/pypi/jax/json"
+	o.progress(SourceJAX, "reading "+projURL)
+	var proj pypiProject
+	if err := o.getJSON(ctx, projURL, &proj); err != nil {
+		return err
+	}
+	if proj.Releases == nil {
+		return &FormatError{URL: projURL, Err: fmt.Errorf("no \"releases\" object; not a PyPI project response")}
+	}
+	known := map[string]bool{}
+	var floor matrix.Version
+	for _, j := range db.JAX {
+		known[j.Version.String()] = true
+		if floor.IsZero() || j.Version.Less(floor) {
+			floor = j.Version
+		}
+	}
+	var versions []matrix.Version
+	for s, files := range proj.Releases {
+		if !finalRE.MatchString(s) || len(files) == 0 || !slices.ContainsFunc(files, func(f pypiFile) bool { return !f.Yanked }) {
+			continue
+		}
+		v, err := matrix.ParseVersion(s)
+		if err != nil || known[v.String()] || (!floor.IsZero() && v.Less(floor)) {
+			continue
+		}
+		versions = append(versions, v)
+	}
+	slices.SortFunc(versions, matrix.Version.Compare)
+	srcID := "upstream-pypi-jax-" + ov.Date
+	added := 0
+	for _, v := range versions {
+		row, reason, err := o.jaxRow(ctx, v, srcID, ov)
+		if err != nil {
+			return err
+		}
+		name := "jax " + v.String()
+		switch {
+		case len(row.Variants) == 0 && reason == "":
+			o.progress(SourceJAX, name+": no jax[cudaNN] extra; skipped")
+			continue
+		case reason != "":
+			ov.Incomplete = append(ov.Incomplete, Incomplete{Source: SourceJAX, Row: name, Reason: reason, File: matrix.File{JAX: []matrix.JAX{row}}})
+		default:
+			ov.File.JAX = append(ov.File.JAX, row)
+			added++
+		}
+		var extras []string
+		for _, jv := range row.Variants {
+			extras = append(extras, jv.Extra)
+			ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceJAX, Row: name + " " + jv.Extra, Field: "min_driver", Reason: "the minimum driver is only in the installation guide's prose"})
+		}
+		ov.Found = append(ov.Found, Finding{Source: SourceJAX, What: fmt.Sprintf("%s (%s)", name, strings.Join(extras, ", ")), URL: o.pypiURL + "/pypi/jax/" + v.String() + "/json"})
+	}
+	if added > 0 || slices.ContainsFunc(ov.Incomplete, func(i Incomplete) bool { return i.Source == SourceJAX }) {
+		ov.File.Sources = append(ov.File.Sources, matrix.Source{ID: srcID, URL: projURL, Retrieved: ov.Date,
+			Title: "PyPI JSON API: jax releases, the jax[cudaNN] extras' Requires-Dist and the jax-cudaNN-plugin [with-cuda] nvidia-* minimums, read by gpuimg matrix update"})
+	}
+	o.progress(SourceJAX, fmt.Sprintf("%d jax rows new", added))
+	return nil
+}
+
+// jaxRow reads one release. reason is why a required field is missing
+// ("" when the row is complete); a row with no variants and no reason
+// has no CUDA extra.
+func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov *Overlay) (matrix.JAX, string, error) {
+	u := o.pypiURL + "/pypi/jax/" + v.String() + "/json"
+	o.progress(SourceJAX, "reading "+u)
+	var rel pypiProject
+	if err := o.getJSON(ctx, u, &rel); err != nil {
+		return matrix.JAX{}, "", err
+	}
+	if rel.Info.Version != "" && rel.Info.Version != v.String() {
+		return matrix.JAX{}, "", &FormatError{URL: u, Err: fmt.Errorf("describes jax %s, not %s", rel.Info.Version, v)}
+	}
+	row := matrix.JAX{Version: v, Row: matrix.Row{Source: srcID}}
+	if rel.Info.RequiresPython != "" {
+		if c, err := matrix.ParseConstraint(strings.ReplaceAll(rel.Info.RequiresPython, " ", "")); err == nil {
+			row.Python = c
+		}
+	}
+	byExtra := map[string][]requirement{}
+	for _, line := range rel.Info.RequiresDist {
+		r, err := parseRequirement(line)
+		if err != nil {
+			return matrix.JAX{}, "", &FormatError{URL: u, Err: err}
+		}
+		if e := r.extra(); cudaExtraRE.MatchString(e) && r.onLinux() {
+			byExtra[e] = append(byExtra[e], r)
+		}
+	}
+	extras := make([]string, 0, len(byExtra))
+	for e := range byExtra {
+		extras = append(extras, e)
+	}
+	slices.Sort(extras)
+	var missing []string
+	for _, extra := range extras {
+		major := cudaExtraRE.FindStringSubmatch(extra)[1]
+		reqs := slices.Clone(byExtra[extra])
+		jv := matrix.JAXVariant{Extra: extra}
+		jv.CUDA, _ = matrix.ParseVersion(major)
+		read := []string{u}
+		for _, r := range byExtra[extra] {
+			if r.Name != "jax-cuda"+major+"-plugin" || r.pin() == "" {
+				continue
+			}
+			pu := o.pypiURL + "/pypi/" + r.Name + "/" + r.pin() + "/json"
+			o.progress(SourceJAX, "reading "+pu)
+			var plug pypiProject
+			if err := o.getJSON(ctx, pu, &plug); err != nil {
+				return matrix.JAX{}, "", err
+			}
+			for _, line := range plug.Info.RequiresDist {
+				pr, err := parseRequirement(line)
+				if err != nil {
+					return matrix.JAX{}, "", &FormatError{URL: pu, Err: err}
+				}
+				if pr.extra() == "with-cuda" && pr.onLinux() {
+					reqs = append(reqs, pr)
+				}
+			}
+			read = append(read, pu)
+		}
+		lower := func(name string) string {
+			for _, r := range reqs {
+				if r.Name == name {
+					return r.lowerBound()
+				}
+			}
+			return ""
+		}
+		cudaFrom := "nvidia-cuda-runtime-cu" + major
+		minCUDA := lower(cudaFrom)
+		if minCUDA == "" {
+			cudaFrom = "nvidia-cuda-nvcc-cu" + major
+			minCUDA = lower(cudaFrom)
+		}
+		if mv, err := matrix.ParseVersion(minCUDA); err == nil && minCUDA != "" {
+			jv.MinCUDA = mv.Trunc(2)
+			jv.Notes = append(jv.Notes, fmt.Sprintf("min_cuda: %s>=%s", cudaFrom, minCUDA))
+		} else {
+			missing = append(missing, extra+" min_cuda (no nvidia-cuda-runtime/nvcc lower bound)")
+		}
+		if dnn := lower("nvidia-cudnn-cu" + major); dnn != "" {
+			if dv, err := matrix.ParseVersion(dnn); err == nil {
+				jv.MinCuDNN = dv.Trunc(2)
+				jv.Notes = append(jv.Notes, fmt.Sprintf("min_cudnn: nvidia-cudnn-cu%s>=%s", major, dnn))
+			}
+		} else {
+			ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceJAX, Row: "jax " + v.String() + " " + extra, Field: "min_cudnn", Reason: "no nvidia-cudnn lower bound in the extra or the plugin's [with-cuda]"})
+		}
+		jv.Notes = append(jv.Notes, "read from "+strings.Join(read, " and "))
+		row.Variants = append(row.Variants, jv)
+	}
+	if len(missing) > 0 {
+		return row, "cannot fill " + strings.Join(missing, ", "), nil
+	}
+	return row, "", nil
+}
