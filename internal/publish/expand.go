@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -90,7 +91,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: "same stack as " + first})
 			continue
 		}
-		tag, err := f.Tag.Render(fieldsOf(stack, combo))
+		tag, err := f.Tag.Render(Fields(stack, axes))
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %s: %w", f.name(), f.Tag.Line, combo, err)
 		}
@@ -202,10 +203,14 @@ func stackKey(s matrix.Stack) (string, error) {
 	return string(b), nil
 }
 
-// fieldsOf are the template fields of a variant: the axes as written,
-// overridden by the resolved values where the stack has them.
-func fieldsOf(s matrix.Stack, c Combination) map[string]string {
-	out := c.axes()
+// Fields are the template fields of a variant: the axes as written,
+// overridden by the resolved values where the stack has them (cuda,
+// cuda_short, python, os, flavor, torch, tensorflow, jax, cudnn, gpu).
+func Fields(s matrix.Stack, axes map[string]string) map[string]string {
+	out := maps.Clone(axes)
+	if out == nil {
+		out = map[string]string{}
+	}
 	set := func(k, v string) {
 		if v != "" {
 			out[k] = v
