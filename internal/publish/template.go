@@ -55,7 +55,7 @@ func ParseTemplate(s string) (Template, error) {
 			t.parts = append(t.parts, tmplPart{text: rest[:open]})
 		}
 		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
+		if end < 0 || strings.Contains(rest[open+1:open+max(end, 1)], "{") {
 			return Template{}, fmt.Errorf("tag template %q: '{' without '}'", s)
 		}
 		field := rest[open+1 : open+end]
