@@ -34,7 +34,7 @@ fuzz: ## fuzz the version and constraint parser for 2 minutes
 tools: bin/buildkitd bin/golangci-lint ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint) into bin/
 
 bin/buildkitd: tools/go.mod tools/go.sum
-	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane
+	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane github.com/docker/buildx/cmd/buildx
 
 demo: ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
 	@echo "==> make demo: about 10 minutes the first time on a fresh machine (compiling gpuimg, buildkitd and the registry; debootstrap), about 30 s after that"

@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"fmt"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -227,21 +226,13 @@ func kindName(k yaml.Kind) string {
 // ParseFile decodes one matrix file. name is used in errors and positions.
 // Unknown keys and wrong types are errors naming the line.
 func ParseFile(name string, data []byte) (*File, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
 	f := &File{}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return f, nil // empty file
+	root, err := decodeStrict(name, data, f)
+	if err != nil {
+		return nil, err
 	}
-	root := doc.Content[0]
-	if err := checkKeys(root, typeOf(f), ""); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if root != nil {
+		setPositions(f, root, name)
 	}
-	if err := root.Decode(f); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
-	}
-	setPositions(f, root, name)
 	return f, nil
 }

@@ -26,6 +26,38 @@ import (
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
+// DecodeStrict decodes the YAML document data into v, a pointer to a
+// struct with yaml tags, the way matrix files are read: unknown keys (with
+// the keys that are known), values of the wrong kind and errors returned by
+// a field's own UnmarshalYAML are errors that start with name and name the
+// line ("publish.yaml: line 3: unknown key ..."). An empty document leaves
+// v as it is. Other gpuimg files (publish.yaml) use it so that every file
+// gpuimg reads rejects typos the same way.
+func DecodeStrict(name string, data []byte, v any) error {
+	_, err := decodeStrict(name, data, v)
+	return err
+}
+
+// decodeStrict is DecodeStrict returning the document's root node (nil for
+// an empty document), for callers that read positions from it.
+func decodeStrict(name string, data []byte, v any) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, nil // empty file
+	}
+	root := doc.Content[0]
+	if err := checkKeys(root, typeOf(v), ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := root.Decode(v); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+	}
+	return root, nil
+}
+
 func typeOf(v any) reflect.Type { return reflect.TypeOf(v).Elem() }
 
 // yamlFields maps the YAML key of every field of struct type t, including

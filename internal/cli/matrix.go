@@ -31,7 +31,7 @@ the format is in docs/matrix-data.md.`,
   gpuimg matrix list torch`,
 	}
 	mo.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newResolveCmd(mo), newListCmd(mo), newCheckCmd(mo), newUpdateCmd(mo))
+	cmd.AddCommand(newResolveCmd(mo), newListCmd(mo), newCheckCmd(mo), newUpdateCmd(mo), newExpandCmd(mo))
 	return cmd
 }
 

@@ -68,6 +68,26 @@ func BuildTools(ctx context.Context) (Tools, error) {
 	return t, nil
 }
 
+// Buildx builds docker buildx (cmd/buildx, pinned in tools/go.mod) into
+// bin/ of the checkout, unless it is there already, and returns its path.
+// It is apart from BuildTools because few tests need it.
+func Buildx(ctx context.Context) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(root, "bin", "buildx")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/docker/buildx/cmd/buildx")
+	cmd.Dir = filepath.Join(root, "tools")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build buildx from tools/go.mod: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
 // EnsurePackages installs Debian packages that are missing (needs root).
 func EnsurePackages(ctx context.Context, pkgs ...string) error {
 	missing := missingPackages(ctx, pkgs)

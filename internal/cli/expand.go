@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/internal/publish"
+)
+
+func newExpandCmd(mo *MatrixOptions) *cobra.Command {
+	var file, output string
+	cmd := &cobra.Command{
+		Use:   "expand -f publish.yaml",
+		Short: "List the images a publish file stands for, without building anything",
+		Long: `expand resolves every combination of a publish file's matrix (docs/publish.md):
+the product of its axes, minus exclude, plus include. A combination the
+resolver refuses is skipped with the resolver's reason; combinations that
+resolve to the same stack give one variant. Each variant has a tag rendered
+from the file's template and an inputs digest over what decides its content.
+
+No daemon or registry is needed: the inputs digest printed here covers the
+stack, the generated Dockerfile (FROM the base's tag), the build extras, the
+platforms and gpuimg's build version; gpuimg publish also folds in the
+pinned base image digest and the copied files.
+
+Outputs: table; json (the plan); github (a strategy.matrix for fromJSON,
+at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
+		Example: `  gpuimg matrix expand -f publish.yaml
+  gpuimg matrix expand -f publish.yaml -o json | jq -r '.variants[].tag'
+
+  # GitHub Actions: one job per variant
+  echo "matrix=$(gpuimg matrix expand -f publish.yaml -o github)" >> "$GITHUB_OUTPUT"
+
+  # Docker Bake
+  gpuimg matrix expand -f publish.yaml -o bake > bake.json
+  docker buildx bake -f bake.json --print`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "table", "json", "github", "bake"); err != nil {
+				return err
+			}
+			f, err := publish.LoadFile(file)
+			if err != nil {
+				return invalid(err, "fix the publish file (format: docs/publish.md)")
+			}
+			db, err := mo.Load()
+			if err != nil {
+				return err
+			}
+			plan, err := publish.Expand(cmd.Context(), db, f, publish.ExpandOptions{})
+			if err != nil {
+				return invalid(err, "fix the publish file (format: docs/publish.md)")
+			}
+			return renderPlan(cmd.OutOrStdout(), output, plan, f)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "publish.yaml", "publish file (docs/publish.md)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, github or bake")
+	return cmd
+}
+
+func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File) error {
+	switch output {
+	case "json":
+		return writeJSON(w, plan)
+	case "github":
+		m, err := publish.GitHubMatrix(plan)
+		if errors.Is(err, publish.ErrTooManyJobs) {
+			return &Error{Err: err, Hint: "split the matrix over several publish files, or over several workflows", Code: ExitFailed}
+		}
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, m)
+	case "bake":
+		b, err := publish.Bake(plan, f, publish.ExpandOptions{})
+		if err != nil {
+			return invalid(err, "")
+		}
+		return writeJSON(w, b)
+	}
+	t := newTable(w)
+	t.row("NAME", "STACK", "INPUTS")
+	for _, v := range plan.Variants {
+		t.row(v.Name, v.Stack.Summary(), v.Inputs)
+	}
+	if len(plan.Skipped) > 0 {
+		t.row("")
+		t.row("SKIPPED", "REASON")
+		for _, s := range plan.Skipped {
+			t.row(axesString(s.Axes), s.Reason)
+		}
+	}
+	return t.flush()
+}
+
+// axesString renders axes as "cuda=12.4 torch=2.6", keys sorted.
+func axesString(axes map[string]string) string {
+	keys := make([]string, 0, len(axes))
+	for k := range axes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%s", k, axes[k])
+	}
+	return strings.Join(parts, " ")
+}

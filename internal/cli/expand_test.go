@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/internal/publish"
+	"github.com/gpuimg/gpuimg/internal/testenv"
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+const examplePublish = "../../examples/publish.yaml"
+
+// exampleVariants are the variants examples/publish.yaml expands to.
+var exampleVariants = []string{
+	"2.6.0-cu124-py3.11", "2.6.0-cu124-py3.12", "2.6.0-cu126-py3.11", "2.6.0-cu126-py3.12",
+	"2.7.1-cu126-py3.11", "2.7.1-cu126-py3.12", "2.7.1-cu128-py3.11", "2.7.1-cu128-py3.12",
+	"2.9.1-cu130-py3.12",
+}
+
+func TestMatrixExpandJSON(t *testing.T) {
+	out, errOut, code := run(t, "matrix", "expand", "-f", examplePublish, "-o", "json")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Variants []map[string]json.RawMessage `json:"variants"`
+		Skipped  []struct {
+			Axes   map[string]string `json:"axes"`
+			Reason string            `json:"reason"`
+		} `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	var names []string
+	for _, v := range got.Variants {
+		for _, k := range []string{"name", "tag", "stack", "inputs"} {
+			if _, ok := v[k]; !ok {
+				t.Errorf("variant lacks %q: %s", k, v["name"])
+			}
+		}
+		var name string
+		var s matrix.Stack
+		if err := json.Unmarshal(v["name"], &name); err != nil {
+			t.Errorf("name %s: %v", v["name"], err)
+		}
+		if err := json.Unmarshal(v["stack"], &s); err != nil || s.CUDA == "" || s.Frameworks["torch"].Version == "" {
+			t.Errorf("%s: stack %s (%v)", name, v["stack"], err)
+		}
+		names = append(names, name)
+	}
+	if !slices.Equal(names, exampleVariants) {
+		t.Errorf("variants %q", names)
+	}
+	if len(got.Skipped) != 4 || got.Skipped[0].Axes["torch"] != "2.7" || !strings.Contains(got.Skipped[0].Reason, "an image with CUDA 12.4.1 cannot run them") || got.Skipped[2].Reason != "excluded (../../examples/publish.yaml:11)" {
+		t.Errorf("skipped %+v", got.Skipped)
+	}
+}
+
+func TestMatrixExpandTable(t *testing.T) {
+	out, errOut, code := run(t, "matrix", "expand", "-f", examplePublish)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"NAME ", "2.9.1-cu130-py3.12  CUDA 13.0.2, torch 2.9.1 (CUDA 13.0), Python 3.12", "SKIPPED", "cuda=12.8 python=3.11 torch=2.6  excluded (../../examples/publish.yaml:11)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMatrixExpandGitHub(t *testing.T) {
+	out, errOut, code := run(t, "matrix", "expand", "-f", examplePublish, "-o", "github")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var m struct {
+		Include []map[string]string `json:"include"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Include) != len(exampleVariants) {
+		t.Fatalf("include has %d entries", len(m.Include))
+	}
+	e := m.Include[8]
+	if e["name"] != "2.9.1-cu130-py3.12" || e["tag"] != "registry.example.com/ml/torch:2.9.1-cu130-py3.12" || e["cuda"] != "13.0.2" || e["cuda_short"] != "130" || e["torch"] != "2.9.1" || e["python"] != "3.12" || !strings.HasPrefix(e["inputs"], "sha256:") {
+		t.Errorf("entry %v", e)
+	}
+
+	// More than GitHub's 256 jobs: said on stderr, exit 1, nothing on stdout.
+	big := filepath.Join(t.TempDir(), "publish.yaml")
+	if err := os.WriteFile(big, []byte(`repository: r.example.com/cuda
+tag: "{cuda}-py{python}-{flavor}-{os}"
+matrix:
+  cuda: ["11.7", "11.8", "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8", "12.9", "13.0"]
+  python: ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+  flavor: [runtime, devel, base]
+  os: [ubuntu20.04, ubuntu22.04, ubuntu24.04, rockylinux8, rockylinux9]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = run(t, "matrix", "expand", "-f", big, "-o", "github")
+	if code != ExitFailed || out != "" || !strings.Contains(errOut, "GitHub runs at most 256 jobs per matrix; split the matrix") {
+		t.Errorf("exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
+	}
+}
+
+func TestMatrixExpandBadFile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "publish.yaml")
+	if err := os.WriteFile(bad, []byte("repository: r.example.com/t\ntag: \"{pytorch}\"\nmatrix: {torch: [\"2.7\"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "matrix", "expand", "-f", bad)
+	if code != ExitInvalid || !strings.Contains(errOut, "publish.yaml: line 2: tag template \"{pytorch}\": unknown field {pytorch}") || !strings.Contains(errOut, "fix the publish file (format: docs/publish.md)") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	_, errOut, code = run(t, "matrix", "expand", "-f", examplePublish, "-o", "yaml")
+	if code != ExitInvalid || !strings.Contains(errOut, `unknown output format "yaml"`) {
+		t.Errorf("-o yaml: exit %d: %s", code, errOut)
+	}
+}
+
+func TestMatrixExpandBake(t *testing.T) {
+	out, errOut, code := run(t, "matrix", "expand", "-f", examplePublish, "-o", "bake")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var b publish.BakeFile
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Group["default"].Targets) != len(exampleVariants) || b.Target["2_9_1-cu130-py3_12"] == nil || !strings.Contains(b.Target["2_9_1-cu130-py3_12"].DockerfileInline, "\nFROM nvidia/cuda:13.0.2-runtime-ubuntu24.04\n") {
+		t.Errorf("bake file %s", out)
+	}
+}
+
+// TestMatrixExpandBakeBuildx: docker buildx bake (pinned in tools/go.mod)
+// accepts the bake output as is and reads back every target and tag.
+func TestMatrixExpandBakeBuildx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds docker buildx from tools/go.mod (minutes the first time); run without -short")
+	}
+	buildx, err := testenv.Buildx(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example, with an environment variable bake would interpolate if
+	// gpuimg did not escape it.
+	src, err := os.ReadFile(examplePublish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "publish.yaml")
+	withEnv := strings.Replace(string(src), "  pip: [\"numpy==2.1.3\"]\n", "  pip: [\"numpy==2.1.3\"]\n  env: {GREETING: \"${USER} %{x}\"}\n", 1)
+	if withEnv == string(src) {
+		t.Fatal("examples/publish.yaml has no build.pip line to add env after")
+	}
+	if err := os.WriteFile(pf, []byte(withEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "matrix", "expand", "-f", pf, "-o", "bake")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	file := filepath.Join(dir, "bake.json")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), buildx, "bake", "-f", file, "--print")
+	cmd.Dir = dir
+	// buildx's own state in the test's directory; --print needs no builder.
+	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+filepath.Join(dir, "docker"), "BUILDX_CONFIG="+filepath.Join(dir, "buildx"), "BUILDX_NO_DEFAULT_ATTESTATIONS=1")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("buildx bake --print: %v\n%s", err, stderr.String())
+	}
+	var printed struct {
+		Group  map[string]struct{ Targets []string } `json:"group"`
+		Target map[string]struct {
+			Tags             []string            `json:"tags"`
+			DockerfileInline string              `json:"dockerfile-inline"`
+			Labels           map[string]string   `json:"labels"`
+			Platforms        []string            `json:"platforms"`
+			CacheFrom        []map[string]string `json:"cache-from"`
+		} `json:"target"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &printed); err != nil {
+		t.Fatalf("buildx printed no JSON: %v\n%s", err, stdout.String())
+	}
+	var want publish.BakeFile
+	if err := json.Unmarshal([]byte(out), &want); err != nil {
+		t.Fatal(err)
+	}
+	if got := printed.Group["default"].Targets; !slices.Equal(got, want.Group["default"].Targets) {
+		t.Errorf("buildx's default group %q, want %q", got, want.Group["default"].Targets)
+	}
+	for _, name := range want.Group["default"].Targets {
+		p, w := printed.Target[name], want.Target[name]
+		if !slices.Equal(p.Tags, w.Tags) || !slices.Equal(p.Platforms, w.Platforms) {
+			t.Errorf("%s: buildx read tags %q platforms %q, want %q %q", name, p.Tags, p.Platforms, w.Tags, w.Platforms)
+		}
+		// buildx prints strings escaped for bake, as gpuimg writes them.
+		if !strings.Contains(p.DockerfileInline, `GREETING="\$${USER} %%{x}"`) || p.DockerfileInline != w.DockerfileInline || p.Labels[matrix.StackLabel] != w.Labels[matrix.StackLabel] || p.Labels[publish.InputsLabel] != w.Labels[publish.InputsLabel] {
+			t.Errorf("%s: buildx read a different Dockerfile or labels:\n%s", name, p.DockerfileInline)
+		}
+		if len(p.CacheFrom) != 1 || p.CacheFrom[0]["type"] != "registry" {
+			t.Errorf("%s: cache-from %v", name, p.CacheFrom)
+		}
+	}
+}

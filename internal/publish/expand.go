@@ -1,0 +1,319 @@
+package publish
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// BuildVersion is gpuimg's build-defining version: it is folded into every
+// variant's Inputs. Bump it when what gpuimg builds from the same generated
+// Dockerfile changes meaning (the build context it sends, verify.py, the
+// build settings), so that publish rebuilds every variant once.
+const BuildVersion = "gpuimg-build/1"
+
+// InputsLabel is the image label (and manifest annotation) that holds a
+// variant's Inputs digest.
+const InputsLabel = "dev.gpuimg.inputs"
+
+// ExpandOptions are what the caller knows beyond the publish file. Expand
+// needs no daemon and no registry; publish pins the base images first and
+// passes them here, so its Inputs also fold in the base image digests.
+type ExpandOptions struct {
+	// Bases maps a stack's BaseImage (matrix.Stack.BaseImage) to the base
+	// it was pinned to (images.PinBase). A stack whose base is in Bases is
+	// generated FROM the pinned reference and its Inputs include the
+	// base's digest; otherwise the Dockerfile names the base by its tag.
+	// The default is none.
+	Bases map[string]images.Base
+	// Files maps a build.copy source or the build.requirements file, as
+	// written in the publish file, to the digest of its content; they are
+	// folded into Inputs. The default is none.
+	Files map[string]string
+}
+
+// Expand turns a publish file into a plan: the product of f.Matrix's axes
+// (the first axis varying slowest), minus the combinations an exclude
+// entry matches, plus f.Include (never excluded), each resolved with db. A combination the
+// resolver refuses is Skipped with the resolver's reason (not an error),
+// as is an excluded one. Combinations that resolve to the same stack give
+// one variant; the later ones are Skipped as "same stack as NAME". The
+// order is deterministic.
+//
+// Errors: a resolver input error (an unknown GPU), a tag template field
+// the stack lacks, a rendered tag that is not a valid OCI tag, or two
+// different stacks rendering to the same tag.
+func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*Plan, error) {
+	plan := &Plan{Repository: f.Repository, Variants: []Variant{}, Skipped: []Skipped{}}
+	byStack := map[string]string{} // stack key -> variant name
+	byName := map[string]bool{}
+	product := combinations(f)
+	for i, combo := range append(product, f.Include...) {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("expand %s: %w", f.name(), context.Cause(ctx))
+		}
+		axes := combo.axes()
+		// Exclusions apply to the product only: an include is explicit.
+		if ex := f.excluded(combo); ex != nil && i < len(product) {
+			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: fmt.Sprintf("excluded (%s:%d)", f.name(), ex.Line)})
+			continue
+		}
+		var c matrix.Constraints
+		for _, v := range combo.Values {
+			if err := setAxis(&c, v.Field, v.Value); err != nil {
+				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
+			}
+		}
+		stack, err := db.Resolve(c)
+		if ce, ok := errors.AsType[*matrix.ConflictError](err); ok {
+			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: ce.Reason})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: resolve %s: %w", f.name(), combo, err)
+		}
+		key, err := stackKey(stack)
+		if err != nil {
+			return nil, err
+		}
+		if first, ok := byStack[key]; ok {
+			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: "same stack as " + first})
+			continue
+		}
+		tag, err := f.Tag.Render(Fields(stack, axes))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %s: %w", f.name(), f.Tag.Line, combo, err)
+		}
+		if err := CheckTag(tag); err != nil {
+			return nil, fmt.Errorf("%s:%d: %s: tag template %q renders %w", f.name(), f.Tag.Line, combo, f.Tag.Text, err)
+		}
+		if byName[tag] {
+			return nil, fmt.Errorf("%s:%d: tag %q is rendered for two different stacks (the second from %s); add the field that tells them apart to the tag template", f.name(), f.Tag.Line, tag, combo)
+		}
+		inputs, err := Inputs(stack, f, opts)
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: %s: %w", f.name(), combo, err)
+		}
+		byStack[key], byName[tag] = tag, true
+		plan.Variants = append(plan.Variants, Variant{
+			Name: tag, Tag: f.Repository + ":" + tag, Axes: axes, Stack: stack, Inputs: inputs,
+		})
+	}
+	return plan, nil
+}
+
+// combinations lists the product of the axes, the last axis varying
+// fastest.
+func combinations(f *File) []Combination {
+	var out []Combination
+	if len(f.Matrix) > 0 {
+		idx := make([]int, len(f.Matrix))
+		for {
+			var c Combination
+			for i, a := range f.Matrix {
+				c.Values = append(c.Values, Value{Axis: a.Name, Field: a.Field, Value: a.Values[idx[i]]})
+			}
+			out = append(out, c)
+			i := len(idx) - 1
+			for ; i >= 0; i-- {
+				idx[i]++
+				if idx[i] < len(f.Matrix[i].Values) {
+					break
+				}
+				idx[i] = 0
+			}
+			if i < 0 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// excluded returns the exclude entry every key of which matches c.
+func (f *File) excluded(c Combination) *Combination {
+	for i := range f.Exclude {
+		ex := &f.Exclude[i]
+		all := true
+		for _, want := range ex.Values {
+			if got, ok := c.value(want.Axis); !ok || got != want.Value {
+				all = false
+				break
+			}
+		}
+		if all {
+			return ex
+		}
+	}
+	return nil
+}
+
+func (c Combination) value(axis string) (string, bool) {
+	for _, v := range c.Values {
+		if v.Axis == axis {
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+func (c Combination) axes() map[string]string {
+	out := make(map[string]string, len(c.Values))
+	for _, v := range c.Values {
+		out[v.Axis] = v.Value
+	}
+	return out
+}
+
+// String renders the combination for messages: "cuda 12.4, torch 2.6".
+func (c Combination) String() string {
+	parts := make([]string, len(c.Values))
+	for i, v := range c.Values {
+		parts[i] = v.Axis + " " + v.Value
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (f *File) name() string {
+	if f.Path == "" {
+		return "publish.yaml"
+	}
+	return f.Path
+}
+
+// stackKey identifies what a stack builds: its JSON without the notes,
+// which say why the resolver chose it and differ with the constraints.
+func stackKey(s matrix.Stack) (string, error) {
+	s.Notes = nil
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encode stack: %w", err)
+	}
+	return string(b), nil
+}
+
+// Fields are the template fields of a variant: the axes as written,
+// overridden by the resolved values where the stack has them (cuda,
+// cuda_short, python, os, flavor, torch, tensorflow, jax, cudnn, gpu).
+func Fields(s matrix.Stack, axes map[string]string) map[string]string {
+	out := maps.Clone(axes)
+	if out == nil {
+		out = map[string]string{}
+	}
+	set := func(k, v string) {
+		if v != "" {
+			out[k] = v
+		} else {
+			delete(out, k)
+		}
+	}
+	set("cuda", s.CUDA)
+	if v, err := matrix.ParseVersion(s.CUDA); err == nil {
+		set(FieldCUDAShort, fmt.Sprintf("%d%d", v.Major(), v.Minor()))
+	}
+	set("python", s.Python)
+	set("os", s.OS)
+	set("flavor", s.Flavor)
+	for _, fw := range []string{"torch", "tensorflow", "jax"} {
+		set(fw, s.Frameworks[fw].Version)
+	}
+	if s.CuDNN != "" {
+		out["cudnn"] = s.CuDNN
+	}
+	if s.GPU != "" {
+		out["gpu"] = s.GPU
+	}
+	return out
+}
+
+// inputs is what a variant's Inputs digest is taken over. encoding/json
+// writes struct fields in this order and map keys sorted, so the encoding
+// is canonical.
+type inputs struct {
+	BuildVersion string            `json:"build_version"`
+	Stack        matrix.Stack      `json:"stack"`
+	Dockerfile   string            `json:"dockerfile"`
+	Extras       builder.Extras    `json:"extras"`
+	Platforms    []string          `json:"platforms"`
+	BaseDigest   string            `json:"base_digest,omitempty"`
+	Files        map[string]string `json:"files,omitempty"`
+}
+
+// Inputs is the digest ("sha256:…") over everything that decides a
+// variant's content: BuildVersion, the stack, the generated Dockerfile,
+// the build extras, the platforms (in any order) and, when opts has them,
+// the pinned base's digest and the digests of the copied files and the
+// requirements file.
+func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
+	df, err := Dockerfile(s, f.Build, opts)
+	if err != nil {
+		return "", err
+	}
+	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms))}
+	if b, ok := opts.Bases[s.BaseImage]; ok {
+		in.BaseDigest = b.Digest
+	}
+	for _, src := range sourcesOf(f.Build) {
+		if d, ok := opts.Files[src]; ok {
+			if in.Files == nil {
+				in.Files = map[string]string{}
+			}
+			in.Files[src] = d
+		}
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("encode inputs: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// sourcesOf lists the files the extras read from the client.
+func sourcesOf(e builder.Extras) []string {
+	var out []string
+	if e.Requirements != "" {
+		out = append(out, e.Requirements)
+	}
+	for _, c := range e.Copy {
+		src, _, _ := strings.Cut(c, ":")
+		out = append(out, src)
+	}
+	return out
+}
+
+// unpinned stands in for a base digest while the Dockerfile is generated
+// without one; Dockerfile puts the base's tag back in its place.
+const unpinned = "@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// Dockerfile is the Dockerfile gpuimg generates for stack s with extras e
+// (builder.Dockerfile), FROM the base pinned in opts.Bases, else FROM the
+// base's tag (builder.Dockerfile itself insists on a pinned base; expand
+// runs without a registry).
+func Dockerfile(s matrix.Stack, e builder.Extras, opts ExpandOptions) (string, error) {
+	d := builder.Definition{Stack: s, Extras: e, HasRequirements: e.Requirements != ""}
+	if b, ok := opts.Bases[s.BaseImage]; ok {
+		d.Base = b.From
+		return builder.Dockerfile(d)
+	}
+	d.Base = s.BaseImage + unpinned
+	df, err := builder.Dockerfile(d)
+	if err != nil {
+		return "", err
+	}
+	from := "\nFROM " + d.Base + "\n"
+	if strings.Count(df, from) != 1 {
+		return "", fmt.Errorf("generate Dockerfile for %s: FROM line not found", s.BaseImage)
+	}
+	return strings.Replace(df, from, "\nFROM "+s.BaseImage+"\n", 1), nil
+}

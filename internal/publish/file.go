@@ -1,0 +1,396 @@
+package publish
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// File is a publish file (publish.yaml): the images a team publishes, as a
+// matrix of resolver constraints, and where they go. docs/publish.md
+// describes the format.
+type File struct {
+	// Repository is where the images are pushed (registry.example.com/ml/torch).
+	Repository string `yaml:"repository"`
+	// Tag renders each variant's tag from its fields ("{torch}-cu{cuda_short}").
+	Tag Template `yaml:"tag"`
+	// Matrix are the axes, in the order written; their product is the
+	// combinations to resolve.
+	Matrix Axes `yaml:"matrix"`
+	// Exclude drops the combinations that match every key of an entry.
+	Exclude []Combination `yaml:"exclude"`
+	// Include adds combinations, resolved after the product.
+	Include []Combination `yaml:"include"`
+	// Build are the extras on top of every stack, as in gpuimg.yaml.
+	Build builder.Extras `yaml:"build"`
+	// Platforms to build ("linux/amd64"); empty: the builder's platform.
+	Platforms []string `yaml:"platforms"`
+	// Builders are BuildKit addresses; empty: the local daemon.
+	Builders []string `yaml:"builders"`
+	// Validate is the static validation a variant must pass before it is
+	// tagged.
+	Validate ValidateSpec `yaml:"validate"`
+	// Mirrors are repositories a validated variant is copied to.
+	Mirrors []string `yaml:"mirrors"`
+	// Promote are the moving tags given to variants that passed.
+	Promote Promote `yaml:"promote"`
+
+	// Path is the file LoadFile read, for messages.
+	Path string `yaml:"-"`
+}
+
+// ValidateSpec is the validate: section: the hosts the images must run on.
+type ValidateSpec struct {
+	// Driver is the hosts' NVIDIA driver (535.104.05).
+	Driver matrix.Version `yaml:"driver"`
+	// GPU are the GPUs the hosts have (h100, l4).
+	GPU []string `yaml:"gpu"`
+}
+
+// Promote is the promote: section.
+type Promote struct {
+	// Tags are templates like Tag; each renders to a moving tag.
+	Tags []Template `yaml:"tags"`
+}
+
+// axisFields maps the name of an axis (a key under matrix:, exclude: or
+// include:) to the resolver constraint it sets. These are the same names
+// as gpuimg.yaml's keys and gpuimg's stack flags.
+var axisFields = map[string]matrix.Field{
+	"cuda":       matrix.FieldCUDA,
+	"cudnn":      matrix.FieldCuDNN,
+	"torch":      matrix.FieldTorch,
+	"tensorflow": matrix.FieldTensorFlow,
+	"jax":        matrix.FieldJAX,
+	"python":     matrix.FieldPython,
+	"os":         matrix.FieldOS,
+	"flavor":     matrix.FieldFlavor,
+	"gpu":        matrix.FieldGPU,
+	"driver":     matrix.FieldDriver,
+}
+
+// axisNames lists axisFields' keys in the resolver's explanation order.
+func axisNames() []string {
+	byField := map[matrix.Field]string{}
+	for n, f := range axisFields {
+		byField[f] = n
+	}
+	var out []string
+	for _, f := range matrix.Fields() {
+		if n, ok := byField[f]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// setAxis parses value as the constraint for field f, exactly as the
+// resolver takes it, and sets it in c.
+func setAxis(c *matrix.Constraints, f matrix.Field, value string) error {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return fmt.Errorf("empty value")
+	}
+	constraint := func(dst *matrix.Constraint) error {
+		p, err := matrix.ParseConstraint(value)
+		if err != nil {
+			return err
+		}
+		*dst = p
+		return nil
+	}
+	framework := func(dst **matrix.Constraint) error {
+		switch strings.ToLower(value) {
+		case "latest", "any", "*":
+			*dst = &matrix.Constraint{}
+			return nil
+		}
+		var p matrix.Constraint
+		if err := constraint(&p); err != nil {
+			return err
+		}
+		*dst = &p
+		return nil
+	}
+	switch f {
+	case matrix.FieldCUDA:
+		return constraint(&c.CUDA)
+	case matrix.FieldCuDNN:
+		return constraint(&c.CuDNN)
+	case matrix.FieldPython:
+		return constraint(&c.Python)
+	case matrix.FieldTorch:
+		return framework(&c.Torch)
+	case matrix.FieldTensorFlow:
+		return framework(&c.TensorFlow)
+	case matrix.FieldJAX:
+		return framework(&c.JAX)
+	case matrix.FieldOS:
+		c.OS = value
+	case matrix.FieldFlavor:
+		switch value {
+		case "runtime", "devel", "base":
+		default:
+			return fmt.Errorf("flavor %q is not runtime, devel or base", value)
+		}
+		c.Flavor = value
+	case matrix.FieldGPU:
+		c.GPU = value
+	case matrix.FieldDriver:
+		v, err := matrix.ParseVersion(value)
+		if err != nil {
+			return err
+		}
+		c.Driver = v
+	default:
+		return fmt.Errorf("%s is not an axis", f)
+	}
+	return nil
+}
+
+// Axis is one key under matrix: with its values as written.
+type Axis struct {
+	Name   string
+	Field  matrix.Field
+	Values []string
+	Line   int
+}
+
+// Axes are the matrix: section, in the order written.
+type Axes []Axis
+
+// UnmarshalYAML implements yaml.Unmarshaler: a mapping of axis names to
+// lists of constraints, each checked with the line.
+func (a *Axes) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: matrix must be a mapping of axes to lists of values", n.Line)
+	}
+	seen := map[string]bool{}
+	var out Axes
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, err := axisField(k, seen)
+		if err != nil {
+			return err
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			return fmt.Errorf("line %d: matrix.%s must be a non-empty list of values", v.Line, k.Value)
+		}
+		ax := Axis{Name: k.Value, Field: f, Line: k.Line}
+		dup := map[string]bool{}
+		for _, item := range v.Content {
+			val, err := axisValue(k.Value, f, item)
+			if err != nil {
+				return err
+			}
+			if dup[val] {
+				return fmt.Errorf("line %d: matrix.%s lists %q twice", item.Line, k.Value, val)
+			}
+			dup[val] = true
+			ax.Values = append(ax.Values, val)
+		}
+		out = append(out, ax)
+	}
+	*a = out
+	return nil
+}
+
+// Value is one axis set to one value.
+type Value struct {
+	Axis  string
+	Field matrix.Field
+	Value string
+}
+
+// Combination is one entry of exclude: or include:, its keys in the order
+// written.
+type Combination struct {
+	Values []Value
+	Line   int
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: a mapping of axis names to
+// single values.
+func (c *Combination) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		return fmt.Errorf("line %d: want a mapping of axes to values ({cuda: \"12.4\", torch: \"2.6\"})", n.Line)
+	}
+	seen := map[string]bool{}
+	out := Combination{Line: n.Line}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, err := axisField(k, seen)
+		if err != nil {
+			return err
+		}
+		val, err := axisValue(k.Value, f, v)
+		if err != nil {
+			return err
+		}
+		out.Values = append(out.Values, Value{Axis: k.Value, Field: f, Value: val})
+	}
+	*c = out
+	return nil
+}
+
+func axisField(k *yaml.Node, seen map[string]bool) (matrix.Field, error) {
+	f, ok := axisFields[k.Value]
+	if !ok {
+		return 0, fmt.Errorf("line %d: unknown axis %q; known axes: %s", k.Line, k.Value, strings.Join(axisNames(), ", "))
+	}
+	if seen[k.Value] {
+		return 0, fmt.Errorf("line %d: axis %q given twice", k.Line, k.Value)
+	}
+	seen[k.Value] = true
+	return f, nil
+}
+
+func axisValue(axis string, f matrix.Field, n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return "", fmt.Errorf("line %d: %s: want a value, got %s", n.Line, axis, kindName(n))
+	}
+	if err := setAxis(&matrix.Constraints{}, f, n.Value); err != nil {
+		return "", fmt.Errorf("line %d: %s %q: %w", n.Line, axis, n.Value, err)
+	}
+	return strings.TrimSpace(n.Value), nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	if n.Tag == "!!null" {
+		return "nothing"
+	}
+	return "a scalar"
+}
+
+// LoadFile reads a publish file. Unknown keys and malformed values are
+// errors naming the file and line.
+func LoadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read publish file: %w", err)
+	}
+	return ParseFile(path, b)
+}
+
+// ParseFile decodes a publish file; name is used in errors and kept as
+// File.Path.
+func ParseFile(name string, data []byte) (*File, error) {
+	f := &File{}
+	if err := matrix.DecodeStrict(name, data, f); err != nil {
+		return nil, err
+	}
+	f.Path = name
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err) // DecodeStrict parsed it already
+	}
+	if err := f.check(topLevel(&doc)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return f, nil
+}
+
+// topLevel maps each top-level key of a document to its value's node.
+func topLevel(doc *yaml.Node) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		out[root.Content[i].Value] = root.Content[i+1]
+	}
+	return out
+}
+
+// check validates what decoding does not: required keys, references,
+// platforms, builder addresses and the extras. keys gives the lines.
+func (f *File) check(keys map[string]*yaml.Node) error {
+	line := func(key string) int {
+		if n, ok := keys[key]; ok {
+			return n.Line
+		}
+		return 1
+	}
+	itemLine := func(key string, i int) int {
+		if n, ok := keys[key]; ok && n.Kind == yaml.SequenceNode && i < len(n.Content) {
+			return n.Content[i].Line
+		}
+		return line(key)
+	}
+	if f.Repository == "" {
+		return fmt.Errorf("line %d: repository is required (where the images are pushed: registry.example.com/ml/torch)", line("repository"))
+	}
+	if _, err := name.NewRepository(f.Repository); err != nil {
+		return fmt.Errorf("line %d: repository %q: %w", line("repository"), f.Repository, err)
+	}
+	if f.Tag.Text == "" {
+		return fmt.Errorf("line %d: tag is required (a template such as \"{torch}-cu{cuda_short}-py{python}\")", line("tag"))
+	}
+	if len(f.Matrix) == 0 && len(f.Include) == 0 {
+		return fmt.Errorf("line %d: matrix (or include) is required: nothing to publish", line("matrix"))
+	}
+	axes := map[string]bool{}
+	for _, a := range f.Matrix {
+		axes[a.Name] = true
+	}
+	for _, ex := range f.Exclude {
+		for _, v := range ex.Values {
+			if !axes[v.Axis] {
+				return fmt.Errorf("line %d: exclude names axis %q, which matrix does not have; it would never match", ex.Line, v.Axis)
+			}
+		}
+	}
+	if err := f.Build.Validate(); err != nil {
+		return fmt.Errorf("line %d: build: %w", line("build"), err)
+	}
+	for i, p := range f.Platforms {
+		if _, err := v1.ParsePlatform(p); err != nil || !strings.Contains(p, "/") {
+			return fmt.Errorf("line %d: platform %q is not OS/ARCH[/VARIANT] (linux/amd64)", itemLine("platforms", i), p)
+		}
+	}
+	for i, b := range f.Builders {
+		if err := checkBuilder(b); err != nil {
+			return fmt.Errorf("line %d: builder %q: %w", itemLine("builders", i), b, err)
+		}
+	}
+	for i, m := range f.Mirrors {
+		if _, err := name.NewRepository(m); err != nil {
+			return fmt.Errorf("line %d: mirror %q: %w", itemLine("mirrors", i), m, err)
+		}
+	}
+	for i, g := range f.Validate.GPU {
+		if strings.TrimSpace(g) == "" {
+			return fmt.Errorf("line %d: validate.gpu[%d] is empty", line("validate"), i)
+		}
+	}
+	return nil
+}
+
+// builderSchemes are the BuildKit address schemes a builder may use.
+var builderSchemes = []string{"unix://", "tcp://", "docker-container://", "kube-pod://"}
+
+func checkBuilder(addr string) error {
+	for _, s := range builderSchemes {
+		if rest, ok := strings.CutPrefix(addr, s); ok {
+			if rest == "" {
+				return fmt.Errorf("nothing after %s", s)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("want an address starting with %s", strings.Join(builderSchemes, ", "))
+}

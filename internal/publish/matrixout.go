@@ -1,0 +1,151 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// GitHubMaxJobs is the most jobs a GitHub Actions matrix may generate in
+// one workflow run ("A matrix will generate a maximum of 256 jobs per
+// workflow run", docs.github.com, workflow syntax: jobs.<job_id>.strategy.matrix).
+const GitHubMaxJobs = 256
+
+// ErrTooManyJobs is wrapped by GitHubMatrix when a plan has more variants
+// than GitHubMaxJobs.
+var ErrTooManyJobs = errors.New("more variants than a GitHub Actions matrix allows")
+
+// GitHubMatrix is a plan as a GitHub Actions strategy.matrix, for
+// fromJSON: {"include": [...]}, one entry per variant with its name, tag,
+// inputs and template fields (cuda, cuda_short, python, os, flavor and the
+// frameworks, all strings). More than GitHubMaxJobs variants is an error
+// wrapping ErrTooManyJobs.
+func GitHubMatrix(p *Plan) (map[string][]map[string]string, error) {
+	if n := len(p.Variants); n > GitHubMaxJobs {
+		return nil, fmt.Errorf("%w: %d variants, GitHub runs at most %d jobs per matrix", ErrTooManyJobs, n, GitHubMaxJobs)
+	}
+	include := make([]map[string]string, 0, len(p.Variants))
+	for _, v := range p.Variants {
+		e := Fields(v.Stack, v.Axes)
+		e["name"], e["tag"], e["inputs"] = v.Name, v.Tag, v.Inputs
+		include = append(include, e)
+	}
+	return map[string][]map[string]string{"include": include}, nil
+}
+
+// BakeFile is a Docker Bake file in its JSON form (docker/buildx bake:
+// File, Group, Target), with the fields gpuimg sets.
+type BakeFile struct {
+	Group  map[string]BakeGroup   `json:"group"`
+	Target map[string]*BakeTarget `json:"target"`
+}
+
+// BakeGroup is a group of targets.
+type BakeGroup struct {
+	Targets []string `json:"targets"`
+}
+
+// BakeTarget is one variant's build. Strings are escaped for bake's HCL
+// interpolation ("${" as "$${", "%{" as "%%{"), as buildx itself writes
+// them.
+type BakeTarget struct {
+	Context          string            `json:"context"`
+	Contexts         map[string]string `json:"contexts,omitempty"`
+	DockerfileInline string            `json:"dockerfile-inline"`
+	Tags             []string          `json:"tags"`
+	Platforms        []string          `json:"platforms,omitempty"`
+	Labels           map[string]string `json:"labels"`
+	Args             map[string]string `json:"args,omitempty"`
+	CacheFrom        []string          `json:"cache-from"`
+	CacheTo          []string          `json:"cache-to"`
+}
+
+var bakeNameRE = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// BakeTargetName is the bake target of a variant: its name with every
+// character bake does not allow in a target name ([a-zA-Z0-9_-]) as "_".
+func BakeTargetName(variant string) string { return bakeNameRE.ReplaceAllString(variant, "_") }
+
+// Bake is a plan as a Docker Bake file: group "default" with one target
+// per variant, in the plan's order, each with the Dockerfile gpuimg
+// generates (FROM the pinned base when opts has it), the context directory
+// ".", the variant's tag, the platforms, the labels a gpuimg build sets
+// (the stack label, the version, the base when pinned) plus InputsLabel,
+// SOURCE_DATE_EPOCH when the base is pinned, and a registry cache per
+// variant in the repository (REPO:buildcache-TARGET).
+//
+// The context must hold what gpuimg adds to a build context (the
+// gpuimg/ directory with verify.py); copy sources come from the named
+// context "user", also ".".
+func Bake(p *Plan, f *File, opts ExpandOptions) (*BakeFile, error) {
+	out := &BakeFile{Group: map[string]BakeGroup{"default": {Targets: []string{}}}, Target: map[string]*BakeTarget{}}
+	for _, v := range p.Variants {
+		name := BakeTargetName(v.Name)
+		if _, dup := out.Target[name]; dup {
+			return nil, fmt.Errorf("bake target %q names two variants; make the tag template tell them apart with more than punctuation", name)
+		}
+		df, err := Dockerfile(v.Stack, f.Build, opts)
+		if err != nil {
+			return nil, fmt.Errorf("bake target %s: %w", name, err)
+		}
+		stackJSON, err := v.Stack.LabelValue()
+		if err != nil {
+			return nil, err
+		}
+		labels := map[string]string{
+			"org.opencontainers.image.version": v.Stack.Tag(),
+			matrix.StackLabel:                  stackJSON,
+			InputsLabel:                        v.Inputs,
+		}
+		var args map[string]string
+		if b, ok := opts.Bases[v.Stack.BaseImage]; ok {
+			labels["org.opencontainers.image.base.name"] = b.Name
+			labels["org.opencontainers.image.base.digest"] = b.Digest
+			epoch := max(b.Created.Unix(), 0)
+			labels["org.opencontainers.image.created"] = time.Unix(epoch, 0).UTC().Format(time.RFC3339)
+			args = map[string]string{"SOURCE_DATE_EPOCH": strconv.FormatInt(epoch, 10)}
+		}
+		cache := "type=registry,ref=" + p.Repository + ":buildcache-" + name
+		t := &BakeTarget{
+			Context:          ".",
+			DockerfileInline: bakeEscape(df),
+			Tags:             []string{v.Tag},
+			Platforms:        f.Platforms,
+			Labels:           escapeAll(labels),
+			Args:             escapeAll(args),
+			CacheFrom:        []string{cache},
+			CacheTo:          []string{cache + ",mode=max"},
+		}
+		if len(f.Build.Copy) > 0 {
+			t.Contexts = map[string]string{"user": "."}
+		}
+		out.Target[name] = t
+		g := out.Group["default"]
+		g.Targets = append(g.Targets, name)
+		out.Group["default"] = g
+	}
+	return out, nil
+}
+
+// bakeEscape keeps bake from interpolating s: bake reads a JSON file's
+// strings as HCL templates.
+func bakeEscape(s string) string {
+	return strings.NewReplacer("${", "$${", "%{", "%%{").Replace(s)
+}
+
+func escapeAll(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := maps.Clone(m)
+	for k, v := range out {
+		out[k] = bakeEscape(v)
+	}
+	return out
+}
