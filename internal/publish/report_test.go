@@ -198,8 +198,8 @@ func TestMarkdown(t *testing.T) {
 		}, nil},
 		{"nothing changed", nothing, []string{"### Changes since the previous run (2026-11-30 02:00 UTC)\n\nNothing changed.\n"}, nil},
 		{"empty", &Report{Repository: "r.example/x"}, []string{"**0 variants**\n"}, []string{"### Variants", "### Failures", "<details>"}},
-		{"dry run", &Report{Repository: "r.example/x", Results: []Result{{Variant: Variant{Name: "a_b*c"}, Outcome: Planned}}},
-			[]string{"**1 variant: 1 planned**", "| a\\_b\\*c (a\\_b\\*c) | 📝 planned |"}, nil},
+		{"dry run", &Report{Repository: "r.example/x", Results: []Result{{Variant: Variant{Name: "a_b*c|d"}, Outcome: Planned}}},
+			[]string{"**1 variant: 1 planned**", "| a\\_b\\*c\\|d (a\\_b\\*c\\|d) | 📝 planned |"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			md := renderString(t, writeReportMarkdown, tc.r)
