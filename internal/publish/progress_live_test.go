@@ -11,8 +11,8 @@ import (
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
-// screen is what a terminal shows: its non-empty lines, right-trimmed.
-func screen(term *vt100.VT100) []string {
+// vtScreen is what a terminal shows: its non-empty lines, right-trimmed.
+func vtScreen(term *vt100.VT100) []string {
 	var lines []string
 	for _, row := range term.Content {
 		lines = append(lines, strings.TrimRight(string(row), " "))
@@ -29,13 +29,13 @@ func screen(term *vt100.VT100) []string {
 func TestLiveProgress(t *testing.T) {
 	const width = 140
 	term := vt100.NewVT100(30, width)
-	r := testReport()
+	r := reportFixture()
 	clock := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 	p := NewLiveProgress(term, 3, width)
 	p.now = func() time.Time { return clock }
 	check := func(step string, want ...string) {
 		t.Helper()
-		if got := screen(term); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		if got := vtScreen(term); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("after %s the screen shows:\n%s\nwant:\n%s", step, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
@@ -66,7 +66,7 @@ func TestLiveProgress(t *testing.T) {
 	for time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		p.mu.Lock() // Run writes to the emulator under it
-		s := strings.Join(screen(term), "\n")
+		s := strings.Join(vtScreen(term), "\n")
 		p.mu.Unlock()
 		if strings.Contains(s, "(37s)") {
 			break
@@ -84,13 +84,13 @@ func TestLiveProgress(t *testing.T) {
 	long.Variant.Stack = matrix.Stack{}
 	long.Variant.Name = strings.Repeat("x", 150)
 	p.Event(long.Variant, "building")
-	if lines := screen(term); len(lines) != 5 || !strings.HasPrefix(lines[3], "  » xxx") || len([]rune(lines[3])) >= width {
+	if lines := vtScreen(term); len(lines) != 5 || !strings.HasPrefix(lines[3], "  » xxx") || len([]rune(lines[3])) >= width {
 		t.Errorf("a long name wrapped the block:\n%s", strings.Join(lines, "\n"))
 	}
 	p.Done(r.Results[0])
 	p.Done(long)
 	p.Finish(r)
-	lines := screen(term)
+	lines := vtScreen(term)
 	if got, want := lines[len(lines)-1], "3 variants: 1 published, 1 unchanged, 1 failed; 2 combinations skipped"; got != want {
 		t.Errorf("last line %q, want %q", got, want)
 	}

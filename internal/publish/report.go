@@ -252,7 +252,7 @@ func writeReportFiles(dir string, files []reportFile) (err error) {
 		}
 	}()
 	for i, f := range files {
-		t, err := writeTemp(dir, f.name, rendered[i])
+		t, err := writeReportTemp(dir, f.name, rendered[i])
 		if err != nil {
 			return fmt.Errorf("write %s: %w; pass a writable --report-dir", filepath.Join(dir, f.name), err)
 		}
@@ -268,7 +268,7 @@ func writeReportFiles(dir string, files []reportFile) (err error) {
 	return nil
 }
 
-func writeTemp(dir, name string, b []byte) (string, error) {
+func writeReportTemp(dir, name string, b []byte) (string, error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return "", err

@@ -21,8 +21,8 @@ import (
 
 var screenshotCopy = flag.String("report-screenshot", "", "also copy the browser test's screenshot of report.html to this file")
 
-// chromium finds Debian's chromium, installing it when missing.
-func chromium(t *testing.T) string {
+// chromiumPath finds Debian's chromium, installing it when missing.
+func chromiumPath(t *testing.T) string {
 	t.Helper()
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
@@ -45,10 +45,10 @@ func TestReportInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens report.html in a headless chromium (installed with apt-get if missing); run without -short")
 	}
-	bin := chromium(t)
+	bin := chromiumPath(t)
 	dir := t.TempDir()
-	r := testReport()
-	prev := testReport()
+	r := reportFixture()
+	prev := reportFixture()
 	prev.Started = prev.Started.Add(-24 * time.Hour)
 	prev.Results[0].Digest = "sha256:" + strings.Repeat("99", 32)
 	prev.Results = prev.Results[:2]
@@ -80,22 +80,22 @@ func TestReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	summary := findElement(dom, func(n *html.Node) bool { return attr(n, "id") == "summary" })
+	summary := domFind(dom, func(n *html.Node) bool { return domAttr(n, "id") == "summary" })
 	if summary == nil {
 		t.Fatal("the DOM has no #summary")
 	}
-	if got, want := textOf(summary), "3 variants: 1 published, 1 unchanged, 1 failed; 2 combinations skipped"; !strings.Contains(got, want) {
+	if got, want := domText(summary), "3 variants: 1 published, 1 unchanged, 1 failed; 2 combinations skipped"; !strings.Contains(got, want) {
 		t.Errorf("#summary says %q, want %q", got, want)
 	}
-	rows := findAll(dom, func(n *html.Node) bool { return n.Data == "tr" && hasClass(n, "variant") })
+	rows := domFindAll(dom, func(n *html.Node) bool { return n.Data == "tr" && domHasClass(n, "variant") })
 	if len(rows) != len(r.Results) {
 		t.Fatalf("%d variant rows, want %d", len(rows), len(r.Results))
 	}
 	names := map[string]bool{}
 	for _, row := range rows {
-		names[attr(row, "data-name")] = true
-		if tbody := row.Parent; tbody == nil || tbody.Data != "tbody" || findElement(tbody.Parent, func(n *html.Node) bool { return n.Data == "thead" }) == nil {
-			t.Errorf("variant row %s is not in the table's body", attr(row, "data-name"))
+		names[domAttr(row, "data-name")] = true
+		if tbody := row.Parent; tbody == nil || tbody.Data != "tbody" || domFind(tbody.Parent, func(n *html.Node) bool { return n.Data == "thead" }) == nil {
+			t.Errorf("variant row %s is not in the table's body", domAttr(row, "data-name"))
 		}
 	}
 	for _, res := range r.Results {
@@ -103,27 +103,27 @@ func TestReportInBrowser(t *testing.T) {
 			t.Errorf("no row for variant %s", res.Variant.Name)
 		}
 	}
-	if first := attr(rows[0], "data-name"); first != "2.7.1-cu126-py3.11" || !hasClass(rows[0], "failed") {
+	if first := domAttr(rows[0], "data-name"); first != "2.7.1-cu126-py3.11" || !domHasClass(rows[0], "failed") {
 		t.Errorf("first row is %s, want the failed variant first", first)
 	}
-	failures := findElement(dom, func(n *html.Node) bool { return attr(n, "id") == "failures" })
-	if failures == nil || !strings.Contains(textOf(failures), "<script>alert(1)</script>") {
+	failures := domFind(dom, func(n *html.Node) bool { return domAttr(n, "id") == "failures" })
+	if failures == nil || !strings.Contains(domText(failures), "<script>alert(1)</script>") {
 		t.Errorf("#failures does not show the error as text")
 	}
-	if s := findElement(dom, func(n *html.Node) bool { return n.Data == "script" }); s != nil {
+	if s := domFind(dom, func(n *html.Node) bool { return n.Data == "script" }); s != nil {
 		t.Errorf("the variant's error became a <script> element")
 	}
 	for _, id := range []string{"failures", "variants", "changes", "skipped", "details"} {
-		if findElement(dom, func(n *html.Node) bool { return attr(n, "id") == id }) == nil {
+		if domFind(dom, func(n *html.Node) bool { return domAttr(n, "id") == id }) == nil {
 			t.Errorf("the DOM has no #%s section", id)
 		}
 	}
-	if ch := findElement(dom, func(n *html.Node) bool { return attr(n, "id") == "changes" }); ch != nil {
-		if got := len(findAll(ch, func(n *html.Node) bool { return n.Data == "li" })); got != 2 {
+	if ch := domFind(dom, func(n *html.Node) bool { return domAttr(n, "id") == "changes" }); ch != nil {
+		if got := len(domFindAll(ch, func(n *html.Node) bool { return n.Data == "li" })); got != 2 {
 			t.Errorf("#changes lists %d changes, want 2 (a new variant, a moved digest)", got)
 		}
 	}
-	if got := len(findAll(dom, func(n *html.Node) bool { return n.Data == "tr" && hasClass(n, "skip") })); got != len(r.Skipped) {
+	if got := len(domFindAll(dom, func(n *html.Node) bool { return n.Data == "tr" && domHasClass(n, "skip") })); got != len(r.Skipped) {
 		t.Errorf("%d skipped rows, want %d", got, len(r.Skipped))
 	}
 
@@ -142,7 +142,7 @@ func TestReportInBrowser(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != width || b.Dy() != height {
 		t.Errorf("screenshot is %dx%d, want %dx%d", b.Dx(), b.Dy(), width, height)
 	}
-	colours, badBG := countColours(img, color.RGBA{0xff, 0xeb, 0xe9, 0xff})
+	colours, badBG := countPNGColours(img, color.RGBA{0xff, 0xeb, 0xe9, 0xff})
 	if colours < 50 {
 		t.Errorf("screenshot has %d colours: nothing much was drawn", colours)
 	}
@@ -161,7 +161,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 }
 
-func countColours(img image.Image, want color.RGBA) (distinct, matching int) {
+func countPNGColours(img image.Image, want color.RGBA) (distinct, matching int) {
 	seen := map[color.RGBA]bool{}
 	b := img.Bounds()
 	for y := b.Min.Y; y < b.Max.Y; y++ {
@@ -176,7 +176,7 @@ func countColours(img image.Image, want color.RGBA) (distinct, matching int) {
 	return len(seen), matching
 }
 
-func attr(n *html.Node, key string) string {
+func domAttr(n *html.Node, key string) string {
 	for _, a := range n.Attr {
 		if a.Key == key {
 			return a.Val
@@ -185,11 +185,11 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
-func hasClass(n *html.Node, class string) bool {
-	return n.Type == html.ElementNode && strings.Contains(" "+attr(n, "class")+" ", " "+class+" ")
+func domHasClass(n *html.Node, class string) bool {
+	return n.Type == html.ElementNode && strings.Contains(" "+domAttr(n, "class")+" ", " "+class+" ")
 }
 
-func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+func domFindAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
 	var out []*html.Node
 	for c := range n.Descendants() {
 		if c.Type == html.ElementNode && match(c) {
@@ -199,14 +199,14 @@ func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
 	return out
 }
 
-func findElement(n *html.Node, match func(*html.Node) bool) *html.Node {
-	if all := findAll(n, match); len(all) > 0 {
+func domFind(n *html.Node, match func(*html.Node) bool) *html.Node {
+	if all := domFindAll(n, match); len(all) > 0 {
 		return all[0]
 	}
 	return nil
 }
 
-func textOf(n *html.Node) string {
+func domText(n *html.Node) string {
 	var b strings.Builder
 	for c := range n.Descendants() {
 		if c.Type == html.TextNode {

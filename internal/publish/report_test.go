@@ -20,7 +20,7 @@ import (
 
 const scriptErr = "build: pip install evil==1.0 | tee: <script>alert(1)</script>\nERROR: No matching distribution found for evil==1.0"
 
-func testVariant(name, cuda, torch, python string) Variant {
+func reportTestVariant(name, cuda, torch, python string) Variant {
 	return Variant{
 		Name:   name,
 		Tag:    "registry.example.com/ml/torch:" + name,
@@ -35,16 +35,16 @@ func testVariant(name, cuda, torch, python string) Variant {
 	}
 }
 
-// testReport is a night with one variant of each kind, and skipped
+// reportFixture is a night with one variant of each kind, and skipped
 // combinations.
-func testReport() *Report {
+func reportFixture() *Report {
 	start := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 	return &Report{
 		Repository: "registry.example.com/ml/torch",
 		Started:    start,
 		Finished:   start.Add(14*time.Minute + 32*time.Second),
 		Results: []Result{{
-			Variant: testVariant("2.7.1-cu128-py3.12", "12.8.1", "2.7.1", "3.12"),
+			Variant: reportTestVariant("2.7.1-cu128-py3.12", "12.8.1", "2.7.1", "3.12"),
 			Outcome: Published,
 			Digest:  "sha256:" + strings.Repeat("0123456789abcdef", 4),
 			Size:    3_435_973_837, Builder: "tcp://buildkit-0:1234",
@@ -52,12 +52,12 @@ func testReport() *Report {
 			Mirrors: []string{"mirror.example.com/ml/torch:2.7.1-cu128-py3.12"},
 			Tags:    []string{"2.7.1-cu128", "latest"},
 		}, {
-			Variant: testVariant("2.6.0-cu124-py3.11", "12.4.1", "2.6.0", "3.11"),
+			Variant: reportTestVariant("2.6.0-cu124-py3.11", "12.4.1", "2.6.0", "3.11"),
 			Outcome: Unchanged,
 			Digest:  "sha256:" + strings.Repeat("fedcba9876543210", 4),
 			Size:    3_000_000_000, Verdict: matrix.Pass,
 		}, {
-			Variant: testVariant("2.7.1-cu126-py3.11", "12.6.3", "2.7.1", "3.11"),
+			Variant: reportTestVariant("2.7.1-cu126-py3.11", "12.6.3", "2.7.1", "3.11"),
 			Outcome: Failed, Builder: "tcp://buildkit-1:1234", BuildTime: 7 * time.Second,
 			Error: scriptErr,
 		}},
@@ -70,7 +70,7 @@ func testReport() *Report {
 
 func TestWriteReportsRoundTrip(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "report")
-	r := testReport()
+	r := reportFixture()
 	if err := WriteReports(dir, r, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestReadReportErrors(t *testing.T) {
 }
 
 func TestDiffReports(t *testing.T) {
-	prev := testReport()
+	prev := reportFixture()
 	prev.Started = prev.Started.Add(-24 * time.Hour)
 	a, b, c := prev.Results[0], prev.Results[1], prev.Results[2]
 	moved := a
@@ -121,7 +121,7 @@ func TestDiffReports(t *testing.T) {
 	fixed.Outcome, fixed.Digest, fixed.Error = Published, "sha256:"+strings.Repeat("22", 32), ""
 	b2 := b
 	b2.Outcome, b2.Digest = Published, moved.Digest
-	d := Result{Variant: testVariant("2.8.0-cu128-py3.12", "12.8.1", "2.8.0", "3.12"), Outcome: Published}
+	d := Result{Variant: reportTestVariant("2.8.0-cu128-py3.12", "12.8.1", "2.8.0", "3.12"), Outcome: Published}
 	for _, tc := range []struct {
 		name string
 		cur  []Result
@@ -157,7 +157,7 @@ func TestDiffReports(t *testing.T) {
 	}
 }
 
-func renderString(t *testing.T, f func(io.Writer, *Report) error, r *Report) string {
+func renderReportString(t *testing.T, f func(io.Writer, *Report) error, r *Report) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := f(&b, r); err != nil {
@@ -167,21 +167,21 @@ func renderString(t *testing.T, f func(io.Writer, *Report) error, r *Report) str
 }
 
 func TestMarkdown(t *testing.T) {
-	withChanges := testReport()
-	prev := testReport()
+	withChanges := reportFixture()
+	prev := reportFixture()
 	prev.Started = prev.Started.Add(-24 * time.Hour)
 	prev.Results[0].Digest = "sha256:" + strings.Repeat("99", 32)
 	prev.Results = prev.Results[:2]
 	withChanges.Changes = DiffReports(prev, withChanges)
-	nothing := testReport()
-	nothing.Changes = DiffReports(testReport(), nothing)
+	nothing := reportFixture()
+	nothing.Changes = DiffReports(reportFixture(), nothing)
 	for _, tc := range []struct {
 		name    string
 		r       *Report
 		want    []string
 		notWant []string
 	}{
-		{"a night", testReport(), []string{
+		{"a night", reportFixture(), []string{
 			"## gpuimg publish: registry.example.com/ml/torch\n",
 			"**3 variants: 1 published, 1 unchanged, 1 failed; 2 combinations skipped** · started 2026-11-30 02:00 UTC, took 14m32s\n",
 			"### Failures\n\n- ❌ **2.7.1-cu126-py3.11**: build: pip install evil==1.0 | tee: &lt;script&gt;alert(1)&lt;/script&gt; ERROR: No matching distribution found for evil==1.0\n",
@@ -202,7 +202,7 @@ func TestMarkdown(t *testing.T) {
 			[]string{"**1 variant: 1 planned**", "| a\\_b\\*c\\|d (a\\_b\\*c\\|d) | 📝 planned |"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			md := renderString(t, writeReportMarkdown, tc.r)
+			md := renderReportString(t, writeReportMarkdown, tc.r)
 			for _, w := range tc.want {
 				if !strings.Contains(md, w) {
 					t.Errorf("report.md lacks %q:\n%s", w, md)
@@ -236,12 +236,12 @@ func TestMarkdownFitsStepSummary(t *testing.T) {
 	r := &Report{Repository: "registry.example.com/ml/torch"}
 	long := strings.Repeat("a very long error line ", 200)
 	for i := range 6000 {
-		v := testVariant(fmt.Sprintf("v%04d", i), "12.8.1", "2.7.1", "3.12")
+		v := reportTestVariant(fmt.Sprintf("v%04d", i), "12.8.1", "2.7.1", "3.12")
 		r.Results = append(r.Results, Result{Variant: v, Outcome: Failed, Error: long,
 			Mirrors: []string{strings.Repeat("m", 300), strings.Repeat("n", 300)}})
 		r.Skipped = append(r.Skipped, Skipped{Axes: v.Axes, Reason: long})
 	}
-	md := renderString(t, writeReportMarkdown, r)
+	md := renderReportString(t, writeReportMarkdown, r)
 	if len(md) > MarkdownLimit {
 		t.Fatalf("report.md is %d bytes, over GitHub's step summary limit %d", len(md), MarkdownLimit)
 	}
@@ -282,7 +282,7 @@ type junitDoc struct {
 }
 
 func TestJUnit(t *testing.T) {
-	planned := testReport()
+	planned := reportFixture()
 	for i := range planned.Results {
 		planned.Results[i] = Result{Variant: planned.Results[i].Variant, Outcome: Planned}
 	}
@@ -295,12 +295,12 @@ func TestJUnit(t *testing.T) {
 		failed                   string
 		wantOut                  string
 	}{
-		{"a night", testReport(), 3, 1, 0, "2.7.1-cu126-py3.11", "digest: sha256:0123"},
+		{"a night", reportFixture(), 3, 1, 0, "2.7.1-cu126-py3.11", "digest: sha256:0123"},
 		{"dry run", planned, 3, 0, 3, "", "outcome: planned"},
 		{"empty", &Report{Repository: "r.example/x"}, 0, 0, 0, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := renderString(t, writeReportJUnit, tc.r)
+			out := renderReportString(t, writeReportJUnit, tc.r)
 			var doc junitDoc
 			if err := xml.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatalf("junit.xml does not parse: %v\n%s", err, out)
@@ -353,10 +353,10 @@ func TestJUnit(t *testing.T) {
 }
 
 func TestHTMLEscapedAndSelfContained(t *testing.T) {
-	r := testReport()
+	r := reportFixture()
 	r.Repository = `registry.example.com/<b>ml</b>`
 	r.Results[0].Variant.Name = `x" onmouseover="alert(1)`
-	page := renderString(t, writeReportHTML, r)
+	page := renderReportString(t, writeReportHTML, r)
 	for _, bad := range []string{"<script", "<b>ml", `" onmouseover="`, "<link", "@import", "url(", "src="} {
 		if strings.Contains(page, bad) {
 			t.Errorf("report.html contains %q", bad)
@@ -393,7 +393,7 @@ func TestWriteReportsAtomic(t *testing.T) {
 	}
 	t.Run("render error writes nothing", func(t *testing.T) {
 		dir := seed(t)
-		r := testReport()
+		r := reportFixture()
 		err := writeReportFiles(dir, []reportFile{
 			{ReportJSON, func(w io.Writer) error { return writeReportJSON(w, r) }},
 			{ReportMarkdown, func(w io.Writer) error { return writeReportMarkdown(w, r) }},
@@ -422,7 +422,7 @@ func TestWriteReportsAtomic(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(dir, ReportHTML, "x"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		err := WriteReports(dir, testReport(), nil)
+		err := WriteReports(dir, reportFixture(), nil)
 		if err == nil || !strings.Contains(err.Error(), ReportHTML) {
 			t.Fatalf("err = %v, want an error naming report.html", err)
 		}
@@ -437,7 +437,7 @@ func TestWriteReportsAtomic(t *testing.T) {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := WriteReports(f, testReport(), nil)
+		err := WriteReports(f, reportFixture(), nil)
 		if err == nil || !strings.Contains(err.Error(), "--report-dir") {
 			t.Fatalf("err = %v, want an error saying to pass another --report-dir", err)
 		}
@@ -451,7 +451,7 @@ func TestWriteReportsAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.Chmod(dir, 0o755)
-		if err := WriteReports(dir, testReport(), nil); err == nil {
+		if err := WriteReports(dir, reportFixture(), nil); err == nil {
 			t.Fatal("no error writing into a read-only directory")
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, ReportJSON)); !bytes.Equal(b, old) {
@@ -461,7 +461,7 @@ func TestWriteReportsAtomic(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
-	r := testReport()
+	r := reportFixture()
 	var b bytes.Buffer
 	p := NewProgress(&b, 8)
 	p.Event(r.Results[0].Variant, "building on tcp://buildkit-0:1234")
@@ -486,14 +486,14 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-type failWriter struct{}
+type failingProgressWriter struct{}
 
-func (failWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
+func (failingProgressWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
 
 func TestProgressConcurrentAndErrors(t *testing.T) {
 	var b bytes.Buffer
 	var mu sync.Mutex
-	p := NewProgress(writerFunc(func(s []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return b.Write(s) }), 12)
+	p := NewProgress(progressWriterFunc(func(s []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return b.Write(s) }), 12)
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() { p.Done(Result{Variant: Variant{Name: fmt.Sprint(i)}, Outcome: Unchanged}) })
@@ -504,13 +504,13 @@ func TestProgressConcurrentAndErrors(t *testing.T) {
 			t.Errorf("no line [%2d/12]:\n%s", i, b.String())
 		}
 	}
-	q := NewProgress(failWriter{}, 1)
+	q := NewProgress(failingProgressWriter{}, 1)
 	q.Done(Result{Outcome: Failed})
 	if err := q.Err(); err == nil || !strings.Contains(err.Error(), "write progress: closed") {
 		t.Errorf("Err() = %v, want the write error", err)
 	}
 }
 
-type writerFunc func([]byte) (int, error)
+type progressWriterFunc func([]byte) (int, error)
 
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+func (f progressWriterFunc) Write(b []byte) (int, error) { return f(b) }
