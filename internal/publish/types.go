@@ -88,4 +88,43 @@ type Report struct {
 	Finished   time.Time `json:"finished"`
 	Results    []Result  `json:"results"`
 	Skipped    []Skipped `json:"skipped"`
+	// Changes is what changed since the previous run. WriteReports fills
+	// it in the files it writes when it is given the previous report
+	// (--since); it is informative and never read back for a diff.
+	Changes *Changes `json:"changes,omitempty"`
+}
+
+// ChangeKind says how a variant differs from the previous run.
+type ChangeKind string
+
+// Change kinds.
+const (
+	// ChangeAdded: a variant the previous run did not have.
+	ChangeAdded ChangeKind = "added"
+	// ChangeRemoved: a variant of the previous run this run does not have.
+	ChangeRemoved ChangeKind = "removed"
+	// ChangeDigest: the variant's image digest moved (From, To: digests).
+	ChangeDigest ChangeKind = "digest"
+	// ChangeOutcome: the variant's outcome changed (From, To: outcomes).
+	ChangeOutcome ChangeKind = "outcome"
+)
+
+// Change is one difference between a run and the previous one.
+type Change struct {
+	// Name is the variant's Name.
+	Name string     `json:"name"`
+	Kind ChangeKind `json:"kind"`
+	// From and To are the previous and the current value (a digest or an
+	// outcome); empty for added and removed variants.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// Changes is what changed between a previous run and this one.
+type Changes struct {
+	// Since is when the previous run started.
+	Since time.Time `json:"since"`
+	// List holds the changes: added, removed, then per variant in the
+	// current run's order a digest change and an outcome change.
+	List []Change `json:"list"`
 }

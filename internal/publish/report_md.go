@@ -1,0 +1,201 @@
+package publish
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuimg/gpuimg/internal/humanize"
+)
+
+// MarkdownLimit is the most report.md holds: GitHub Actions refuses a step
+// summary ($GITHUB_STEP_SUMMARY) over 1 MiB ("supports content up to a size
+// of 1024k"). A report that would be larger lists fewer rows and says how
+// many more are in report.html and report.json.
+const MarkdownLimit = 1 << 20
+
+// mdCellMax is the most runes of one value (an error, a list of mirrors)
+// in a Markdown cell or line; the full text is in report.html and
+// report.json.
+const mdCellMax = 400
+
+// mdLimits are how many entries of each list report.md shows.
+type mdLimits struct{ failures, rows, changes, skipped int }
+
+func writeReportMarkdown(w io.Writer, r *Report) error {
+	lim := mdLimits{len(r.Results), len(r.Results), 0, len(r.Skipped)}
+	if r.Changes != nil {
+		lim.changes = len(r.Changes.List)
+	}
+	for {
+		b := renderMarkdown(r, lim)
+		if len(b) <= MarkdownLimit || lim == (mdLimits{}) {
+			_, err := w.Write(b)
+			return err
+		}
+		lim = mdLimits{lim.failures / 2, lim.rows / 2, lim.changes / 2, lim.skipped / 2}
+	}
+}
+
+func renderMarkdown(r *Report, lim mdLimits) []byte {
+	var b bytes.Buffer
+	c := r.Counts()
+	fmt.Fprintf(&b, "## gpuimg publish: %s\n\n", mdText(r.Repository))
+	fmt.Fprintf(&b, "**%s**", mdText(c.Summary()))
+	if !r.Started.IsZero() {
+		fmt.Fprintf(&b, " · started %s", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+		if !r.Finished.IsZero() {
+			fmt.Fprintf(&b, ", took %s", r.Finished.Sub(r.Started).Round(time.Second))
+		}
+	}
+	b.WriteString("\n\n")
+
+	var failed []Result
+	for _, res := range r.Results {
+		if res.Outcome == Failed {
+			failed = append(failed, res)
+		}
+	}
+	if len(failed) > 0 {
+		b.WriteString("### Failures\n\n")
+		for i, res := range failed {
+			if i == lim.failures {
+				mdMore(&b, len(failed)-i, "failure")
+				break
+			}
+			fmt.Fprintf(&b, "- ❌ **%s**: %s\n", mdText(res.Variant.Name), mdText(mdClip(res.Error)))
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Results) > 0 {
+		b.WriteString("### Variants\n\n")
+		b.WriteString("| Variant | Outcome | Digest | Size | Build | Cached steps | Verdict | Mirrors, tags |\n")
+		b.WriteString("| --- | --- | --- | --: | --: | --: | --- | --- |\n")
+		rows := failuresFirst(r.Results)
+		for i, res := range rows {
+			if i == lim.rows {
+				b.WriteString("\n")
+				mdMore(&b, len(rows)-i, "variant")
+				break
+			}
+			size := ""
+			if res.Size > 0 {
+				size = humanize.Bytes(res.Size)
+			}
+			digest := ""
+			if res.Digest != "" {
+				digest = "`" + reportShortDigest(res.Digest) + "`"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				mdCell(res.Variant.Name+" ("+VariantLabel(res.Variant)+")"), mdOutcome(res.Outcome), digest, size,
+				reportDuration(res.BuildTime), cacheReuse(res), mdCell(string(res.Verdict)),
+				mdCell(mdClip(strings.Join(append(slices.Clone(res.Mirrors), res.Tags...), ", "))))
+		}
+		b.WriteString("\n")
+	}
+
+	if r.Changes != nil {
+		b.WriteString("### Changes since the previous run")
+		if !r.Changes.Since.IsZero() {
+			fmt.Fprintf(&b, " (%s)", r.Changes.Since.UTC().Format("2006-01-02 15:04 MST"))
+		}
+		b.WriteString("\n\n")
+		if len(r.Changes.List) == 0 {
+			b.WriteString("Nothing changed.\n")
+		}
+		for i, ch := range r.Changes.List {
+			if i == lim.changes {
+				mdMore(&b, len(r.Changes.List)-i, "change")
+				break
+			}
+			fmt.Fprintf(&b, "- %s\n", mdText(changeText(ch)))
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(&b, "<details><summary>%s skipped</summary>\n\n", reportPlural(len(r.Skipped), "combination"))
+		b.WriteString("| Combination | Reason |\n| --- | --- |\n")
+		for i, s := range r.Skipped {
+			if i == lim.skipped {
+				b.WriteString("\n")
+				mdMore(&b, len(r.Skipped)-i, "combination")
+				break
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(reportAxes(s.Axes)), mdCell(mdClip(s.Reason)))
+		}
+		b.WriteString("\n</details>\n")
+	}
+	return b.Bytes()
+}
+
+func mdMore(b *bytes.Buffer, n int, what string) {
+	fmt.Fprintf(b, "_…and %s more: see report.html or report.json._\n", reportPlural(n, what))
+}
+
+func mdOutcome(o Outcome) string {
+	switch o {
+	case Published:
+		return "✅ published"
+	case Unchanged:
+		return "⏸️ unchanged"
+	case Failed:
+		return "❌ failed"
+	case Planned:
+		return "📝 planned"
+	}
+	return mdCell(string(o))
+}
+
+// changeText says one change in words.
+func changeText(c Change) string {
+	switch c.Kind {
+	case ChangeAdded:
+		return c.Name + ": new variant"
+	case ChangeRemoved:
+		return c.Name + ": removed (no longer in the matrix)"
+	case ChangeDigest:
+		return fmt.Sprintf("%s: digest %s → %s", c.Name, reportShortDigest(c.From), reportShortDigest(c.To))
+	case ChangeOutcome:
+		return fmt.Sprintf("%s: %s → %s", c.Name, c.From, c.To)
+	}
+	return fmt.Sprintf("%s: %s %s → %s", c.Name, c.Kind, c.From, c.To)
+}
+
+// reportAxes is "cuda=12.8 python=3.12 torch=2.6" (keys sorted).
+func reportAxes(axes map[string]string) string {
+	keys := make([]string, 0, len(axes))
+	for k := range axes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + axes[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+// mdClip shortens s to mdCellMax runes.
+func mdClip(s string) string {
+	if r := []rune(s); len(r) > mdCellMax {
+		return string(r[:mdCellMax]) + "…"
+	}
+	return s
+}
+
+// mdText makes s safe as Markdown text on one line: HTML and Markdown
+// syntax are shown, not interpreted, and newlines become spaces.
+var mdText = strings.NewReplacer(
+	"&", "&amp;", "<", "&lt;", ">", "&gt;",
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"\r\n", " ", "\n", " ", "\r", " ").Replace
+
+// mdCell is mdText that also keeps a table cell's pipes.
+func mdCell(s string) string {
+	return strings.ReplaceAll(mdText(s), "|", `\|`)
+}
