@@ -31,7 +31,7 @@ type importRule struct {
 // non-test code: tests may use internal/testenv, for example.
 var importRules = []importRule{
 	{
-		from: []string{"matrix/...", "builder/...", "validate/...", "images/...", "internal/humanize/..."},
+		from: []string{"matrix/...", "builder/...", "validate/...", "images/...", "internal/humanize/...", "internal/publish/..."},
 		deny: []string{"github.com/spf13/cobra/...", "github.com/spf13/pflag/...", "internal/cli/...", "internal/testenv/...", "cmd/..."},
 		why:  "library packages never depend on the CLI or the test environment",
 	},

@@ -19,7 +19,7 @@ var reportHTMLText string
 // fetched from elsewhere; html/template escapes every value.
 var reportHTML = template.Must(template.New("report.html").Funcs(template.FuncMap{
 	"short":      reportShortDigest,
-	"bytes":      func(n int64) string { return humanize.Bytes(n) },
+	"bytes":      humanize.Bytes,
 	"duration":   reportDuration,
 	"cache":      cacheReuse,
 	"label":      VariantLabel,

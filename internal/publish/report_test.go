@@ -216,7 +216,7 @@ func TestMarkdown(t *testing.T) {
 			// Every row of a table has as many cells as its header: pipes in
 			// values are escaped.
 			cells := 0
-			for _, line := range strings.Split(md, "\n") {
+			for line := range strings.SplitSeq(md, "\n") {
 				if !strings.HasPrefix(line, "|") {
 					cells = 0
 					continue
@@ -398,8 +398,8 @@ func TestWriteReportsAtomic(t *testing.T) {
 			{ReportJSON, func(w io.Writer) error { return writeReportJSON(w, r) }},
 			{ReportMarkdown, func(w io.Writer) error { return writeReportMarkdown(w, r) }},
 			{ReportHTML, func(w io.Writer) error {
-				io.WriteString(w, "<html>half")
-				return errors.New("injected")
+				_, err := io.WriteString(w, "<html>half")
+				return errors.Join(errors.New("injected"), err)
 			}},
 		})
 		if err == nil || !strings.Contains(err.Error(), "render report.html: injected") {
@@ -450,7 +450,11 @@ func TestWriteReportsAtomic(t *testing.T) {
 		if err := os.Chmod(dir, 0o555); err != nil {
 			t.Fatal(err)
 		}
-		defer os.Chmod(dir, 0o755)
+		t.Cleanup(func() {
+			if err := os.Chmod(dir, 0o755); err != nil {
+				t.Error(err)
+			}
+		})
 		if err := WriteReports(dir, reportFixture(), nil); err == nil {
 			t.Fatal("no error writing into a read-only directory")
 		}
