@@ -23,7 +23,7 @@ bin/golangci-lint: tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o ../bin/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 test: lint tools ## lint, unit and integration tests (real buildkitd and registry), a short fuzz run
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 # The shipped binary is cgo-free: load the real NVML without cgo too.
 	CGO_ENABLED=0 $(GO) test -count=1 -run='^TestProbe(RealNVML|WithoutDriver)' ./validate
 	$(GO) test -run='^$$' -fuzz=FuzzParseConstraint -fuzztime=10s ./matrix
