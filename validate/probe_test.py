@@ -8,6 +8,7 @@ Without torch the torch tests are skipped, unless GPUIMG_REQUIRE_TORCH=1
 (set by the Go test, which installs it) turns a missing torch into a failure.
 """
 
+import importlib
 import io
 import json
 import os
@@ -85,7 +86,7 @@ class Main(unittest.TestCase):
     def test_always_prints_json(self):
         rc, out = run_main("--budget", "1")
         self.assertEqual(rc, 0)
-        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "step", "complete"})
+        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "conditions", "env", "step", "complete"})
         for c in out["checks"]:
             self.assertIn(c["status"], ("pass", "warn", "fail"))
 
@@ -97,11 +98,100 @@ class Main(unittest.TestCase):
 
         probe.probe_torch = broken
         try:
-            rc, out = run_main()
+            rc, out = run_main("--framework", "torch")
         finally:
             probe.probe_torch = real
         self.assertEqual(rc, 0)
         self.assertEqual(out["checks"], [{"name": "probe", "status": "fail", "message": "the probe itself failed: RuntimeError('boom')"}])
+
+
+def write_module(d, name, source):
+    os.makedirs(os.path.join(d, name), exist_ok=True)
+    with open(os.path.join(d, name, "__init__.py"), "w") as f:
+        f.write(source)
+
+
+# A stand-in jax that records, at import, the process it runs in, whether
+# torch was imported there before it, and its environment; it sees no GPU.
+SPY_JAX = """
+import json, os, sys
+__version__ = "0.0-spy"
+with open(os.environ["SPY_OUT"], "w") as f:
+    json.dump({"pid": os.getpid(), "torch": "torch" in sys.modules, "tensorflow": "tensorflow" in sys.modules,
+               "prealloc": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")}, f)
+def devices():
+    return []
+"""
+
+
+class Isolation(unittest.TestCase):
+    """Each framework runs in its own child process: JAX's and TensorFlow's
+    memory preallocation and their cuDNN never meet torch's."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.spy = os.path.join(self.dir, "spy.json")
+        self.env = mock.patch.dict(os.environ, {"PYTHONPATH": self.dir, "SPY_OUT": self.spy, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"})
+        self.env.start()
+        os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
+        # The parent finds the installed frameworks on its own path.
+        sys.path.insert(0, self.dir)
+        importlib.invalidate_caches()
+
+    def tearDown(self):
+        sys.path.remove(self.dir)
+        self.env.stop()
+
+    def test_each_framework_in_its_own_process(self):
+        write_module(self.dir, "jax", SPY_JAX)
+        write_module(self.dir, "tensorflow", "import os\nos.kill(os.getpid(), 11)\n")
+        _, out = run_main()
+        with open(self.spy) as f:
+            spy = json.load(f)
+        self.assertNotEqual(spy["pid"], os.getpid())
+        self.assertFalse(spy["torch"], "torch was imported in JAX's process")
+        self.assertFalse(spy["tensorflow"])
+        self.assertEqual(spy["prealloc"], "false")
+        # TensorFlow's crash (SIGSEGV at import) is its own failed check;
+        # JAX after it still ran and said it sees no GPU.
+        checks = {c["name"]: c for c in out["checks"]}
+        self.assertEqual(checks["probe/tensorflow"]["status"], "fail")
+        self.assertIn("the tensorflow probe crashed (signal 11)", checks["probe/tensorflow"]["message"])
+        self.assertEqual(checks["jax/cuda"]["status"], "fail")
+        self.assertEqual(out["frameworks"]["jax"]["version"], "0.0-spy")
+        if torch is not None:
+            self.assertEqual(out["frameworks"]["torch"]["version"], torch.__version__)
+        self.assertEqual(out["env"], {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"})
+
+    def test_a_hung_child_keeps_its_results(self):
+        write_module(self.dir, "tensorflow", """
+import time, types
+__version__ = "2.18.0"
+sysconfig = types.SimpleNamespace(get_build_info=lambda: {"cuda_version": "12.5", "cudnn_version": "9"})
+test = types.SimpleNamespace(is_built_with_cuda=lambda: True)
+config = types.SimpleNamespace(list_physical_devices=lambda kind: time.sleep(60))
+""")
+        out = {"frameworks": {}, "checks": [probe.check("earlier", "pass", "")], "bench": {}, "conditions": {}}
+        steps = []
+        start = time.monotonic()
+        probe.run_child("tensorflow", ["--budget", "1"], 3, out, steps.append)
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(steps, ["tensorflow/import"])
+        self.assertEqual(out["frameworks"]["tensorflow"]["version"], "2.18.0")
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("earlier", "pass"), ("probe/tensorflow", "fail")])
+        self.assertIn("did not finish within 3 s; results up to tensorflow/import are kept", out["checks"][1]["message"])
+
+    def test_a_child_that_dies_after_its_result_is_a_warning(self):
+        write_module(self.dir, "jax", "import atexit, os\n__version__ = '0.1'\natexit.register(lambda: os._exit(3))\ndef devices():\n    return []\n")
+        out = {"frameworks": {}, "checks": [], "bench": {}, "conditions": {}}
+        probe.run_child("jax", [], 60, out, lambda step: None)
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("jax/cuda", "fail"), ("probe/jax", "warn")])
+        self.assertIn("exited with status 3 after printing its complete result", out["checks"][1]["message"])
+
+    def test_error_line(self):
+        stderr = "Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: CUDA error: out of memory\n/x.py:46: UserWarning: TF32\n  self.setter(val)\n"
+        self.assertEqual(probe.error_line(stderr), "RuntimeError: CUDA error: out of memory")
+        self.assertEqual(probe.error_line(""), "")
 
 
 def fake_module(name, **attrs):
