@@ -276,7 +276,7 @@ RESNET50_PRECISION = "bf16 autocast"
 def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, min_time=1.0, warmup=3, conditions=None):
     """ResNet-50 training steps (SGD, bf16 autocast, channels-last,
     cudnn.benchmark on) on synthetic images, in images/s. A batch that does
-    not fit is halved (down to 16); the batch used and the precision are
+    not fit is halved (down to 8); the batch used and the precision are
     recorded in conditions beside the figure."""
     if time.monotonic() > deadline:
         checks.append(check("bench/resnet50", "warn", "skipped: the time budget ran out"))
@@ -299,7 +299,7 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, mi
                 t = resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup)
                 break
             except Exception as e:  # noqa: BLE001
-                if not out_of_memory(e) or batch <= 16:
+                if not out_of_memory(e) or batch <= 8:
                     raise
                 batch //= 2
                 if dev.type == "cuda":

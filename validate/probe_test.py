@@ -347,6 +347,75 @@ class TorchOnCPU(unittest.TestCase):
         self.assertEqual(checks, [])
         self.assertGreater(results["resnet50_images_per_s"], 0)
 
+    def test_bench_resnet50_records_its_conditions(self):
+        try:
+            import torchvision  # noqa: F401
+        except ImportError:
+            if REQUIRE_TORCH:
+                raise
+            self.skipTest("torchvision is not installed")
+        seen = []
+        real = probe.resnet50_step_time
+
+        def small(torch_, tv, dev, batch, size, min_time, warmup):
+            # cudnn.benchmark is on while it runs; a batch over 8 does not fit.
+            seen.append((batch, torch.backends.cudnn.benchmark))
+            if batch > 8:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return real(torch_, tv, dev, batch, size, min_time, warmup)
+
+        results, checks, conditions = {}, [], {}
+        torch.backends.cudnn.benchmark = False
+        with mock.patch.object(probe, "resnet50_step_time", small):
+            probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=32, size=32, min_time=0.01, warmup=1, conditions=conditions)
+        self.assertEqual(checks, [])
+        self.assertEqual(seen, [(32, True), (16, True), (8, True)])
+        self.assertFalse(torch.backends.cudnn.benchmark)  # restored
+        self.assertGreater(results["resnet50_images_per_s"], 0)
+        c = conditions["resnet50_images_per_s"]
+        self.assertEqual((c["batch"], c["precision"], c["cudnn_benchmark"], c["image_size"]), (8, "bf16 autocast", True, 32))
+        # Another error than memory is a crash, not a smaller batch.
+        results, checks = {}, []
+        with mock.patch.object(probe, "resnet50_step_time", mock.Mock(side_effect=RuntimeError("CUDA error: illegal address"))):
+            probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=16)
+        self.assertEqual([(c["name"], c["status"]) for c in checks], [("bench/resnet50", "fail")])
+
+    def test_resnet50_batch_fits_the_card(self):
+        for gib, want in ((141, 256), (80, 256), (40, 256), (24, 128), (16, 128), (12, 64), (0, 64)):
+            self.assertEqual(probe.resnet50_batch(gib * probe.GiB), want, gib)
+
+    def test_bench_allreduce_bus_bandwidth(self):
+        calls = []
+
+        def cpu_all_reduce(ts):  # the sum NCCL computes, on CPU tensors
+            calls.append(len(ts))
+            s = sum(ts)
+            for t in ts:
+                t.copy_(s)
+
+        for n, factor in ((2, 1.0), (4, 1.5), (8, 1.75)):
+            results, checks, conditions = {}, [], {}
+            probe.bench_allreduce(torch, [self.cpu] * n, self.far, results, checks, conditions, nbytes=1 << 16, all_reduce=cpu_all_reduce, min_time=0.01)
+            self.assertEqual(checks, [])
+            self.assertAlmostEqual(results["nccl_allreduce_busbw_gbs"] / results["nccl_allreduce_algbw_gbs"], factor)
+            self.assertEqual(conditions["nccl_allreduce_busbw_gbs"], {"gpus": n, "message_bytes": 1 << 16, "dtype": "float32"})
+            self.assertEqual(calls[-1], n)
+        # The default message is 256 MB: bandwidth-bound, as nccl-tests measures it.
+        self.assertEqual(probe.bench_allreduce.__defaults__[1], 256 << 20)
+        results, checks = {}, []
+        probe.bench_allreduce(torch, [self.cpu] * 2, time.monotonic() - 1, results, checks)
+        self.assertEqual((results, [c["status"] for c in checks]), ({}, ["warn"]))
+        probe.bench_allreduce(torch, [self.cpu] * 2, self.far, results, checks, nbytes=1 << 10, all_reduce=mock.Mock(side_effect=RuntimeError("NCCL error: unhandled system error")))
+        self.assertEqual(checks[-1]["status"], "fail")
+        self.assertIn("NCCL error", checks[-1]["message"])
+
+    def test_device_info_uuid(self):
+        props = types.SimpleNamespace(name="NVIDIA H200", total_memory=141 * probe.GiB, uuid="ffc79498-8ff3-c2dc-3b0d-fafd804516ae")
+        fake = types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=lambda i: props))
+        self.assertEqual(probe.device_info(fake, 0), {"index": 0, "name": "NVIDIA H200", "uuid": "ffc79498-8ff3-c2dc-3b0d-fafd804516ae", "total_memory": 141 * probe.GiB})
+        del props.uuid  # torch before 2.4
+        self.assertIsNone(probe.device_info(fake, 0)["uuid"])
+
     def test_timed_grows_the_batch_to_the_minimum_time(self):
         calls = []
         t = probe.timed(lambda: calls.append(time.sleep(0.002)), probe.no_sync, min_time=0.02, repeats=2, warmup=1)
