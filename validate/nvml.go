@@ -36,6 +36,9 @@ type GPUInfo struct {
 	// do: what the host-transfer benchmarks are judged against.
 	PCIeMaxGen   int `json:"pcie_max_gen,omitempty"`
 	PCIeMaxWidth int `json:"pcie_max_width,omitempty"`
+	// Error says why NVML could not open this GPU (lost, blocked by
+	// cgroups); the other fields are then empty but for Index.
+	Error string `json:"error,omitempty"`
 }
 
 // DriverInfo is the host's NVIDIA driver.
@@ -170,11 +173,20 @@ func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
 	if n == 0 {
 		return d, nil, fmt.Errorf("%w: the driver %s sees no GPU", ErrNoDriver, d.Version)
 	}
+	return d, l.devices(n), nil
+}
+
+// devices reads GPUs 0 to n-1. A GPU NVML cannot open (lost, blocked by
+// cgroups, no permission) is kept with its Error, and the others are
+// still read.
+func (l *nvmlLib) devices(n uint32) []GPUInfo {
+	buf := make([]byte, 96)
 	var gpus []GPUInfo
 	for i := range n {
 		var h uintptr
 		if rc := l.deviceByIndex(i, &h); rc != nvmlSuccess {
-			return d, gpus, fmt.Errorf("GPU %d: %s", i, l.errorString(rc))
+			gpus = append(gpus, GPUInfo{Index: int(i), Error: fmt.Sprintf("NVML cannot open it: %s (%d)%s", l.errorString(rc), rc, nvmlHint(rc))})
+			continue
 		}
 		g := GPUInfo{Index: int(i), MIG: "unsupported"}
 		if rc := l.deviceName(h, &buf[0], uint32(len(buf))); rc == nvmlSuccess {
@@ -211,5 +223,5 @@ func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
 		}
 		gpus = append(gpus, g)
 	}
-	return d, gpus, nil
+	return gpus
 }

@@ -144,7 +144,7 @@ func TestJudgeBench(t *testing.T) {
 		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 	}
 	bench := map[string]float64{"gemm_bf16_tflops": 600, "memory_bandwidth_gbs": 2000, "resnet50_images_per_s": 3000}
-	judgeBench(ProbeOptions{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, add)
+	judgeBench(ProbeOptions{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
 	st := map[string]Status{}
 	for _, c := range got {
 		st[c.Name] = c.Status
@@ -153,25 +153,25 @@ func TestJudgeBench(t *testing.T) {
 		t.Errorf("judged %+v", got)
 	}
 	got = nil
-	judgeBench(ProbeOptions{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, add)
+	judgeBench(ProbeOptions{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
 	if got[0].Status != matrix.Fail {
 		t.Errorf("--min-efficiency gemm_bf16=0.7: %+v", got)
 	}
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, add)
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, nil, add)
 	if len(got) != 1 || got[0].Status != matrix.Warn {
 		t.Errorf("unknown GPU: %+v", got)
 	}
 	// Under MIG the figures are a slice's: not judged against the card.
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, add)
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, nil, add)
 	if len(got) != 1 || got[0].Status != matrix.Warn || !strings.Contains(got[0].Message, "MIG is enabled") {
 		t.Errorf("MIG: %+v", got)
 	}
 	// Host copies are judged against the PCIe link (gen5 x16: 63.0 GB/s a
 	// direction), also on a card the matrix does not know.
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, add)
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, nil, add)
 	st = map[string]Status{}
 	for _, c := range got {
 		st[c.Name] = c.Status
@@ -354,6 +354,13 @@ func TestGPUFixtures(t *testing.T) {
 				t.Fatalf("incomplete result: driver %+v, %d GPUs, python %v", res.Driver, len(res.GPUs), res.Python != nil)
 			}
 			g := res.GPUs[0]
+			if res.Python.Device != nil && res.Python.Device.UUID != "" {
+				for _, x := range res.GPUs {
+					if sameUUID(x.UUID, res.Python.Device.UUID) {
+						g = x
+					}
+				}
+			}
 			if _, ok := gpuRow(db, g.Name); !ok {
 				t.Errorf("the matrix does not know %q", g.Name)
 			}
@@ -361,7 +368,7 @@ func TestGPUFixtures(t *testing.T) {
 				t.Errorf("GPU fields %+v", g)
 			}
 			var judged []Check
-			judgeBench(ProbeOptions{DB: db, Bench: true}, g, res.Python.Bench, func(name string, st Status, format string, args ...any) {
+			judgePyBench(ProbeOptions{DB: db, Bench: true}, res.GPUs, res.Python, func(name string, st Status, format string, args ...any) {
 				judged = append(judged, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 			})
 			if len(judged) < 4 {
