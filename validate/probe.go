@@ -183,6 +183,11 @@ func checkGPUs(drv *DriverInfo, gpus []GPUInfo, add func(string, Status, string,
 		}
 		names = append(names, g.Name+" ("+g.Arch+")")
 	}
+	for _, g := range gpus {
+		if g.Error == "" {
+			checkHealth(g, add)
+		}
+	}
 	st := matrix.Pass
 	if len(names) == 0 {
 		st = matrix.Fail
@@ -192,6 +197,40 @@ func checkGPUs(drv *DriverInfo, gpus []GPUInfo, add func(string, Status, string,
 		count += " of " + strconv.Itoa(len(gpus))
 	}
 	add("nvidia-driver", st, "driver %s (CUDA %s), %s GPU(s): %s", drv.Version, drv.CUDAVersion, count, strings.Join(names, ", "))
+}
+
+// checkHealth judges what NVML says of one GPU's condition: a power limit
+// below the default, uncorrected memory errors and row remapping, clocks
+// held down by heat or hardware. Nothing NVML did not answer is judged.
+func checkHealth(g GPUInfo, add func(string, Status, string, ...any)) {
+	name := fmt.Sprintf("gpu%d/", g.Index)
+	if h := g.Health; h.PowerLimitW > 0 && h.DefaultPowerLimitW > 0 {
+		if h.PowerLimitW < 0.95*h.DefaultPowerLimitW {
+			add(name+"power", matrix.Warn, "power limit %.0f W is below the default %.0f W: the card is capped and its figures fall short (nvidia-smi -q -d POWER)", h.PowerLimitW, h.DefaultPowerLimitW)
+		} else {
+			add(name+"power", matrix.Pass, "power limit %.0f W (default %.0f W)", h.PowerLimitW, h.DefaultPowerLimitW)
+		}
+	}
+	h := g.Health
+	switch {
+	case h.UncorrectedECC != nil && *h.UncorrectedECC > 0:
+		add(name+"memory", matrix.Fail, "%d uncorrected ECC memory errors since the driver loaded: the card's memory is failing (nvidia-smi -q -d ECC)", *h.UncorrectedECC)
+	case h.RemapFailed:
+		add(name+"memory", matrix.Fail, "a memory row remapping failed: the card needs service (nvidia-smi -q -d ROW_REMAPPER)")
+	case h.RemapPending:
+		add(name+"memory", matrix.Warn, "a memory row remapping is pending: it takes effect after a GPU reset")
+	case h.ECC == "enabled":
+		add(name+"memory", matrix.Pass, "ECC enabled, no uncorrected errors, no row remapping pending")
+	}
+	var hot []string
+	for _, e := range h.ClockEvents {
+		if strings.Contains(e, "thermal") || strings.HasPrefix(e, "hardware") {
+			hot = append(hot, e)
+		}
+	}
+	if len(hot) > 0 {
+		add(name+"clocks", matrix.Warn, "clocks held down when probed: %s (SM %d of %d MHz)", strings.Join(hot, ", "), h.SMClockMHz, h.MaxSMClockMHz)
+	}
 }
 
 func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, ...any)) {

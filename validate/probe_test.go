@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -257,6 +258,13 @@ func realNVML(t *testing.T, lib string) {
 	l, err := loadNVML([]string{lib})
 	if err != nil {
 		t.Fatalf("load the real NVML: %v", err)
+	}
+	// The health reads are optional (nil when the library lacks one):
+	// driver 535's library has them all, so a misspelt name shows here.
+	for name, fn := range l.healthSymbols() {
+		if reflect.ValueOf(fn).Elem().IsNil() {
+			t.Errorf("%s is not in the real libnvidia-ml", name)
+		}
 	}
 	if got := l.errorString(18); !strings.Contains(strings.ToLower(got), "mismatch") {
 		t.Errorf("nvmlErrorString(18) = %q", got)
@@ -582,16 +590,42 @@ func fakeNVML(gpus []GPUInfo) *nvmlLib {
 		devicePCIeWidth:      u32(func(g GPUInfo) int { return g.PCIeWidth }),
 		devicePCIeMaxGen:     u32(func(g GPUInfo) int { return g.PCIeMaxGen }),
 		devicePCIeMaxWidth:   u32(func(g GPUInfo) int { return g.PCIeMaxWidth }),
+		powerLimit:           u32(func(g GPUInfo) int { return int(g.PowerLimitW * 1000) }),
+		powerDefaultLimit:    u32(func(g GPUInfo) int { return int(g.DefaultPowerLimitW * 1000) }),
+		eccMode: func(h uintptr, cur, pend *uint32) int32 {
+			if get(h).ECC == "" {
+				return 3 // NOT_SUPPORTED
+			}
+			*cur = map[string]uint32{"enabled": 1}[get(h).ECC]
+			return nvmlSuccess
+		},
+		eccErrors: func(h uintptr, typ, counter uint32, n *uint64) int32 {
+			if typ != 1 || counter != 0 {
+				return 2 // INVALID_ARGUMENT: only uncorrected, volatile is asked
+			}
+			*n = *get(h).UncorrectedECC
+			return nvmlSuccess
+		},
+		remappedRows: func(h uintptr, corr, unc, pending, failed *uint32) int32 {
+			*pending = map[bool]uint32{true: 1}[get(h).RemapPending]
+			return nvmlSuccess
+		},
+		clockEvents: func(h uintptr, mask *uint64) int32 {
+			*mask = 0x1 | 0x40 // idle and hardware thermal slowdown
+			return nvmlSuccess
+		},
 	}
 }
 
 // TestNVMLLostGPU: one GPU NVML cannot open is a failed check of its own;
 // the GPUs after it are still read and reported.
 func TestNVMLLostGPU(t *testing.T) {
+	errs := uint64(2)
 	l := fakeNVML([]GPUInfo{
-		{Name: "NVIDIA H200", UUID: "GPU-a", MemoryBytes: 1 << 30, PCIeGen: 5, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16},
+		{Name: "NVIDIA H200", UUID: "GPU-a", MemoryBytes: 1 << 30, PCIeGen: 5, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16,
+			Health: Health{PowerLimitW: 700, DefaultPowerLimitW: 700, ECC: "enabled", UncorrectedECC: new(uint64)}},
 		{Error: "lost"},
-		{Name: "NVIDIA H200", UUID: "GPU-c"},
+		{Name: "NVIDIA H200", UUID: "GPU-c", Health: Health{PowerLimitW: 400, DefaultPowerLimitW: 700, ECC: "enabled", UncorrectedECC: &errs}},
 	})
 	gpus := l.devices(3)
 	if len(gpus) != 3 || gpus[0].Name != "NVIDIA H200" || gpus[0].Arch != "sm_90" || gpus[0].PCIeMaxWidth != 16 || gpus[0].MIG != "unsupported" || gpus[2].UUID != "GPU-c" {
@@ -604,9 +638,33 @@ func TestNVMLLostGPU(t *testing.T) {
 	checkGPUs(&DriverInfo{Version: "580.95.05", CUDAVersion: "13.0"}, gpus, func(name string, st Status, format string, args ...any) {
 		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 	})
-	if len(got) != 2 || got[0].Name != "nvidia-driver/gpu1" || got[0].Status != matrix.Fail || !strings.Contains(got[0].Message, "GPU 1: NVML cannot open it") ||
-		got[1].Name != "nvidia-driver" || got[1].Status != matrix.Pass || got[1].Message != "driver 580.95.05 (CUDA 13.0), 2 of 3 GPU(s): NVIDIA H200 (sm_90), NVIDIA H200 (sm_90)" {
-		t.Errorf("checks %+v", got)
+	byName := map[string]Check{}
+	for _, c := range got {
+		byName[c.Name] = c
+	}
+	if c := byName["nvidia-driver/gpu1"]; c.Status != matrix.Fail || !strings.Contains(c.Message, "GPU 1: NVML cannot open it") {
+		t.Errorf("lost GPU's check %+v", c)
+	}
+	if c := byName["nvidia-driver"]; c.Status != matrix.Pass || c.Message != "driver 580.95.05 (CUDA 13.0), 2 of 3 GPU(s): NVIDIA H200 (sm_90), NVIDIA H200 (sm_90)" {
+		t.Errorf("driver check %+v", c)
+	}
+	// NVML's health reads, judged per GPU.
+	for name, want := range map[string]struct {
+		st  Status
+		msg string
+	}{
+		"gpu0/power":  {matrix.Pass, "power limit 700 W (default 700 W)"},
+		"gpu0/memory": {matrix.Pass, "ECC enabled, no uncorrected errors"},
+		"gpu0/clocks": {matrix.Warn, "clocks held down when probed: hardware thermal slowdown"},
+		"gpu2/power":  {matrix.Warn, "power limit 400 W is below the default 700 W"},
+		"gpu2/memory": {matrix.Fail, "2 uncorrected ECC memory errors"},
+	} {
+		if c := byName[name]; c.Status != want.st || !strings.Contains(c.Message, want.msg) {
+			t.Errorf("%s = %+v, want %s %q", name, c, want.st, want.msg)
+		}
+	}
+	if g := gpus[0].Health; g.PowerLimitW != 700 || g.ECC != "enabled" || g.UncorrectedECC == nil || strings.Join(g.ClockEvents, ",") != "hardware thermal slowdown" {
+		t.Errorf("health read %+v", g)
 	}
 	if matrix.Verdict(got) != matrix.Fail {
 		t.Errorf("verdict %s", matrix.Verdict(got))
