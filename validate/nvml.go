@@ -36,6 +36,34 @@ type GPUInfo struct {
 	// do: what the host-transfer benchmarks are judged against.
 	PCIeMaxGen   int `json:"pcie_max_gen,omitempty"`
 	PCIeMaxWidth int `json:"pcie_max_width,omitempty"`
+	// Error says why NVML could not open this GPU (lost, blocked by
+	// cgroups); the other fields are then empty but for Index.
+	Error string `json:"error,omitempty"`
+	Health
+}
+
+// Health is what NVML says of a GPU's condition: power, clocks, memory
+// errors, persistence. A field NVML does not answer for this GPU (a
+// GeForce card has no ECC, a vGPU hides the power limit) stays zero.
+type Health struct {
+	PowerLimitW        float64 `json:"power_limit_w,omitempty"`         // enforced now
+	DefaultPowerLimitW float64 `json:"default_power_limit_w,omitempty"` // the card's default
+	SMClockMHz         int     `json:"sm_clock_mhz,omitempty"`          // when probed (drops when idle)
+	MaxSMClockMHz      int     `json:"max_sm_clock_mhz,omitempty"`
+	MemClockMHz        int     `json:"mem_clock_mhz,omitempty"`
+	MaxMemClockMHz     int     `json:"max_mem_clock_mhz,omitempty"`
+	ECC                string  `json:"ecc,omitempty"` // enabled, disabled
+	// UncorrectedECC counts uncorrected memory errors since the driver
+	// loaded (volatile); nil when NVML does not count them.
+	UncorrectedECC *uint64 `json:"ecc_uncorrected_volatile,omitempty"`
+	// RemapPending: a row remapping waits for a GPU reset; RemapFailed: a
+	// remapping failed and the card needs service.
+	RemapPending bool   `json:"row_remap_pending,omitempty"`
+	RemapFailed  bool   `json:"row_remap_failed,omitempty"`
+	Persistence  string `json:"persistence,omitempty"` // enabled, disabled
+	// ClockEvents are the reasons NVML gave for holding clocks down
+	// (nvmlClocksEventReasons) at the moment the GPU was probed.
+	ClockEvents []string `json:"clock_events,omitempty"`
 }
 
 // DriverInfo is the host's NVIDIA driver.
@@ -61,6 +89,33 @@ type nvmlLib struct {
 	devicePCIeWidth      func(uintptr, *uint32) int32
 	devicePCIeMaxGen     func(uintptr, *uint32) int32
 	devicePCIeMaxWidth   func(uintptr, *uint32) int32
+	// Health reads: registered when the library has them (nil otherwise),
+	// so an older driver still probes.
+	powerLimit        func(uintptr, *uint32) int32
+	powerDefaultLimit func(uintptr, *uint32) int32
+	clock             func(uintptr, uint32, *uint32) int32
+	maxClock          func(uintptr, uint32, *uint32) int32
+	eccMode           func(uintptr, *uint32, *uint32) int32
+	eccErrors         func(uintptr, uint32, uint32, *uint64) int32
+	remappedRows      func(uintptr, *uint32, *uint32, *uint32, *uint32) int32
+	persistence       func(uintptr, *uint32) int32
+	clockEvents       func(uintptr, *uint64) int32
+}
+
+// nvmlHealthSymbols are the optional functions loadNVML registers when
+// present, with the field each fills.
+func (l *nvmlLib) healthSymbols() map[string]any {
+	return map[string]any{
+		"nvmlDeviceGetEnforcedPowerLimit":           &l.powerLimit,
+		"nvmlDeviceGetPowerManagementDefaultLimit":  &l.powerDefaultLimit,
+		"nvmlDeviceGetClockInfo":                    &l.clock,
+		"nvmlDeviceGetMaxClockInfo":                 &l.maxClock,
+		"nvmlDeviceGetEccMode":                      &l.eccMode,
+		"nvmlDeviceGetTotalEccErrors":               &l.eccErrors,
+		"nvmlDeviceGetRemappedRows":                 &l.remappedRows,
+		"nvmlDeviceGetPersistenceMode":              &l.persistence,
+		"nvmlDeviceGetCurrentClocksThrottleReasons": &l.clockEvents,
+	}
 }
 
 type nvmlMemory struct{ Total, Free, Used uint64 }
@@ -111,6 +166,11 @@ func loadNVML(paths []string) (lib *nvmlLib, err error) {
 	purego.RegisterLibFunc(&l.devicePCIeWidth, h, "nvmlDeviceGetCurrPcieLinkWidth")
 	purego.RegisterLibFunc(&l.devicePCIeMaxGen, h, "nvmlDeviceGetMaxPcieLinkGeneration")
 	purego.RegisterLibFunc(&l.devicePCIeMaxWidth, h, "nvmlDeviceGetMaxPcieLinkWidth")
+	for name, fn := range l.healthSymbols() {
+		if _, err := purego.Dlsym(h, name); err == nil {
+			purego.RegisterLibFunc(fn, h, name)
+		}
+	}
 	return l, nil
 }
 
@@ -170,11 +230,20 @@ func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
 	if n == 0 {
 		return d, nil, fmt.Errorf("%w: the driver %s sees no GPU", ErrNoDriver, d.Version)
 	}
+	return d, l.devices(n), nil
+}
+
+// devices reads GPUs 0 to n-1. A GPU NVML cannot open (lost, blocked by
+// cgroups, no permission) is kept with its Error, and the others are
+// still read.
+func (l *nvmlLib) devices(n uint32) []GPUInfo {
+	buf := make([]byte, 96)
 	var gpus []GPUInfo
 	for i := range n {
 		var h uintptr
 		if rc := l.deviceByIndex(i, &h); rc != nvmlSuccess {
-			return d, gpus, fmt.Errorf("GPU %d: %s", i, l.errorString(rc))
+			gpus = append(gpus, GPUInfo{Index: int(i), Error: fmt.Sprintf("NVML cannot open it: %s (%d)%s", l.errorString(rc), rc, nvmlHint(rc))})
+			continue
 		}
 		g := GPUInfo{Index: int(i), MIG: "unsupported"}
 		if rc := l.deviceName(h, &buf[0], uint32(len(buf))); rc == nvmlSuccess {
@@ -209,7 +278,83 @@ func probeGPUs(paths []string) (*DriverInfo, []GPUInfo, error) {
 		if rc := l.devicePCIeMaxWidth(h, &width); rc == nvmlSuccess {
 			g.PCIeMaxWidth = int(width)
 		}
+		g.Health = l.health(h)
 		gpus = append(gpus, g)
 	}
-	return d, gpus, nil
+	return gpus
+}
+
+// nvmlClockSM and nvmlClockMem are nvmlClockType_t's values.
+const (
+	nvmlClockSM  = 1
+	nvmlClockMem = 2
+)
+
+// clockEventNames are nvmlClocksEventReasons' bits (nvml.h). GPU idle
+// (0x1) is left out: it is no finding.
+var clockEventNames = []struct {
+	bit  uint64
+	name string
+}{
+	{0x2, "applications clocks setting"},
+	{0x4, "software power cap"},
+	{0x8, "hardware slowdown"},
+	{0x10, "sync boost"},
+	{0x20, "software thermal slowdown"},
+	{0x40, "hardware thermal slowdown"},
+	{0x80, "hardware power brake slowdown"},
+	{0x100, "display clock setting"},
+}
+
+// ClockEventNames names the bits of an nvmlClocksEventReasons mask.
+func ClockEventNames(mask uint64) []string {
+	var names []string
+	for _, e := range clockEventNames {
+		if mask&e.bit != 0 {
+			names = append(names, e.name)
+		}
+	}
+	return names
+}
+
+// health reads what the library offers of Health for the device h.
+func (l *nvmlLib) health(h uintptr) Health {
+	var hl Health
+	var v, w, x, y uint32
+	if l.powerLimit != nil && l.powerLimit(h, &v) == nvmlSuccess {
+		hl.PowerLimitW = float64(v) / 1000
+	}
+	if l.powerDefaultLimit != nil && l.powerDefaultLimit(h, &v) == nvmlSuccess {
+		hl.DefaultPowerLimitW = float64(v) / 1000
+	}
+	for _, c := range []struct {
+		typ      uint32
+		cur, max *int
+	}{{nvmlClockSM, &hl.SMClockMHz, &hl.MaxSMClockMHz}, {nvmlClockMem, &hl.MemClockMHz, &hl.MaxMemClockMHz}} {
+		if l.clock != nil && l.clock(h, c.typ, &v) == nvmlSuccess {
+			*c.cur = int(v)
+		}
+		if l.maxClock != nil && l.maxClock(h, c.typ, &v) == nvmlSuccess {
+			*c.max = int(v)
+		}
+	}
+	if l.eccMode != nil && l.eccMode(h, &v, &w) == nvmlSuccess {
+		hl.ECC = map[uint32]string{0: "disabled", 1: "enabled"}[v]
+	}
+	// NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0).
+	var n uint64
+	if hl.ECC == "enabled" && l.eccErrors != nil && l.eccErrors(h, 1, 0, &n) == nvmlSuccess {
+		hl.UncorrectedECC = &n
+	}
+	if l.remappedRows != nil && l.remappedRows(h, &v, &w, &x, &y) == nvmlSuccess {
+		hl.RemapPending, hl.RemapFailed = x != 0, y != 0
+	}
+	if l.persistence != nil && l.persistence(h, &v) == nvmlSuccess {
+		hl.Persistence = map[uint32]string{0: "disabled", 1: "enabled"}[v]
+	}
+	var mask uint64
+	if l.clockEvents != nil && l.clockEvents(h, &mask) == nvmlSuccess {
+		hl.ClockEvents = ClockEventNames(mask)
+	}
+	return hl
 }

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,10 +42,46 @@ type PyProbe struct {
 	Frameworks map[string]json.RawMessage `json:"frameworks"`
 	Checks     []Check                    `json:"checks"`
 	Bench      map[string]float64         `json:"bench"`
+	// Conditions says how each figure was measured, by the figure's key:
+	// the ResNet-50 batch and precision, the GEMM size; figures measured
+	// under other conditions are not comparable.
+	Conditions map[string]BenchConditions `json:"conditions,omitempty"`
+	// Env holds the variables that change what the figures mean (TF32
+	// overrides, CUDA_VISIBLE_DEVICES), as the probe found them.
+	Env map[string]string `json:"env,omitempty"`
+	// Device is the GPU torch ran on (cuda:0), nil without torch or GPU.
+	Device *TorchDevice `json:"device,omitempty"`
 	// Step is the step the snapshot follows; Complete is false when the
 	// probe hung or died after it.
 	Step     string `json:"step,omitempty"`
 	Complete bool   `json:"complete"`
+}
+
+// BenchConditions are how one benchmark figure was measured; fields that
+// do not apply are zero.
+type BenchConditions struct {
+	Batch          int    `json:"batch,omitempty"`
+	ImageSize      int    `json:"image_size,omitempty"`
+	Precision      string `json:"precision,omitempty"` // "bf16 autocast"
+	MemoryFormat   string `json:"memory_format,omitempty"`
+	CUDNNBenchmark bool   `json:"cudnn_benchmark,omitempty"`
+	Mode           string `json:"mode,omitempty"` // eager
+	Optimizer      string `json:"optimizer,omitempty"`
+	N              int    `json:"n,omitempty"` // GEMM size
+	DType          string `json:"dtype,omitempty"`
+	TF32           string `json:"tf32,omitempty"`
+	GPUs           int    `json:"gpus,omitempty"` // all-reduce
+	MessageBytes   int64  `json:"message_bytes,omitempty"`
+}
+
+// TorchDevice is the GPU torch ran its checks and benchmarks on.
+type TorchDevice struct {
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	// UUID is CUDA's ("ffc79498-8ff3-…", NVML prints it with a GPU-
+	// prefix); empty with torch older than 2.4, which does not expose it.
+	UUID        string `json:"uuid,omitempty"`
+	TotalMemory uint64 `json:"total_memory,omitempty"`
 }
 
 // ProbeOptions tune Probe.
@@ -68,26 +104,6 @@ type ProbeOptions struct {
 	Progress func(step string, elapsed time.Duration)
 }
 
-// DefaultMinEfficiency are the fractions of a GPU's datasheet peak each
-// benchmark must reach. Dense GEMM rarely passes 80% of peak and memory
-// copies 85%; these thresholds catch a broken or throttled card, a
-// noisy neighbour or a wrong build, not a well-tuned one.
-//
-// Pinned host<->device copies (h2d, d2h) are judged against the PCIe link
-// NVML reports as the most the GPU and its slot can do; a GPU in a slot
-// with fewer lanes, or behind a shared switch, falls below.
-var DefaultMinEfficiency = map[string]float64{"gemm_bf16": 0.5, "gemm_fp16": 0.5, "gemm_fp32": 0.5, "memory_bandwidth": 0.6, "h2d": 0.5, "d2h": 0.5}
-
-// pcieLaneGBs is PCI Express's usable bandwidth per lane and direction in
-// GB/s: the transfer rate (2.5, 5, 8, 16, 32 GT/s) times the encoding's
-// efficiency (8b/10b for 1.x and 2.x, 128b/130b for 3.0 to 5.0), over 8
-// bits. Generation 6 (PAM4, FLIT framing) is left out: published
-// per-lane figures for it differ by the overhead they count.
-var pcieLaneGBs = map[int]float64{1: 2.5 * 8 / 10 / 8, 2: 5.0 * 8 / 10 / 8, 3: 8 * 128.0 / 130 / 8, 4: 16 * 128.0 / 130 / 8, 5: 32 * 128.0 / 130 / 8}
-
-// PCIePeakGBs is the link's usable bandwidth per direction, 0 when unknown.
-func PCIePeakGBs(gen, width int) float64 { return pcieLaneGBs[gen] * float64(width) }
-
 // Probe checks this machine's GPUs and Python frameworks.
 func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 	res := &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}}
@@ -100,11 +116,7 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 		res.NoGPU = err.Error()
 		add("nvidia-driver", matrix.Fail, "%s", err.Error())
 	} else {
-		names := make([]string, len(gpus))
-		for i, g := range gpus {
-			names[i] = g.Name + " (" + g.Arch + ")"
-		}
-		add("nvidia-driver", matrix.Pass, "driver %s (CUDA %s), %d GPU(s): %s", drv.Version, drv.CUDAVersion, len(gpus), strings.Join(names, ", "))
+		checkGPUs(drv, gpus, add)
 		checkRequire(opt.RequireCUDA, drv, add)
 	}
 	// Without a GPU the Python probe still runs: a CPU-only torch, or one
@@ -112,8 +124,8 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 	res.Python = runPyProbe(ctx, opt, res.NoGPU != "", add)
 	if res.Python != nil {
 		res.Checks = append(res.Checks, res.Python.Checks...)
-		if opt.Bench && len(gpus) > 0 {
-			judgeBench(opt, gpus[0], res.Python.Bench, add)
+		if opt.Bench {
+			judgePyBench(opt, gpus, res.Python, add)
 		}
 	}
 	res.Verdict = matrix.Verdict(res.Checks)
@@ -121,6 +133,17 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 		res.Verdict = NoGPU
 	}
 	return res
+}
+
+// judgePyBench judges the Python probe's benchmark figures against the GPU
+// that produced them.
+func judgePyBench(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
+	if len(pp.Bench) == 0 {
+		return
+	}
+	if g, ok := benchGPU(gpus, pp, add); ok {
+		judgeBench(opt, g, pp.Bench, pp.Env, add)
+	}
 }
 
 // RuntimeRefused is the result of a container the NVIDIA container
@@ -147,6 +170,67 @@ func RuntimeRefused(stderr string) (res *ProbeResult, ok bool) {
 	msg += "; update the driver, or use an image built for an older CUDA (gpuimg matrix resolve --driver VERSION)"
 	res.Checks = []Check{{Name: "driver-floor", Status: matrix.Fail, Message: msg}}
 	return res, true
+}
+
+// checkGPUs reports the GPUs NVML opened, and a failed check for each it
+// could not: one lost or cgroup-blocked GPU must not hide the others.
+func checkGPUs(drv *DriverInfo, gpus []GPUInfo, add func(string, Status, string, ...any)) {
+	var names []string
+	for _, g := range gpus {
+		if g.Error != "" {
+			add(fmt.Sprintf("nvidia-driver/gpu%d", g.Index), matrix.Fail, "GPU %d: %s", g.Index, g.Error)
+			continue
+		}
+		names = append(names, g.Name+" ("+g.Arch+")")
+	}
+	for _, g := range gpus {
+		if g.Error == "" {
+			checkHealth(g, add)
+		}
+	}
+	st := matrix.Pass
+	if len(names) == 0 {
+		st = matrix.Fail
+	}
+	count := strconv.Itoa(len(names))
+	if len(names) < len(gpus) {
+		count += " of " + strconv.Itoa(len(gpus))
+	}
+	add("nvidia-driver", st, "driver %s (CUDA %s), %s GPU(s): %s", drv.Version, drv.CUDAVersion, count, strings.Join(names, ", "))
+}
+
+// checkHealth judges what NVML says of one GPU's condition: a power limit
+// below the default, uncorrected memory errors and row remapping, clocks
+// held down by heat or hardware. Nothing NVML did not answer is judged.
+func checkHealth(g GPUInfo, add func(string, Status, string, ...any)) {
+	name := fmt.Sprintf("gpu%d/", g.Index)
+	if h := g.Health; h.PowerLimitW > 0 && h.DefaultPowerLimitW > 0 {
+		if h.PowerLimitW < 0.95*h.DefaultPowerLimitW {
+			add(name+"power", matrix.Warn, "power limit %.0f W is below the default %.0f W: the card is capped and its figures fall short (nvidia-smi -q -d POWER)", h.PowerLimitW, h.DefaultPowerLimitW)
+		} else {
+			add(name+"power", matrix.Pass, "power limit %.0f W (default %.0f W)", h.PowerLimitW, h.DefaultPowerLimitW)
+		}
+	}
+	h := g.Health
+	switch {
+	case h.UncorrectedECC != nil && *h.UncorrectedECC > 0:
+		add(name+"memory", matrix.Fail, "%d uncorrected ECC memory errors since the driver loaded: the card's memory is failing (nvidia-smi -q -d ECC)", *h.UncorrectedECC)
+	case h.RemapFailed:
+		add(name+"memory", matrix.Fail, "a memory row remapping failed: the card needs service (nvidia-smi -q -d ROW_REMAPPER)")
+	case h.RemapPending:
+		add(name+"memory", matrix.Warn, "a memory row remapping is pending: it takes effect after a GPU reset")
+	case h.ECC == "enabled":
+		add(name+"memory", matrix.Pass, "ECC enabled, no uncorrected errors, no row remapping pending")
+	}
+	var hot []string
+	for _, e := range h.ClockEvents {
+		if strings.Contains(e, "thermal") || strings.HasPrefix(e, "hardware") {
+			hot = append(hot, e)
+		}
+	}
+	if len(hot) > 0 {
+		add(name+"clocks", matrix.Warn, "clocks held down when probed: %s (SM %d of %d MHz)", strings.Join(hot, ", "), h.SMClockMHz, h.MaxSMClockMHz)
+	}
 }
 
 func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, ...any)) {
@@ -295,51 +379,6 @@ func lastSnapshot(out []byte) *PyProbe {
 		}
 	}
 	return nil
-}
-
-// judgeBench compares benchmark figures with the GPU's datasheet peaks.
-func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, add func(string, Status, string, ...any)) {
-	if opt.DB == nil || len(bench) == 0 {
-		return
-	}
-	floor := maps.Clone(DefaultMinEfficiency)
-	maps.Copy(floor, opt.MinEfficiency)
-	type benchPeak struct {
-		key, figure, unit, of string
-		peak                  float64
-	}
-	var peaks []benchPeak
-	row, ok := gpuRow(opt.DB, g.Name)
-	switch {
-	case g.MIG == "enabled":
-		// torch sees a MIG instance, a slice of the card: its figures
-		// are a fraction of the whole card's peaks by design.
-		add("bench/peak", matrix.Warn, "MIG is enabled on %s: the figures are of a MIG instance, not judged against the whole card's peaks", g.Name)
-	case ok:
-		peaks = append(peaks,
-			benchPeak{"gemm_bf16", "gemm_bf16_tflops", "TFLOP/s", row.Name, row.BF16TFLOPS},
-			benchPeak{"gemm_fp16", "gemm_fp16_tflops", "TFLOP/s", row.Name, row.FP16TFLOPS},
-			benchPeak{"gemm_fp32", "gemm_fp32_tflops", "TFLOP/s", row.Name, row.FP32TFLOPS},
-			benchPeak{"memory_bandwidth", "memory_bandwidth_gbs", "GB/s", row.Name, row.MemoryBandwidthGBs})
-	default:
-		add("bench/peak", matrix.Warn, "%s is not in the matrix's GPU table: its GEMM and memory figures are recorded but not judged (add it with --matrix-file)", g.Name)
-	}
-	if link := PCIePeakGBs(g.PCIeMaxGen, g.PCIeMaxWidth); link > 0 {
-		of := fmt.Sprintf("PCIe gen%d x%d", g.PCIeMaxGen, g.PCIeMaxWidth)
-		peaks = append(peaks, benchPeak{"h2d", "h2d_gbs", "GB/s", of, link}, benchPeak{"d2h", "d2h_gbs", "GB/s", of, link})
-	}
-	for _, p := range peaks {
-		got, ok := bench[p.figure]
-		if !ok || p.peak == 0 {
-			continue
-		}
-		eff := got / p.peak
-		st := matrix.Pass
-		if eff < floor[p.key] {
-			st = matrix.Fail
-		}
-		add("bench/"+p.key, st, "%.1f %s = %.0f%% of %s's %.1f (threshold %.0f%%)", got, p.unit, 100*eff, p.of, p.peak, 100*floor[p.key])
-	}
 }
 
 // GPURow finds a GPU in the matrix's table by a name as NVML prints it

@@ -5,22 +5,37 @@ gpuimg runs this file with the image's python3 (gpuimg probe, gpuimg validate
 when it is installed. It never raises: every failure, a framework that does
 not import included, becomes a check with its reason.
 
-    python3 probe.py [--bench] [--budget SECONDS] [--no-gpu]
+    python3 probe.py [--bench] [--budget SECONDS] [--no-gpu] [--framework NAME]
+
+Each framework runs in its own child process (probe.py --framework NAME):
+JAX preallocates 75% of the GPU's memory and TensorFlow nearly all of it,
+torch's cache still holds what its benchmarks used, and only one
+libcudnn.so.9 loads per process, so in one process the second framework
+would fail with the wrong diagnosis.
 
 Output: one JSON object per line, each a snapshot of everything found so far,
 printed after every step, so that a step that hangs or kills the interpreter
 (a CUDA fault, the caller's timeout) still leaves the results before it. The
 last line has "complete": true:
 {"python": "3.10.12", "frameworks": {"torch": {...}}, "checks": [...],
-"bench": {...}, "step": "bench/gemm", "complete": false} where each check is
+"bench": {...}, "conditions": {...}, "env": {...}, "step": "bench/gemm",
+"complete": false} where each check is
 {"name", "status" (pass|warn|fail), "message"}, bench figures are in TFLOP/s,
-GB/s and images/s, and "step" names the step the snapshot follows.
+GB/s and images/s, "conditions" says how a figure was measured (ResNet-50's
+batch and precision), "env" holds the variables that change what the
+figures mean (TF32 overrides, CUDA_VISIBLE_DEVICES), and "step" names the
+step the snapshot follows.
 """
 
 import argparse
+import importlib.util
 import json
+import os
 import platform
+import queue
+import subprocess
 import sys
+import threading
 import time
 
 
@@ -154,15 +169,49 @@ def check_allreduce(torch, n):
         return check("torch/nccl", "fail", "NCCL all-reduce crashed: %r" % (e,))
 
 
+def bench_allreduce(torch, devs, deadline, results, checks, conditions=None, nbytes=256 << 20, all_reduce=None, min_time=0.2):
+    """All-reduce bandwidth over the devices devs, in GB/s, as nccl-tests
+    defines it: a float32 message of nbytes on each device (256 MB or more,
+    so that the links, not latency, set the time), algbw = nbytes / t and
+    busbw = algbw x 2(n-1)/n, the traffic each link carries in a ring.
+    all_reduce defaults to torch.cuda.nccl.all_reduce."""
+    if time.monotonic() > deadline:
+        checks.append(check("bench/nccl", "warn", "skipped: the time budget ran out"))
+        return
+    n = len(devs)
+    try:
+        if all_reduce is None:
+            import torch.cuda.nccl as nccl
+
+            all_reduce = nccl.all_reduce
+        # Zeros: the sum stays finite however often it is repeated.
+        ts = [torch.zeros(nbytes // 4, dtype=torch.float32, device=d) for d in devs]
+
+        def sync():
+            for d in devs:
+                if d.type == "cuda":
+                    torch.cuda.synchronize(d)
+
+        t = timed(lambda: all_reduce(ts), sync, min_time, repeats=2, warmup=1)
+        algbw = nbytes / t / 1e9
+        results["nccl_allreduce_algbw_gbs"] = algbw
+        results["nccl_allreduce_busbw_gbs"] = algbw * 2 * (n - 1) / n
+        if conditions is not None:
+            conditions["nccl_allreduce_busbw_gbs"] = {"gpus": n, "message_bytes": nbytes, "dtype": "float32"}
+        del ts
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("bench/nccl", "fail", "NCCL all-reduce benchmark crashed: %r" % (e,)))
+
+
 # Benchmark sizes on a GPU: large enough to reach a data-centre GPU's
 # steady state, small enough for a 16 GB card.
 GEMM = (("gemm_bf16", "bfloat16", 8192), ("gemm_fp16", "float16", 8192), ("gemm_fp32", "float32", 4096))
 
 
-def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2):
+def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2, conditions=None):
     """Dense n x n GEMM per dtype, TF32 off, in TFLOP/s (2n^3 per product)."""
     sync = sync_for(torch, dev)
-    fp32_exact(torch)
+    api = fp32_exact(torch)
     for name, dtype, n in gemm:
         if time.monotonic() > deadline:
             checks.append(check("bench/" + name, "warn", "skipped: the time budget ran out"))
@@ -172,6 +221,8 @@ def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2):
             b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
             t = timed(lambda: a @ b, sync, min_time)
             results[name + "_tflops"] = 2 * n**3 / t / 1e12
+            if conditions is not None:
+                conditions[name + "_tflops"] = {"n": n, "dtype": dtype, "tf32": "off (%s)" % api}
             del a, b
         except Exception as e:  # noqa: BLE001
             checks.append(check("bench/" + name, "fail", "%s crashed: %r" % (name, e)))
@@ -200,9 +251,33 @@ def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_byt
         checks.append(check("bench/memory", "fail", "memory bandwidth test crashed: %r" % (e,)))
 
 
-def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, min_time=1.0, warmup=3):
-    """ResNet-50 training steps (SGD, bf16 autocast, channels-last) on
-    synthetic images, in images/s."""
+GiB = 1 << 30
+
+
+def resnet50_batch(total_bytes):
+    """The ResNet-50 training batch for a card with total_bytes of memory
+    (bf16 autocast, 224x224): 256 from 30 GiB, 128 from 14 GiB, else 64.
+    Published figures use large batches; a batch this size keeps the GPU,
+    not the launch overhead, the limit."""
+    if total_bytes >= 30 * GiB:
+        return 256
+    if total_bytes >= 14 * GiB:
+        return 128
+    return 64
+
+
+def out_of_memory(e):
+    return "out of memory" in str(e).lower()
+
+
+RESNET50_PRECISION = "bf16 autocast"
+
+
+def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, min_time=1.0, warmup=3, conditions=None):
+    """ResNet-50 training steps (SGD, bf16 autocast, channels-last,
+    cudnn.benchmark on) on synthetic images, in images/s. A batch that does
+    not fit is halved (down to 8); the batch used and the precision are
+    recorded in conditions beside the figure."""
     if time.monotonic() > deadline:
         checks.append(check("bench/resnet50", "warn", "skipped: the time budget ran out"))
         return
@@ -214,32 +289,64 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, mi
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/resnet50", "fail", "torchvision failed to import: %s: %s" % (type(e).__name__, e)))
         return
+    was = torch.backends.cudnn.benchmark
+    # cuDNN picks the fastest convolution algorithms for these shapes, as
+    # every published ResNet-50 figure does.
+    torch.backends.cudnn.benchmark = True
     try:
-        model = torchvision.models.resnet50().to(dev).to(memory_format=torch.channels_last)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        images = torch.randn(batch, 3, size, size, device=dev).to(memory_format=torch.channels_last)
-        labels = torch.randint(0, 1000, (batch,), device=dev)
-
-        def step():
-            with torch.autocast(dev.type, dtype=torch.bfloat16):
-                loss = torch.nn.functional.cross_entropy(model(images), labels)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-
-        t = timed(step, sync_for(torch, dev), min_time, repeats=2, warmup=warmup)
+        while True:
+            try:
+                t = resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup)
+                break
+            except Exception as e:  # noqa: BLE001
+                if not out_of_memory(e) or batch <= 8:
+                    raise
+                batch //= 2
+                if dev.type == "cuda":
+                    torch.cuda.empty_cache()
         results["resnet50_images_per_s"] = batch / t
+        if conditions is not None:
+            conditions["resnet50_images_per_s"] = {"batch": batch, "image_size": size, "precision": RESNET50_PRECISION, "memory_format": "channels_last", "cudnn_benchmark": True, "mode": "eager", "optimizer": "sgd"}
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/resnet50", "fail", "ResNet-50 training crashed: %r" % (e,)))
+    finally:
+        torch.backends.cudnn.benchmark = was
 
 
-def bench_torch(torch, dev, deadline, results, checks, emit):
-    bench_gemm(torch, dev, deadline, results, checks)
+def resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup):
+    model = torchvision.models.resnet50().to(dev).to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    images = torch.randn(batch, 3, size, size, device=dev).to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 1000, (batch,), device=dev)
+
+    def step():
+        with torch.autocast(dev.type, dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return timed(step, sync_for(torch, dev), min_time, repeats=2, warmup=warmup)
+
+
+def bench_torch(torch, dev, deadline, results, checks, emit, conditions=None, batch=64):
+    if conditions is None:
+        conditions = {}
+    bench_gemm(torch, dev, deadline, results, checks, conditions=conditions)
     emit("bench/gemm")
     bench_memory(torch, dev, deadline, results, checks)
     emit("bench/memory")
-    bench_resnet50(torch, dev, deadline, results, checks)
+    bench_resnet50(torch, dev, deadline, results, checks, batch=batch, conditions=conditions)
     emit("bench/resnet50")
+
+
+def device_info(torch, i):
+    """cuda:i as torch sees it. Its UUID (torch 2.4 and newer have
+    get_device_properties(i).uuid) is how gpuimg finds the same GPU among
+    NVML's, whatever CUDA_VISIBLE_DEVICES renumbered; None in older torch."""
+    p = torch.cuda.get_device_properties(i)
+    uuid = getattr(p, "uuid", None)
+    return {"index": i, "name": p.name, "uuid": None if uuid is None else str(uuid), "total_memory": p.total_memory}
 
 
 def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
@@ -272,6 +379,10 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     n = torch.cuda.device_count()
     info["devices"] = [torch.cuda.get_device_name(i) for i in range(n)]
     checks.append(check("torch/cuda", "pass", "torch %s (CUDA %s) sees %d GPU(s): %s" % (torch.__version__, torch.version.cuda, n, ", ".join(info["devices"]))))
+    try:
+        out["device"] = device_info(torch, 0)
+    except Exception as e:  # noqa: BLE001
+        checks.append(check("torch/device", "warn", "cannot read cuda:0's properties: %r" % (e,)))
     emit("torch/cuda")
     arch_list = torch.cuda.get_arch_list()
     info["arch_list"] = arch_list
@@ -290,11 +401,17 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     checks.append(check_matmul(torch, dev))
     checks.append(check_conv(torch, dev, info["cudnn"]))
     emit("torch/checks")
+    if bench:
+        batch = resnet50_batch(out.get("device", {}).get("total_memory", 0))
+        bench_torch(torch, dev, deadline, out["bench"], checks, emit, out.setdefault("conditions", {}), batch=batch)
+    # NCCL last: a peer-to-peer hang (common in VMs) must not eat the
+    # benchmarks' budget.
     if n >= 2:
         checks.append(check_allreduce(torch, n))
         emit("torch/nccl")
-    if bench:
-        bench_torch(torch, dev, deadline, out["bench"], checks, emit)
+        if bench:
+            bench_allreduce(torch, [torch.device("cuda", i) for i in range(n)], deadline, out["bench"], checks, out.setdefault("conditions", {}))
+            emit("bench/nccl")
 
 
 def matmul_vs_numpy(np, compute, tol=1e-4):
@@ -407,13 +524,151 @@ def probe_jax(out, gpu=True, emit=lambda step: None):
     emit("jax/checks")
 
 
+FRAMEWORKS = ("torch", "tensorflow", "jax")
+
+# Variables that change what the figures mean, recorded with them: TF32
+# overrides (NGC images set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, which lets
+# cuBLAS use TF32 for float32 whatever torch's own setting says, so an
+# fp32 GEMM figure above the CUDA cores' peak is TF32's), the GPUs a
+# process sees and their order, and the frameworks' memory preallocation.
+ENV_VARS = (
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "TORCH_ALLOW_TF32_CNMATMUL_OVERRIDE",
+    "NVIDIA_TF32_OVERRIDE",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+)
+
+# Set for a framework's child unless already set: JAX and TensorFlow then
+# take GPU memory as they need it instead of most of the card up front.
+CHILD_ENV = {"jax": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, "tensorflow": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}}
+
+
+def recorded_env(environ):
+    return {k: environ[k] for k in ENV_VARS if k in environ}
+
+
+def installed(name):
+    """Whether a module of that name can be found, without importing it (a
+    broken install is found, and reported by its child)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except Exception:  # noqa: BLE001 - a broken parent package: let the child say
+        return True
+
+
+def run_framework(name, bench, budget, gpu, out, emit):
+    """Probes one framework in this process (the child's side)."""
+    deadline = time.monotonic() + budget
+    try:
+        if name == "torch":
+            probe_torch(bench, deadline, out, gpu=gpu, emit=emit)
+        elif name == "tensorflow":
+            probe_tensorflow(out, gpu=gpu, emit=emit)
+        else:
+            probe_jax(out, gpu=gpu, emit=emit)
+    except Exception as e:  # noqa: BLE001 - the probe must still print its JSON
+        out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
+
+
+def error_line(stderr):
+    """The line of a Python stderr most likely to say what went wrong: the
+    last that is neither indented (a quoted source line) nor a warning."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if not line.startswith((" ", "\t")) and "Warning:" not in line:
+            return line.strip()
+    return lines[-1].strip() if lines else ""
+
+
+def merge(out, base_checks, snap):
+    """Takes a child's snapshot into out: its checks after base_checks."""
+    out["checks"] = base_checks + snap.get("checks", [])
+    for key in ("frameworks", "bench", "conditions"):
+        out[key].update(snap.get(key) or {})
+    if snap.get("device"):
+        out["device"] = snap["device"]
+
+
+def run_child(name, child_args, timeout, out, emit, argv0=None):
+    """Runs probe.py --framework name in a child process and takes its
+    snapshots into out as they arrive, emitting each step; a child that
+    hangs past timeout seconds is killed. A crash or a hang becomes a failed
+    probe/NAME check; what the child found before it is kept."""
+    cmd = [sys.executable, argv0 or os.path.abspath(__file__), "--framework", name] + child_args
+    env = dict(os.environ)
+    for k, v in CHILD_ENV.get(name, {}).items():
+        env.setdefault(k, v)
+    base = list(out["checks"])
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    except OSError as e:
+        out["checks"].append(check("probe/" + name, "fail", "cannot start the %s probe: %r" % (name, e)))
+        return
+    lines = queue.Queue()
+    stderr = []
+
+    def pump():
+        for line in p.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    err_reader = threading.Thread(target=lambda: stderr.append(p.stderr.read()), daemon=True)
+    err_reader.start()
+    end = time.monotonic() + timeout
+    last, why = None, None
+    while True:
+        try:
+            line = lines.get(timeout=max(end - time.monotonic(), 0.001))
+        except queue.Empty:
+            p.kill()
+            why = "did not finish within %.0f s" % timeout
+            break
+        if line is None:
+            break
+        try:
+            snap = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(snap, dict):
+            continue
+        merge(out, base, snap)
+        last = snap
+        if not snap.get("complete"):
+            emit(snap.get("step", name))
+    rc = p.wait()
+    err_reader.join(5)
+    p.stdout.close()
+    p.stderr.close()
+    detail = error_line("".join(stderr))
+    if why is None:
+        if last is not None and last.get("complete"):
+            if rc != 0:
+                out["checks"].append(check("probe/" + name, "warn", "the %s probe exited with status %d after printing its complete result: %s" % (name, rc, detail)))
+            return
+        why = "crashed (%s)" % ("signal %d" % -rc if rc < 0 else "exit status %d" % rc)
+    msg = "the %s probe %s" % (name, why)
+    if detail:
+        msg += ": " + detail
+    if last is not None:
+        msg += "; results up to %s are kept" % last.get("step")
+    out["checks"].append(check("probe/" + name, "fail", msg))
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bench", action="store_true")
     p.add_argument("--budget", type=float, default=600, help="seconds for the benchmarks")
     p.add_argument("--no-gpu", action="store_true", help="there is no NVIDIA driver or GPU: skip the GPU checks")
+    p.add_argument("--framework", choices=FRAMEWORKS, help="probe this framework in this process (the children's side)")
     args = p.parse_args(argv)
-    out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}, "step": "start", "complete": False}
+    out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}, "conditions": {}, "env": recorded_env(os.environ), "step": "start", "complete": False}
 
     def emit(step):
         out["step"] = step
@@ -421,16 +676,26 @@ def main(argv):
         sys.stdout.write("\n")
         sys.stdout.flush()
 
-    deadline = time.monotonic() + args.budget
-    for probe in (
-        lambda: probe_torch(args.bench, deadline, out, gpu=not args.no_gpu, emit=emit),
-        lambda: probe_tensorflow(out, gpu=not args.no_gpu, emit=emit),
-        lambda: probe_jax(out, gpu=not args.no_gpu, emit=emit),
-    ):
-        try:
-            probe()
-        except Exception as e:  # noqa: BLE001 - the probe must still print its JSON
-            out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
+    gpu = not args.no_gpu
+    if args.framework:
+        run_framework(args.framework, args.bench, args.budget, gpu, out, emit)
+    else:
+        # Each framework in its own process, one after the other. The
+        # benchmarks (torch's) get what is left of the budget; each child
+        # may run until 1.2 budgets (gpuimg stops the whole probe at 1.25),
+        # less a reserve for the frameworks still to come, at least 30 s.
+        start = time.monotonic()
+        todo = [name for name in FRAMEWORKS if installed(name)]
+        reserve = min(60.0, args.budget / 10)
+        for i, name in enumerate(todo):
+            now = time.monotonic()
+            child_args = ["--budget", "%.1f" % max(start + args.budget - now, 0)]
+            if args.bench:
+                child_args.append("--bench")
+            if args.no_gpu:
+                child_args.append("--no-gpu")
+            timeout = max(start + 1.2 * args.budget - now - reserve * (len(todo) - i - 1), 30)
+            run_child(name, child_args, timeout, out, emit)
     out["complete"] = True
     emit("done")
     return 0

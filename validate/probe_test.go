@@ -7,9 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -144,7 +148,7 @@ func TestJudgeBench(t *testing.T) {
 		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 	}
 	bench := map[string]float64{"gemm_bf16_tflops": 600, "memory_bandwidth_gbs": 2000, "resnet50_images_per_s": 3000}
-	judgeBench(ProbeOptions{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, add)
+	judgeBench(ProbeOptions{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
 	st := map[string]Status{}
 	for _, c := range got {
 		st[c.Name] = c.Status
@@ -153,25 +157,25 @@ func TestJudgeBench(t *testing.T) {
 		t.Errorf("judged %+v", got)
 	}
 	got = nil
-	judgeBench(ProbeOptions{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, add)
+	judgeBench(ProbeOptions{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
 	if got[0].Status != matrix.Fail {
 		t.Errorf("--min-efficiency gemm_bf16=0.7: %+v", got)
 	}
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, add)
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, nil, add)
 	if len(got) != 1 || got[0].Status != matrix.Warn {
 		t.Errorf("unknown GPU: %+v", got)
 	}
 	// Under MIG the figures are a slice's: not judged against the card.
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, add)
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, nil, add)
 	if len(got) != 1 || got[0].Status != matrix.Warn || !strings.Contains(got[0].Message, "MIG is enabled") {
 		t.Errorf("MIG: %+v", got)
 	}
 	// Host copies are judged against the PCIe link (gen5 x16: 63.0 GB/s a
 	// direction), also on a card the matrix does not know.
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, add)
+	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, nil, add)
 	st = map[string]Status{}
 	for _, c := range got {
 		st[c.Name] = c.Status
@@ -254,6 +258,13 @@ func realNVML(t *testing.T, lib string) {
 	l, err := loadNVML([]string{lib})
 	if err != nil {
 		t.Fatalf("load the real NVML: %v", err)
+	}
+	// The health reads are optional (nil when the library lacks one):
+	// driver 535's library has them all, so a misspelt name shows here.
+	for name, fn := range l.healthSymbols() {
+		if reflect.ValueOf(fn).Elem().IsNil() {
+			t.Errorf("%s is not in the real libnvidia-ml", name)
+		}
 	}
 	if got := l.errorString(18); !strings.Contains(strings.ToLower(got), "mismatch") {
 		t.Errorf("nvmlErrorString(18) = %q", got)
@@ -354,6 +365,13 @@ func TestGPUFixtures(t *testing.T) {
 				t.Fatalf("incomplete result: driver %+v, %d GPUs, python %v", res.Driver, len(res.GPUs), res.Python != nil)
 			}
 			g := res.GPUs[0]
+			if res.Python.Device != nil && res.Python.Device.UUID != "" {
+				for _, x := range res.GPUs {
+					if sameUUID(x.UUID, res.Python.Device.UUID) {
+						g = x
+					}
+				}
+			}
 			if _, ok := gpuRow(db, g.Name); !ok {
 				t.Errorf("the matrix does not know %q", g.Name)
 			}
@@ -361,7 +379,7 @@ func TestGPUFixtures(t *testing.T) {
 				t.Errorf("GPU fields %+v", g)
 			}
 			var judged []Check
-			judgeBench(ProbeOptions{DB: db, Bench: true}, g, res.Python.Bench, func(name string, st Status, format string, args ...any) {
+			judgePyBench(ProbeOptions{DB: db, Bench: true}, res.GPUs, res.Python, func(name string, st Status, format string, args ...any) {
 				judged = append(judged, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 			})
 			if len(judged) < 4 {
@@ -419,5 +437,263 @@ func TestCheckStackDriver(t *testing.T) {
 		if len(p.Checks) != 0 {
 			t.Errorf("judged %+v", p.Checks)
 		}
+	}
+}
+
+// h200Recorded is a probe result as Probe records it on an H200 (figures
+// in the range the matrix's peaks allow; no GPU machine has recorded a
+// fixture yet). The judging tests transform it the way a degraded instance
+// would differ.
+const h200Recorded = `{
+ "driver": {"version": "580.95.05", "cuda_version": "13.0"},
+ "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-ffc79498-8ff3-c2dc-3b0d-fafd804516ae", "compute_capability": "9.0", "arch": "sm_90",
+   "memory_bytes": 150754820096, "mig": "disabled", "pcie_gen": 5, "pcie_width": 16, "pcie_max_gen": 5, "pcie_max_width": 16}],
+ "python": {"python": "3.12.3", "frameworks": {"torch": {"version": "2.9.1+cu130", "cuda": "13.0"}},
+   "checks": [{"name": "torch/cuda", "status": "pass", "message": "sees 1 GPU"}],
+   "bench": {"gemm_bf16_tflops": 720, "gemm_fp16_tflops": 730, "gemm_fp32_tflops": 50, "memory_bandwidth_gbs": 4300, "h2d_gbs": 53, "d2h_gbs": 54, "resnet50_images_per_s": 2900},
+   "conditions": {"resnet50_images_per_s": {"batch": 256, "image_size": 224, "precision": "bf16 autocast"}},
+   "device": {"index": 0, "name": "NVIDIA H200", "uuid": "ffc79498-8ff3-c2dc-3b0d-fafd804516ae", "total_memory": 150754820096},
+   "step": "done", "complete": true},
+ "checks": [], "verdict": "pass"}`
+
+// TestJudgeRecordedH200 judges the recorded H200 result and results
+// derived from it, each by one documented transformation, and checks the
+// verdict and the message of the figure it changes.
+func TestJudgeRecordedH200(t *testing.T) {
+	db := db(t)
+	for _, tt := range []struct {
+		name      string
+		transform func(*ProbeResult)
+		opt       ProbeOptions
+		check     string // the check that tells
+		status    Status
+		want      string
+		verdict   Status
+	}{
+		{"as recorded", func(*ProbeResult) {}, ProbeOptions{}, "bench/gemm_bf16", matrix.Pass, "720.0 TFLOP/s = 73% of H200-SXM's 989.5 (threshold 50%)", matrix.Pass},
+		// 7% slower GEMM: still well above the datasheet floor (a
+		// baseline judges such a loss, not the peaks).
+		{"GEMM 7% slower", func(r *ProbeResult) {
+			for _, k := range []string{"gemm_bf16_tflops", "gemm_fp16_tflops", "gemm_fp32_tflops"} {
+				r.Python.Bench[k] *= 0.93
+			}
+		}, ProbeOptions{}, "bench/gemm_bf16", matrix.Pass, "669.6 TFLOP/s = 68% of H200-SXM's 989.5", matrix.Pass},
+		// The same GPU in a slot that gives it only gen3 x8 copies.
+		{"host copies at gen3 x8", func(r *ProbeResult) {
+			r.Python.Bench["h2d_gbs"], r.Python.Bench["d2h_gbs"] = 7.1, 7.2
+		}, ProbeOptions{}, "bench/h2d", matrix.Fail, "7.1 GB/s = 11% of PCIe gen5 x16's 63.0 (threshold 50%)", matrix.Fail},
+		// A link that trains at gen3 x8 at most: judged against what it can do.
+		{"link gen3 x8", func(r *ProbeResult) {
+			r.GPUs[0].PCIeMaxGen, r.GPUs[0].PCIeMaxWidth = 3, 8
+			r.Python.Bench["h2d_gbs"], r.Python.Bench["d2h_gbs"] = 7.1, 7.2
+		}, ProbeOptions{}, "bench/h2d", matrix.Pass, "7.1 GB/s = 90% of PCIe gen3 x8's 7.9", matrix.Pass},
+		{"MIG slice", func(r *ProbeResult) {
+			r.GPUs[0].MIG = "enabled"
+			r.Python.Bench["gemm_bf16_tflops"] /= 7
+		}, ProbeOptions{}, "bench/peak", matrix.Warn, "MIG is enabled on NVIDIA H200", matrix.Pass},
+		{"TF32 leaked into fp32", func(r *ProbeResult) {
+			r.Python.Bench["gemm_fp32_tflops"] = 400
+			r.Python.Env = map[string]string{"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
+		}, ProbeOptions{}, "bench/gemm_fp32", matrix.Warn, "above the peak, so it measured something else: TF32 tensor cores, not float32 on the CUDA cores; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 lets cuBLAS", matrix.Pass},
+		{"bandwidth above HBM", func(r *ProbeResult) {
+			r.Python.Bench["memory_bandwidth_gbs"] = 9000
+		}, ProbeOptions{}, "bench/memory_bandwidth", matrix.Warn, "a copy served from cache", matrix.Pass},
+		{"GH200 host copies over NVLink-C2C", func(r *ProbeResult) {
+			r.GPUs[0].Name, r.Python.Device.Name = "NVIDIA GH200 480GB", "NVIDIA GH200 480GB"
+			r.Python.Bench["h2d_gbs"] = 380
+		}, ProbeOptions{}, "bench/h2d", matrix.Pass, "380.0 GB/s over NVLink-C2C", matrix.Pass},
+		// torch's cuda:0 is NVML's GPU 1 (CUDA_VISIBLE_DEVICES=1): the
+		// figures are judged against GPU 1, here a slower card.
+		{"CUDA_VISIBLE_DEVICES picks GPU 1", func(r *ProbeResult) {
+			r.GPUs = append(r.GPUs, GPUInfo{Index: 1, Name: "NVIDIA L4", UUID: "GPU-0000aaaa-1111-2222-3333-444455556666", Arch: "sm_89", MIG: "disabled"})
+			r.Python.Device = &TorchDevice{Name: "NVIDIA L4", UUID: "0000aaaa-1111-2222-3333-444455556666"}
+			r.Python.Env = map[string]string{"CUDA_VISIBLE_DEVICES": "1"}
+			r.Python.Bench = map[string]float64{"gemm_fp32_tflops": 12}
+		}, ProbeOptions{}, "bench/gemm_fp32", matrix.Pass, "12.0 TFLOP/s = 40% of L4's 30.3 (threshold 30% for sm_89)", matrix.Pass},
+		{"sm_89 floor overridden", func(r *ProbeResult) {
+			r.GPUs[0] = GPUInfo{Name: "NVIDIA L4", UUID: r.GPUs[0].UUID, Arch: "sm_89", MIG: "disabled"}
+			r.Python.Bench = map[string]float64{"gemm_fp32_tflops": 12}
+		}, ProbeOptions{MinEfficiency: map[string]float64{"gemm_fp32": 0.5}}, "bench/gemm_fp32", matrix.Fail, "(threshold 50%)", matrix.Fail},
+		{"torch without UUID", func(r *ProbeResult) {
+			r.Python.Device.UUID = ""
+		}, ProbeOptions{}, "bench/gpu", matrix.Warn, "torch does not report cuda:0's UUID (torch older than 2.4): the figures are judged against NVML's GPU 0 (NVIDIA H200)", matrix.Pass},
+		{"torch's GPU unknown to NVML", func(r *ProbeResult) {
+			r.Python.Device.UUID = "0000bbbb-1111-2222-3333-444455556666"
+		}, ProbeOptions{}, "bench/gpu", matrix.Warn, "is none of the GPUs NVML lists", matrix.Pass},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var res ProbeResult
+			must(t, json.Unmarshal([]byte(h200Recorded), &res))
+			tt.transform(&res)
+			opt := tt.opt
+			opt.DB, opt.Bench = db, true
+			checks := judged(opt, &res)
+			var found *Check
+			for i := range checks {
+				if checks[i].Name == tt.check {
+					found = &checks[i]
+				}
+			}
+			if found == nil || found.Status != tt.status || !strings.Contains(found.Message, tt.want) {
+				t.Errorf("%s = %+v, want %s %q; all: %+v", tt.check, found, tt.status, tt.want, checks)
+			}
+			if v := matrix.Verdict(checks); v != tt.verdict {
+				t.Errorf("verdict %s, want %s: %+v", v, tt.verdict, checks)
+			}
+		})
+	}
+}
+
+// judged is what Probe adds for a recorded result's GPUs and benchmarks.
+func judged(opt ProbeOptions, res *ProbeResult) []Check {
+	var got []Check
+	add := func(name string, st Status, format string, args ...any) {
+		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+	}
+	checkGPUs(res.Driver, res.GPUs, add)
+	judgePyBench(opt, res.GPUs, res.Python, add)
+	return got
+}
+
+// fakeNVML is an NVML whose GPUs answer from gpus; a GPU with an Error
+// fails nvmlDeviceGetHandleByIndex with GPU_IS_LOST. The real library
+// cannot open a GPU on a machine without one, so the device loop is
+// tested against this stand-in; the symbols are checked against the
+// real library in TestProbeRealNVMLWithoutKernelDriver.
+func fakeNVML(gpus []GPUInfo) *nvmlLib {
+	put := func(buf *byte, n uint32, s string) int32 {
+		copy(unsafe.Slice(buf, n), append([]byte(s), 0))
+		return nvmlSuccess
+	}
+	get := func(h uintptr) GPUInfo { return gpus[h-1] }
+	u32 := func(f func(GPUInfo) int) func(uintptr, *uint32) int32 {
+		return func(h uintptr, v *uint32) int32 { *v = uint32(f(get(h))); return nvmlSuccess }
+	}
+	return &nvmlLib{
+		errorString: func(rc int32) string { return map[int32]string{15: "GPU is lost"}[rc] },
+		deviceByIndex: func(i uint32, h *uintptr) int32 {
+			if gpus[i].Error != "" {
+				return 15
+			}
+			*h = uintptr(i) + 1
+			return nvmlSuccess
+		},
+		deviceName: func(h uintptr, b *byte, n uint32) int32 { return put(b, n, get(h).Name) },
+		deviceUUID: func(h uintptr, b *byte, n uint32) int32 { return put(b, n, get(h).UUID) },
+		deviceCC: func(h uintptr, major, minor *int32) int32 {
+			*major, *minor = 9, 0
+			return nvmlSuccess
+		},
+		deviceMemory:         func(h uintptr, m *nvmlMemory) int32 { m.Total = get(h).MemoryBytes; return nvmlSuccess },
+		deviceMIG:            func(h uintptr, cur, pend *uint32) int32 { return 3 }, // NOT_SUPPORTED
+		devicePCIeGeneration: u32(func(g GPUInfo) int { return g.PCIeGen }),
+		devicePCIeWidth:      u32(func(g GPUInfo) int { return g.PCIeWidth }),
+		devicePCIeMaxGen:     u32(func(g GPUInfo) int { return g.PCIeMaxGen }),
+		devicePCIeMaxWidth:   u32(func(g GPUInfo) int { return g.PCIeMaxWidth }),
+		powerLimit:           u32(func(g GPUInfo) int { return int(g.PowerLimitW * 1000) }),
+		powerDefaultLimit:    u32(func(g GPUInfo) int { return int(g.DefaultPowerLimitW * 1000) }),
+		eccMode: func(h uintptr, cur, pend *uint32) int32 {
+			if get(h).ECC == "" {
+				return 3 // NOT_SUPPORTED
+			}
+			*cur = map[string]uint32{"enabled": 1}[get(h).ECC]
+			return nvmlSuccess
+		},
+		eccErrors: func(h uintptr, typ, counter uint32, n *uint64) int32 {
+			if typ != 1 || counter != 0 {
+				return 2 // INVALID_ARGUMENT: only uncorrected, volatile is asked
+			}
+			*n = *get(h).UncorrectedECC
+			return nvmlSuccess
+		},
+		remappedRows: func(h uintptr, corr, unc, pending, failed *uint32) int32 {
+			*pending = map[bool]uint32{true: 1}[get(h).RemapPending]
+			return nvmlSuccess
+		},
+		clockEvents: func(h uintptr, mask *uint64) int32 {
+			*mask = 0x1 | 0x40 // idle and hardware thermal slowdown
+			return nvmlSuccess
+		},
+	}
+}
+
+// TestNVMLLostGPU: one GPU NVML cannot open is a failed check of its own;
+// the GPUs after it are still read and reported.
+func TestNVMLLostGPU(t *testing.T) {
+	errs := uint64(2)
+	l := fakeNVML([]GPUInfo{
+		{Name: "NVIDIA H200", UUID: "GPU-a", MemoryBytes: 1 << 30, PCIeGen: 5, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16,
+			Health: Health{PowerLimitW: 700, DefaultPowerLimitW: 700, ECC: "enabled", UncorrectedECC: new(uint64)}},
+		{Error: "lost"},
+		{Name: "NVIDIA H200", UUID: "GPU-c", Health: Health{PowerLimitW: 400, DefaultPowerLimitW: 700, ECC: "enabled", UncorrectedECC: &errs}},
+	})
+	gpus := l.devices(3)
+	if len(gpus) != 3 || gpus[0].Name != "NVIDIA H200" || gpus[0].Arch != "sm_90" || gpus[0].PCIeMaxWidth != 16 || gpus[0].MIG != "unsupported" || gpus[2].UUID != "GPU-c" {
+		t.Fatalf("gpus %+v", gpus)
+	}
+	if g := gpus[1]; g.Index != 1 || g.Name != "" || !strings.Contains(g.Error, "GPU is lost (15): a GPU has fallen off the bus") {
+		t.Errorf("lost GPU %+v", g)
+	}
+	var got []Check
+	checkGPUs(&DriverInfo{Version: "580.95.05", CUDAVersion: "13.0"}, gpus, func(name string, st Status, format string, args ...any) {
+		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+	})
+	byName := map[string]Check{}
+	for _, c := range got {
+		byName[c.Name] = c
+	}
+	if c := byName["nvidia-driver/gpu1"]; c.Status != matrix.Fail || !strings.Contains(c.Message, "GPU 1: NVML cannot open it") {
+		t.Errorf("lost GPU's check %+v", c)
+	}
+	if c := byName["nvidia-driver"]; c.Status != matrix.Pass || c.Message != "driver 580.95.05 (CUDA 13.0), 2 of 3 GPU(s): NVIDIA H200 (sm_90), NVIDIA H200 (sm_90)" {
+		t.Errorf("driver check %+v", c)
+	}
+	// NVML's health reads, judged per GPU.
+	for name, want := range map[string]struct {
+		st  Status
+		msg string
+	}{
+		"gpu0/power":  {matrix.Pass, "power limit 700 W (default 700 W)"},
+		"gpu0/memory": {matrix.Pass, "ECC enabled, no uncorrected errors"},
+		"gpu0/clocks": {matrix.Warn, "clocks held down when probed: hardware thermal slowdown"},
+		"gpu2/power":  {matrix.Warn, "power limit 400 W is below the default 700 W"},
+		"gpu2/memory": {matrix.Fail, "2 uncorrected ECC memory errors"},
+	} {
+		if c := byName[name]; c.Status != want.st || !strings.Contains(c.Message, want.msg) {
+			t.Errorf("%s = %+v, want %s %q", name, c, want.st, want.msg)
+		}
+	}
+	if g := gpus[0].Health; g.PowerLimitW != 700 || g.ECC != "enabled" || g.UncorrectedECC == nil || strings.Join(g.ClockEvents, ",") != "hardware thermal slowdown" {
+		t.Errorf("health read %+v", g)
+	}
+	if matrix.Verdict(got) != matrix.Fail {
+		t.Errorf("verdict %s", matrix.Verdict(got))
+	}
+	// Benchmarks are judged against a GPU NVML opened, never the lost one.
+	var judged []Check
+	add := func(name string, st Status, format string, args ...any) {
+		judged = append(judged, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+	}
+	if g, ok := benchGPU([]GPUInfo{gpus[1], gpus[2]}, &PyProbe{}, add); !ok || g.UUID != "GPU-c" {
+		t.Errorf("benchGPU = %+v %v", g, ok)
+	}
+	if _, ok := benchGPU([]GPUInfo{gpus[1]}, &PyProbe{}, add); ok {
+		t.Error("judged against a lost GPU")
+	}
+}
+
+// TestGPUCheckBudget: bench/gpu/run.sh's step timeouts add up to at most
+// the 500 s it promises, so a rerun fits the device allowance.
+func TestGPUCheckBudget(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "bench", "gpu", "run.sh"))
+	must(t, err)
+	total := 0
+	for _, m := range regexp.MustCompile(`\btimeout (\d+) `).FindAllStringSubmatch(string(b), -1) {
+		n, err := strconv.Atoi(m[1])
+		must(t, err)
+		total += n
+	}
+	if total == 0 || total > 500 {
+		t.Errorf("run.sh's timeouts add up to %d s, want at most 500", total)
 	}
 }

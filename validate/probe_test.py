@@ -8,6 +8,7 @@ Without torch the torch tests are skipped, unless GPUIMG_REQUIRE_TORCH=1
 (set by the Go test, which installs it) turns a missing torch into a failure.
 """
 
+import importlib
 import io
 import json
 import os
@@ -85,7 +86,7 @@ class Main(unittest.TestCase):
     def test_always_prints_json(self):
         rc, out = run_main("--budget", "1")
         self.assertEqual(rc, 0)
-        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "step", "complete"})
+        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "conditions", "env", "step", "complete"})
         for c in out["checks"]:
             self.assertIn(c["status"], ("pass", "warn", "fail"))
 
@@ -97,11 +98,100 @@ class Main(unittest.TestCase):
 
         probe.probe_torch = broken
         try:
-            rc, out = run_main()
+            rc, out = run_main("--framework", "torch")
         finally:
             probe.probe_torch = real
         self.assertEqual(rc, 0)
         self.assertEqual(out["checks"], [{"name": "probe", "status": "fail", "message": "the probe itself failed: RuntimeError('boom')"}])
+
+
+def write_module(d, name, source):
+    os.makedirs(os.path.join(d, name), exist_ok=True)
+    with open(os.path.join(d, name, "__init__.py"), "w") as f:
+        f.write(source)
+
+
+# A stand-in jax that records, at import, the process it runs in, whether
+# torch was imported there before it, and its environment; it sees no GPU.
+SPY_JAX = """
+import json, os, sys
+__version__ = "0.0-spy"
+with open(os.environ["SPY_OUT"], "w") as f:
+    json.dump({"pid": os.getpid(), "torch": "torch" in sys.modules, "tensorflow": "tensorflow" in sys.modules,
+               "prealloc": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")}, f)
+def devices():
+    return []
+"""
+
+
+class Isolation(unittest.TestCase):
+    """Each framework runs in its own child process: JAX's and TensorFlow's
+    memory preallocation and their cuDNN never meet torch's."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.spy = os.path.join(self.dir, "spy.json")
+        self.env = mock.patch.dict(os.environ, {"PYTHONPATH": self.dir, "SPY_OUT": self.spy, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"})
+        self.env.start()
+        os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
+        # The parent finds the installed frameworks on its own path.
+        sys.path.insert(0, self.dir)
+        importlib.invalidate_caches()
+
+    def tearDown(self):
+        sys.path.remove(self.dir)
+        self.env.stop()
+
+    def test_each_framework_in_its_own_process(self):
+        write_module(self.dir, "jax", SPY_JAX)
+        write_module(self.dir, "tensorflow", "import os\nos.kill(os.getpid(), 11)\n")
+        _, out = run_main()
+        with open(self.spy) as f:
+            spy = json.load(f)
+        self.assertNotEqual(spy["pid"], os.getpid())
+        self.assertFalse(spy["torch"], "torch was imported in JAX's process")
+        self.assertFalse(spy["tensorflow"])
+        self.assertEqual(spy["prealloc"], "false")
+        # TensorFlow's crash (SIGSEGV at import) is its own failed check;
+        # JAX after it still ran and said it sees no GPU.
+        checks = {c["name"]: c for c in out["checks"]}
+        self.assertEqual(checks["probe/tensorflow"]["status"], "fail")
+        self.assertIn("the tensorflow probe crashed (signal 11)", checks["probe/tensorflow"]["message"])
+        self.assertEqual(checks["jax/cuda"]["status"], "fail")
+        self.assertEqual(out["frameworks"]["jax"]["version"], "0.0-spy")
+        if torch is not None:
+            self.assertEqual(out["frameworks"]["torch"]["version"], torch.__version__)
+        self.assertEqual(out["env"], {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"})
+
+    def test_a_hung_child_keeps_its_results(self):
+        write_module(self.dir, "tensorflow", """
+import time, types
+__version__ = "2.18.0"
+sysconfig = types.SimpleNamespace(get_build_info=lambda: {"cuda_version": "12.5", "cudnn_version": "9"})
+test = types.SimpleNamespace(is_built_with_cuda=lambda: True)
+config = types.SimpleNamespace(list_physical_devices=lambda kind: time.sleep(60))
+""")
+        out = {"frameworks": {}, "checks": [probe.check("earlier", "pass", "")], "bench": {}, "conditions": {}}
+        steps = []
+        start = time.monotonic()
+        probe.run_child("tensorflow", ["--budget", "1"], 3, out, steps.append)
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(steps, ["tensorflow/import"])
+        self.assertEqual(out["frameworks"]["tensorflow"]["version"], "2.18.0")
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("earlier", "pass"), ("probe/tensorflow", "fail")])
+        self.assertIn("did not finish within 3 s; results up to tensorflow/import are kept", out["checks"][1]["message"])
+
+    def test_a_child_that_dies_after_its_result_is_a_warning(self):
+        write_module(self.dir, "jax", "import atexit, os\n__version__ = '0.1'\natexit.register(lambda: os._exit(3))\ndef devices():\n    return []\n")
+        out = {"frameworks": {}, "checks": [], "bench": {}, "conditions": {}}
+        probe.run_child("jax", [], 60, out, lambda step: None)
+        self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("jax/cuda", "fail"), ("probe/jax", "warn")])
+        self.assertIn("exited with status 3 after printing its complete result", out["checks"][1]["message"])
+
+    def test_error_line(self):
+        stderr = "Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: CUDA error: out of memory\n/x.py:46: UserWarning: TF32\n  self.setter(val)\n"
+        self.assertEqual(probe.error_line(stderr), "RuntimeError: CUDA error: out of memory")
+        self.assertEqual(probe.error_line(""), "")
 
 
 def fake_module(name, **attrs):
@@ -256,6 +346,75 @@ class TorchOnCPU(unittest.TestCase):
         probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=2, size=64, min_time=0.01, warmup=1)
         self.assertEqual(checks, [])
         self.assertGreater(results["resnet50_images_per_s"], 0)
+
+    def test_bench_resnet50_records_its_conditions(self):
+        try:
+            import torchvision  # noqa: F401
+        except ImportError:
+            if REQUIRE_TORCH:
+                raise
+            self.skipTest("torchvision is not installed")
+        seen = []
+        real = probe.resnet50_step_time
+
+        def small(torch_, tv, dev, batch, size, min_time, warmup):
+            # cudnn.benchmark is on while it runs; a batch over 8 does not fit.
+            seen.append((batch, torch.backends.cudnn.benchmark))
+            if batch > 8:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return real(torch_, tv, dev, batch, size, min_time, warmup)
+
+        results, checks, conditions = {}, [], {}
+        torch.backends.cudnn.benchmark = False
+        with mock.patch.object(probe, "resnet50_step_time", small):
+            probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=32, size=32, min_time=0.01, warmup=1, conditions=conditions)
+        self.assertEqual(checks, [])
+        self.assertEqual(seen, [(32, True), (16, True), (8, True)])
+        self.assertFalse(torch.backends.cudnn.benchmark)  # restored
+        self.assertGreater(results["resnet50_images_per_s"], 0)
+        c = conditions["resnet50_images_per_s"]
+        self.assertEqual((c["batch"], c["precision"], c["cudnn_benchmark"], c["image_size"]), (8, "bf16 autocast", True, 32))
+        # Another error than memory is a crash, not a smaller batch.
+        results, checks = {}, []
+        with mock.patch.object(probe, "resnet50_step_time", mock.Mock(side_effect=RuntimeError("CUDA error: illegal address"))):
+            probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=16)
+        self.assertEqual([(c["name"], c["status"]) for c in checks], [("bench/resnet50", "fail")])
+
+    def test_resnet50_batch_fits_the_card(self):
+        for gib, want in ((141, 256), (80, 256), (40, 256), (24, 128), (16, 128), (12, 64), (0, 64)):
+            self.assertEqual(probe.resnet50_batch(gib * probe.GiB), want, gib)
+
+    def test_bench_allreduce_bus_bandwidth(self):
+        calls = []
+
+        def cpu_all_reduce(ts):  # the sum NCCL computes, on CPU tensors
+            calls.append(len(ts))
+            s = sum(ts)
+            for t in ts:
+                t.copy_(s)
+
+        for n, factor in ((2, 1.0), (4, 1.5), (8, 1.75)):
+            results, checks, conditions = {}, [], {}
+            probe.bench_allreduce(torch, [self.cpu] * n, self.far, results, checks, conditions, nbytes=1 << 16, all_reduce=cpu_all_reduce, min_time=0.01)
+            self.assertEqual(checks, [])
+            self.assertAlmostEqual(results["nccl_allreduce_busbw_gbs"] / results["nccl_allreduce_algbw_gbs"], factor)
+            self.assertEqual(conditions["nccl_allreduce_busbw_gbs"], {"gpus": n, "message_bytes": 1 << 16, "dtype": "float32"})
+            self.assertEqual(calls[-1], n)
+        # The default message is 256 MB: bandwidth-bound, as nccl-tests measures it.
+        self.assertEqual(probe.bench_allreduce.__defaults__[1], 256 << 20)
+        results, checks = {}, []
+        probe.bench_allreduce(torch, [self.cpu] * 2, time.monotonic() - 1, results, checks)
+        self.assertEqual((results, [c["status"] for c in checks]), ({}, ["warn"]))
+        probe.bench_allreduce(torch, [self.cpu] * 2, self.far, results, checks, nbytes=1 << 10, all_reduce=mock.Mock(side_effect=RuntimeError("NCCL error: unhandled system error")))
+        self.assertEqual(checks[-1]["status"], "fail")
+        self.assertIn("NCCL error", checks[-1]["message"])
+
+    def test_device_info_uuid(self):
+        props = types.SimpleNamespace(name="NVIDIA H200", total_memory=141 * probe.GiB, uuid="ffc79498-8ff3-c2dc-3b0d-fafd804516ae")
+        fake = types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=lambda i: props))
+        self.assertEqual(probe.device_info(fake, 0), {"index": 0, "name": "NVIDIA H200", "uuid": "ffc79498-8ff3-c2dc-3b0d-fafd804516ae", "total_memory": 141 * probe.GiB})
+        del props.uuid  # torch before 2.4
+        self.assertIsNone(probe.device_info(fake, 0)["uuid"])
 
     def test_timed_grows_the_batch_to_the_minimum_time(self):
         calls = []

@@ -6,10 +6,10 @@
 # On the device tool: make gpu-bins here, then run bench/gpu/run.sh with
 # bin/gpu carried (carry: ["bin/gpu"], about 45 MB) and OUTDIR
 # "$OUT", with timeout_s 600. Each step has its own timeout and they add up
-# to at most 500 s (the device allows 600 s a command, and its start counts
-# against the session's 15 minutes); the benchmark runs
-# early, right after the plain probe, so that it is what a slow machine
-# still delivers. A failing step does not stop the others. It only reads
+# to at most 500 s (TestGPUCheckBudget adds them; the device allows 600 s a
+# command, and its start counts against the session's 15 minutes); the
+# benchmark runs early, right after the plain probe, so that it is what a
+# slow machine still delivers. A failing step does not stop the others. It only reads
 # the GPU: it changes no setting of the card (no nvidia-smi -pm/-lgc/-pl,
 # no MIG).
 #
@@ -26,16 +26,20 @@ set -u
 out=${1:-${OUT:-/tmp/gpuimg-gpu}}
 gpuimg=${GPUIMG:-bin/gpu/gpuimg}
 vtest=${VALIDATE_TEST:-bin/gpu/validate.test}
-mkdir -p "$out"
+# Absolute before the cd below: a relative OUTDIR would otherwise put the
+# first files where the script was started and the rest under the repository.
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 2
+case $gpuimg in /*) ;; */*) gpuimg=$PWD/$gpuimg ;; esac
+case $vtest in /*) ;; */*) vtest=$PWD/$vtest ;; esac
 cd "$(dirname "$0")/../.." || exit 2
 status() { echo "$1 exit $2" | tee -a "$out/status.txt"; }
 
 {
 	date -u +%Y-%m-%dT%H:%M:%SZ
 	uname -a
-	timeout 20 nvidia-smi
-	timeout 30 nvidia-smi -q
-	timeout 45 python3 -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "archs", torch.cuda.get_arch_list())
+	timeout 15 nvidia-smi
+	timeout 20 nvidia-smi -q
+	timeout 30 python3 -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "archs", torch.cuda.get_arch_list())
 try:
     import torchvision; print("torchvision", torchvision.__version__)
 except Exception as e:
@@ -43,12 +47,16 @@ except Exception as e:
 } >"$out/env.txt" 2>&1
 status env $?
 
-timeout 45 "$gpuimg" probe -o json >"$out/probe.json" 2>"$out/probe.stderr"
+# A cold start imports torch, TensorFlow and JAX, each in its own process
+# (JAX alone can take half a minute): the probe's budget (80 s) stops the
+# Python part itself, so that gpuimg still prints what it found.
+timeout 95 "$gpuimg" probe --budget 80s -o json >"$out/probe.json" 2>"$out/probe.stderr"
 status probe $?
 
-# The probe's own budget (200 s, benchmarks that would start after 80% of
-# it are skipped with a warning) inside the step's timeout.
-timeout 240 "$gpuimg" probe --bench --budget 200s -o json >"$out/probe-bench.json" 2>"$out/probe-bench.stderr"
+# The probe's own budget (170 s, benchmarks that would start after 80% of
+# it are skipped with a warning, the Python part stopped at 100%) inside
+# the step's timeout.
+timeout 200 "$gpuimg" probe --bench --budget 170s -o json >"$out/probe-bench.json" 2>"$out/probe-bench.stderr"
 status probe-bench $?
 python3 - "$out/probe-bench.json" >"$out/probe-bench.txt" 2>&1 <<'PY'
 import json, sys
