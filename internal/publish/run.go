@@ -52,8 +52,10 @@ type RunOptions struct {
 	// the context directory, SourceDateEpoch, NoCache. Run sets the stack,
 	// the extras and platforms (from the file) and the output.
 	Request builder.Request
-	// Progress receives a line per variant; nil writes nothing.
-	Progress *Progress
+	// Progress makes the run's progress display for total variants
+	// (NewProgress, NewLiveProgress); Run keeps it ticking and writes its
+	// closing line. Nil writes nothing.
+	Progress func(total int) *Progress
 	// Now stamps the report; default time.Now.
 	Now func() time.Time
 }
@@ -94,6 +96,13 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 	}
 	rep := &Report{Repository: f.Repository, Started: now().UTC(), Results: make([]Result, len(variants)), Skipped: plan.Skipped}
 	r := &runner{f: f, db: db, opts: opts, variants: variants, rep: rep}
+	if opts.Progress != nil {
+		r.progress = opts.Progress(len(variants))
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go r.progress.Run(pctx)
+		defer func() { r.progress.Finish(rep) }()
+	}
 	if opts.DryRun {
 		for i, v := range variants {
 			rep.Results[i] = Result{Variant: v, Outcome: Planned}
@@ -141,6 +150,7 @@ type runner struct {
 	// prepared holds each variant's build plan (base pinned, inputs
 	// label set) once checked.
 	prepared []*builder.Plan
+	progress *Progress
 	// promote maps a variant to the moving tags it owns.
 	promote map[int][]string
 }
@@ -148,16 +158,16 @@ type runner struct {
 func (r *runner) registry() []images.Option { return r.opts.Request.Registry }
 
 func (r *runner) event(i int, format string, args ...any) {
-	if r.opts.Progress != nil {
-		r.opts.Progress.Event(r.variants[i], fmt.Sprintf(format, args...))
+	if r.progress != nil {
+		r.progress.Event(r.variants[i], fmt.Sprintf(format, args...))
 	}
 }
 
 // done reports variant i's result; each variant's result is written by
 // one goroutine only.
 func (r *runner) done(i int) {
-	if r.opts.Progress != nil {
-		r.opts.Progress.Done(r.rep.Results[i])
+	if r.progress != nil {
+		r.progress.Done(r.rep.Results[i])
 	}
 }
 
