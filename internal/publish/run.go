@@ -111,7 +111,7 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		rep.Finished = now().UTC()
 		return rep, nil
 	}
-	if err := r.promotions(); err != nil {
+	if err := r.promotions(plan.Variants); err != nil {
 		return nil, err
 	}
 	// Check every variant first: the unchanged ones need no builder.
@@ -151,8 +151,8 @@ type runner struct {
 	// label set) once checked.
 	prepared []*builder.Plan
 	progress *Progress
-	// promote maps a variant to the moving tags it owns.
-	promote map[int][]string
+	// promote maps a variant's name to the moving tags it owns.
+	promote map[string][]string
 }
 
 func (r *runner) registry() []images.Option { return r.opts.Request.Registry }
@@ -178,12 +178,13 @@ func (r *runner) fail(i int, step string, err error) {
 }
 
 // promotions renders the moving tags and gives each to the last variant
-// (in the plan's order) that renders it: one writer per tag, whatever
-// order the builds end in. When that variant fails, the tag stays where
-// it was.
-func (r *runner) promotions() error {
-	owner := map[string]int{}
-	for i, v := range r.variants {
+// of the whole plan (before --only) that renders it: one writer per tag,
+// whatever order the builds end in, and the same one when CI jobs each
+// publish one variant with --only. When that variant fails (or is not
+// published by this run), the tag stays where it was.
+func (r *runner) promotions(all []Variant) error {
+	owner := map[string]string{}
+	for _, v := range all {
 		for _, t := range r.f.Promote.Tags {
 			tag, err := t.Render(Fields(v.Stack, v.Axes))
 			if err != nil {
@@ -192,15 +193,15 @@ func (r *runner) promotions() error {
 			if err := CheckTag(tag); err != nil {
 				return fmt.Errorf("%s:%d: promote tag template %q renders %w", r.f.name(), t.Line, t.Text, err)
 			}
-			owner[tag] = i
+			owner[tag] = v.Name
 		}
 	}
-	r.promote = map[int][]string{}
-	for tag, i := range owner {
-		r.promote[i] = append(r.promote[i], tag)
+	r.promote = map[string][]string{}
+	for tag, n := range owner {
+		r.promote[n] = append(r.promote[n], tag)
 	}
-	for i := range r.promote {
-		slices.Sort(r.promote[i])
+	for n := range r.promote {
+		slices.Sort(r.promote[n])
 	}
 	return nil
 }
@@ -513,7 +514,7 @@ func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) er
 	accept := func(a images.Attached) (bool, string) {
 		return policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver])
 	}
-	for _, t := range r.promote[i] {
+	for _, t := range r.promote[v.Name] {
 		if _, err := images.Promote(ctx, digestRef, t, accept, r.registry()...); err != nil {
 			res.Error = "promote " + t + ": " + err.Error()
 			return err
