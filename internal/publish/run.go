@@ -327,7 +327,7 @@ func (r *runner) build(ctx context.Context, todo []task) {
 	if local {
 		if r.opts.Local == nil {
 			for _, t := range todo {
-				r.fail(t.id, "build", errors.New("no builder: name one with --builder or builders:"))
+				r.fail(t.id, "build", errors.New("no builder: name one with --builder or in the builders: list"))
 			}
 			return
 		}
