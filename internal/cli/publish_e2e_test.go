@@ -71,8 +71,12 @@ promote: {tags: ["latest"]}
 		return d.String(), cfg.Config.Labels, nil
 	}
 
+	// The pool's first builder does not exist: sticky placement puts both
+	// variants (same base, same Python) on it, and they move to the
+	// second, real one.
 	first := filepath.Join(dir, "first")
-	out, errOut, code := run(t, args(good, env.BuildKit.Address(), first)...)
+	dead := "unix://" + filepath.Join(dir, "no-buildkitd.sock")
+	out, errOut, code := run(t, args(good, dead, first, "--builder", env.BuildKit.Address())...)
 	if code != 0 {
 		t.Fatalf("first publish exited %d:\n%s\n%s", code, out, lastLines(errOut, 40))
 	}
@@ -80,6 +84,30 @@ promote: {tags: ["latest"]}
 	must(t, err)
 	if len(rep.Results) != 2 {
 		t.Fatalf("first run: %d results, want 2: %+v", len(rep.Results), rep.Results)
+	}
+	cached := 0
+	for _, r := range rep.Results {
+		if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], dead) || r.TotalSteps == 0 {
+			t.Errorf("%s: notes %q (want the retry away from %s), %d/%d steps cached", r.Variant.Name, r.Notes, dead, r.CachedSteps, r.TotalSteps)
+		}
+		cached += r.CachedSteps
+		r, err := name.ParseReference(r.Variant.Tag, name.Insecure)
+		must(t, err)
+		desc, err := remote.Get(r, remote.WithContext(ctx))
+		must(t, err)
+		mf, err := desc.Image()
+		must(t, err)
+		m, err := mf.Manifest()
+		must(t, err)
+		if m.Annotations[publish.InputsLabel] == "" {
+			t.Errorf("%s: manifest annotations %v lack %s", r, m.Annotations, publish.InputsLabel)
+		}
+	}
+	if cached == 0 {
+		t.Error("the second variant reused no cached step of the first")
+	}
+	if !strings.Contains(errOut, "retrying on "+env.BuildKit.Address()) {
+		t.Errorf("progress does not report the retry:\n%s", lastLines(errOut, 20))
 	}
 	for _, r := range rep.Results {
 		if r.Outcome != publish.Published || r.Digest == "" || r.Builder != env.BuildKit.Address() {

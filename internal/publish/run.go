@@ -404,6 +404,7 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 		return nil
 	}
 	res.Digest, res.BuildTime = built.Digest, built.Duration
+	res.CachedSteps, res.TotalSteps = built.CachedSteps, built.TotalSteps
 	digestRef := r.f.Repository + "@" + built.Digest
 	r.event(i, "validating %s", built.Digest)
 	verdict, size, err := r.validate(ctx, v, digestRef)
