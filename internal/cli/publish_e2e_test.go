@@ -80,6 +80,7 @@ promote: {tags: ["latest"]}
 	if code != 0 {
 		t.Fatalf("first publish exited %d:\n%s\n%s", code, out, lastLines(errOut, 40))
 	}
+	t.Logf("first run:\n%s", lastLines(errOut, 12))
 	rep, err := publish.ReadReport(filepath.Join(first, publish.ReportJSON))
 	must(t, err)
 	if len(rep.Results) != 2 {

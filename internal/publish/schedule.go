@@ -125,7 +125,9 @@ func (s *scheduler) worker(ctx context.Context, b int) {
 		err := s.run(ctx, b, t.id)
 		s.mu.Lock()
 		var be *BuilderError
-		if errors.As(err, &be) && ctx.Err() == nil {
+		if errors.As(err, &be) && ctx.Err() != nil {
+			s.fail(t.id, err) // cancelled: no retry
+		} else if errors.As(err, &be) {
 			s.dead[b] = true
 			moved := append([]task{t}, s.queues[b]...)
 			s.queues[b] = nil
