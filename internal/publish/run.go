@@ -364,6 +364,9 @@ func (r *runner) build(ctx context.Context, todo []task) {
 			return r.buildOne(ctx, id, addrs[b], clients[b])
 		},
 		retried: func(id, from, to int, err error) {
+			if be, ok := errors.AsType[*BuilderError](err); ok {
+				err = be.Err
+			}
 			r.event(id, "builder %s failed (%v), retrying on %s", addrs[from], err, addrs[to])
 			res := &r.rep.Results[id]
 			res.Notes = append(res.Notes, fmt.Sprintf("builder %s failed, retried on %s: %v", addrs[from], addrs[to], err))
