@@ -91,6 +91,10 @@ type Result struct {
 	Stack  matrix.Stack `json:"stack"`
 	// Duration is the wall time of the solve.
 	Duration time.Duration `json:"duration_ns"`
+	// CachedSteps of TotalSteps Dockerfile steps were answered from
+	// BuildKit's cache.
+	CachedSteps int `json:"cached_steps"`
+	TotalSteps  int `json:"total_steps"`
 }
 
 func (r *Request) pipMirror() bool {
@@ -362,9 +366,11 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if err != nil {
 		return nil, fmt.Errorf("progress %s: %w", mode, err)
 	}
-	ch := make(chan *client.SolveStatus) // closed by Solve
+	ch := make(chan *client.SolveStatus)    // closed by Solve
+	shown := make(chan *client.SolveStatus) // closed by the counter
 	start := time.Now()
 	var resp *client.SolveResponse
+	steps := map[string]bool{} // completed step -> cached
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error {
 		var err error
@@ -372,7 +378,23 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		return err
 	})
 	eg.Go(func() error {
-		_, err := display.UpdateFrom(context.WithoutCancel(ectx), ch)
+		defer close(shown)
+		for st := range ch {
+			for _, v := range st.Vertexes {
+				// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
+				if v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
+					steps[v.Digest.String()] = v.Cached
+				}
+			}
+			select {
+			case shown <- st:
+			case <-ectx.Done(): // the display stopped; keep draining Solve's channel
+			}
+		}
+		return nil
+	})
+	eg.Go(func() error {
+		_, err := display.UpdateFrom(context.WithoutCancel(ectx), shown)
 		return err
 	})
 	if err := eg.Wait(); err != nil {
@@ -383,7 +405,12 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			return nil, fmt.Errorf("output %s: %w", dest, err)
 		}
 	}
-	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start)}
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps)}
+	for _, cached := range steps {
+		if cached {
+			res.CachedSteps++
+		}
+	}
 	if resp != nil {
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}

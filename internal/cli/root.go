@@ -54,7 +54,7 @@ see "gpuimg matrix list sources".`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))
 	})
-	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newImagesCmd(), newProbeCmd())
+	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newImagesCmd(), newProbeCmd(), newPublishCmd())
 	return root
 }
 

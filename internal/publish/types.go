@@ -78,6 +78,9 @@ type Result struct {
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the variant failed, naming the step.
 	Error string `json:"error,omitempty"`
+	// Notes are what happened on the way that did not fail the variant
+	// (a builder that failed and the builder it was retried on).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Report is a publish run's result: written as report.json, report.md,

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/moby/buildkit/client"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/publish"
+)
+
+// PublishOptions are the flags of gpuimg publish.
+type PublishOptions struct {
+	File     string
+	Builders []string
+	Jobs     int
+	Only     string
+	Force    bool
+	DryRun   bool
+	// ReportDir receives report.json, report.md, junit.xml, report.html.
+	ReportDir string
+	// Since is a previous run's report.json, for what changed.
+	Since    string
+	Progress string
+
+	// The build settings every variant shares (builder.Flags, merged
+	// with the environment and the publish file's build: by builder.Merge).
+	builder.Flags
+	TLSCA, TLSCert  string
+	TLSKey, TLSName string
+	StateDir        string
+	Registry        RegistryOptions
+}
+
+func newPublishCmd() *cobra.Command {
+	mo := &MatrixOptions{}
+	o := &PublishOptions{}
+	cmd := &cobra.Command{
+		Use:   "publish -f publish.yaml",
+		Short: "Build, validate, push, mirror and promote every variant of a publish file",
+		Long: `publish expands a publish file (docs/publish.md) as "gpuimg matrix expand"
+does and publishes every variant on a pool of BuildKit daemons:
+
+  1. pin the base image by digest and compute the variant's inputs digest;
+  2. skip it when its tag already holds an image with the same inputs
+     (label dev.gpuimg.inputs) and a passing validation report: no build;
+  3. otherwise build it and push it by digest only (no tag yet);
+  4. validate the pushed image statically (the file's validate:) and
+     attach the report to it;
+  5. only if it passed: write the tag, copy it to the mirrors, move the
+     promoted tags.
+
+A failed variant leaves its tags untouched; the others go on. Variants that
+share a base image and Python go to the same builder (its cache); a builder
+that cannot be reached or dies mid-build has its variants retried on the
+others.
+
+Exit status: 0 when every variant was published or unchanged, 1 when any
+failed (after all the others finished), 2 when the run could not start.`,
+		Example: `  # Nightly: publish everything, write the report
+  gpuimg publish -f publish.yaml --report-dir report --since last/report.json
+
+  # A pool of three builders, two builds at a time on each
+  gpuimg publish -f publish.yaml --builder tcp://buildkit-0:1234 --builder tcp://buildkit-1:1234 \
+    --builder tcp://buildkit-2:1234 --jobs 2 --builder-tls-ca ca.pem --builder-tls-cert cert.pem --builder-tls-key key.pem
+
+  # One variant (a CI job of "matrix expand -o github")
+  gpuimg publish -f publish.yaml --only 2.7.1-cu128-py3.12
+
+  # What would run
+  gpuimg publish -f publish.yaml --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPublish(cmd, o, mo)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.File, "file", "f", "publish.yaml", "publish file (docs/publish.md)")
+	fs.StringArrayVar(&o.Builders, "builder", nil, "BuildKit daemon of the pool (unix://, tcp://, docker-container://, kube-pod://; repeatable); overrides the file's builders:; default $BUILDKIT_HOST, else a local buildkitd gpuimg starts")
+	fs.IntVar(&o.Jobs, "jobs", 1, "variants built at once on each builder")
+	fs.StringVar(&o.Only, "only", "", "publish only the variant NAME, or those matching a glob ('2.7*')")
+	fs.BoolVar(&o.Force, "force", false, "rebuild variants even when their tag holds the same inputs")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "plan only: list the variants, contact nothing")
+	fs.StringVar(&o.ReportDir, "report-dir", "", "write report.json, report.md, junit.xml and report.html there")
+	fs.StringVar(&o.Since, "since", "", "the report.json of a previous run: the report says what changed since")
+	fs.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto (live on a terminal, else lines), plain (a line per event) or quiet")
+	fs.StringVar(&o.TLSCA, "builder-tls-ca", "", "CA certificate of tcp:// buildkitds")
+	fs.StringVar(&o.TLSCert, "builder-tls-cert", "", "client certificate for tcp:// buildkitds")
+	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for tcp:// buildkitds")
+	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
+	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
+	fs.StringVar(&o.ContextDir, "context", ".", "directory build.copy and build.requirements paths are relative to")
+	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
+	o.Registry.addNamedFlags(fs)
+	fs.StringVar(&o.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the images")
+	fs.StringArrayVar(&o.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
+	fs.StringArrayVar(&o.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
+	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax, shared by the pool: type=registry,ref=R (repeatable)")
+	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max (repeatable)")
+	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR (repeatable)")
+	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step")
+	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else each base image's creation time)")
+	mo.AddFlags(fs)
+	return cmd
+}
+
+func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error {
+	ctx := cmd.Context()
+	if err := checkOutput(o.Progress, "auto", "plain", "quiet"); err != nil {
+		return err
+	}
+	if o.Jobs < 1 {
+		return invalid(fmt.Errorf("--jobs %d", o.Jobs), "give 1 or more")
+	}
+	f, err := publish.LoadFile(o.File)
+	if err != nil {
+		return invalid(err, "fix the publish file (format: docs/publish.md)")
+	}
+	var since *publish.Report
+	if o.Since != "" {
+		if since, err = publish.ReadReport(o.Since); err != nil {
+			return invalid(err, "")
+		}
+	}
+	db, err := mo.Load()
+	if err != nil {
+		return err
+	}
+	// The shared build settings: flags > environment > the file's build:.
+	fl := o.Flags
+	fl.InsecureRegistries = o.Registry.InsecureRegistries
+	fl.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
+	set, err := builder.Merge(fl, environment(), &builder.Config{Extras: f.Build, Platforms: f.Platforms})
+	if err != nil {
+		return invalid(err, "")
+	}
+	req := set.Request
+	reg := o.Registry
+	reg.InsecureRegistries = req.InsecureRegistries
+	if req.Registry, err = reg.Options(); err != nil {
+		return err
+	}
+	req.Source, req.Revision = builder.GitInfo(ctx, req.ContextDir)
+	builders := o.Builders
+	if len(builders) == 0 && len(f.Builders) == 0 && set.Builder != "" {
+		builders = []string{set.Builder} // $BUILDKIT_HOST
+	}
+	bo := &BuildOptions{TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSName: o.TLSName}
+	opts := publish.RunOptions{
+		Builders: builders, Jobs: o.Jobs, Only: o.Only, Force: o.Force, DryRun: o.DryRun, Request: req,
+		Local: &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: req.InsecureRegistries},
+		Connect: func(ctx context.Context, addr string) (*client.Client, error) {
+			return builder.Connect(ctx, addr, bo.clientOpts()...)
+		},
+	}
+	stderr := cmd.ErrOrStderr()
+	if o.Progress != "quiet" {
+		opts.Progress = func(total int) *publish.Progress { return newPublishProgress(stderr, o.Progress, total) }
+	}
+	rep, err := publish.Run(ctx, f, db, opts)
+	if err != nil {
+		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
+	}
+	out := cmd.OutOrStdout()
+	if o.ReportDir != "" {
+		if err := publish.WriteReports(o.ReportDir, rep, since); err != nil {
+			return invalid(err, "check --report-dir is writable")
+		}
+		fmt.Fprintf(out, "report: %s\n", filepath.Join(o.ReportDir, publish.ReportHTML))
+	}
+	c := rep.Counts()
+	fmt.Fprintln(out, c.Summary())
+	if c.Failed > 0 {
+		var names []string
+		for _, r := range rep.Results {
+			if r.Outcome == publish.Failed {
+				names = append(names, r.Variant.Name+" ("+r.Error+")")
+			}
+		}
+		return &Error{Err: fmt.Errorf("%d of %d variants failed: %s", c.Failed, c.Variants, strings.Join(names, "; ")),
+			Hint: "the other variants were published; fix the failures and run again (unchanged variants are skipped)", Code: ExitFailed}
+	}
+	return nil
+}
+
+// newPublishProgress is the live view on a terminal (auto), else lines.
+func newPublishProgress(w io.Writer, mode string, total int) *publish.Progress {
+	if f, ok := w.(*os.File); ok && mode == "auto" {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			width, _ := strconv.Atoi(os.Getenv("COLUMNS"))
+			return publish.NewLiveProgress(w, total, width)
+		}
+	}
+	return publish.NewProgress(w, total)
+}

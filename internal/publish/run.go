@@ -1,0 +1,582 @@
+package publish
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/moby/buildkit/client"
+
+	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate"
+)
+
+// RunOptions are a publish run's settings beyond the publish file.
+type RunOptions struct {
+	// Builders are BuildKit addresses; they override the file's builders:.
+	// With neither, Local is started and used.
+	Builders []string
+	// Local is the local buildkitd used when no builder is named.
+	Local *builder.Local
+	// Connect dials a builder (TLS settings and so on); default
+	// builder.Connect.
+	Connect func(ctx context.Context, addr string) (*client.Client, error)
+	// Jobs is how many variants build at once on each builder (default 1).
+	Jobs int
+	// Only keeps the variants whose name equals it or matches it as a
+	// glob (path.Match); empty keeps all.
+	Only string
+	// Force rebuilds variants whose tag already holds the same inputs.
+	Force bool
+	// DryRun plans only: every variant is Planned, nothing is contacted.
+	DryRun bool
+	// Request holds the build settings every variant shares: registry
+	// mirrors, registry options (Registry, also used to check, validate,
+	// tag, copy and promote), pip index, cache import and export, secrets,
+	// the context directory, SourceDateEpoch, NoCache. Run sets the stack,
+	// the extras and platforms (from the file) and the output.
+	Request builder.Request
+	// Progress makes the run's progress display for total variants
+	// (NewProgress, NewLiveProgress); Run keeps it ticking and writes its
+	// closing line. Nil writes nothing.
+	Progress func(total int) *Progress
+	// Now stamps the report; default time.Now.
+	Now func() time.Time
+}
+
+// Run publishes a publish file: it expands it with db, and for each
+// variant (in parallel, on the pool of builders) pins the base image,
+// computes the inputs digest and, unless the tag already holds an image
+// with the same inputs and a passing validation report, builds it and
+// pushes it by digest only, validates the pushed image statically
+// (f.Validate), attaches the report, and only if it passed writes the tag,
+// copies it to the mirrors and moves the promoted tags. A failed variant
+// leaves its tags as they were; the others go on. The report has a
+// result per variant (Failed ones say which step failed).
+//
+// Errors are for a run that cannot start (a file that does not expand,
+// --only matching nothing); failed variants are in the report.
+func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report, error) {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	plan, err := Expand(ctx, db, f, ExpandOptions{})
+	if err != nil {
+		return nil, err
+	}
+	variants := plan.Variants
+	if opts.Only != "" {
+		if _, err := path.Match(opts.Only, ""); err != nil {
+			return nil, fmt.Errorf("--only %q: %w; give a variant name or a glob like '2.7*-py3.12'", opts.Only, err)
+		}
+		variants = slices.DeleteFunc(slices.Clone(variants), func(v Variant) bool {
+			ok, _ := path.Match(opts.Only, v.Name)
+			return v.Name != opts.Only && !ok
+		})
+		if len(variants) == 0 {
+			return nil, fmt.Errorf("--only %q matches no variant of %s; list them with gpuimg matrix expand -f %s", opts.Only, f.name(), f.name())
+		}
+	}
+	rep := &Report{Repository: f.Repository, Started: now().UTC(), Results: make([]Result, len(variants)), Skipped: plan.Skipped}
+	r := &runner{f: f, db: db, opts: opts, variants: variants, rep: rep}
+	if opts.Progress != nil {
+		r.progress = opts.Progress(len(variants))
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go r.progress.Run(pctx)
+		defer func() { r.progress.Finish(rep) }()
+	}
+	if opts.DryRun {
+		for i, v := range variants {
+			rep.Results[i] = Result{Variant: v, Outcome: Planned}
+			r.done(i)
+		}
+		rep.Finished = now().UTC()
+		return rep, nil
+	}
+	if err := r.promotions(plan.Variants); err != nil {
+		return nil, err
+	}
+	// Check every variant first: the unchanged ones need no builder.
+	r.prepared = make([]*builder.Plan, len(variants))
+	var todo []task
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range variants {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if r.check(ctx, i) {
+				mu.Lock()
+				todo = append(todo, task{id: i, key: variants[i].Stack.BaseImage + "|" + variants[i].Stack.Python})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(todo) > 0 {
+		sort.Slice(todo, func(a, b int) bool { return todo[a].id < todo[b].id })
+		r.build(ctx, todo)
+	}
+	rep.Finished = now().UTC()
+	return rep, nil
+}
+
+// runner is one Run's state.
+type runner struct {
+	f        *File
+	db       *matrix.DB
+	opts     RunOptions
+	variants []Variant
+	rep      *Report
+	// prepared holds each variant's build plan (base pinned, inputs
+	// label set) once checked.
+	prepared []*builder.Plan
+	progress *Progress
+	// promote maps a variant's name to the moving tags it owns.
+	promote map[string][]string
+}
+
+func (r *runner) registry() []images.Option { return r.opts.Request.Registry }
+
+func (r *runner) event(i int, format string, args ...any) {
+	if r.progress != nil {
+		r.progress.Event(r.variants[i], fmt.Sprintf(format, args...))
+	}
+}
+
+// done reports variant i's result; each variant's result is written by
+// one goroutine only.
+func (r *runner) done(i int) {
+	if r.progress != nil {
+		r.progress.Done(r.rep.Results[i])
+	}
+}
+
+func (r *runner) fail(i int, step string, err error) {
+	res := &r.rep.Results[i]
+	res.Variant, res.Outcome, res.Error = r.variants[i], Failed, step+": "+err.Error()
+	r.done(i)
+}
+
+// promotions renders the moving tags and gives each to the last variant
+// of the whole plan (before --only) that renders it: one writer per tag,
+// whatever order the builds end in, and the same one when CI jobs each
+// publish one variant with --only. When that variant fails (or is not
+// published by this run), the tag stays where it was.
+func (r *runner) promotions(all []Variant) error {
+	owner := map[string]string{}
+	for _, v := range all {
+		for _, t := range r.f.Promote.Tags {
+			tag, err := t.Render(Fields(v.Stack, v.Axes))
+			if err != nil {
+				return fmt.Errorf("%s:%d: promote tag for %s: %w", r.f.name(), t.Line, v.Name, err)
+			}
+			if err := CheckTag(tag); err != nil {
+				return fmt.Errorf("%s:%d: promote tag template %q renders %w", r.f.name(), t.Line, t.Text, err)
+			}
+			owner[tag] = v.Name
+		}
+	}
+	r.promote = map[string][]string{}
+	for tag, n := range owner {
+		r.promote[n] = append(r.promote[n], tag)
+	}
+	for n := range r.promote {
+		slices.Sort(r.promote[n])
+	}
+	return nil
+}
+
+// check pins variant i's base, computes its inputs and says whether it
+// needs a build; an unchanged variant is finished here (mirrors and
+// promoted tags brought up to date, so an interrupted run resumes).
+func (r *runner) check(ctx context.Context, i int) bool {
+	v := &r.variants[i]
+	req := r.request(*v)
+	plan, err := builder.Prepare(ctx, req)
+	if err != nil {
+		r.fail(i, "pin base image", err)
+		return false
+	}
+	files, err := fileDigests(req.ContextDir, r.f.Build)
+	if err != nil {
+		r.fail(i, "read build files", err)
+		return false
+	}
+	v.Inputs, err = Inputs(v.Stack, r.f, ExpandOptions{Bases: map[string]images.Base{v.Stack.BaseImage: plan.Base}, Files: files})
+	if err != nil {
+		r.fail(i, "inputs", err)
+		return false
+	}
+	plan.Labels[InputsLabel] = v.Inputs
+	r.prepared[i] = plan
+	res := &r.rep.Results[i]
+	res.Variant = *v
+	if r.opts.Force {
+		return true
+	}
+	r.event(i, "checking %s", v.Tag)
+	digest, rp, ok := r.unchanged(ctx, *v)
+	if !ok {
+		return true
+	}
+	res.Outcome, res.Digest, res.Verdict, res.Size = Unchanged, digest, rp.Verdict, rp.Size.Compressed
+	if err := r.publish(ctx, i, digest, false); err != nil {
+		res.Outcome = Failed
+	}
+	r.done(i)
+	return false
+}
+
+// unchanged says whether v's tag holds an image with v's inputs and a
+// validation report the file's validate: accepts, and returns its digest
+// and the report.
+func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Report, bool) {
+	img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: v.Tag}, append(slices.Clip(r.registry()), images.WithPlatform(r.platform()))...)
+	if err != nil {
+		return "", nil, false // not there (or unreadable): build it
+	}
+	defer img.Close()
+	cfg, err := img.Image.ConfigFile()
+	if err != nil || cfg.Config.Labels[InputsLabel] != v.Inputs {
+		return "", nil, false
+	}
+	dig, reports, err := images.Referrers(ctx, v.Tag, images.ReportArtifactType, r.registry()...)
+	if err != nil {
+		return "", nil, false
+	}
+	var found *validate.Report
+	for _, g := range r.gpus() {
+		policy := r.policy(g)
+		found = nil
+		for _, a := range reports {
+			if ok, _ := policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver]); ok {
+				var rp validate.Report
+				if json.Unmarshal(a.Payload, &rp) == nil {
+					found = &rp
+					break
+				}
+			}
+		}
+		if found == nil {
+			return "", nil, false
+		}
+	}
+	return dig.DigestStr(), found, true
+}
+
+// gpus are the GPUs the file validates for; one empty name when none.
+func (r *runner) gpus() []string {
+	if len(r.f.Validate.GPU) == 0 {
+		return []string{""}
+	}
+	return r.f.Validate.GPU
+}
+
+// policy is what a report must show for the file's validate: on gpu.
+func (r *runner) policy(gpu string) validate.PromotionPolicy {
+	return validate.PromotionPolicy{Require: "static", GPU: gpu, MinDriver: r.f.Validate.Driver, DB: r.db}
+}
+
+// platform is the platform validated: the file's first, else linux/amd64.
+func (r *runner) platform() *v1.Platform {
+	if len(r.f.Platforms) > 0 {
+		if p, err := v1.ParsePlatform(r.f.Platforms[0]); err == nil {
+			return p
+		}
+	}
+	return &v1.Platform{OS: "linux", Architecture: "amd64"}
+}
+
+// request is variant v's build request: the shared settings with v's
+// stack, the file's extras and platforms, no tags.
+func (r *runner) request(v Variant) builder.Request {
+	req := r.opts.Request
+	req.Stack, req.Extras, req.Platforms = v.Stack, r.f.Build, r.f.Platforms
+	req.Tags, req.Push = nil, false
+	req.Outputs = slices.Clone(req.Outputs)
+	return req
+}
+
+// build runs the variants that need it on the pool.
+func (r *runner) build(ctx context.Context, todo []task) {
+	addrs := r.opts.Builders
+	if len(addrs) == 0 {
+		addrs = r.f.Builders
+	}
+	local := len(addrs) == 0
+	if local {
+		if r.opts.Local == nil {
+			for _, t := range todo {
+				r.fail(t.id, "build", errors.New("no builder: name one with --builder or in the builders: list"))
+			}
+			return
+		}
+		addrs = []string{r.opts.Local.Address()}
+	}
+	connect := r.opts.Connect
+	if connect == nil {
+		connect = func(ctx context.Context, addr string) (*client.Client, error) { return builder.Connect(ctx, addr) }
+	}
+	clients := make([]*client.Client, len(addrs))
+	conns := make([]sync.Once, len(addrs))
+	connErr := make([]error, len(addrs))
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	s := &scheduler{
+		builders: addrs,
+		jobs:     r.opts.Jobs,
+		run: func(ctx context.Context, b, id int) error {
+			conns[b].Do(func() {
+				if local {
+					clients[b], connErr[b] = r.opts.Local.Ensure(ctx)
+				} else {
+					clients[b], connErr[b] = connect(ctx, addrs[b])
+				}
+			})
+			if connErr[b] != nil {
+				return &BuilderError{Addr: addrs[b], Err: connErr[b]}
+			}
+			return r.buildOne(ctx, id, addrs[b], clients[b])
+		},
+		retried: func(id, from, to int, err error) {
+			if be, ok := errors.AsType[*BuilderError](err); ok {
+				err = be.Err
+			}
+			r.event(id, "builder %s failed (%v), retrying on %s", addrs[from], err, addrs[to])
+			res := &r.rep.Results[id]
+			res.Notes = append(res.Notes, fmt.Sprintf("builder %s failed, retried on %s: %v", addrs[from], addrs[to], err))
+		},
+		fail: func(id int, err error) { r.fail(id, "build", err) },
+	}
+	s.schedule(ctx, todo)
+}
+
+// buildOne builds variant i on a builder, pushes it by digest, validates
+// and publishes it. It returns a *BuilderError when the builder failed
+// (the scheduler retries elsewhere); every other failure is recorded.
+func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Client) error {
+	v := r.variants[i]
+	res := &r.rep.Results[i]
+	res.Variant, res.Builder = v, addr
+	req := r.request(v)
+	out := "type=image,name=" + r.f.Repository + ",push-by-digest=true,push=true,annotation." + InputsLabel + "=" + v.Inputs
+	if len(r.f.Platforms) > 1 {
+		out += ",annotation-index." + InputsLabel + "=" + v.Inputs
+	}
+	host, _, _ := strings.Cut(r.f.Repository, "/")
+	if images.IsLoopback(host) || slices.Contains(req.InsecureRegistries, host) {
+		out += ",registry.insecure=true"
+	}
+	req.Outputs = append(req.Outputs, out)
+	r.event(i, "building on %s", addr)
+	built, err := builder.Build(ctx, c, req, r.prepared[i])
+	if err != nil {
+		if ctx.Err() == nil && !alive(ctx, c) {
+			return &BuilderError{Addr: addr, Err: err}
+		}
+		r.fail(i, "build", err)
+		return nil
+	}
+	if built.Digest == "" {
+		r.fail(i, "build", errors.New("BuildKit returned no image digest"))
+		return nil
+	}
+	res.Digest, res.BuildTime = built.Digest, built.Duration
+	res.CachedSteps, res.TotalSteps = built.CachedSteps, built.TotalSteps
+	digestRef := r.f.Repository + "@" + built.Digest
+	r.event(i, "validating %s", built.Digest)
+	verdict, size, err := r.validate(ctx, v, digestRef)
+	res.Verdict, res.Size = verdict, size
+	if err != nil {
+		r.fail(i, "validate", err)
+		return nil
+	}
+	if verdict != matrix.Pass && verdict != matrix.Warn {
+		r.fail(i, "validate", fmt.Errorf("static validation %s (the report is attached to %s); the tag was not written", verdict, digestRef))
+		return nil
+	}
+	if err := r.publish(ctx, i, built.Digest, true); err == nil {
+		res.Outcome = Published
+	} else {
+		res.Outcome = Failed
+	}
+	r.done(i)
+	return nil
+}
+
+// alive says whether the builder still answers.
+func alive(ctx context.Context, c *client.Client) bool {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := c.ListWorkers(pctx)
+	return err == nil
+}
+
+// validate inspects the pushed image (once per GPU of validate:), attaches
+// each report, and returns the worst verdict and the compressed size.
+func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (matrix.Status, int64, error) {
+	img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: digestRef}, append(slices.Clip(r.registry()), images.WithPlatform(r.platform()))...)
+	if err != nil {
+		return "", 0, err
+	}
+	defer img.Close()
+	var verdicts []matrix.Finding
+	var size int64
+	var failed []string
+	for _, g := range r.gpus() {
+		rp, err := validate.Inspect(ctx, img.Image, validate.Options{
+			Name: v.Tag, Digest: img.Digest, Platform: img.Platform, DB: r.db, Driver: r.f.Validate.Driver, GPU: g,
+		})
+		if err != nil {
+			return "", 0, err
+		}
+		size = rp.Size.Compressed
+		payload, err := json.Marshal(rp)
+		if err != nil {
+			return "", 0, err
+		}
+		ann := map[string]string{
+			images.AnnotationKind: rp.Kind, images.AnnotationVerdict: string(rp.Verdict),
+			images.AnnotationCreated: rp.Created.Format(time.RFC3339),
+		}
+		if g != "" {
+			ann[images.AnnotationGPU] = g
+		}
+		if !r.f.Validate.Driver.IsZero() {
+			ann[images.AnnotationDriver] = r.f.Validate.Driver.String()
+		}
+		if _, err := images.Attach(ctx, digestRef, images.ReportArtifactType, payload, ann, r.registry()...); err != nil {
+			return "", 0, fmt.Errorf("attach report: %w", err)
+		}
+		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
+		for _, c := range rp.Checks {
+			if c.Status == matrix.Fail {
+				failed = append(failed, c.Name+": "+c.Message)
+			}
+		}
+	}
+	verdict := matrix.Verdict(verdicts)
+	if verdict == matrix.Fail && len(failed) > 0 {
+		return verdict, size, fmt.Errorf("static validation failed (%s); the report is attached to %s, the tag was not written", strings.Join(failed, "; "), digestRef)
+	}
+	return verdict, size, nil
+}
+
+// publish points variant i's tag at digest (when tag), copies it to the
+// mirrors and moves the moving tags it owns. A failure is recorded in the
+// result (and returned); steps done stay done.
+func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) error {
+	v := r.variants[i]
+	res := &r.rep.Results[i]
+	digestRef := r.f.Repository + "@" + digest
+	if tag {
+		r.event(i, "tagging %s", v.Tag)
+		if _, err := images.Copy(ctx, digestRef, []string{v.Tag}, r.registry()...); err != nil {
+			res.Error = "tag: " + err.Error()
+			return err
+		}
+	}
+	if len(r.f.Mirrors) > 0 {
+		var dsts []string
+		for _, m := range r.f.Mirrors {
+			dsts = append(dsts, m+":"+v.Name)
+		}
+		r.event(i, "copying to %d mirrors", len(dsts))
+		if _, err := images.Copy(ctx, digestRef, dsts, r.registry()...); err != nil {
+			res.Error = "mirror: " + err.Error()
+			return err
+		}
+		res.Mirrors = dsts
+	}
+	gpu := r.gpus()[0]
+	policy := r.policy(gpu)
+	accept := func(a images.Attached) (bool, string) {
+		return policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver])
+	}
+	for _, t := range r.promote[v.Name] {
+		if _, err := images.Promote(ctx, digestRef, t, accept, r.registry()...); err != nil {
+			res.Error = "promote " + t + ": " + err.Error()
+			return err
+		}
+		res.Tags = append(res.Tags, r.f.Repository+":"+t)
+	}
+	return nil
+}
+
+// fileDigests digests the files the extras read (the requirements file,
+// the copy sources, files or whole directories), relative to dir.
+func fileDigests(dir string, e builder.Extras) (map[string]string, error) {
+	srcs := sourcesOf(e)
+	if len(srcs) == 0 {
+		return nil, nil
+	}
+	if dir == "" {
+		dir = "."
+	}
+	out := map[string]string{}
+	for _, src := range srcs {
+		p := src
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		h := sha256.New()
+		err := filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(p, fp)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s\x00%o\x00", filepath.ToSlash(rel), info.Mode())
+			if d.Type().IsRegular() {
+				fh, err := os.Open(fp)
+				if err != nil {
+					return err
+				}
+				_, err = io.Copy(h, fh)
+				fh.Close()
+				return err
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				t, err := os.Readlink(fp)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(h, "%s\x00", t)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("digest %s: %w", src, err)
+		}
+		out[src] = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
+	return out, nil
+}
