@@ -37,7 +37,10 @@ func TestProbeWithoutDriver(t *testing.T) {
 	}
 }
 
-// pyProbe runs probe.py with the real python3 and PYTHONPATH=dir.
+// pyProbe runs probe.py with the real python3 and PYTHONPATH=dir, without
+// the site directories (-S), so that only dir's modules are found whatever
+// the machine has installed (Debian's python3-torch, for one), and returns
+// its last snapshot.
 func pyProbe(t *testing.T, dir string) PyProbe {
 	t.Helper()
 	py, err := exec.LookPath("python3")
@@ -46,17 +49,17 @@ func pyProbe(t *testing.T, dir string) PyProbe {
 	}
 	script := filepath.Join(t.TempDir(), "probe.py")
 	must(t, os.WriteFile(script, probePy, 0o644))
-	cmd := exec.Command(py, script)
+	cmd := exec.Command(py, "-S", script)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("probe.py: %v", err)
 	}
-	var pp PyProbe
-	if err := json.Unmarshal(out, &pp); err != nil {
-		t.Fatalf("probe.py printed %q: %v", out, err)
+	pp := lastSnapshot(out)
+	if pp == nil {
+		t.Fatalf("probe.py printed no snapshot: %q", out)
 	}
-	return pp
+	return *pp
 }
 
 func TestProbePy(t *testing.T) {
