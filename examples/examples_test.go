@@ -1,11 +1,14 @@
 package examples
 
 import (
+	"encoding/json"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuimg/gpuimg/builder"
@@ -135,5 +138,149 @@ func TestPublishExample(t *testing.T) {
 	}
 	if len(reasons) != 4 || !strings.HasPrefix(reasons[2], "excluded (publish.yaml:") || !strings.Contains(reasons[0], "cannot run them") {
 		t.Errorf("skipped %q", reasons)
+	}
+}
+
+// workflow is a GitHub Actions workflow file, as far as the tests read it.
+type workflow struct {
+	On   map[string]any `yaml:"on"`
+	Jobs map[string]struct {
+		Needs    any `yaml:"needs"`
+		Strategy struct {
+			Matrix string `yaml:"matrix"`
+		} `yaml:"strategy"`
+		Outputs map[string]string `yaml:"outputs"`
+		Steps   []struct {
+			ID   string `yaml:"id"`
+			Uses string `yaml:"uses"`
+			Run  string `yaml:"run"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+func readWorkflow(t *testing.T, file string) workflow {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf workflow
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return wf
+}
+
+// gpuimgCommand checks a workflow's `gpuimg …` line against gpuimg's own
+// commands and flags: the words after "gpuimg" must name a command and
+// parse as its flags (an Actions expression stands for one word; shell
+// redirections and "$array" expansions are left out).
+func gpuimgCommand(t *testing.T, line string) *cobra.Command {
+	t.Helper()
+	line = regexp.MustCompile(`"?\$\{\{[^}]*\}\}"?`).ReplaceAllString(line, "VALUE")
+	var args []string
+	for _, f := range strings.Fields(line)[1:] {
+		if strings.HasPrefix(f, ">") || strings.HasPrefix(f, "2>") || strings.HasPrefix(f, `"$`) {
+			continue
+		}
+		args = append(args, f)
+	}
+	cmd, rest, err := cli.NewRoot().Find(args)
+	if err != nil {
+		t.Fatalf("%q names no gpuimg command: %v", line, err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Errorf("gpuimg %s rejects the workflow's flags %v: %v", cmd.Name(), rest, err)
+	}
+	return cmd
+}
+
+// gpuimgLines are the lines of a workflow's run steps that start with
+// "gpuimg " and are not its installation.
+func gpuimgLines(wf workflow) map[string][]string {
+	out := map[string][]string{}
+	for name, job := range wf.Jobs {
+		for _, s := range job.Steps {
+			for l := range strings.SplitSeq(s.Run, "\n") {
+				if l = strings.TrimSpace(l); strings.HasPrefix(l, "gpuimg ") {
+					out[name] = append(out[name], l)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestPublishWorkflows keeps the two publishing workflows runnable: the
+// nightly one runs `gpuimg publish` with a report and puts report.md in the
+// job summary; the fan-out one plans with `matrix expand -o github` and
+// runs one `publish --only` job per entry of that matrix, whose entries
+// carry the name --only takes.
+func TestPublishWorkflows(t *testing.T) {
+	nightly := readWorkflow(t, "nightly-publish.yml")
+	if _, ok := nightly.On["schedule"]; !ok {
+		t.Errorf("nightly-publish.yml has no schedule")
+	}
+	published := false
+	for _, lines := range gpuimgLines(nightly) {
+		for _, l := range lines {
+			cmd := gpuimgCommand(t, l)
+			if cmd.Name() == "publish" && cmd.Flags().Changed("report-dir") && cmd.Flags().Changed("builder") {
+				published = true
+			}
+		}
+	}
+	summary := false
+	for _, job := range nightly.Jobs {
+		for _, s := range job.Steps {
+			summary = summary || strings.Contains(s.Run, `report/report.md >>"$GITHUB_STEP_SUMMARY"`)
+		}
+	}
+	if !published || !summary {
+		t.Errorf("nightly-publish.yml: publish with --report-dir and --builder %v, report.md in the summary %v", published, summary)
+	}
+
+	fan := readWorkflow(t, "publish-fanout.yml")
+	lines := gpuimgLines(fan)
+	var planJob string
+	for name, ls := range lines {
+		for _, l := range ls {
+			if cmd := gpuimgCommand(t, l); cmd.Name() == "expand" && cmd.Flag("output").Value.String() == "github" {
+				planJob = name
+			}
+		}
+	}
+	if planJob == "" || fan.Jobs[planJob].Outputs["matrix"] == "" {
+		t.Fatalf("publish-fanout.yml: no job runs `gpuimg matrix expand -o github` and outputs its matrix")
+	}
+	fanned := false
+	for name, job := range fan.Jobs {
+		if job.Strategy.Matrix != "${{ fromJSON(needs."+planJob+".outputs.matrix) }}" {
+			continue
+		}
+		for _, l := range lines[name] {
+			if cmd := gpuimgCommand(t, l); cmd.Name() == "publish" && strings.Contains(l, `--only "${{ matrix.name }}"`) {
+				fanned = true
+			}
+		}
+	}
+	if !fanned {
+		t.Errorf("publish-fanout.yml: no job over the planned matrix runs gpuimg publish --only \"${{ matrix.name }}\"")
+	}
+	// The entries the plan job produces have the name --only takes.
+	var out, errOut strings.Builder
+	if code := cli.Main(t.Context(), []string{"matrix", "expand", "-f", "publish.yaml", "-o", "github"}, &out, &errOut); code != 0 {
+		t.Fatalf("matrix expand -o github: exit %d: %s", code, errOut.String())
+	}
+	var gh struct {
+		Include []map[string]string `json:"include"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &gh); err != nil || len(gh.Include) == 0 {
+		t.Fatalf("matrix expand -o github: %v %s", err, out.String())
+	}
+	for _, e := range gh.Include {
+		if e["name"] == "" || !strings.HasSuffix(e["tag"], ":"+e["name"]) {
+			t.Errorf("entry %v: name is not the tag --only takes", e)
+		}
 	}
 }
