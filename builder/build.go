@@ -197,6 +197,15 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	return &Plan{Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
 }
 
+// PlainHTTP says whether BuildKit must push ref over plain HTTP (its
+// exporter's registry.insecure): a loopback registry, or one of the
+// request's insecure registries (images.PlainHTTP decides). A reference
+// that does not parse is not plain HTTP; the push reports it.
+func (r *Request) PlainHTTP(ref string) bool {
+	ok, err := images.PlainHTTP(ref, append(slices.Clip(r.Registry), images.WithInsecureRegistries(r.InsecureRegistries...))...)
+	return err == nil && ok
+}
+
 // Build runs the plan on BuildKit: the generated Dockerfile through the
 // Dockerfile frontend, with the requested outputs, cache and secrets.
 func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Result, error) {
@@ -283,7 +292,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		if req.Push {
 			e.Attrs["push"] = "true"
 			for _, t := range req.Tags {
-				if images.IsLoopback(strings.SplitN(t, "/", 2)[0]) || slices.Contains(req.InsecureRegistries, strings.SplitN(t, "/", 2)[0]) {
+				if req.PlainHTTP(t) {
 					e.Attrs["registry.insecure"] = "true"
 				}
 			}

@@ -109,8 +109,14 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 		if err != nil {
 			return nil, explain("read", srcRef, err)
 		}
-		d, _ := img.Digest()
-		mt, _ := img.MediaType()
+		d, err := img.Digest()
+		if err != nil {
+			return nil, explain("read", srcRef, err)
+		}
+		mt, err := img.MediaType()
+		if err != nil {
+			return nil, explain("read", srcRef, err)
+		}
 		digest, mediaType, taggable = d.String(), string(mt), img
 		blobs, err = imageBlobs(img)
 		if err != nil {
@@ -200,6 +206,10 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 			}
 			pusher, err := remote.NewPusher(opt.remote(gctx, extra...)...)
 			if err != nil {
+				if updates != nil {
+					close(updates) // the progress goroutine ends
+				}
+				<-done
 				return err
 			}
 			err = pusher.Push(gctx, dst, src)

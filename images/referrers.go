@@ -148,12 +148,21 @@ func Promote(ctx context.Context, ref, tag string, accept func(Attached) (bool, 
 			if err := remote.Tag(t, desc, r.remote(ctx)...); err != nil {
 				return "", explain("tag", t, err)
 			}
-			return fmt.Sprintf("%s -> %s (report %s: %s)", t, dig.DigestStr(), a.Digest[:19], why), nil
+			return fmt.Sprintf("%s -> %s (report %s: %s)", t, dig.DigestStr(), shortDigest(a.Digest), why), nil
 		}
-		reasons = append(reasons, fmt.Sprintf("report %s: %s", a.Digest[:19], why))
+		reasons = append(reasons, fmt.Sprintf("report %s: %s", shortDigest(a.Digest), why))
 	}
 	if len(reports) == 0 {
 		return "", fmt.Errorf("%w: %s has no gpuimg validation report attached; run gpuimg validate %s --attach first", ErrNotPromoted, dig, ref)
 	}
 	return "", fmt.Errorf("%w: no attached report allows it: %s", ErrNotPromoted, strings.Join(reasons, "; "))
+}
+
+// shortDigest is a digest's algorithm and first 12 hex digits, for
+// messages; a shorter string is returned whole.
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
 }

@@ -262,11 +262,11 @@ func (db *DB) validate() []error {
 				bad(t.At, "torch %s variant %d needs cuda", t.Version, i+1)
 			}
 			if v.Status != "stable" && v.Status != "experimental" {
-				bad(t.At, "torch %s variant cu%s: status must be stable or experimental, not %q", t.Version, cudaTag(v.CUDA), v.Status)
+				bad(t.At, "torch %s variant cu%s: status must be stable or experimental, not %q", t.Version, CUDATag(v.CUDA), v.Status)
 			}
 			for _, a := range append(slices.Clone(v.Archs), v.PTX...) {
 				if !archRE.MatchString(a) {
-					bad(t.At, "torch %s variant cu%s: architecture %q must look like sm_90", t.Version, cudaTag(v.CUDA), a)
+					bad(t.At, "torch %s variant cu%s: architecture %q must look like sm_90", t.Version, CUDATag(v.CUDA), a)
 				}
 			}
 		}
@@ -357,9 +357,6 @@ func archNumber(a string) int {
 	}
 	return n
 }
-
-// cudaTag turns 12.1 into "121", the suffix of PyTorch's cu121 variant.
-func cudaTag(v Version) string { return fmt.Sprintf("%d%d", v.Major(), v.Minor()) }
 
 // loadOnly builds a DB from parsed files alone, without the built-in rows
 // (for tests of the rules on a small, fixed world).

@@ -93,6 +93,11 @@ func (db *DB) DriverFloorsFor(cuda Version) DriverFloors {
 	f := DriverFloors{Of: "CUDA " + cuda.String()}
 	f.Strict, _ = db.DriverFloor(cuda)
 	f.Compat, _ = db.CompatFloor(cuda.Major())
+	if !f.Strict.IsZero() && f.Strict.Less(f.Compat) {
+		// The family's compatibility floor can be above an early
+		// release's own (CUDA 11.0: 450.51.05 vs 450.80.02).
+		f.Compat = f.Strict
+	}
 	return f
 }
 

@@ -59,3 +59,23 @@ func (s Stack) Summary() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CUDATag turns CUDA 12.1 (or 12.1.1) into "121": the suffix of PyTorch's
+// cu121 wheel variants and of image tags.
+func CUDATag(v Version) string { return fmt.Sprintf("%d%d", v.Major(), v.Minor()) }
+
+// Short names the stack in a few words, for progress lines and report
+// rows: "torch 2.7.1 cu128 py3.12" (frameworks, the CUDA tag, Python).
+func (s Stack) Short() string {
+	var parts []string
+	for _, fw := range s.FrameworkList() {
+		parts = append(parts, fw.Name+" "+fw.Version)
+	}
+	if v, err := ParseVersion(s.CUDA); err == nil {
+		parts = append(parts, "cu"+CUDATag(v))
+	}
+	if s.Python != "" {
+		parts = append(parts, "py"+s.Python)
+	}
+	return strings.Join(parts, " ")
+}

@@ -64,7 +64,7 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 					python: t.Python, status: v.Status, pypi: v.PyPI, archs: v.Archs, ptx: v.PTX, source: t.Source, notes: v.Notes, siblings: siblings}
 				idx := v.IndexURL
 				if idx == "" {
-					idx = "https://download.pytorch.org/whl/cu" + cudaTag(v.CUDA)
+					idx = "https://download.pytorch.org/whl/cu" + CUDATag(v.CUDA)
 				}
 				pkgs := []string{"torch==" + t.Version.String()}
 				if t.Torchvision != "" {

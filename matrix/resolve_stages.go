@@ -274,7 +274,7 @@ func (s *search) checkCuDNN(cand *onImage) (cudnn, nccl Version, ok bool) {
 		what := "the image"
 		for _, ch := range combo {
 			if !ch.cudnn.IsZero() && !ch.cudnnMin && !ch.sysLibs {
-				what = fmt.Sprintf("%s %s (cu%s) bundles", ch.name, ch.version, cudaTag(ch.cuda))
+				what = fmt.Sprintf("%s %s (cu%s) bundles", ch.name, ch.version, CUDATag(ch.cuda))
 			}
 		}
 		s.fails.add(stageCuDNN, "--cudnn %s does not match: %s cuDNN %s", s.c.CuDNN, what, cudnn)
@@ -374,13 +374,13 @@ func (s *search) checkGPU(cand *onImage, usesCompat bool, notes *[]string) (sass
 		switch {
 		case cov == Native:
 		case cov.Runs(usesCompat):
-			*notes = append(*notes, fmt.Sprintf("%s %s cu%s has no native kernels for %s; they are JIT-compiled from PTX (%s) on first use, which is slow to start", ch.name, ch.version, cudaTag(ch.cuda), gpu.Arch, strings.Join(ch.ptx, ", ")))
+			*notes = append(*notes, fmt.Sprintf("%s %s cu%s has no native kernels for %s; they are JIT-compiled from PTX (%s) on first use, which is slow to start", ch.name, ch.version, CUDATag(ch.cuda), gpu.Arch, strings.Join(ch.ptx, ", ")))
 		default:
 			why := ""
 			if cov == ViaPTX {
 				why = " (its PTX cannot be JIT-compiled under minor-version compatibility)"
 			}
-			s.fails.add(stageGPU, "%s %s cu%s has no kernels for %s (%s): it was compiled for %s%s", ch.name, ch.version, cudaTag(ch.cuda), gpu.Name, gpu.Arch, strings.Join(ch.archs, ", "), why)
+			s.fails.add(stageGPU, "%s %s cu%s has no kernels for %s (%s): it was compiled for %s%s", ch.name, ch.version, CUDATag(ch.cuda), gpu.Name, gpu.Arch, strings.Join(ch.archs, ", "), why)
 			return nil, nil, false
 		}
 	}
@@ -449,14 +449,14 @@ func frameworkNotes(ch fwChoice, cuda Version, requested bool) []string {
 		notes = append(notes, fmt.Sprintf("%s %s wheels are built for CUDA %s; they run on the CUDA %s image through minor-version compatibility (same major, older minor)", ch.name, ch.version, ch.cuda, cuda))
 	}
 	if ch.status == "experimental" {
-		notes = append(notes, fmt.Sprintf("%s %s cu%s is an experimental variant upstream", ch.name, ch.version, cudaTag(ch.cuda)))
+		notes = append(notes, fmt.Sprintf("%s %s cu%s is an experimental variant upstream", ch.name, ch.version, CUDATag(ch.cuda)))
 	}
 	if ch.name == FrameworkTorch && !ch.cudnn.IsZero() {
 		bundled := "cuDNN " + ch.cudnn.String()
 		if !ch.nccl.IsZero() {
 			bundled += " and NCCL " + ch.nccl.String()
 		}
-		notes = append(notes, fmt.Sprintf("torch %s cu%s bundles %s as pip wheels; the base image needs no cuDNN", ch.version, cudaTag(ch.cuda), bundled))
+		notes = append(notes, fmt.Sprintf("torch %s cu%s bundles %s as pip wheels; the base image needs no cuDNN", ch.version, CUDATag(ch.cuda), bundled))
 	}
 	if ch.cudnnMin {
 		notes = append(notes, fmt.Sprintf("%s installs the newest NVIDIA CUDA %d wheels at build time (cuDNN %s); gpuimg validate records what was installed", ch.fw.Packages[0], ch.cuda.Major(), ch.fw.CuDNN))
@@ -474,7 +474,7 @@ func variantNote(ch fwChoice, cuda Version, requested bool) string {
 	if len(ch.siblings) < 2 {
 		return ""
 	}
-	what := fmt.Sprintf("%s %s cu%s", ch.name, ch.version, cudaTag(ch.cuda))
+	what := fmt.Sprintf("%s %s cu%s", ch.name, ch.version, CUDATag(ch.cuda))
 	if !requested {
 		newestStable := ch.status == "stable"
 		for _, v := range ch.siblings {
@@ -500,7 +500,7 @@ func variantNote(ch fwChoice, cuda Version, requested bool) string {
 	}
 	switch d := variantDistance(ch.cuda, mm); {
 	case d != best:
-		return fmt.Sprintf("%s is not the variant closest to the image's CUDA %s: the closer cu%s does not fit the other constraints", what, mm, cudaTag(closest[0].cuda))
+		return fmt.Sprintf("%s is not the variant closest to the image's CUDA %s: the closer cu%s does not fit the other constraints", what, mm, CUDATag(closest[0].cuda))
 	case len(closest) > 1:
 		why := "the matrix lists it first"
 		for _, v := range closest {
@@ -516,7 +516,7 @@ func variantNote(ch fwChoice, cuda Version, requested bool) string {
 	case d == 0:
 		return fmt.Sprintf("%s is built for the image's CUDA %s: with a CUDA version requested, the variant for it wins and upstream status only breaks ties", what, mm)
 	default:
-		return fmt.Sprintf("%s: no variant is built for the image's CUDA %s; cu%s is the nearest older one of the same major", what, mm, cudaTag(ch.cuda))
+		return fmt.Sprintf("%s: no variant is built for the image's CUDA %s; cu%s is the nearest older one of the same major", what, mm, CUDATag(ch.cuda))
 	}
 }
 

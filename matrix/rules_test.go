@@ -61,6 +61,12 @@ func TestDriverFloorsFor(t *testing.T) {
 	if f.Strict.String() != "535.104.05" || f.Compat.String() != "525.60.13" || f.Of != "CUDA 12.2" {
 		t.Errorf("DriverFloorsFor(12.2) = %+v", f)
 	}
+	// CUDA 11.0's own floor is below its family's compatibility floor:
+	// the compat floor is never above the strict one.
+	f = db.DriverFloorsFor(MustVersion("11.0"))
+	if f.Strict.IsZero() || f.Compat.Compare(f.Strict) != 0 {
+		t.Errorf("DriverFloorsFor(11.0) = strict %s, compat %s; want compat = strict", f.Strict, f.Compat)
+	}
 }
 
 func TestParseRequireCUDA(t *testing.T) {
@@ -117,6 +123,12 @@ func TestStackTagAndSummary(t *testing.T) {
 	}
 	if got, want := s.Summary(), "CUDA 12.2.2, torch 2.3.1 (CUDA 12.1), tensorflow 2.16.1 (CUDA 12.3), jax 0.4.30 (CUDA 12.3), Python 3.10, ubuntu22.04, driver >= 535.104.05"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if got, want := s.Short(), "torch 2.3.1 tensorflow 2.16.1 jax 0.4.30 cu122 py3.10"; got != want {
+		t.Errorf("Short = %q, want %q", got, want)
+	}
+	if got := CUDATag(MustVersion("12.1.1")); got != "121" {
+		t.Errorf("CUDATag(12.1.1) = %q", got)
 	}
 	if got := FrameworkNames(); !reflect.DeepEqual(got, []string{"torch", "tensorflow", "jax"}) {
 		t.Errorf("FrameworkNames = %v", got)

@@ -417,14 +417,20 @@ func CheckStackDriver(p *ProbeResult, labels map[string]string) {
 		return
 	}
 	s, ok, err := matrix.StackFromLabels(labels)
-	if !ok || err != nil || s.MinDriver == "" {
+	if !ok {
+		return
+	}
+	var floors matrix.DriverFloors
+	if err == nil {
+		floors, err = s.DriverFloors()
+	}
+	if err != nil {
+		// A label that is there but unreadable is worth saying: the
+		// driver was not judged against the stack's floor.
+		p.Checks = append(p.Checks, Check{Name: "driver-floor/stack", Status: matrix.Warn, Message: fmt.Sprintf("%v; the driver was not judged against the stack's floor", err)})
 		return
 	}
 	d, err := matrix.ParseVersion(p.Driver.Version)
-	if err != nil {
-		return
-	}
-	floors, err := s.DriverFloors()
 	if err != nil {
 		return
 	}

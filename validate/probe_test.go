@@ -441,6 +441,14 @@ func TestCheckStackDriver(t *testing.T) {
 			t.Errorf("judged %+v", p.Checks)
 		}
 	}
+	// A label that is there but is not a stack is a warning, not silence.
+	for _, bad := range []string{"{not json", `{"cuda":"12.2.2"}`} {
+		p := &ProbeResult{Driver: &DriverInfo{Version: "580.95.05"}, Verdict: matrix.Pass}
+		CheckStackDriver(p, map[string]string{"dev.gpuimg.stack": bad})
+		if len(p.Checks) != 1 || p.Checks[0].Status != matrix.Warn || !strings.Contains(p.Checks[0].Message, "not judged") || p.Verdict != matrix.Pass {
+			t.Errorf("label %q: %+v verdict %s", bad, p.Checks, p.Verdict)
+		}
+	}
 }
 
 // h200Recorded is a probe result as Probe records it on an H200 (figures

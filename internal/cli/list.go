@@ -118,7 +118,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 				if len(v.PTX) > 0 {
 					archs += " +PTX " + strings.Join(v.PTX, ",")
 				}
-				t.row(ver, py, tv, ta, "cu"+strings.ReplaceAll(v.CUDA.String(), ".", ""), v.Status, vs(v.CuDNN), vs(v.NCCL), orDash(archs), src)
+				t.row(ver, py, tv, ta, "cu"+matrix.CUDATag(v.CUDA), v.Status, vs(v.CuDNN), vs(v.NCCL), orDash(archs), src)
 			}
 		}
 	case "tensorflow":

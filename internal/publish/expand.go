@@ -40,6 +40,11 @@ type ExpandOptions struct {
 	// written in the publish file, to the digest of its content; they are
 	// folded into Inputs. The default is none.
 	Files map[string]string
+	// SourceDateEpoch is the build's effective SOURCE_DATE_EPOCH
+	// (builder.Plan.SourceDateEpoch): it sets the image's created label
+	// and file times, so it is folded into Inputs. The default, 0, leaves
+	// it out (expand, which pins nothing, does not know it).
+	SourceDateEpoch int64
 }
 
 // Expand turns a publish file into a plan: the product of f.Matrix's axes
@@ -219,12 +224,12 @@ func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 	}
 	set("cuda", s.CUDA)
 	if v, err := matrix.ParseVersion(s.CUDA); err == nil {
-		set(FieldCUDAShort, fmt.Sprintf("%d%d", v.Major(), v.Minor()))
+		set(FieldCUDAShort, matrix.CUDATag(v))
 	}
 	set("python", s.Python)
 	set("os", s.OS)
 	set("flavor", s.Flavor)
-	for _, fw := range []string{"torch", "tensorflow", "jax"} {
+	for _, fw := range matrix.FrameworkNames() {
 		set(fw, s.Frameworks[fw].Version)
 	}
 	if s.CuDNN != "" {
@@ -247,19 +252,20 @@ type inputs struct {
 	Platforms    []string          `json:"platforms"`
 	BaseDigest   string            `json:"base_digest,omitempty"`
 	Files        map[string]string `json:"files,omitempty"`
+	Epoch        int64             `json:"source_date_epoch,omitempty"`
 }
 
 // Inputs is the digest ("sha256:…") over everything that decides a
 // variant's content: BuildVersion, the stack, the generated Dockerfile,
 // the build extras, the platforms (in any order) and, when opts has them,
-// the pinned base's digest and the digests of the copied files and the
-// requirements file.
+// the pinned base's digest, the digests of the copied files and the
+// requirements file, and the build's SOURCE_DATE_EPOCH.
 func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 	df, err := Dockerfile(s, f.Build, opts)
 	if err != nil {
 		return "", err
 	}
-	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms))}
+	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
 	if b, ok := opts.Bases[s.BaseImage]; ok {
 		in.BaseDigest = b.Digest
 	}

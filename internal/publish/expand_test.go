@@ -244,6 +244,7 @@ func TestInputs(t *testing.T) {
 		{"the stack changed", strings.Replace(inputsBase, `python: ["3.12"]`, `python: ["3.11"]`, 1), ExpandOptions{}, false},
 		{"base pinned", inputsBase, ExpandOptions{Bases: map[string]images.Base{stack.BaseImage: pinned}}, false},
 		{"copied file's digest", inputsBase, ExpandOptions{Files: map[string]string{"app": "sha256:1"}}, false},
+		{"source date epoch", inputsBase, ExpandOptions{SourceDateEpoch: 1700000000}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,22 +197,10 @@ func cacheReuse(r Result) string {
 // cu128 py3.12" (frameworks, the CUDA major and minor, Python); its Name
 // when the stack is empty.
 func VariantLabel(v Variant) string {
-	var parts []string
-	for _, fw := range []string{"torch", "tensorflow", "jax"} {
-		if f, ok := v.Stack.Frameworks[fw]; ok {
-			parts = append(parts, fw+" "+f.Version)
-		}
+	if s := v.Stack.Short(); s != "" {
+		return s
 	}
-	if cu := strings.Split(v.Stack.CUDA, "."); len(cu) >= 2 {
-		parts = append(parts, "cu"+cu[0]+cu[1])
-	}
-	if v.Stack.Python != "" {
-		parts = append(parts, "py"+v.Stack.Python)
-	}
-	if len(parts) == 0 {
-		return v.Name
-	}
-	return strings.Join(parts, " ")
+	return v.Name
 }
 
 func writeReportJSON(w io.Writer, r *Report) error {

@@ -222,7 +222,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 		r.fail(i, "read build files", err)
 		return false
 	}
-	v.Inputs, err = Inputs(v.Stack, r.f, ExpandOptions{Bases: map[string]images.Base{v.Stack.BaseImage: plan.Base}, Files: files})
+	v.Inputs, err = Inputs(v.Stack, r.f, ExpandOptions{Bases: map[string]images.Base{v.Stack.BaseImage: plan.Base}, Files: files, SourceDateEpoch: plan.SourceDateEpoch})
 	if err != nil {
 		r.fail(i, "inputs", err)
 		return false
@@ -388,8 +388,7 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	if len(r.f.Platforms) > 1 {
 		out += ",annotation-index." + InputsLabel + "=" + v.Inputs
 	}
-	host, _, _ := strings.Cut(r.f.Repository, "/")
-	if images.IsLoopback(host) || slices.Contains(req.InsecureRegistries, host) {
+	if req.PlainHTTP(r.f.Repository) {
 		out += ",registry.insecure=true"
 	}
 	req.Outputs = append(req.Outputs, out)
