@@ -85,3 +85,22 @@ func TestCUDATargets(t *testing.T) {
 		})
 	}
 }
+
+func TestFitWheel(t *testing.T) {
+	for _, tt := range []struct {
+		wheel, image string
+		want         WheelFit
+		runs         bool
+	}{
+		{"12.1", "12.1.1", WheelSameCUDA, true},
+		{"12.1", "12.2.2", WheelMinorCompat, true},
+		{"12.4", "12.2.2", WheelNewer, false},
+		{"11.8", "12.2.2", WheelOtherMajor, false},
+		{"13.0", "12.9.1", WheelOtherMajor, false},
+	} {
+		got := FitWheel(MustVersion(tt.wheel), MustVersion(tt.image))
+		if got != tt.want || got.Runs() != tt.runs {
+			t.Errorf("FitWheel(%s, %s) = %v (runs %v), want %v (runs %v)", tt.wheel, tt.image, got, got.Runs(), tt.want, tt.runs)
+		}
+	}
+}

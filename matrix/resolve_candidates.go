@@ -207,7 +207,7 @@ func byRelease(l []fwChoice) [][]fwChoice {
 // (x.y): the number of minors it is older, or -1 when the image cannot
 // run it.
 func variantDistance(cuda, mm Version) int {
-	if cuda.Major() != mm.Major() || mm.Less(cuda) {
+	if !FitWheel(cuda, mm).Runs() {
 		return -1
 	}
 	return mm.Minor() - cuda.Minor()

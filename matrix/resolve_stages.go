@@ -87,7 +87,7 @@ func (s *search) checkCUDA(combo []fwChoice, r CUDARelease) (*onCUDA, bool) {
 	cuda := r.Version
 	mm := cuda.Trunc(2)
 	for _, ch := range combo {
-		if ch.cuda.Major() != cuda.Major() || mm.Less(ch.cuda) {
+		if !FitWheel(ch.cuda, mm).Runs() {
 			var variants []string
 			if ch.name == FrameworkTorch {
 				for _, t := range s.db.Torch {

@@ -257,17 +257,17 @@ func (c *checker) frameworks() {
 		return
 	}
 	if f.CUDA != "" {
-		ic, err := matrix.ParseVersion(f.CUDA)
-		switch {
-		case err != nil:
-		case ic.Major() != tc.Major():
-			c.add("torch-cuda", matrix.Fail, "torch %s is built for CUDA %s but the image has CUDA %s: the wheel's CUDA must have the image's major version", t.Version, t.CUDA, f.CUDA)
-		case ic.Trunc(2).Less(tc.Trunc(2)):
-			c.add("torch-cuda", matrix.Fail, "torch %s is built for CUDA %s, newer than the image's CUDA %s", t.Version, t.CUDA, f.CUDA)
-		case ic.Trunc(2).Compare(tc.Trunc(2)) > 0:
-			c.add("torch-cuda", matrix.Pass, "torch %s (CUDA %s) runs on the image's CUDA %s through minor-version compatibility", t.Version, t.CUDA, f.CUDA)
-		default:
-			c.add("torch-cuda", matrix.Pass, "torch %s is built for the image's CUDA %s", t.Version, t.CUDA)
+		if ic, err := matrix.ParseVersion(f.CUDA); err == nil {
+			switch matrix.FitWheel(tc, ic) {
+			case matrix.WheelOtherMajor:
+				c.add("torch-cuda", matrix.Fail, "torch %s is built for CUDA %s but the image has CUDA %s: the wheel's CUDA must have the image's major version", t.Version, t.CUDA, f.CUDA)
+			case matrix.WheelNewer:
+				c.add("torch-cuda", matrix.Fail, "torch %s is built for CUDA %s, newer than the image's CUDA %s", t.Version, t.CUDA, f.CUDA)
+			case matrix.WheelMinorCompat:
+				c.add("torch-cuda", matrix.Pass, "torch %s (CUDA %s) runs on the image's CUDA %s through minor-version compatibility", t.Version, t.CUDA, f.CUDA)
+			case matrix.WheelSameCUDA:
+				c.add("torch-cuda", matrix.Pass, "torch %s is built for the image's CUDA %s", t.Version, t.CUDA)
+			}
 		}
 	}
 	// Against the matrix: the release, its variant, Python, cuDNN.
