@@ -170,23 +170,10 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	epoch := base.Created.Unix()
-	if req.SourceDateEpoch != nil {
-		epoch = *req.SourceDateEpoch
-	}
-	if epoch < 0 {
-		epoch = 0
-	}
-	stackJSON, err := req.Stack.LabelValue()
+	epoch := Epoch(base, req.SourceDateEpoch)
+	labels, err := Labels(req.Stack, base, epoch)
 	if err != nil {
 		return nil, err
-	}
-	labels := map[string]string{
-		"org.opencontainers.image.created":     time.Unix(epoch, 0).UTC().Format(time.RFC3339),
-		"org.opencontainers.image.version":     req.Stack.Tag(),
-		"org.opencontainers.image.base.name":   base.Name,
-		"org.opencontainers.image.base.digest": base.Digest,
-		matrix.StackLabel:                      stackJSON,
 	}
 	if req.Source != "" {
 		labels["org.opencontainers.image.source"] = req.Source
@@ -195,6 +182,37 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 		labels["org.opencontainers.image.revision"] = req.Revision
 	}
 	return &Plan{Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
+}
+
+// Epoch is a build's SOURCE_DATE_EPOCH: explicit when set, else the base
+// image's creation time; never negative.
+func Epoch(base images.Base, explicit *int64) int64 {
+	epoch := base.Created.Unix()
+	if explicit != nil {
+		epoch = *explicit
+	}
+	return max(epoch, 0)
+}
+
+// Labels are the labels gpuimg puts on an image of stack s: its version
+// (s.Tag()) and the stack label, and, when the base is pinned
+// (base.Digest set), the base's name and digest and the created time at
+// epoch.
+func Labels(s matrix.Stack, base images.Base, epoch int64) (map[string]string, error) {
+	stackJSON, err := s.LabelValue()
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{
+		"org.opencontainers.image.version": s.Tag(),
+		matrix.StackLabel:                  stackJSON,
+	}
+	if base.Digest != "" {
+		labels["org.opencontainers.image.created"] = time.Unix(epoch, 0).UTC().Format(time.RFC3339)
+		labels["org.opencontainers.image.base.name"] = base.Name
+		labels["org.opencontainers.image.base.digest"] = base.Digest
+	}
+	return labels, nil
 }
 
 // PlainHTTP says whether BuildKit must push ref over plain HTTP (its

@@ -7,9 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/builder"
 )
 
 // GitHubMaxJobs is the most jobs a GitHub Actions matrix may generate in
@@ -94,21 +93,15 @@ func Bake(p *Plan, f *File, opts ExpandOptions) (*BakeFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bake target %s: %w", name, err)
 		}
-		stackJSON, err := v.Stack.LabelValue()
+		b, pinned := opts.Bases[v.Stack.BaseImage]
+		epoch := builder.Epoch(b, nil)
+		labels, err := builder.Labels(v.Stack, b, epoch)
 		if err != nil {
 			return nil, err
 		}
-		labels := map[string]string{
-			"org.opencontainers.image.version": v.Stack.Tag(),
-			matrix.StackLabel:                  stackJSON,
-			InputsLabel:                        v.Inputs,
-		}
+		labels[InputsLabel] = v.Inputs
 		var args map[string]string
-		if b, ok := opts.Bases[v.Stack.BaseImage]; ok {
-			labels["org.opencontainers.image.base.name"] = b.Name
-			labels["org.opencontainers.image.base.digest"] = b.Digest
-			epoch := max(b.Created.Unix(), 0)
-			labels["org.opencontainers.image.created"] = time.Unix(epoch, 0).UTC().Format(time.RFC3339)
+		if pinned {
 			args = map[string]string{"SOURCE_DATE_EPOCH": strconv.FormatInt(epoch, 10)}
 		}
 		cache := "type=registry,ref=" + p.Repository + ":buildcache-" + name
