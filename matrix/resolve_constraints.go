@@ -1,6 +1,9 @@
 package matrix
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Constraints are what a user asks of a stack. Every field is optional.
 type Constraints struct {
@@ -55,6 +58,85 @@ func (f Field) String() string {
 		return fmt.Sprintf("Field(%d)", int(f))
 	}
 	return fieldNames[f]
+}
+
+var fieldKeys = [numFields]string{"cuda", "cudnn", "torch", "tensorflow", "jax", "python", "os", "flavor", "gpu", "driver"}
+
+// Key is the field's key in gpuimg.yaml and publish files, which is also
+// the name of gpuimg's flag for it: cuda, cudnn, torch, tensorflow, jax,
+// python, os, flavor, gpu or driver.
+func (f Field) Key() string {
+	if f < 0 || f >= numFields {
+		return strings.ToLower(f.String())
+	}
+	return fieldKeys[f]
+}
+
+// FieldByKey is the Field whose Key is key.
+func FieldByKey(key string) (Field, bool) {
+	for _, f := range Fields() {
+		if f.Key() == key {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// Set parses value as people write constraint f, on the command line and
+// in files alike, and sets it in c: a version or constraint for CUDA,
+// cuDNN and Python; the same for a framework, or latest, any, *, yes or
+// true for any release; runtime, devel or base for the flavor; a driver
+// version as nvidia-smi prints it; OS and GPU names as written (Resolve
+// checks them). An empty value is an error.
+func (c *Constraints) Set(f Field, value string) error {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return fmt.Errorf("empty %s", f)
+	}
+	framework := func(dst **Constraint) error {
+		switch strings.ToLower(value) {
+		case "latest", "any", "*", "yes", "true":
+			*dst = &Constraint{}
+			return nil
+		}
+		p, err := ParseConstraint(value)
+		if err != nil {
+			return err
+		}
+		*dst = &p
+		return nil
+	}
+	var err error
+	switch f {
+	case FieldCUDA:
+		c.CUDA, err = ParseConstraint(value)
+	case FieldCuDNN:
+		c.CuDNN, err = ParseConstraint(value)
+	case FieldPython:
+		c.Python, err = ParseConstraint(value)
+	case FieldTorch:
+		err = framework(&c.Torch)
+	case FieldTensorFlow:
+		err = framework(&c.TensorFlow)
+	case FieldJAX:
+		err = framework(&c.JAX)
+	case FieldOS:
+		c.OS = value
+	case FieldFlavor:
+		switch value {
+		case "runtime", "devel", "base":
+			c.Flavor = value
+		default:
+			err = fmt.Errorf("flavor %q is not runtime, devel or base", value)
+		}
+	case FieldGPU:
+		c.GPU = value
+	case FieldDriver:
+		c.Driver, err = ParseVersion(value)
+	default:
+		err = fmt.Errorf("%s is not a constraint", f)
+	}
+	return err
 }
 
 // MarshalText renders the field by its name (String), for JSON and YAML.

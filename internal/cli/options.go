@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -29,29 +28,10 @@ func (o *MatrixOptions) Load() (*matrix.DB, error) {
 	return db, nil
 }
 
-// stackFlags names the flag that sets each of the resolver's constraints;
-// the CLI renders conflicts with them (flagFor).
-var stackFlags = map[matrix.Field]string{
-	matrix.FieldCUDA:       "cuda",
-	matrix.FieldCuDNN:      "cudnn",
-	matrix.FieldTorch:      "torch",
-	matrix.FieldTensorFlow: "tensorflow",
-	matrix.FieldJAX:        "jax",
-	matrix.FieldPython:     "python",
-	matrix.FieldOS:         "os",
-	matrix.FieldFlavor:     "flavor",
-	matrix.FieldGPU:        "gpu",
-	matrix.FieldDriver:     "driver",
-}
-
 // flagFor renders constraint f of c as the flag that sets it:
 // "--cuda 11.7".
 func flagFor(c matrix.Constraints, f matrix.Field) string {
-	name, ok := stackFlags[f]
-	if !ok {
-		name = strings.ToLower(f.String())
-	}
-	return "--" + name + " " + c.Value(f)
+	return "--" + f.Key() + " " + c.Value(f)
 }
 
 // StackOptions are the resolver's inputs as flags.
@@ -84,66 +64,38 @@ func (o *StackOptions) addTargetFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
 }
 
-func parseFlagConstraint(flag, s string) (matrix.Constraint, error) {
-	if s == "" {
-		return matrix.Constraint{}, nil
-	}
-	c, err := matrix.ParseConstraint(s)
-	if err != nil {
-		return c, invalid(fmt.Errorf("--%s: %w", flag, err), "write a version (12.2), a prefix (12) or a range ('>=12.1,<12.5')")
-	}
-	return c, nil
-}
-
-func parseFramework(flag, s string) (*matrix.Constraint, error) {
-	if s == "" {
-		return nil, nil
-	}
-	switch strings.ToLower(s) {
-	case "latest", "any", "*", "yes", "true":
-		return &matrix.Constraint{}, nil
-	}
-	c, err := parseFlagConstraint(flag, s)
-	return &c, err
-}
-
 // Constraints parses the flags.
 func (o *StackOptions) Constraints() (matrix.Constraints, error) {
 	var c matrix.Constraints
-	var err error
 	for _, v := range []struct {
-		f   matrix.Field
-		in  string
-		out *matrix.Constraint
-	}{{matrix.FieldCUDA, o.CUDA, &c.CUDA}, {matrix.FieldCuDNN, o.CuDNN, &c.CuDNN}, {matrix.FieldPython, o.Python, &c.Python}} {
-		if *v.out, err = parseFlagConstraint(stackFlags[v.f], v.in); err != nil {
-			return c, err
+		f  matrix.Field
+		in string
+	}{
+		{matrix.FieldCUDA, o.CUDA}, {matrix.FieldCuDNN, o.CuDNN}, {matrix.FieldPython, o.Python},
+		{matrix.FieldTorch, o.Torch}, {matrix.FieldTensorFlow, o.TensorFlow}, {matrix.FieldJAX, o.JAX},
+		{matrix.FieldOS, o.OS}, {matrix.FieldFlavor, o.Flavor}, {matrix.FieldGPU, o.GPU}, {matrix.FieldDriver, o.Driver},
+	} {
+		if v.in == "" {
+			continue
+		}
+		if err := c.Set(v.f, v.in); err != nil {
+			return c, invalid(fmt.Errorf("--%s: %w", v.f.Key(), err), constraintHint(v.f))
 		}
 	}
-	for _, v := range []struct {
-		f   matrix.Field
-		in  string
-		out **matrix.Constraint
-	}{{matrix.FieldTorch, o.Torch, &c.Torch}, {matrix.FieldTensorFlow, o.TensorFlow, &c.TensorFlow}, {matrix.FieldJAX, o.JAX, &c.JAX}} {
-		if *v.out, err = parseFramework(stackFlags[v.f], v.in); err != nil {
-			return c, err
-		}
-	}
-	switch o.Flavor {
-	case "", "runtime", "devel", "base":
-	default:
-		return c, invalid(fmt.Errorf("--flavor %q is not a flavor", o.Flavor), "use runtime, devel or base")
-	}
-	c.OS, c.Flavor, c.GPU, c.Compat = o.OS, o.Flavor, o.GPU, o.Compat
-	if o.Driver != "" {
-		d, err := matrix.ParseVersion(o.Driver)
-		if err != nil {
-			return c, invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
-		}
-		c.Driver = d
-	}
+	c.Compat = o.Compat
 	if o.Compat && o.Driver == "" {
 		return c, invalid(fmt.Errorf("--compat needs --driver"), "add --driver VERSION")
 	}
 	return c, nil
+}
+
+// constraintHint says how to write the value of constraint f.
+func constraintHint(f matrix.Field) string {
+	switch f {
+	case matrix.FieldFlavor:
+		return "use runtime, devel or base"
+	case matrix.FieldDriver:
+		return "give the driver as nvidia-smi prints it, e.g. 535.104.05"
+	}
+	return "write a version (12.2), a prefix (12) or a range ('>=12.1,<12.5')"
 }

@@ -75,7 +75,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		}
 		var c matrix.Constraints
 		for _, v := range combo.Values {
-			if err := setAxis(&c, v.Field, v.Value); err != nil {
+			if err := c.Set(v.Field, v.Value); err != nil {
 				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
 			}
 		}

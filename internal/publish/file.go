@@ -60,99 +60,16 @@ type Promote struct {
 	Tags []Template `yaml:"tags"`
 }
 
-// axisFields maps the name of an axis (a key under matrix:, exclude: or
-// include:) to the resolver constraint it sets. These are the same names
-// as gpuimg.yaml's keys and gpuimg's stack flags.
-var axisFields = map[string]matrix.Field{
-	"cuda":       matrix.FieldCUDA,
-	"cudnn":      matrix.FieldCuDNN,
-	"torch":      matrix.FieldTorch,
-	"tensorflow": matrix.FieldTensorFlow,
-	"jax":        matrix.FieldJAX,
-	"python":     matrix.FieldPython,
-	"os":         matrix.FieldOS,
-	"flavor":     matrix.FieldFlavor,
-	"gpu":        matrix.FieldGPU,
-	"driver":     matrix.FieldDriver,
-}
-
-// axisNames lists axisFields' keys in the resolver's explanation order.
+// axisNames lists the axes (keys under matrix:, exclude: and include:):
+// the resolver's constraints by their keys (matrix.Field.Key), the same
+// names as gpuimg.yaml's keys and gpuimg's stack flags, in explanation
+// order.
 func axisNames() []string {
-	byField := map[matrix.Field]string{}
-	for n, f := range axisFields {
-		byField[f] = n
-	}
 	var out []string
 	for _, f := range matrix.Fields() {
-		if n, ok := byField[f]; ok {
-			out = append(out, n)
-		}
+		out = append(out, f.Key())
 	}
 	return out
-}
-
-// setAxis parses value as the constraint for field f, exactly as the
-// resolver takes it, and sets it in c.
-func setAxis(c *matrix.Constraints, f matrix.Field, value string) error {
-	value = strings.TrimSpace(value)
-	if value == "" {
-		return fmt.Errorf("empty value")
-	}
-	constraint := func(dst *matrix.Constraint) error {
-		p, err := matrix.ParseConstraint(value)
-		if err != nil {
-			return err
-		}
-		*dst = p
-		return nil
-	}
-	framework := func(dst **matrix.Constraint) error {
-		switch strings.ToLower(value) {
-		case "latest", "any", "*":
-			*dst = &matrix.Constraint{}
-			return nil
-		}
-		var p matrix.Constraint
-		if err := constraint(&p); err != nil {
-			return err
-		}
-		*dst = &p
-		return nil
-	}
-	switch f {
-	case matrix.FieldCUDA:
-		return constraint(&c.CUDA)
-	case matrix.FieldCuDNN:
-		return constraint(&c.CuDNN)
-	case matrix.FieldPython:
-		return constraint(&c.Python)
-	case matrix.FieldTorch:
-		return framework(&c.Torch)
-	case matrix.FieldTensorFlow:
-		return framework(&c.TensorFlow)
-	case matrix.FieldJAX:
-		return framework(&c.JAX)
-	case matrix.FieldOS:
-		c.OS = value
-	case matrix.FieldFlavor:
-		switch value {
-		case "runtime", "devel", "base":
-		default:
-			return fmt.Errorf("flavor %q is not runtime, devel or base", value)
-		}
-		c.Flavor = value
-	case matrix.FieldGPU:
-		c.GPU = value
-	case matrix.FieldDriver:
-		v, err := matrix.ParseVersion(value)
-		if err != nil {
-			return err
-		}
-		c.Driver = v
-	default:
-		return fmt.Errorf("%s is not an axis", f)
-	}
-	return nil
 }
 
 // Axis is one key under matrix: with its values as written.
@@ -241,7 +158,7 @@ func (c *Combination) UnmarshalYAML(n *yaml.Node) error {
 }
 
 func axisField(k *yaml.Node, seen map[string]bool) (matrix.Field, error) {
-	f, ok := axisFields[k.Value]
+	f, ok := matrix.FieldByKey(k.Value)
 	if !ok {
 		return 0, fmt.Errorf("line %d: unknown axis %q; known axes: %s", k.Line, k.Value, strings.Join(axisNames(), ", "))
 	}
@@ -256,7 +173,7 @@ func axisValue(axis string, f matrix.Field, n *yaml.Node) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		return "", fmt.Errorf("line %d: %s: want a value, got %s", n.Line, axis, kindName(n))
 	}
-	if err := setAxis(&matrix.Constraints{}, f, n.Value); err != nil {
+	if err := (&matrix.Constraints{}).Set(f, n.Value); err != nil {
 		return "", fmt.Errorf("line %d: %s %q: %w", n.Line, axis, n.Value, err)
 	}
 	return strings.TrimSpace(n.Value), nil
