@@ -12,7 +12,9 @@ func TestConstraintsSet(t *testing.T) {
 		check  func(c Constraints) bool
 		errHas string
 	}{
-		{FieldCUDA, "12.2", func(c Constraints) bool { return c.CUDA.Check(MustVersion("12.2.2")) && !c.CUDA.Check(MustVersion("12.3.0")) }, ""},
+		{FieldCUDA, "12.2", func(c Constraints) bool {
+			return c.CUDA.Check(MustVersion("12.2.2")) && !c.CUDA.Check(MustVersion("12.3.0"))
+		}, ""},
 		{FieldCUDA, ">=twelve", nil, "constraint"},
 		{FieldTorch, "latest", func(c Constraints) bool { return c.Torch != nil && c.Torch.IsZero() }, ""},
 		{FieldTorch, "yes", func(c Constraints) bool { return c.Torch != nil && c.Torch.IsZero() }, ""},
