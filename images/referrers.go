@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -65,6 +66,40 @@ func Attach(ctx context.Context, ref, artifactType string, payload []byte, annot
 		return "", explain("attach to", rf, err)
 	}
 	return d.String(), nil
+}
+
+// ReportMeta is what the annotations of an attached validation report
+// say of it.
+type ReportMeta struct {
+	Kind, Verdict string // static or gpu; pass, fail or no-gpu
+	Created       time.Time
+	// GPU and Driver are the GPU and driver the report judged against;
+	// empty ones are left out.
+	GPU, Driver string
+}
+
+// AttachReport attaches a gpuimg validation report (payload: its JSON) to
+// the image ref names, as an artifact of ReportArtifactType annotated with
+// meta.
+func AttachReport(ctx context.Context, ref string, payload []byte, meta ReportMeta, opts ...Option) (string, error) {
+	ann := map[string]string{
+		AnnotationKind: meta.Kind, AnnotationVerdict: meta.Verdict,
+		AnnotationCreated: meta.Created.Format(time.RFC3339),
+	}
+	if meta.GPU != "" {
+		ann[AnnotationGPU] = meta.GPU
+	}
+	if meta.Driver != "" {
+		ann[AnnotationDriver] = meta.Driver
+	}
+	return Attach(ctx, ref, ReportArtifactType, payload, ann, opts...)
+}
+
+// ReportFacts are what a promotion policy judges an attached report on:
+// its payload and the GPU and driver of its annotations
+// (validate.PromotionPolicy.Accept takes them in this order).
+func (a Attached) ReportFacts() (payload []byte, gpu, driver string) {
+	return a.Payload, a.Annotations[AnnotationGPU], a.Annotations[AnnotationDriver]
 }
 
 // Attached is one referrer of an image.

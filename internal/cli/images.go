@@ -359,7 +359,7 @@ not count.`,
 				return err
 			}
 			accept := func(a images.Attached) (bool, string) {
-				return policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver])
+				return policy.Accept(a.ReportFacts())
 			}
 			msg, err := images.Promote(cmd.Context(), args[0], to, accept, opts...)
 			if errors.Is(err, images.ErrNotPromoted) {

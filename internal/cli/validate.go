@@ -223,23 +223,14 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		if err != nil {
 			return err
 		}
-		ann := map[string]string{
-			images.AnnotationKind: rep.Kind, images.AnnotationVerdict: string(rep.Verdict),
-			images.AnnotationCreated: rep.Created.Format(time.RFC3339),
-		}
 		if rep.Probe != nil && len(rep.Probe.GPUs) > 0 {
 			gpu = rep.Probe.GPUs[0].Name
 		}
 		if rep.Probe != nil && rep.Probe.Driver != nil {
 			driver = rep.Probe.Driver.Version
 		}
-		if gpu != "" {
-			ann[images.AnnotationGPU] = gpu
-		}
-		if driver != "" {
-			ann[images.AnnotationDriver] = driver
-		}
-		d, err := images.Attach(cmd.Context(), ref.Name, images.ReportArtifactType, payload, ann, reg...)
+		meta := images.ReportMeta{Kind: rep.Kind, Verdict: string(rep.Verdict), Created: rep.Created, GPU: gpu, Driver: driver}
+		d, err := images.AttachReport(cmd.Context(), ref.Name, payload, meta, reg...)
 		if err != nil {
 			return invalid(err, "")
 		}

@@ -269,7 +269,7 @@ func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Re
 		policy := r.policy(g)
 		found = nil
 		for _, a := range reports {
-			if ok, _ := policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver]); ok {
+			if ok, _ := policy.Accept(a.ReportFacts()); ok {
 				var rp validate.Report
 				if json.Unmarshal(a.Payload, &rp) == nil {
 					found = &rp
@@ -459,17 +459,11 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 		if err != nil {
 			return "", 0, err
 		}
-		ann := map[string]string{
-			images.AnnotationKind: rp.Kind, images.AnnotationVerdict: string(rp.Verdict),
-			images.AnnotationCreated: rp.Created.Format(time.RFC3339),
-		}
-		if g != "" {
-			ann[images.AnnotationGPU] = g
-		}
+		meta := images.ReportMeta{Kind: rp.Kind, Verdict: string(rp.Verdict), Created: rp.Created, GPU: g}
 		if !r.f.Validate.Driver.IsZero() {
-			ann[images.AnnotationDriver] = r.f.Validate.Driver.String()
+			meta.Driver = r.f.Validate.Driver.String()
 		}
-		if _, err := images.Attach(ctx, digestRef, images.ReportArtifactType, payload, ann, r.registry()...); err != nil {
+		if _, err := images.AttachReport(ctx, digestRef, payload, meta, r.registry()...); err != nil {
 			return "", 0, fmt.Errorf("attach report: %w", err)
 		}
 		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
@@ -515,7 +509,7 @@ func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) er
 	gpu := r.gpus()[0]
 	policy := r.policy(gpu)
 	accept := func(a images.Attached) (bool, string) {
-		return policy.Accept(a.Payload, a.Annotations[images.AnnotationGPU], a.Annotations[images.AnnotationDriver])
+		return policy.Accept(a.ReportFacts())
 	}
 	for _, t := range r.promote[v.Name] {
 		if _, err := images.Promote(ctx, digestRef, t, accept, r.registry()...); err != nil {
