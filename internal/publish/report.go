@@ -229,7 +229,7 @@ func writeReportFiles(dir string, files []reportFile) (err error) {
 		rendered[i] = b.Bytes()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create report directory: %w; pass a writable --report-dir", err)
+		return fmt.Errorf("create report directory: %w; choose a writable report directory", err)
 	}
 	var temps []string
 	defer func() {
@@ -242,7 +242,7 @@ func writeReportFiles(dir string, files []reportFile) (err error) {
 	for i, f := range files {
 		t, err := writeReportTemp(dir, f.name, rendered[i])
 		if err != nil {
-			return fmt.Errorf("write %s: %w; pass a writable --report-dir", filepath.Join(dir, f.name), err)
+			return fmt.Errorf("write %s: %w; choose a writable report directory", filepath.Join(dir, f.name), err)
 		}
 		temps = append(temps, t)
 	}

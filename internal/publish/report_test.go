@@ -438,8 +438,8 @@ func TestWriteReportsAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := WriteReports(f, reportFixture(), nil)
-		if err == nil || !strings.Contains(err.Error(), "--report-dir") {
-			t.Fatalf("err = %v, want an error saying to pass another --report-dir", err)
+		if err == nil || !strings.Contains(err.Error(), "writable report directory") {
+			t.Fatalf("err = %v, want an error saying to choose a writable report directory", err)
 		}
 	})
 	t.Run("read-only dir", func(t *testing.T) {

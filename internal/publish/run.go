@@ -84,14 +84,14 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 	variants := plan.Variants
 	if opts.Only != "" {
 		if _, err := path.Match(opts.Only, ""); err != nil {
-			return nil, fmt.Errorf("--only %q: %w; give a variant name or a glob like '2.7*-py3.12'", opts.Only, err)
+			return nil, fmt.Errorf("variant pattern %q: %w; give a variant name or a glob like '2.7*-py3.12'", opts.Only, err)
 		}
 		variants = slices.DeleteFunc(slices.Clone(variants), func(v Variant) bool {
 			ok, _ := path.Match(opts.Only, v.Name)
 			return v.Name != opts.Only && !ok
 		})
 		if len(variants) == 0 {
-			return nil, fmt.Errorf("--only %q matches no variant of %s; list them with gpuimg matrix expand -f %s", opts.Only, f.name(), f.name())
+			return nil, fmt.Errorf("variant pattern %q matches no variant of %s; list them with gpuimg matrix expand -f %s", opts.Only, f.name(), f.name())
 		}
 	}
 	rep := &Report{Repository: f.Repository, Started: now().UTC(), Results: make([]Result, len(variants)), Skipped: plan.Skipped}
@@ -327,7 +327,7 @@ func (r *runner) build(ctx context.Context, todo []task) {
 	if local {
 		if r.opts.Local == nil {
 			for _, t := range todo {
-				r.fail(t.id, "build", errors.New("no builder: name one with --builder or in the builders: list"))
+				r.fail(t.id, "build", errors.New("no builder: name one on the command line or in the builders: list"))
 			}
 			return
 		}
