@@ -98,8 +98,8 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 	r := &runner{f: f, db: db, opts: opts, variants: variants, rep: rep}
 	if opts.Progress != nil {
 		r.progress = opts.Progress(len(variants))
-		pctx, stop := context.WithCancel(ctx)
-		defer stop()
+		pctx, stop := context.WithCancelCause(ctx)
+		defer stop(errors.New("publish run finished"))
 		go r.progress.Run(pctx)
 		defer func() { r.progress.Finish(rep) }()
 	}

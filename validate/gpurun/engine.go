@@ -47,8 +47,15 @@ func engineArgs(opt Options, image string, gpus bool) []string {
 		a = append(a, "-v", f+":"+in+":ro")
 		probeArgs = append(probeArgs, "--matrix-file", in)
 	}
-	a = append(a, "--entrypoint", probeInContainer, image, "probe", "-o", "json")
-	a = append(a, probeArgs...)
+	a = append(a, "--entrypoint", probeInContainer, image)
+	return append(a, probeCommand(opt, probeArgs...)...)
+}
+
+// probeCommand is the probe's command line inside the image: probe -o json
+// with extra (matrix files), then the options' benchmarks, budget and
+// thresholds. The engines and the Kubernetes Job run the same one.
+func probeCommand(opt Options, extra ...string) []string {
+	a := append([]string{"probe", "-o", "json"}, extra...)
 	if opt.Bench {
 		a = append(a, "--bench")
 	}

@@ -330,3 +330,23 @@ func TestRunKubernetes(t *testing.T) {
 		t.Errorf("Run = %v, %v\n%s", rep, err, b.String())
 	}
 }
+
+// TestRunKubernetesOptions: the Job's probe gets the same benchmarks,
+// budget and thresholds as an engine's; matrix files, which a Job cannot
+// mount, are refused rather than dropped.
+func TestRunKubernetesOptions(t *testing.T) {
+	var b strings.Builder
+	opt := Options{Mode: Kubernetes, Image: ref(t, "registry.example.com/ml/torch:2.3"), ProbeImage: "registry.example.com/tools/gpuimg:1", Manifest: &b,
+		Bench: true, Budget: 45 * time.Second, MinEfficiency: map[string]float64{"h2d": 0.25}}
+	if _, err := Run(t.Context(), opt); err != nil {
+		t.Fatal(err)
+	}
+	want := `["probe","-o","json","--bench","--budget","45s","--min-efficiency","h2d=0.25"]`
+	if !strings.Contains(b.String(), "args: "+want) {
+		t.Errorf("Job lacks args %s:\n%s", want, b.String())
+	}
+	opt.MatrixFiles = []string{"rows.yaml"}
+	if _, err := Run(t.Context(), opt); err == nil || !strings.Contains(err.Error(), "cannot mount the matrix files rows.yaml") {
+		t.Errorf("matrix files with a Job: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package gpurun
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -14,16 +15,24 @@ type Job struct {
 	ProbeImage string
 	// Bench also runs the benchmarks.
 	Bench bool
+	// Args is the probe's command line (probeCommand); nil means probe -o
+	// json, plus --bench when Bench is set.
+	Args []string
 }
 
 // WriteJob writes j as a manifest for kubectl apply -f; the probe's JSON
 // is the Job's log.
 func WriteJob(w io.Writer, j Job) error {
-	args := `["probe", "-o", "json"]`
-	if j.Bench {
-		args = `["probe", "-o", "json", "--bench"]`
+	cmd := j.Args
+	if cmd == nil {
+		cmd = probeCommand(Options{Bench: j.Bench})
 	}
-	_, err := fmt.Fprintf(w, `# gpuimg validate --run kubernetes: kubectl apply -f this, then
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	args := string(b)
+	_, err = fmt.Fprintf(w, `# gpuimg validate --run kubernetes: kubectl apply -f this, then
 # kubectl logs job/gpuimg-probe > probe.json
 apiVersion: batch/v1
 kind: Job

@@ -96,7 +96,10 @@ func Run(ctx context.Context, opt Options) (*validate.Report, error) {
 		if w == nil {
 			w = io.Discard
 		}
-		return nil, WriteJob(w, Job{Image: image, ProbeImage: opt.ProbeImage, Bench: opt.Bench})
+		if len(opt.MatrixFiles) > 0 {
+			return nil, fmt.Errorf("a Kubernetes Job cannot mount the matrix files %s; put the rows in the probe image's built-in matrix, or run the probe with docker or podman", strings.Join(opt.MatrixFiles, ", "))
+		}
+		return nil, WriteJob(w, Job{Image: image, ProbeImage: opt.ProbeImage, Bench: opt.Bench, Args: probeCommand(opt)})
 	case Host:
 		res = validate.Probe(ctx, hostOptions(opt))
 	default:
