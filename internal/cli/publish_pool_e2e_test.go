@@ -157,7 +157,7 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 	if !stderr.fired {
 		t.Fatalf("no variant started on the third builder %s:\n%s", victim.Address(), lastLines(errOut, 40))
 	}
-	t.Logf("first run (%s):\n%s", time.Since(t0).Round(time.Second), lastLines(errOut, 14))
+	t.Logf("first run (%s):\n%s", time.Since(t0).Round(time.Second), grepLines(errOut, victim.Address()))
 	rep, err := publish.ReadReport(filepath.Join(first, publish.ReportJSON))
 	must(t, err)
 	res := byName(rep)
@@ -246,6 +246,7 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 	if code != ExitFailed {
 		t.Fatalf("publish with a failing variant exited %d, want %d:\n%s\n%s", code, ExitFailed, out, lastLines(errOut3, 40))
 	}
+	t.Logf("after the base moved:\n%s", lastLines(errOut3, 8))
 	rep3, err := publish.ReadReport(filepath.Join(third, publish.ReportJSON))
 	must(t, err)
 	res3 := byName(rep3)
@@ -288,4 +289,15 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 		t.Errorf("report.md does not show the failure:\n%s", md)
 	}
 	t.Logf("pool scenario: %s", time.Since(t0).Round(time.Second))
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for l := range strings.Lines(s) {
+		if strings.Contains(l, sub) {
+			out = append(out, strings.TrimRight(l, "\n"))
+		}
+	}
+	return strings.Join(out, "\n")
 }
