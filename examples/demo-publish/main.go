@@ -49,7 +49,7 @@ func main() {
 	}
 }
 
-func step(format string, args ...any) { testenv.DemoStep(os.Stderr, format, args...) }
+func step(msg string) { testenv.DemoStep(os.Stderr, msg) }
 
 func gpuimgCmd(ctx context.Context, bin string, args ...string) error {
 	return testenv.RunGpuimg(ctx, os.Stdout, os.Stderr, bin, args...)

@@ -46,7 +46,7 @@ func main() {
 	}
 }
 
-func step(format string, args ...any) { testenv.DemoStep(os.Stderr, format, args...) }
+func step(msg string) { testenv.DemoStep(os.Stderr, msg) }
 
 // gpuimgCmd runs the gpuimg binary with args, its output on ours.
 func gpuimgCmd(ctx context.Context, bin string, args ...string) error {

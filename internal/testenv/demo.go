@@ -9,14 +9,14 @@ import (
 )
 
 // DemoStep writes a demo's step header ("==> what it does") to w.
-func DemoStep(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "\n==> "+format+"\n", args...)
+func DemoStep(w io.Writer, msg string) {
+	fmt.Fprintf(w, "\n==> %s\n", msg)
 }
 
 // RunGpuimg runs the gpuimg binary bin with args as a user would, its
 // output on stdout and stderr, after a step header naming the command.
 func RunGpuimg(ctx context.Context, stdout, stderr io.Writer, bin string, args ...string) error {
-	DemoStep(stderr, "gpuimg %s", strings.Join(args, " "))
+	DemoStep(stderr, "gpuimg "+strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
