@@ -254,7 +254,7 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 		r, old := res3[n], res[n]
 		switch n {
 		case "2.2.2-cu121-py3.11":
-			if r.Outcome != publish.Failed || !strings.Contains(r.Error, "torch") {
+			if r.Outcome != publish.Failed || !strings.Contains(r.Error, "pip install") || !strings.Contains(r.Error, "torch==2.2.2") {
 				t.Errorf("%s: outcome %s error %q, want a failed pip install", n, r.Outcome, r.Error)
 			}
 			for _, ref := range []string{r.Variant.Tag, mirror + ":" + n, repo + ":2.2.2-cu121"} {
