@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo tools bench bench-validate bench-copy gpu-bins gpu-check clean
+.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy gpu-bins gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -43,6 +43,12 @@ demo: ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check
 	./$(BIN) matrix resolve --cuda 12.2 --torch 2.3
 	@echo "==> compiling examples/demo (first time: a minute or two)"
 	$(GO) run ./examples/demo -gpuimg $(BIN)
+
+demo-publish: ## gpuimg publish end to end on local daemons: 3 variants on 2 buildkitds, run twice (the second skips all), report path (root)
+	@echo "==> make demo-publish: about 10 minutes the first time on a fresh machine (the setup of make demo), about a minute after that"
+	@$(MAKE) --no-print-directory build
+	@echo "==> compiling examples/demo-publish (first time: a minute or two)"
+	$(GO) run ./examples/demo-publish -gpuimg $(BIN)
 
 bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuilds (root)
 	$(GO) run ./bench/build -gpuimg $(BIN)

@@ -27,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -47,17 +46,11 @@ func main() {
 	}
 }
 
-func step(format string, args ...any) { fmt.Fprintf(os.Stderr, "\n==> "+format+"\n", args...) }
+func step(msg string) { testenv.DemoStep(os.Stderr, msg) }
 
 // gpuimgCmd runs the gpuimg binary with args, its output on ours.
 func gpuimgCmd(ctx context.Context, bin string, args ...string) error {
-	step("gpuimg %s", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("gpuimg %s: %w", args[0], err)
-	}
-	return nil
+	return testenv.RunGpuimg(ctx, os.Stdout, os.Stderr, bin, args...)
 }
 
 func run(ctx context.Context, gpuimg string) (err error) {

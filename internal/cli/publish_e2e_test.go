@@ -19,7 +19,8 @@ import (
 // mirror flags, as TestBuildEndToEnd builds: the tags, the inputs label,
 // the attached report, the mirror and the promoted tag are checked in the
 // registry. A second run skips both without reaching any builder, and a
-// variant that fails validation gets no tag. Root is needed (runc).
+// variant that fails validation gets no tag. Then testPublishPool runs
+// issue 11's pool scenario on the same environment. Root is needed (runc).
 func TestPublishEndToEnd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: buildkitd runs build steps with runc")
@@ -192,5 +193,11 @@ promote: {tags: ["latest"]}
 		if !strings.Contains(errOut, res.Variant.Name) {
 			t.Errorf("stderr does not name the failed variant:\n%s", lastLines(errOut, 10))
 		}
+	})
+
+	// The pool scenario of issue 11 on the same environment (its registry,
+	// index and buildkitd, plus two more buildkitds).
+	t.Run("pool of 3 builders: kill one, rerun, a base moves, a variant fails", func(t *testing.T) {
+		testPublishPool(t, env)
 	})
 }

@@ -92,6 +92,34 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	return e, nil
 }
 
+// StartBuildKit starts one more buildkitd through builder.Local, with its
+// own state directory (and socket) e.Dir/name and the Env's mirror, for a
+// pool of builders. The caller stops it (Stop, by PID); Env.Stop does not.
+func (e *Env) StartBuildKit(ctx context.Context, name string) (*builder.Local, error) {
+	l := &builder.Local{
+		StateDir:  filepath.Join(e.Dir, name),
+		Buildkitd: e.Tools.Buildkitd,
+		Mirrors:   images.Mirrors{"index.docker.io": e.Registry.Host},
+	}
+	done := startStep(ctx, "starting buildkitd "+name, "through builder.Local, a builder of its own (a few seconds)")
+	c, err := l.Ensure(ctx)
+	done()
+	if err != nil {
+		_ = l.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("start buildkitd %s: %w", name, err)
+	}
+	c.Close()
+	return l, nil
+}
+
+// PushBaseLabeled pushes the fixture rootfs as tag, as PushBase does, with
+// labels in its config: the same tag then names an image of another
+// digest, as when an upstream base image moves.
+func (e *Env) PushBaseLabeled(ctx context.Context, tag string, labels map[string]string) (string, error) {
+	repo, version, _ := strings.Cut(tag, ":")
+	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), labels)
+}
+
 // Mirror is the --registry-mirror value that reaches the fixture registry.
 func (e *Env) Mirror() string { return "docker.io=" + e.Registry.Host }
 
