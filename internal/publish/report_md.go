@@ -98,6 +98,24 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 		b.WriteString("\n")
 	}
 
+	var notes []string
+	for _, res := range r.Results {
+		for _, n := range res.Notes {
+			notes = append(notes, "- **"+mdText(res.Variant.Name)+"**: "+mdText(mdClip(n)))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("### Notes\n\n")
+		for i, n := range notes {
+			if i == lim.failures {
+				mdMore(&b, len(notes)-i, "note")
+				break
+			}
+			b.WriteString(n + "\n")
+		}
+		b.WriteString("\n")
+	}
+
 	if r.Changes != nil {
 		b.WriteString("### Changes since the previous run")
 		if !r.Changes.Since.IsZero() {

@@ -51,6 +51,7 @@ func reportFixture() *Report {
 			BuildTime: 41 * time.Second, CachedSteps: 12, TotalSteps: 15, Verdict: matrix.Pass,
 			Mirrors: []string{"mirror.example.com/ml/torch:2.7.1-cu128-py3.12"},
 			Tags:    []string{"2.7.1-cu128", "latest"},
+			Notes:   []string{"builder tcp://buildkit-1:1234 failed, retried on tcp://buildkit-0:1234: connection refused"},
 		}, {
 			Variant: reportTestVariant("2.6.0-cu124-py3.11", "12.4.1", "2.6.0", "3.11"),
 			Outcome: Unchanged,
@@ -188,6 +189,7 @@ func TestMarkdown(t *testing.T) {
 			"| 2.7.1-cu128-py3.12 (torch 2.7.1 cu128 py3.12) | ✅ published | `sha256:0123456789ab` | 3.2 GiB | 41s | 12/15 | pass | mirror.example.com/ml/torch:2.7.1-cu128-py3.12, 2.7.1-cu128, latest |\n",
 			"| 2.6.0-cu124-py3.11 (torch 2.6.0 cu124 py3.11) | ⏸️ unchanged | `sha256:fedcba987654` | 2.8 GiB |  |  | pass |  |\n",
 			"| 2.7.1-cu126-py3.11 (torch 2.7.1 cu126 py3.11) | ❌ failed |  |  | 7s |  |  |  |\n",
+			"### Notes\n\n- **2.7.1-cu128-py3.12**: builder tcp://buildkit-1:1234 failed, retried on tcp://buildkit-0:1234: connection refused\n",
 			"<details><summary>2 combinations skipped</summary>",
 			"| cuda=12.4 python=3.13 torch=2.7 | torch 2.7.1 has no wheels for Python 3.13 |\n",
 		}, []string{"<script>", "Changes since"}},
