@@ -158,14 +158,25 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	reg := o.Registry
-	reg.InsecureRegistries = set.Request.InsecureRegistries
-	if set.Request.Registry, err = reg.Options(); err != nil {
+	if err := completeRequest(cmd.Context(), &set.Request, o.Registry); err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	set.Request.Source, set.Request.Revision = builder.GitInfo(cmd.Context(), set.Request.ContextDir)
 	set.Request.Progress = cmd.ErrOrStderr()
 	return set, db, c, nil
+}
+
+// completeRequest fills in what a merged build request takes from outside
+// builder.Merge: the registry options (with the merged insecure
+// registries, so BuildKit and gpuimg's own pinning agree) and the context
+// directory's git source and revision.
+func completeRequest(ctx context.Context, req *builder.Request, ro RegistryOptions) error {
+	ro.InsecureRegistries = req.InsecureRegistries
+	var err error
+	if req.Registry, err = ro.Options(); err != nil {
+		return err
+	}
+	req.Source, req.Revision = builder.GitInfo(ctx, req.ContextDir)
+	return nil
 }
 
 // buildFlag is the flag of a builder.Flags.Given key: the gpuimg.yaml

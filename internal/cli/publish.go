@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/internal/publish"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // PublishOptions are the flags of gpuimg publish.
@@ -112,42 +113,61 @@ failed (after all the others finished), 2 when the run could not start.`,
 }
 
 func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error {
-	ctx := cmd.Context()
-	if err := checkOutput(o.Progress, "auto", "plain", "quiet"); err != nil {
+	f, db, since, err := o.load(mo)
+	if err != nil {
 		return err
 	}
+	opts, err := o.runOptions(cmd, f)
+	if err != nil {
+		return err
+	}
+	rep, err := publish.Run(cmd.Context(), f, db, opts)
+	if err != nil {
+		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
+	}
+	return o.render(cmd.OutOrStdout(), rep, since)
+}
+
+// load checks the flags and reads the publish file, the matrix and the
+// --since report.
+func (o *PublishOptions) load(mo *MatrixOptions) (*publish.File, *matrix.DB, *publish.Report, error) {
+	if err := checkOutput(o.Progress, "auto", "plain", "quiet"); err != nil {
+		return nil, nil, nil, err
+	}
 	if o.Jobs < 1 {
-		return invalid(fmt.Errorf("--jobs %d", o.Jobs), "give 1 or more")
+		return nil, nil, nil, invalid(fmt.Errorf("--jobs %d", o.Jobs), "give 1 or more")
 	}
 	f, err := publish.LoadFile(o.File)
 	if err != nil {
-		return invalid(err, "fix the publish file (format: docs/publish.md)")
+		return nil, nil, nil, invalid(err, "fix the publish file (format: docs/publish.md)")
 	}
 	var since *publish.Report
 	if o.Since != "" {
 		if since, err = publish.ReadReport(o.Since); err != nil {
-			return invalid(err, "")
+			return nil, nil, nil, invalid(err, "")
 		}
 	}
 	db, err := mo.Load()
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	// The shared build settings: flags > environment > the file's build:.
+	return f, db, since, nil
+}
+
+// runOptions merges the shared build settings (flags > environment > the
+// file's build:) and names the builders, progress and connection.
+func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publish.RunOptions, error) {
 	fl := o.Flags
 	fl.InsecureRegistries = o.Registry.InsecureRegistries
 	fl.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
 	set, err := builder.Merge(fl, environment(), &builder.Config{Extras: f.Build, Platforms: f.Platforms})
 	if err != nil {
-		return invalid(err, "")
+		return publish.RunOptions{}, invalid(err, "")
 	}
 	req := set.Request
-	reg := o.Registry
-	reg.InsecureRegistries = req.InsecureRegistries
-	if req.Registry, err = reg.Options(); err != nil {
-		return err
+	if err := completeRequest(cmd.Context(), &req, o.Registry); err != nil {
+		return publish.RunOptions{}, err
 	}
-	req.Source, req.Revision = builder.GitInfo(ctx, req.ContextDir)
 	builders := o.Builders
 	if len(builders) == 0 && len(f.Builders) == 0 && set.Builder != "" {
 		builders = []string{set.Builder} // $BUILDKIT_HOST
@@ -160,15 +180,15 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 			return builder.Connect(ctx, addr, bo.clientOpts()...)
 		},
 	}
-	stderr := cmd.ErrOrStderr()
-	if o.Progress != "quiet" {
+	if stderr := cmd.ErrOrStderr(); o.Progress != "quiet" {
 		opts.Progress = func(total int) *publish.Progress { return newPublishProgress(stderr, o.Progress, total) }
 	}
-	rep, err := publish.Run(ctx, f, db, opts)
-	if err != nil {
-		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
-	}
-	out := cmd.OutOrStdout()
+	return opts, nil
+}
+
+// render writes the report files and the summary; failed variants make
+// the exit status 1.
+func (o *PublishOptions) render(out io.Writer, rep *publish.Report, since *publish.Report) error {
 	if o.ReportDir != "" {
 		if err := publish.WriteReports(o.ReportDir, rep, since); err != nil {
 			return invalid(err, "check --report-dir is writable")
@@ -177,17 +197,17 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 	}
 	c := rep.Counts()
 	fmt.Fprintln(out, c.Summary())
-	if c.Failed > 0 {
-		var names []string
-		for _, r := range rep.Results {
-			if r.Outcome == publish.Failed {
-				names = append(names, r.Variant.Name+" ("+r.Error+")")
-			}
-		}
-		return &Error{Err: fmt.Errorf("%d of %d variants failed: %s", c.Failed, c.Variants, strings.Join(names, "; ")),
-			Hint: "the other variants were published; fix the failures and run again (unchanged variants are skipped)", Code: ExitFailed}
+	if c.Failed == 0 {
+		return nil
 	}
-	return nil
+	var names []string
+	for _, r := range rep.Results {
+		if r.Outcome == publish.Failed {
+			names = append(names, r.Variant.Name+" ("+r.Error+")")
+		}
+	}
+	return &Error{Err: fmt.Errorf("%d of %d variants failed: %s", c.Failed, c.Variants, strings.Join(names, "; ")),
+		Hint: "the other variants were published; fix the failures and run again (unchanged variants are skipped)", Code: ExitFailed}
 }
 
 // newPublishProgress is the live view on a terminal (auto), else lines.
