@@ -22,9 +22,7 @@ type BuildOptions struct {
 	ConfigFile string
 	builder.Flags
 
-	TLSCA, TLSCert  string
-	TLSKey, TLSName string
-	StateDir        string
+	BuilderOptions
 	// Registry is how gpuimg reaches the base image's registry (pinning
 	// it by digest); its --insecure-registry list is merged into
 	// builder.Flags.InsecureRegistries and so also reaches BuildKit.
@@ -45,16 +43,8 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Entrypoint, "entrypoint", "", `entrypoint, as a JSON array ('["python","-m","app"]') or words`)
 	fs.StringVar(&o.ContextDir, "context", ".", "directory --copy and --requirements paths are relative to")
 	fs.StringVar(&o.Builder, "builder", "", "BuildKit daemon address (unix://, tcp://, docker-container://, kube-pod://); default $BUILDKIT_HOST, else a local buildkitd gpuimg starts and reuses")
-	fs.StringVar(&o.TLSCA, "builder-tls-ca", "", "CA certificate of a tcp:// buildkitd")
-	fs.StringVar(&o.TLSCert, "builder-tls-cert", "", "client certificate for a tcp:// buildkitd")
-	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for a tcp:// buildkitd")
-	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
-	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
-	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
-	o.Registry.addNamedFlags(fs)
-	fs.StringVar(&o.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the image and its history")
-	fs.StringArrayVar(&o.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
-	fs.StringArrayVar(&o.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
+	o.BuilderOptions.AddFlags(fs)
+	addMirrorFlags(fs, &o.Flags, &o.Registry)
 	fs.StringArrayVarP(&o.Tags, "tag", "t", nil, "image name, REGISTRY/REPO:TAG (repeatable)")
 	fs.BoolVar(&o.Push, "push", false, "push the tags when the build succeeds (the tag is written last, after every blob)")
 	fs.StringArrayVar(&o.Outputs, "output", nil, "extra output in BuildKit's syntax: type=oci,dest=F | type=docker,dest=F | type=local,dest=DIR | type=image,name=REF,push=true (repeatable)")
@@ -244,7 +234,35 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 }
 
 // clientOpts turns the TLS flags into BuildKit client options.
-func (o *BuildOptions) clientOpts() []client.ClientOpt {
+// BuilderOptions are how gpuimg reaches BuildKit daemons: TLS for tcp://
+// addresses, and the state directory of the local one it starts.
+type BuilderOptions struct {
+	TLSCA, TLSCert  string
+	TLSKey, TLSName string
+	StateDir        string
+}
+
+// AddFlags binds the options to flags.
+func (o *BuilderOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.TLSCA, "builder-tls-ca", "", "CA certificate of tcp:// buildkitds")
+	fs.StringVar(&o.TLSCert, "builder-tls-cert", "", "client certificate for tcp:// buildkitds")
+	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for tcp:// buildkitds")
+	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
+	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
+}
+
+// addMirrorFlags binds the flags that reach registries and pip indexes
+// through mirrors, shared by build and publish: --registry-mirror, the
+// named registry flags (ro) and the pip index flags.
+func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
+	fs.StringArrayVar(&f.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
+	ro.addNamedFlags(fs)
+	fs.StringVar(&f.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the images and their history")
+	fs.StringArrayVar(&f.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
+	fs.StringArrayVar(&f.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
+}
+
+func (o *BuilderOptions) clientOpts() []client.ClientOpt {
 	var opts []client.ClientOpt
 	if o.TLSCA != "" || o.TLSName != "" {
 		opts = append(opts, client.WithServerConfig(o.TLSName, o.TLSCA))

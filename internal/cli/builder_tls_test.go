@@ -56,7 +56,7 @@ func TestBuilderTLS(t *testing.T) {
 		logf.Close()
 	}()
 
-	o := &BuildOptions{TLSCA: files["ca"], TLSCert: files["client"], TLSKey: files["client-key"], TLSName: "127.0.0.1"}
+	o := &BuilderOptions{TLSCA: files["ca"], TLSCert: files["client"], TLSKey: files["client-key"], TLSName: "127.0.0.1"}
 	var lastErr error
 	for range 100 {
 		c, err := builder.Connect(ctx, addr, o.clientOpts()...)
@@ -73,7 +73,7 @@ func TestBuilderTLS(t *testing.T) {
 		t.Fatalf("connect with TLS: %v\n%s", lastErr, b)
 	}
 	// Without a client certificate the daemon must refuse.
-	noCert := &BuildOptions{TLSCA: files["ca"], TLSName: "127.0.0.1"}
+	noCert := &BuilderOptions{TLSCA: files["ca"], TLSName: "127.0.0.1"}
 	if c, err := builder.Connect(ctx, addr, noCert.clientOpts()...); err == nil {
 		c.Close()
 		t.Fatal("connected without a client certificate: the test proves nothing")

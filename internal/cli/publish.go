@@ -34,10 +34,8 @@ type PublishOptions struct {
 	// The build settings every variant shares (builder.Flags, merged
 	// with the environment and the publish file's build: by builder.Merge).
 	builder.Flags
-	TLSCA, TLSCert  string
-	TLSKey, TLSName string
-	StateDir        string
-	Registry        RegistryOptions
+	BuilderOptions
+	Registry RegistryOptions
 }
 
 func newPublishCmd() *cobra.Command {
@@ -92,17 +90,9 @@ failed (after all the others finished), 2 when the run could not start.`,
 	fs.StringVar(&o.ReportDir, "report-dir", "", "write report.json, report.md, junit.xml and report.html there")
 	fs.StringVar(&o.Since, "since", "", "the report.json of a previous run: the report says what changed since")
 	fs.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto (live on a terminal, else lines), plain (a line per event) or quiet")
-	fs.StringVar(&o.TLSCA, "builder-tls-ca", "", "CA certificate of tcp:// buildkitds")
-	fs.StringVar(&o.TLSCert, "builder-tls-cert", "", "client certificate for tcp:// buildkitds")
-	fs.StringVar(&o.TLSKey, "builder-tls-key", "", "client key for tcp:// buildkitds")
-	fs.StringVar(&o.TLSName, "builder-tls-servername", "", "server name to verify (default: the address's host)")
-	fs.StringVar(&o.StateDir, "state-dir", "", "where the local buildkitd keeps its state (default ~/.local/state/gpuimg)")
+	o.BuilderOptions.AddFlags(fs)
 	fs.StringVar(&o.ContextDir, "context", ".", "directory build.copy and build.requirements paths are relative to")
-	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
-	o.Registry.addNamedFlags(fs)
-	fs.StringVar(&o.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the images")
-	fs.StringArrayVar(&o.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
-	fs.StringArrayVar(&o.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
+	addMirrorFlags(fs, &o.Flags, &o.Registry)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax, shared by the pool: type=registry,ref=R (repeatable)")
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR (repeatable)")
@@ -172,12 +162,11 @@ func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publis
 	if len(builders) == 0 && len(f.Builders) == 0 && set.Builder != "" {
 		builders = []string{set.Builder} // $BUILDKIT_HOST
 	}
-	bo := &BuildOptions{TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSName: o.TLSName}
 	opts := publish.RunOptions{
 		Builders: builders, Jobs: o.Jobs, Only: o.Only, Force: o.Force, DryRun: o.DryRun, Request: req,
 		Local: &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: req.InsecureRegistries},
 		Connect: func(ctx context.Context, addr string) (*client.Client, error) {
-			return builder.Connect(ctx, addr, bo.clientOpts()...)
+			return builder.Connect(ctx, addr, o.clientOpts()...)
 		},
 	}
 	if stderr := cmd.ErrOrStderr(); o.Progress != "quiet" {
