@@ -90,7 +90,7 @@ failed (after all the others finished), 2 when the run could not start.`,
 	fs.StringVar(&o.ReportDir, "report-dir", "", "write report.json, report.md, junit.xml and report.html there")
 	fs.StringVar(&o.Since, "since", "", "the report.json of a previous run: the report says what changed since")
 	fs.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto (live on a terminal, else lines), plain (a line per event) or quiet")
-	o.BuilderOptions.AddFlags(fs)
+	o.AddFlags(fs) // BuilderOptions': TLS and --state-dir
 	fs.StringVar(&o.ContextDir, "context", ".", "directory build.copy and build.requirements paths are relative to")
 	addMirrorFlags(fs, &o.Flags, &o.Registry)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax, shared by the pool: type=registry,ref=R (repeatable)")
