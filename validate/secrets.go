@@ -38,7 +38,7 @@ var (
 	rePrivateKey  = regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----`)
 	rePrivateBody = regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----(?:\s|\\n|\\r)+(?:Proc-Type:|Version:|[A-Za-z0-9+/=]{40,})`)
 	reNetrcPass   = regexp.MustCompile(`(?m)\bpassword\s+(\S+)`)
-	reIniPass     = regexp.MustCompile(`(?mi)^\s*password\s*[:=]\s*(\S+)`)
+	reIniPass     = regexp.MustCompile(`(?mi)^[ \t]*password[ \t]*[:=][ \t]*(.*?)[ \t\r]*$`)
 	reAWSSecret   = regexp.MustCompile(`(?mi)^\s*aws_secret_access_key\s*=\s*(\S+)`)
 	reNpmAuth     = regexp.MustCompile(`(?m)_(?:authToken|auth|password)\s*=\s*(\S+)`)
 	reSecretEnv   = regexp.MustCompile(`(?i)(secret|token|passw(or)?d|api_?key|access_?key|credential)`)
@@ -79,7 +79,12 @@ func notAzurite(m string) bool { return !strings.HasSuffix(m, azuriteKey) }
 // placeholder reports whether a password value is a stand-in, as in
 // documentation and templates: "password", "${PASS}", "<token>", "****".
 func placeholder(v string) bool {
-	v = strings.Trim(v, `"',;`)
+	v = strings.TrimSpace(strings.Trim(v, `"',;`))
+	switch {
+	case v == "", strings.HasPrefix(v, "$"), strings.HasPrefix(v, "%"), strings.HasPrefix(v, "{{"),
+		strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"), strings.Trim(v, "*xX.•_-") == "":
+		return true
+	}
 	l := strings.ToLower(v)
 	switch l {
 	case "password", "passwd", "pass", "secret", "token", "none", "null", "redacted":
