@@ -99,8 +99,8 @@ var (
 	rePythonBin    = regexp.MustCompile(`^usr/(?:local/)?bin/python(3\.[0-9]+)$`)
 	reCUDAVersion  = regexp.MustCompile(`^usr/local/cuda(-[0-9.]+)?/version\.(json|txt)$`)
 	reDefine       = regexp.MustCompile(`(?m)^#define\s+(CUDNN_MAJOR|CUDNN_MINOR|CUDNN_PATCHLEVEL|NCCL_MAJOR|NCCL_MINOR|NCCL_PATCH|CUDA_VERSION)\s+([0-9]+)`)
-	reTorchVersion = regexp.MustCompile(`(?m)^__version__\s*=\s*['"]([^'"]+)['"]`)
-	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:\s*:\s*[^=]+)?\s*=\s*(None|['"]([^'"]*)['"])`)
+	reTorchVersion = regexp.MustCompile(`(?m)^__version__[ \t]*=[ \t]*['"]([^'"\n]+)['"]`)
+	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:[ \t]*:[ \t]*[^=\n]+)?[ \t]*=[ \t]*(None|['"]([^'"\n]*)['"])`)
 	reNormalize    = regexp.MustCompile(`[-_.]+`)
 )
 
