@@ -19,6 +19,10 @@ func bounded(t *testing.T, n int, f func()) {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	limit := 5*time.Second + time.Duration(n)*2*time.Microsecond
+	// A hang crashes the worker, so the fuzzer keeps the input.
+	watchdog := time.AfterFunc(3*limit, func() { panic(fmt.Sprintf("%d bytes of input still running after %v", n, 3*limit)) })
+	defer watchdog.Stop()
 	start := time.Now()
 	f()
 	took := time.Since(start)
@@ -26,7 +30,7 @@ func bounded(t *testing.T, n int, f func()) {
 	if alloc, limit := after.TotalAlloc-before.TotalAlloc, uint64(32<<20+256*n); alloc > limit {
 		t.Fatalf("%d bytes of input allocated %d bytes (limit %d)", n, alloc, limit)
 	}
-	if limit := 5*time.Second + time.Duration(n)*2*time.Microsecond; took > limit {
+	if took > limit {
 		t.Fatalf("%d bytes of input took %v (limit %v)", n, took, limit)
 	}
 }
