@@ -251,4 +251,3 @@ func FuzzSecretsRedacted(f *testing.F) {
 		}
 	})
 }
-

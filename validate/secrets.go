@@ -121,10 +121,7 @@ func redact(p tokenPattern, m string) string {
 // redactValue shows keep leading characters of v and its length.
 func redactValue(v string, keep int) string {
 	n := utf8.RuneCountInString(v)
-	keep = min(keep, n/4)
-	if keep < 0 {
-		keep = 0
-	}
+	keep = max(min(keep, n/4), 0)
 	r := []rune(v)
 	return fmt.Sprintf("%s… %d chars", string(r[:keep]), n)
 }
@@ -181,9 +178,9 @@ func secretsInFile(p string, b []byte) []secretMatch {
 	s := string(b)
 	base := path.Base(p)
 	var out []secretMatch
-	add := func(what, v string, keep int) {
+	add := func(what, v string) {
 		if !placeholder(v) {
-			out = append(out, secretMatch{what: what, shown: redactValue(strings.Trim(v, `"'`), keep)})
+			out = append(out, secretMatch{what: what, shown: redactValue(strings.Trim(v, `"'`), 0)})
 		}
 	}
 	switch {
@@ -201,7 +198,7 @@ func secretsInFile(p string, b []byte) []secretMatch {
 		return out
 	case base == ".netrc" || base == "_netrc":
 		for _, m := range reNetrcPass.FindAllStringSubmatch(s, 4) {
-			add("a password", m[1], 0)
+			add("a password", m[1])
 		}
 	case strings.HasSuffix(p, ".docker/config.json"):
 		var cfg struct {
@@ -220,15 +217,15 @@ func secretsInFile(p string, b []byte) []secretMatch {
 		}
 	case base == "credentials":
 		for _, m := range reAWSSecret.FindAllStringSubmatch(s, 4) {
-			add("an AWS secret access key", m[1], 0)
+			add("an AWS secret access key", m[1])
 		}
 	case base == ".pypirc" || base == "pip.conf" || base == "pip.ini":
 		for _, m := range reIniPass.FindAllStringSubmatch(s, 4) {
-			add("a package index password", m[1], 0)
+			add("a package index password", m[1])
 		}
 	case base == ".npmrc":
 		for _, m := range reNpmAuth.FindAllStringSubmatch(s, 4) {
-			add("an npm registry token", m[1], 0)
+			add("an npm registry token", m[1])
 		}
 	}
 	if len(out) > 0 {
@@ -262,7 +259,7 @@ func secretsInHistory(created []string) []string {
 		}
 		shown := redactText(c)
 		if m := reBuildArgs.FindStringSubmatch(c); m != nil {
-			for _, kv := range strings.Fields(m[2]) {
+			for kv := range strings.FieldsSeq(m[2]) {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok {
 					break
