@@ -104,10 +104,10 @@ func scanFatbins(br *bufio.Reader, pos func() int64, k *Kernels) error {
 	const window = 256 << 10
 	for {
 		b, err := br.Peek(window)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return err // the reader's own error, even with data: bufio reports it once
+		}
 		if len(b) < fatbinHeaderSize {
-			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-				return err
-			}
 			break
 		}
 		found := -1

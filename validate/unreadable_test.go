@@ -1,10 +1,15 @@
 package validate
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -88,5 +93,53 @@ func TestUnreadableDeviceCode(t *testing.T) {
 	must(t, err)
 	if st := statuses(r); st["device-code"] != "" || st["gpu"] != matrix.Pass {
 		t.Errorf("intact library: %+v", r.Checks)
+	}
+}
+
+// paxRecord is one PAX extended header record ("NN key=value\n").
+func paxRecord(k, v string) string {
+	s := " " + k + "=" + v + "\n"
+	n := len(s) + 1
+	for len(strconv.Itoa(n))+len(s) != n {
+		n++
+	}
+	return strconv.Itoa(n) + s
+}
+
+// sparseLayer is a tar stream with one PAX (GNU 1.0) sparse file: a
+// single hole of realsize bytes, about 1.5 KiB on the wire. archive/tar's
+// Writer cannot write sparse files, so the extended header is made by
+// hand.
+func sparseLayer(name string, realsize int64) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") + paxRecord("GNU.sparse.name", name) + paxRecord("GNU.sparse.realsize", strconv.FormatInt(realsize, 10))
+	_ = tw.WriteHeader(&tar.Header{Name: "PaxHeaders/0", Typeflag: tar.TypeReg, Size: int64(len(recs)), Format: tar.FormatUSTAR})
+	_, _ = tw.Write([]byte(recs))
+	data := append([]byte("1\n0\n0\n"), make([]byte, 506)...) // one entry: offset 0, length 0
+	_ = tw.WriteHeader(&tar.Header{Name: "GNUSparseFile.0/0", Typeflag: tar.TypeReg, Size: int64(len(data)), Format: tar.FormatUSTAR})
+	_, _ = tw.Write(data)
+	_ = tw.Close()
+	b := buf.Bytes()
+	b[156] = tar.TypeXHeader // the first header is the extended header
+	return fixTarChecksums(b)
+}
+
+// TestSparseDeviceLibIsABomb: a sparse CUDA library declaring a petabyte
+// of holes compresses to almost nothing and reads as zeros without end;
+// the walk stops it as a bomb, quickly, instead of scanning it.
+func TestSparseDeviceLibIsABomb(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(sparseLayer("usr/lib/x86_64-linux-gnu/libcublas.so.12", 1<<50))
+	_ = zw.Close()
+	img := image(t, gzLayer{gz.Bytes()})
+	start := time.Now()
+	_, err := Inspect(t.Context(), img, Options{DB: db(t), Limits: Limits{MinBombBytes: 64 << 20}})
+	if !errors.Is(err, ErrBomb) || !strings.Contains(err.Error(), "sparse") {
+		t.Fatalf("err = %v, want ErrBomb for sparse files", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %v", took)
 	}
 }
