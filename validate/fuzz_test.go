@@ -182,6 +182,7 @@ func walkSeeds(tb testing.TB) [][]byte {
 		binaryHuge,
 		libTar.Bytes(),
 		libTar.Bytes()[:len(libTar.Bytes())-1024],
+		sparseLayer("usr/lib/libcublas.so.12", 1<<40),
 	}
 }
 
