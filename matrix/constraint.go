@@ -220,6 +220,9 @@ func parseTerm(tok string) (lib []string, fourth []fourthTerm, err error) {
 			_, err := ParseVersion(rest) // too many parts
 			return nil, nil, err
 		}
+		if l := v.semver().Metadata(); l != "" { // 2.3+cu121.x (found by FuzzParseConstraint)
+			return nil, nil, fmt.Errorf("%q: the local label +%s names a build, not a release; compare the release (%s) and give the CUDA version on its own", tok, l, v.Trunc(v.Len()))
+		}
 		if v.String() != strings.TrimPrefix(prefix, "v") || v.semver().Prerelease() != "" {
 			return nil, nil, fmt.Errorf("%q: a wildcard follows plain numbers only (2.3.x)", tok)
 		}

@@ -3,7 +3,10 @@ package validate
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path"
 	"regexp"
@@ -43,7 +46,12 @@ type Found struct {
 	// shadow them.
 	DriverLibs []Library `json:"driver_libs,omitempty"`
 
-	secrets    []string
+	// Unreadable lists libraries whose device code could not be read to
+	// the end (a corrupt fat-binary header, a truncated ELF): what they
+	// hold is unknown, not absent.
+	Unreadable []UnreadableLib `json:"unreadable,omitempty"`
+
+	secrets    []secretHit
 	venvPython string
 	pythons    map[string]bool
 	sitePython map[string]string // site-packages dir → python minor
@@ -54,6 +62,24 @@ type TorchInfo struct {
 	Version string `json:"version"`
 	CUDA    string `json:"cuda,omitempty"` // empty for a CPU build
 	Path    string `json:"path"`
+}
+
+// UnreadableLib is a library whose device code could not be read.
+type UnreadableLib struct {
+	Path  string `json:"path"`
+	Layer int    `json:"layer"`
+	// Error says what could not be read, and where.
+	Error string `json:"error"`
+	// Kernels are what was read before the damage.
+	Kernels Kernels `json:"kernels"`
+}
+
+// secretHit is what one layer entry holds, in any layer: a file deleted
+// by a later layer is still in the image.
+type secretHit struct {
+	layer   int
+	path    string
+	matches []secretMatch
 }
 
 // Library is one CUDA library file.
@@ -73,8 +99,8 @@ var (
 	rePythonBin    = regexp.MustCompile(`^usr/(?:local/)?bin/python(3\.[0-9]+)$`)
 	reCUDAVersion  = regexp.MustCompile(`^usr/local/cuda(-[0-9.]+)?/version\.(json|txt)$`)
 	reDefine       = regexp.MustCompile(`(?m)^#define\s+(CUDNN_MAJOR|CUDNN_MINOR|CUDNN_PATCHLEVEL|NCCL_MAJOR|NCCL_MINOR|NCCL_PATCH|CUDA_VERSION)\s+([0-9]+)`)
-	reTorchVersion = regexp.MustCompile(`(?m)^__version__\s*=\s*['"]([^'"]+)['"]`)
-	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:\s*:\s*[^=]+)?\s*=\s*(None|['"]([^'"]*)['"])`)
+	reTorchVersion = regexp.MustCompile(`(?m)^__version__[ \t]*=[ \t]*['"]([^'"\n]+)['"]`)
+	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:[ \t]*:[ \t]*[^=\n]+)?[ \t]*=[ \t]*(None|['"]([^'"\n]*)['"])`)
 	reNormalize    = regexp.MustCompile(`[-_.]+`)
 )
 
@@ -88,8 +114,9 @@ type detector struct {
 	sysCuBLAS string
 	headers   map[string]map[string]int // header file → defines
 
-	mu    sync.Mutex
-	facts []fact
+	mu      sync.Mutex
+	facts   []fact
+	secrets []secretHit
 }
 
 func newDetector() *detector {
@@ -153,11 +180,18 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 	if !isReg && h.Typeflag != tar.TypeSymlink {
 		return done()
 	}
-	if isSecretFile(p) && isReg {
-		if reason := secretIn(p, readSmall(r, 1<<20)); reason != "" {
-			add(func(d *detector) { d.f.secrets = append(d.f.secrets, reason) })
+	if isSecretFile(p) && isReg || maybeServiceAccount(p, h.Size) && isReg {
+		b := readSmall(r, 1<<20)
+		if ms := secretsInFile(p, b); len(ms) > 0 {
+			// Recorded whether or not the file is visible at the end.
+			d.mu.Lock()
+			d.secrets = append(d.secrets, secretHit{layer: e.Layer, path: p, matches: ms})
+			d.mu.Unlock()
 		}
-		return done()
+		if isSecretFile(p) {
+			return done()
+		}
+		r = io.MultiReader(bytes.NewReader(b), r) // the other parsers read it too
 	}
 	switch {
 	case (p == "etc/os-release" || p == "usr/lib/os-release") && isReg:
@@ -252,7 +286,12 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		add(func(d *detector) { d.f.DriverLibs = append(d.f.DriverLibs, lib) })
 	}
 	if isReg && h.Size > 64<<10 && isDeviceLib(p, base) {
-		if k, err := ScanFatbin(r); err == nil && !k.Empty() {
+		k, err := scanLibrary(r, h.Size)
+		switch {
+		case err != nil:
+			u := UnreadableLib{Path: p, Layer: e.Layer, Error: err.Error(), Kernels: k}
+			add(func(d *detector) { d.f.Unreadable = append(d.f.Unreadable, u) })
+		case !k.Empty():
 			add(func(d *detector) { d.f.Kernels[p] = k })
 		}
 	}
@@ -342,6 +381,14 @@ func (d *detector) finish(w *WalkResult) Found {
 			}
 		}
 	}
+	sort.Slice(f.Unreadable, func(i, j int) bool { return f.Unreadable[i].Path < f.Unreadable[j].Path })
+	f.secrets = d.secrets
+	sort.Slice(f.secrets, func(i, j int) bool {
+		if f.secrets[i].layer != f.secrets[j].layer {
+			return f.secrets[i].layer < f.secrets[j].layer
+		}
+		return f.secrets[i].path < f.secrets[j].path
+	})
 	sort.Slice(f.Libraries, func(i, j int) bool { return f.Libraries[i].Path < f.Libraries[j].Path })
 	sort.Slice(f.DriverLibs, func(i, j int) bool { return f.DriverLibs[i].Path < f.DriverLibs[j].Path })
 	return f
@@ -431,4 +478,46 @@ func parseCUDAVersionFile(base string, b []byte) string {
 		return strings.Fields(v)[0]
 	}
 	return ""
+}
+
+// scanLibrary reads a library's device code. A library cut short (its
+// ELF section headers lie past the end of the file) or a damaged fat
+// binary is an error saying what could not be read; the kernels are
+// those read before the damage.
+func scanLibrary(r io.Reader, size int64) (Kernels, error) {
+	hdr := make([]byte, 64)
+	n, _ := io.ReadFull(r, hdr)
+	hdr = hdr[:n]
+	k, err := ScanFatbin(io.MultiReader(bytes.NewReader(hdr), r))
+	if err != nil {
+		return k, fmt.Errorf("device code unreadable: %w", err)
+	}
+	if end, ok := elfEnd(hdr); ok && end > uint64(size) {
+		return k, fmt.Errorf("truncated ELF: its section headers end at byte %d, the file has %d bytes", end, size)
+	}
+	return k, nil
+}
+
+// elfEnd is where an ELF file's section header table ends, from its
+// header (little-endian ELF32 and ELF64); ok is false for other files.
+func elfEnd(h []byte) (end uint64, ok bool) {
+	if len(h) < 52 || string(h[:4]) != "\x7fELF" || h[5] != 1 {
+		return 0, false
+	}
+	le := binary.LittleEndian
+	switch h[4] {
+	case 1: // ELF32
+		return uint64(le.Uint32(h[0x20:])) + uint64(le.Uint16(h[0x2E:]))*uint64(le.Uint16(h[0x30:])), true
+	case 2: // ELF64
+		if len(h) < 64 {
+			return 0, false
+		}
+		off := le.Uint64(h[0x28:])
+		tab := uint64(le.Uint16(h[0x3A:])) * uint64(le.Uint16(h[0x3C:]))
+		if off > 1<<62 {
+			return off, true
+		}
+		return off + tab, true
+	}
+	return 0, false
 }

@@ -75,50 +75,20 @@ type Kernels struct {
 // Empty reports whether no device code was found.
 func (k Kernels) Empty() bool { return len(k.SASS) == 0 && len(k.PTX) == 0 }
 
+// ErrDamaged is wrapped when a fat binary's headers do not hold together
+// (a corrupt header, an entry that overruns its container, a container
+// cut short): the device code from there on cannot be read.
+var ErrDamaged = errors.New("damaged fat binary")
+
 // ScanFatbin reads r to its end and returns the architectures of the
-// device code in the fat binaries it contains.
+// device code in the fat binaries it contains. On an error (ErrDamaged,
+// or the reader's) the kernels are those read before it.
 func ScanFatbin(r io.Reader) (Kernels, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	cr := &offsetReader{r: r}
+	br := bufio.NewReaderSize(cr, 1<<20)
+	pos := func() int64 { return cr.n - int64(br.Buffered()) }
 	k := Kernels{ELFCount: map[string]int{}, PTXCount: map[string]int{}}
-	const window = 256 << 10
-	for {
-		b, err := br.Peek(window)
-		if len(b) < fatbinHeaderSize {
-			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-				return k, err
-			}
-			break
-		}
-		found := -1
-		for off := 0; off+fatbinHeaderSize <= len(b); off += 8 {
-			if binary.LittleEndian.Uint32(b[off:]) == fatbinMagic && validHeader(b[off:]) {
-				found = off
-				break
-			}
-		}
-		if found < 0 {
-			n := (len(b) - fatbinHeaderSize + 8) / 8 * 8
-			if errors.Is(err, io.EOF) {
-				n = len(b)
-			}
-			if _, err := br.Discard(n); err != nil {
-				return k, err
-			}
-			continue
-		}
-		if _, err := br.Discard(found); err != nil {
-			return k, err
-		}
-		n, err := readContainer(br, &k)
-		if err != nil {
-			return k, err
-		}
-		if pad := n % 8; pad != 0 {
-			if _, err := br.Discard(int(8 - pad)); err != nil && !errors.Is(err, io.EOF) {
-				return k, err
-			}
-		}
-	}
+	err := scanFatbins(br, pos, &k)
 	k.SASS = sortedArchs(k.ELFCount)
 	k.PTX = sortedArchs(k.PTXCount)
 	if len(k.ELFCount) == 0 {
@@ -127,7 +97,77 @@ func ScanFatbin(r io.Reader) (Kernels, error) {
 	if len(k.PTXCount) == 0 {
 		k.PTXCount = nil
 	}
-	return k, nil
+	return k, err
+}
+
+func scanFatbins(br *bufio.Reader, pos func() int64, k *Kernels) error {
+	const window = 256 << 10
+	for {
+		b, err := br.Peek(window)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return err // the reader's own error, even with data: bufio reports it once
+		}
+		if len(b) < fatbinHeaderSize {
+			break
+		}
+		found := -1
+		for off := 0; off+fatbinHeaderSize <= len(b); off += 8 {
+			if binary.LittleEndian.Uint32(b[off:]) != fatbinMagic {
+				continue
+			}
+			if validHeader(b[off:]) {
+				found = off
+				break
+			}
+			if damagedHeader(b[off:]) {
+				return fmt.Errorf("%w: container header at byte %d has version %d, header size %d, size %d", ErrDamaged, pos()+int64(off),
+					binary.LittleEndian.Uint16(b[off+4:]), binary.LittleEndian.Uint16(b[off+6:]), binary.LittleEndian.Uint64(b[off+8:]))
+			}
+		}
+		if found < 0 {
+			n := (len(b) - fatbinHeaderSize + 8) / 8 * 8
+			if errors.Is(err, io.EOF) {
+				n = len(b)
+			}
+			if _, err := br.Discard(n); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := br.Discard(found); err != nil {
+			return err
+		}
+		start := pos()
+		n, err := readContainer(br, k)
+		if err != nil {
+			return fmt.Errorf("container at byte %d: %w", start, err)
+		}
+		if pad := n % 8; pad != 0 {
+			if _, err := br.Discard(int(8 - pad)); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// damagedHeader reports whether the magic at b starts a container whose
+// header is corrupt: one of its two small fixed fields is right and the
+// rest is not. Chance data holding the magic matches neither.
+func damagedHeader(b []byte) bool {
+	return binary.LittleEndian.Uint16(b[4:]) == 1 || binary.LittleEndian.Uint16(b[6:]) == fatbinHeaderSize
+}
+
+// offsetReader counts the bytes read through it.
+type offsetReader struct {
+	r io.Reader
+	n int64
+}
+
+func (o *offsetReader) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	o.n += int64(n)
+	return n, err
 }
 
 func validHeader(b []byte) bool {
@@ -140,28 +180,31 @@ func validHeader(b []byte) bool {
 func readContainer(br *bufio.Reader, k *Kernels) (int64, error) {
 	h := make([]byte, fatbinHeaderSize)
 	if _, err := io.ReadFull(br, h); err != nil {
-		return 0, fmt.Errorf("read fat binary header: %w", err)
+		return 0, cutShort("header", err)
 	}
 	size := int64(binary.LittleEndian.Uint64(h[8:]))
 	var done int64
 	for done+entryMinHeader <= size {
 		e, err := br.Peek(entryMinHeader)
 		if err != nil {
-			return 0, fmt.Errorf("read fat binary entry: %w", err)
+			return 0, cutShort(fmt.Sprintf("entry at offset %d", done), err)
 		}
 		kind := binary.LittleEndian.Uint16(e[0:])
 		hdr := int64(binary.LittleEndian.Uint32(e[4:]))
 		payload := int64(binary.LittleEndian.Uint64(e[8:]))
 		arch := binary.LittleEndian.Uint32(e[28:])
-		if hdr < entryMinHeader || hdr > 4096 || payload < 0 || done+hdr+payload > size {
-			// Not a well-formed entry: skip the rest of the container.
+		if kind == 0 && hdr == 0 && payload == 0 {
+			// Zero padding: the container holds no more entries.
 			break
+		}
+		if hdr < entryMinHeader || hdr > 4096 || payload < 0 || payload > size || done+hdr+payload > size {
+			return 0, fmt.Errorf("%w: entry at offset %d of a %d-byte container has a %d-byte header and a %d-byte payload", ErrDamaged, done, size, hdr, payload)
 		}
 		name := fmt.Sprintf("sm_%d", arch)
 		if hdr >= entryFlagsEnd {
 			e, err := br.Peek(entryFlagsEnd)
 			if err != nil {
-				return 0, fmt.Errorf("read fat binary entry: %w", err)
+				return 0, cutShort(fmt.Sprintf("entry at offset %d", done), err)
 			}
 			if binary.LittleEndian.Uint64(e[40:])&flagArchSpecific != 0 {
 				name += "a"
@@ -174,17 +217,26 @@ func readContainer(br *bufio.Reader, k *Kernels) (int64, error) {
 			k.ELFCount[name]++
 		}
 		if _, err := br.Discard(int(hdr)); err != nil {
-			return 0, err
+			return 0, cutShort(fmt.Sprintf("entry at offset %d", done), err)
 		}
 		if err := discard(br, payload); err != nil {
-			return 0, err
+			return 0, cutShort(fmt.Sprintf("payload of the entry at offset %d", done), err)
 		}
 		done += hdr + payload
 	}
-	if err := discard(br, size-done); err != nil && !errors.Is(err, io.EOF) {
-		return 0, err
+	if err := discard(br, size-done); err != nil {
+		return 0, cutShort("container", err)
 	}
 	return fatbinHeaderSize + size, nil
+}
+
+// cutShort names what the stream ended in: the end of a file inside a
+// container is damage, anything else the reader's own error.
+func cutShort(what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: the file ends inside the %s", ErrDamaged, what)
+	}
+	return fmt.Errorf("read fat binary %s: %w", what, err)
 }
 
 func discard(br *bufio.Reader, n int64) error {

@@ -113,18 +113,17 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.duplicates()
 	c.driverLibs()
-	secrets := append([]string(nil), found.secrets...)
+	c.unreadable(cfg.RootFS.DiffIDs)
+	secrets := fileSecrets(found.secrets, walk, cfg.RootFS.DiffIDs)
 	secrets = append(secrets, secretInEnv(cfg.Config.Env)...)
-	for _, h := range cfg.History {
-		if what := secretInText(h.CreatedBy); what != "" {
-			secrets = append(secrets, what+" in the image history ("+truncate(h.CreatedBy, 80)+")")
-		}
+	created := make([]string, len(cfg.History))
+	for i, h := range cfg.History {
+		created[i] = h.CreatedBy
 	}
-	for k, v := range cfg.Config.Labels {
-		if what := secretInText(v); what != "" {
-			secrets = append(secrets, what+" in the label "+k)
-		}
-	}
+	secrets = append(secrets, secretsInHistory(created)...)
+	labels := secretsInLabels(cfg.Config.Labels)
+	sort.Strings(labels)
+	secrets = append(secrets, labels...)
 	if len(secrets) > 0 {
 		c.add("secrets", matrix.Fail, "%s", strings.Join(secrets, "; "))
 	} else {
@@ -371,6 +370,8 @@ func (c *checker) gpu(name string) error {
 		}
 	}
 	switch {
+	case len(libs) == 0 && len(c.r.Found.Unreadable) > 0:
+		c.add("gpu", matrix.Warn, "the device code of %d libraries could not be read (see the device-code check), so the image cannot be checked against %s", len(c.r.Found.Unreadable), g.Arch)
 	case len(libs) == 0:
 		c.add("gpu", matrix.Warn, "no CUDA device code found in the image to check against %s", g.Arch)
 	case len(missing) > 0:
@@ -445,6 +446,61 @@ func (c *checker) duplicates() {
 	if len(dups) > 0 {
 		c.add("duplicate-libs", matrix.Warn, "CUDA libraries installed twice, about %s wasted: %s; a base image without them (runtime or base flavor) avoids it", humanize.Bytes(wasted), strings.Join(dups, ", "))
 	}
+}
+
+// fileSecrets describes the secrets found in layer entries. A file that
+// a later layer deletes or replaces is still in its own layer, and
+// anyone who pulls the image can read it there (docker save, then tar).
+func fileSecrets(hits []secretHit, w *WalkResult, diffIDs []v1.Hash) []string {
+	var out []string
+	for _, h := range hits {
+		msg := fmt.Sprintf("%s in /%s (%s)", joinMatches(h.matches), h.path, layerName(h.layer, diffIDs))
+		if !w.Visible(h.layer, h.path) {
+			msg += ": a later layer deletes or replaces it, which does not remove it from this layer; everyone who pulls the image gets it"
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// layerName names layer i by index and short diff ID.
+func layerName(i int, diffIDs []v1.Hash) string {
+	if i < len(diffIDs) {
+		return fmt.Sprintf("layer %d, %s", i, shortDigest(diffIDs[i].String()))
+	}
+	return fmt.Sprintf("layer %d", i)
+}
+
+func shortDigest(d string) string {
+	algo, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) <= 12 {
+		return d
+	}
+	return algo + ":" + hex[:12]
+}
+
+// unreadable warns about libraries whose device code could not be read:
+// what they hold is unknown, which is not the same as nothing.
+func (c *checker) unreadable(diffIDs []v1.Hash) {
+	var msgs []string
+	for _, u := range c.r.Found.Unreadable {
+		read := "nothing before the damage"
+		if !u.Kernels.Empty() {
+			read = "read before the damage: " + strings.Join(append(append([]string(nil), u.Kernels.SASS...), ptxNames(u.Kernels.PTX)...), " ")
+		}
+		msgs = append(msgs, fmt.Sprintf("%s (%s): %s; %s", path2(u.Path), layerName(u.Layer, diffIDs), u.Error, read))
+	}
+	if len(msgs) > 0 {
+		c.add("device-code", matrix.Warn, "the device code of %d libraries could not be read, so their GPU architectures are unknown: %s", len(msgs), strings.Join(msgs, "; "))
+	}
+}
+
+func ptxNames(archs []string) []string {
+	out := make([]string, len(archs))
+	for i, a := range archs {
+		out[i] = a + " (PTX)"
+	}
+	return out
 }
 
 func path2(p string) string { return "/" + p }

@@ -136,7 +136,7 @@ func TestInspectChecks(t *testing.T) {
 			}(),
 			want:    map[string]Status{"secrets": matrix.Fail},
 			verdict: matrix.Fail,
-			msgHas:  "private key in /app/key.pem; password in /root/.netrc; a Hugging Face token in the environment variable HF_TOKEN; a URL with a password in the image history",
+			msgHas:  "a private key (-----BEGIN RSA PRIVATE KEY-----…) in /app/key.pem (layer 1, sha256:f2216a7b4328); a password (… 7 chars) in /root/.netrc (layer 1, sha256:f2216a7b4328); a Hugging Face token (hf_… 37 chars) in the environment variable HF_TOKEN; a URL with a password (https://…:…@pypi.example.com) in the image history, step 0 (RUN pip install --index-url [https://…:…@pypi.example.com]/simple torch)",
 		},
 	}
 	tests = append(tests, struct {

@@ -200,6 +200,16 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, lim Limits, entries *atom
 		return nil
 	}}
 	tr := tar.NewReader(cr)
+	// Visitors read entries' logical content, which a sparse file makes
+	// from holes without reading the stream: count it against the same
+	// ratio, so a petabyte of holes is a bomb, not a scan without end.
+	var bomb error // set once, kept: the visitor may swallow it
+	content := &countingReader{r: tr, check: func(n int64) error {
+		if bomb == nil && n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
+			bomb = fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and its files already read as %d bytes (sparse files)", ErrBomb, i, st.Digest, st.Size, n)
+		}
+		return bomb
+	}}
 	for {
 		if err := context.Cause(ctx); err != nil {
 			return st, nil, nil, err
@@ -239,11 +249,15 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, lim Limits, entries *atom
 			kind = recDir
 		}
 		list = append(list, rec{path: p, kind: kind})
-		var r io.Reader = tr
+		var r io.Reader = content
 		if h.Typeflag != tar.TypeReg {
 			r = strings.NewReader("")
 		}
-		if err := visit(Entry{Path: p, Header: h, Layer: i}, r); err != nil {
+		err = visit(Entry{Path: p, Header: h, Layer: i}, r)
+		if bomb != nil {
+			return st, nil, nil, bomb
+		}
+		if err != nil {
 			if errors.Is(err, ErrBomb) {
 				return st, nil, nil, err
 			}

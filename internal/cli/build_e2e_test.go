@@ -62,6 +62,13 @@ func TestBuildEndToEnd(t *testing.T) {
 	netrc := filepath.Join(t.TempDir(), "netrc")
 	must(t, os.WriteFile(netrc, []byte("machine 127.0.0.1 login ci password "+netrcSecret+"\n"), 0o600))
 	index := strings.Replace(env.Index.URL, "http://", "http://ci:"+indexSecret+"@", 1)
+	// Every --secret kind: a file and an environment variable, in token
+	// formats the secrets check knows.
+	const hfSecret, envSecret = "hf_S3cretHuggingFaceToken0123456789ab", "ghp_S3cretGitHubToken0123456789abcdefgh"
+	hfFile := filepath.Join(t.TempDir(), "hf_token")
+	must(t, os.WriteFile(hfFile, []byte(hfSecret), 0o600))
+	t.Setenv("GPUIMG_E2E_GH_TOKEN", envSecret)
+	allSecrets := []string{netrcSecret, indexSecret, hfSecret, envSecret}
 
 	ref := env.Registry.Host + "/gpuimg/e2e:cu122-torch2.3"
 	buildArgs := func(extra string, more ...string) []string {
@@ -70,7 +77,8 @@ func TestBuildEndToEnd(t *testing.T) {
 			"--pip-index-url", index, "--builder", env.BuildKit.Address(),
 			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra, "--requirements", "requirements.txt",
 			"--env", "HF_HOME=/cache/hf", "--workdir", "/app", "--entrypoint", `["python","/app/app.py"]`,
-			"--secret", "id=netrc,src=" + netrc, "--progress", "plain", "-o", "json"}
+			"--secret", "id=netrc,src=" + netrc, "--secret", "id=hf,src=" + hfFile, "--secret", "id=gh,env=GPUIMG_E2E_GH_TOKEN",
+			"--progress", "plain", "-o", "json"}
 		return append(args, more...)
 	}
 	build := func(t *testing.T, args ...string) (digest, progress string) {
@@ -86,7 +94,12 @@ func TestBuildEndToEnd(t *testing.T) {
 		return res.Digest, errOut
 	}
 
-	digest, _ := build(t, buildArgs("1.0", "-t", ref, "--push")...)
+	digest, firstProgress := build(t, buildArgs("1.0", "-t", ref, "--push")...)
+	for _, s := range allSecrets {
+		if strings.Contains(firstProgress, s) {
+			t.Errorf("secret %s is in gpuimg build's output", s)
+		}
+	}
 
 	t.Run("skopeo sees labels, env and the digest-pinned base", func(t *testing.T) {
 		out, err := exec.CommandContext(ctx, "skopeo", "inspect", "--tls-verify=false", "docker://"+ref).Output()
@@ -137,7 +150,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		must(t, err)
 		mf, err := img.RawManifest()
 		must(t, err)
-		for _, s := range []string{netrcSecret, indexSecret} {
+		for _, s := range allSecrets {
 			if bytes.Contains(cfg, []byte(s)) || bytes.Contains(mf, []byte(s)) {
 				t.Errorf("secret %s is in the image config, history or manifest", s)
 			}
@@ -146,7 +159,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		eachEntry(t, img, func(i int, h *tar.Header, r io.Reader) {
 			b, err := io.ReadAll(r)
 			must(t, err)
-			for _, s := range []string{netrcSecret, indexSecret} {
+			for _, s := range allSecrets {
 				if bytes.Contains(b, []byte(s)) || strings.Contains(h.Name, s) {
 					t.Errorf("secret %s is in layer %d, file %s", s, i, h.Name)
 				}
