@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy gpu-bins gpu-check clean
+.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish gpu-bins gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ bench-validate: build tools ## gpuimg validate vs skopeo copy on a multi-GB imag
 
 bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)
 	$(GO) run ./bench/copy -gpuimg $(BIN)
+
+bench-publish: build tools ## gpuimg publish of a 4-variant matrix vs gpuimg build one by one; an unchanged nightly of 8 variants (root)
+	$(GO) run ./bench/publish -gpuimg $(BIN)
 
 gpu-bins: ## stripped gpuimg and validate.test in bin/gpu/ (under 64 MiB together: what the GPU machine is sent)
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/gpuimg ./cmd/gpuimg
