@@ -22,8 +22,8 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
-// Target is a host a stack should run on. Zero fields are not checked.
-type Target struct {
+// Host is a machine a stack should run on. Zero fields are not checked.
+type Host struct {
 	Driver Version
 	GPU    string
 }
@@ -31,7 +31,7 @@ type Target struct {
 // CheckStack says whether stack s runs on target t, one finding per
 // question: the driver against the strict and compatibility floors, and
 // the GPU against the toolkit's and each framework's architectures.
-func (db *DB) CheckStack(s Stack, t Target) ([]Finding, error) {
+func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 	var out []Finding
 	add := func(name string, st Status, format string, args ...any) {
 		out = append(out, Finding{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})

@@ -173,6 +173,7 @@ type File struct {
 	TensorFlow   []TensorFlow  `yaml:"tensorflow"`
 	JAX          []JAX         `yaml:"jax"`
 	GPUs         []GPU         `yaml:"gpus"`
+	Targets      []Target      `yaml:"targets"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

@@ -33,6 +33,8 @@ type DB struct {
 	TensorFlow   []TensorFlow
 	JAX          []JAX
 	GPUs         []GPU
+	// Targets are the fleets images run on, sorted by name.
+	Targets []Target
 	// Replaced says which built-in rows matrix files replaced.
 	Replaced []string
 }
@@ -125,8 +127,9 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tf   = merger[TensorFlow]{kind: "tensorflow", key: func(r TensorFlow) string { return r.Version.String() }, pos: func(r TensorFlow) Pos { return rowPos(r.Row) }}
 		jx   = merger[JAX]{kind: "jax", key: func(r JAX) string { return r.Version.String() }, pos: func(r JAX) Pos { return rowPos(r.Row) }}
 		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
+		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu, &tgt} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -145,6 +148,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tf.add(f.TensorFlow, i, builtinCount, seen())
 		jx.add(f.JAX, i, builtinCount, seen())
 		gpu.add(f.GPUs, i, builtinCount, seen())
+		tgt.add(f.Targets, i, builtinCount, seen())
 		if len(f.BaseImages) > 0 {
 			mine := map[string]bool{}
 			for _, b := range f.BaseImages {
@@ -167,6 +171,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	}
 	db.CUDA, db.Archs, db.CuDNN, db.NCCL = cuda.rows, arch.rows, dnn.rows, nccl.rows
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
+	db.Targets = tgt.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -294,6 +299,12 @@ func (db *DB) validate() []error {
 			bad(g.At, "GPU rows need a name and an arch like sm_90")
 		}
 	}
+	for _, t := range db.Targets {
+		checkRow(t.Row, "target "+t.Name)
+		for _, m := range db.validateTarget(t) {
+			bad(t.At, "%s", m)
+		}
+	}
 	return errs
 }
 
@@ -309,6 +320,7 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.Archs, func(a, b Arch) int { return cmp.Compare(archNumber(a.Arch), archNumber(b.Arch)) })
 	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })
 	slices.SortStableFunc(db.GPUs, func(a, b GPU) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(db.Targets, func(a, b Target) int { return cmp.Compare(a.Name, b.Name) })
 }
 
 // osFamilyRank orders OS families by preference when the user names none:

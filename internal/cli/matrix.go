@@ -250,7 +250,7 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			fs, err := db.CheckStack(stack, matrix.Target{Driver: c.Driver, GPU: c.GPU})
+			fs, err := db.CheckStack(stack, matrix.Host{Driver: c.Driver, GPU: c.GPU})
 			if err != nil {
 				return invalid(err, "")
 			}
