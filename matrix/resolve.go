@@ -14,7 +14,11 @@ import (
 // preferred OS (Ubuntu, newest first), and the OS's default Python where it
 // fits. A note on the stack says why each variant was chosen. It is deterministic. When nothing fits it returns a
 // *ConflictError. Input errors (an unknown GPU, a bad flavor) are plain errors.
+// With c.Target set, see resolveTarget.
 func (db *DB) Resolve(c Constraints) (Stack, error) {
+	if c.Target != "" {
+		return db.resolveTarget(c)
+	}
 	s, fail, err := db.resolve(c)
 	if err != nil {
 		return Stack{}, err
@@ -30,7 +34,7 @@ type search struct {
 	db     *DB
 	c      Constraints
 	flavor string
-	gpu    *GPU // nil without a GPU constraint
+	gpus   []GPU // the GPU constraint's GPUs; none without one
 	cudas  []CUDARelease
 	oses   []OS
 	fails  *failures
@@ -88,15 +92,15 @@ func (db *DB) newSearch(c Constraints) (*search, [][]fwChoice, error) {
 	if s.flavor != "runtime" && s.flavor != "devel" && s.flavor != "base" {
 		return nil, nil, fmt.Errorf("unknown flavor %q: use runtime, devel or base", c.Flavor)
 	}
-	if c.GPU != "" {
-		g, err := db.FindGPU(c.GPU)
+	for _, name := range c.GPUs() {
+		g, err := db.FindGPU(name)
 		if err != nil {
 			return nil, nil, err
 		}
 		if _, ok := db.Arch(g.Arch); !ok {
 			return nil, nil, fmt.Errorf("GPU %s has architecture %s, which the matrix does not know; add an archs: row with --matrix-file", g.Name, g.Arch)
 		}
-		s.gpu = &g
+		s.gpus = append(s.gpus, g)
 	}
 	var lists [][]fwChoice
 	for _, fw := range []struct {

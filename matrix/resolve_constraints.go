@@ -19,13 +19,28 @@ type Constraints struct {
 	OS string
 	// Flavor is runtime (the default), devel or base.
 	Flavor string
-	// GPU is a GPU name, alias or architecture the stack must run on.
+	// GPU is a GPU name, alias or architecture the stack must run on, or
+	// several separated by commas (a100,h100): the stack must run on each.
 	GPU string
 	// Driver is the host's NVIDIA driver; the stack's floor must not exceed it.
 	Driver Version
 	// Compat lets Driver be met under minor-version compatibility instead
 	// of the strict floor.
 	Compat bool
+	// Target names a targets: row (sagemaker/p5). Resolve takes its driver
+	// as Driver and its GPUs as GPU where those are not given, prefers a
+	// stack its driver meets strictly and falls back to minor-version
+	// compatibility, and notes the choice on the stack. It is not a Field:
+	// a conflict names the driver and GPU constraints it set.
+	Target string
+}
+
+// GPUs returns the GPU constraint's GPUs, in the order given.
+func (c Constraints) GPUs() []string {
+	if c.GPU == "" {
+		return nil
+	}
+	return strings.Split(c.GPU, ",")
 }
 
 // Field names one constraint of Constraints, so that a conflict can say
@@ -87,7 +102,8 @@ func FieldByKey(key string) (Field, bool) {
 // cuDNN and Python; the same for a framework, or latest, any, *, yes or
 // true for any release; runtime, devel or base for the flavor; a driver
 // version as nvidia-smi prints it; OS and GPU names as written (Resolve
-// checks them). An empty value is an error.
+// checks them), several GPUs separated by commas. An empty value is an
+// error.
 func (c *Constraints) Set(f Field, value string) error {
 	value = strings.TrimSpace(value)
 	if value == "" {
@@ -130,7 +146,14 @@ func (c *Constraints) Set(f Field, value string) error {
 			err = fmt.Errorf("flavor %q is not runtime, devel or base", value)
 		}
 	case FieldGPU:
-		c.GPU = value
+		var names []string
+		for n := range strings.SplitSeq(value, ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				return fmt.Errorf("GPU list %q has an empty entry", value)
+			}
+			names = append(names, n)
+		}
+		c.GPU = strings.Join(names, ",")
 	case FieldDriver:
 		c.Driver, err = ParseVersion(value)
 	default:

@@ -340,8 +340,8 @@ func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	return f, true
 }
 
-// checkGPU computes the stack's architectures and checks that the GPU
-// constraint's GPU runs them, adding notes on JIT and unrecorded archs.
+// checkGPU computes the stack's architectures and checks that each GPU of
+// the GPU constraint runs them, adding notes on JIT and unrecorded archs.
 func (s *search) checkGPU(cand *onImage, usesCompat bool, notes *[]string) (sass, ptx []string, ok bool) {
 	cuda := cand.cuda()
 	sass = s.db.ArchsFor(cuda)
@@ -357,34 +357,50 @@ func (s *search) checkGPU(cand *onImage, usesCompat bool, notes *[]string) (sass
 		sass = intersect(sass, ch.archs)
 		ptx = intersect(ptx, ch.ptx)
 	}
-	gpu := s.gpu
-	if gpu == nil {
-		return sass, ptx, true
+	for i := range s.gpus {
+		if !s.coversGPU(cand, &s.gpus[i], usesCompat, notes) {
+			return nil, nil, false
+		}
 	}
+	return sass, ptx, true
+}
+
+// coversGPU checks that the toolkit and every framework run on gpu,
+// adding notes on JIT and unrecorded archs.
+func (s *search) coversGPU(cand *onImage, gpu *GPU, usesCompat bool, notes *[]string) bool {
+	cuda := cand.cuda()
 	if err := s.db.CUDATargets(cuda, *gpu); err != nil {
 		s.fails.add(stageGPU, "%v", err)
-		return nil, nil, false
+		return false
 	}
 	for _, ch := range cand.combo {
 		if len(ch.archs) == 0 {
-			*notes = append(*notes, fmt.Sprintf("the matrix does not record which GPU architectures %s %s was compiled for; run gpuimg validate on the image to check %s", ch.name, ch.version, gpu.Arch))
+			addNote(notes, fmt.Sprintf("the matrix does not record which GPU architectures %s %s was compiled for; run gpuimg validate on the image to check %s", ch.name, ch.version, gpu.Arch))
 			continue
 		}
 		cov := KernelCoverage(gpu.Arch, ch.archs, ch.ptx)
 		switch {
 		case cov == Native:
 		case cov.Runs(usesCompat):
-			*notes = append(*notes, fmt.Sprintf("%s %s cu%s has no native kernels for %s; they are JIT-compiled from PTX (%s) on first use, which is slow to start", ch.name, ch.version, CUDATag(ch.cuda), gpu.Arch, strings.Join(ch.ptx, ", ")))
+			addNote(notes, fmt.Sprintf("%s %s cu%s has no native kernels for %s; they are JIT-compiled from PTX (%s) on first use, which is slow to start", ch.name, ch.version, CUDATag(ch.cuda), gpu.Arch, strings.Join(ch.ptx, ", ")))
 		default:
 			why := ""
 			if cov == ViaPTX {
 				why = " (its PTX cannot be JIT-compiled under minor-version compatibility)"
 			}
 			s.fails.add(stageGPU, "%s %s cu%s has no kernels for %s (%s): it was compiled for %s%s", ch.name, ch.version, CUDATag(ch.cuda), gpu.Name, gpu.Arch, strings.Join(ch.archs, ", "), why)
-			return nil, nil, false
+			return false
 		}
 	}
-	return sass, ptx, true
+	return true
+}
+
+// addNote appends note unless it is there already (GPUs of one
+// architecture give the same notes).
+func addNote(notes *[]string, note string) {
+	if !slices.Contains(*notes, note) {
+		*notes = append(*notes, note)
+	}
 }
 
 // buildStack assembles the stack of a candidate that passed every stage.
@@ -407,9 +423,11 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 		Frameworks:      map[string]Framework{},
 		Sources:         map[string]string{},
 	}
-	if s.gpu != nil {
-		st.GPU = s.gpu.Name
+	names := make([]string, len(s.gpus))
+	for i, g := range s.gpus {
+		names[i] = g.Name
 	}
+	st.GPU = strings.Join(names, ",")
 	src := func(id string) {
 		if x, ok := s.db.Sources[id]; ok {
 			st.Sources[id] = x.URL

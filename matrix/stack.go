@@ -36,8 +36,12 @@ type Stack struct {
 	// kernels (SASS) for; PTXArchs those it can JIT-compile from.
 	GPUArchs []string `json:"gpu_archs" yaml:"gpu_archs"`
 	PTXArchs []string `json:"ptx_archs,omitempty" yaml:"ptx_archs,omitempty"`
-	// GPU is the target GPU the stack was resolved for, if one was given.
+	// GPU is the GPU the stack was resolved for, if one was given; several
+	// are separated by commas (A10G,L4).
 	GPU string `json:"gpu,omitempty" yaml:"gpu,omitempty"`
+	// Target is the targets: row (sagemaker/p5) whose driver and GPUs the
+	// stack was resolved for, if one was given.
+	Target string `json:"target,omitempty" yaml:"target,omitempty"`
 	// Frameworks maps torch, tensorflow and jax to what is installed.
 	Frameworks map[string]Framework `json:"frameworks" yaml:"frameworks"`
 	// Notes explain choices a reader might not expect.

@@ -90,6 +90,9 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
     --registry-mirror docker.io=mirror.example.com --pip-index-url https://pypi.example.com/simple \
     -t registry.example.com/ml/torch:2.3-cu122 --push
 
+  # For SageMaker p5 endpoints: the target's driver (535) and GPU (H100) pick the stack
+  gpuimg build --torch latest --target sagemaker/p5 -t 123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch:p5 --push
+
   # Everything in a file; see what would be built
   gpuimg build -f gpuimg.yaml --dockerfile-only
 

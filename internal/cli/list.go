@@ -15,7 +15,7 @@ import (
 // listKinds are the tables `matrix list` shows, frameworks in matrix order.
 func listKinds() []string {
 	kinds := append([]string{"cuda", "archs", "cudnn", "nccl"}, matrix.FrameworkNames()...)
-	return append(kinds, "gpus", "os", "images", "sources")
+	return append(kinds, "gpus", "targets", "os", "images", "sources")
 }
 
 func newListCmd(mo *MatrixOptions) *cobra.Command {
@@ -25,11 +25,15 @@ func newListCmd(mo *MatrixOptions) *cobra.Command {
 		Short: "List what the matrix knows, with the source of every row",
 		Long: `list prints one kind of matrix row: CUDA releases with their driver floors,
 GPU architectures, cuDNN and NCCL releases, PyTorch/TensorFlow/JAX releases
-and their wheel variants, GPUs with their datasheet peaks, operating systems,
-NVIDIA base image tags, and the public sources all of it was read from.`,
+and their wheel variants, GPUs with their datasheet peaks, the fleets images
+are imported into (targets: driver, GPUs, formats, limits; a trailing '?' marks
+a fact no source confirmed), operating systems, NVIDIA base image tags, and the
+public sources all of it was read from.`,
 		Example: `  gpuimg matrix list cuda
   gpuimg matrix list torch -o json | jq '.[0]'
   gpuimg matrix list gpus
+  gpuimg matrix list targets
+  gpuimg matrix list targets -o json | jq '.[] | select(.name == "sagemaker/p5")'
   gpuimg matrix list sources`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: listKinds(),
@@ -145,6 +149,12 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		for _, g := range db.GPUs {
 			t.row(g.Name, g.Arch, num(g.MemoryGB), num(g.MemoryBandwidthGBs), num(g.FP32TFLOPS), num(g.TF32TFLOPS), num(g.FP16TFLOPS), num(g.BF16TFLOPS), strings.Join(g.Aliases, ","), g.Source)
 		}
+	case "targets":
+		rows = db.Targets
+		t.row("TARGET", "DRIVER", "GPUS", "PLATFORMS", "FORMATS", "COMPRESSIONS", "MAX SIZE", "REGISTRY", "RUNTIME", "SOURCE")
+		for _, g := range db.Targets {
+			t.row(targetRow(g)...)
+		}
 	case "os":
 		rows = db.OS
 		t.row("OS", "FAMILY", "PYTHONS (default first)", "EOL", "SOURCE")
@@ -186,4 +196,63 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// targetRow renders one target for the table; a fact the row lists as
+// unconfirmed gets a trailing '?'.
+func targetRow(t matrix.Target) []string {
+	mark := func(key, v string) string {
+		if slices.Contains(t.Unconfirmed, key) {
+			return v + "?"
+		}
+		return v
+	}
+	list := func(vs []string, empty string) string {
+		if len(vs) == 0 {
+			return empty
+		}
+		return strings.Join(vs, ",")
+	}
+	var formats []string
+	for _, m := range t.MediaTypes {
+		formats = append(formats, string(m))
+	}
+	format := mark("media_types", list(formats, "any"))
+	if !t.Index {
+		format += " " + mark("index", "single")
+	} else if !t.Attestations {
+		format += " " + mark("attestations", "no-attest")
+	}
+	var comps []string
+	for _, c := range t.Compressions {
+		comps = append(comps, string(c))
+	}
+	size := "-"
+	if t.MaxSize > 0 {
+		size = t.MaxSize.String() + " " + t.SizeOf
+	}
+	return []string{
+		t.Name, mark("driver", vs(t.Driver)), mark("gpus", list(t.GPUs, "-")), mark("platforms", list(t.Platforms, "any")),
+		format, mark("compressions", list(comps, "any")), mark("max_size", size), mark("registry", orDash(t.Registry)),
+		mark("runtime", runtimeString(t.Runtime)), t.Source,
+	}
+}
+
+// runtimeString renders a runtime contract: "serve :8080 /ping root".
+func runtimeString(r *matrix.RuntimeContract) string {
+	if r == nil {
+		return "-"
+	}
+	var parts []string
+	parts = append(parts, r.Args...)
+	if r.Port != 0 {
+		parts = append(parts, fmt.Sprintf(":%d", r.Port))
+	}
+	if r.Health != "" {
+		parts = append(parts, r.Health)
+	}
+	if r.User != "" {
+		parts = append(parts, r.User)
+	}
+	return orDash(strings.Join(parts, " "))
 }

@@ -49,6 +49,12 @@ the newest Ubuntu that fits, and the OS's own python3 where it fits.
 A framework's wheels may be built for an older CUDA than the image's within
 the same major version (minor-version compatibility), never a newer one.
 
+--target NAME resolves for a fleet of the matrix (gpuimg matrix list targets):
+its driver is --driver and its GPUs are --gpu, unless you give those yourself
+(yours win). A stack the fleet's driver meets strictly is preferred; when
+there is none, the newest that runs under CUDA minor-version compatibility.
+The notes say what came from the target. See docs/targets.md.
+
 When nothing fits, resolve exits 1, says which constraints conflict and why,
 and lists the stacks that work with one constraint dropped.`,
 		Example: `  # CUDA 12.2 image with PyTorch 2.3 (cu121 wheels through minor-version compatibility)
@@ -58,7 +64,12 @@ and lists the stacks that work with one constraint dropped.`,
   gpuimg matrix resolve --torch latest --driver 525.60.13 --gpu a10 -o json
 
   # TensorFlow on Rocky Linux 9, devel flavor
-  gpuimg matrix resolve --tensorflow 2.15 --os rockylinux9 --flavor devel`,
+  gpuimg matrix resolve --tensorflow 2.15 --os rockylinux9 --flavor devel
+
+  # The newest PyTorch for SageMaker p5 endpoints (driver 535, H100), and for a
+  # fleet of A10G and L4 hosts on driver 535.104.05
+  gpuimg matrix resolve --torch latest --target sagemaker/p5
+  gpuimg matrix resolve --torch latest --gpu a10g,l4 --driver 535.104.05`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
@@ -187,8 +198,15 @@ func renderStack(w io.Writer, output string, s matrix.Stack) error {
 		archs += " (PTX: " + strings.Join(s.PTXArchs, " ") + ")"
 	}
 	t.row("GPU archs", archs)
+	if s.Target != "" {
+		t.row("target", s.Target)
+	}
 	if s.GPU != "" {
-		t.row("target GPU", s.GPU)
+		label := "target GPU"
+		if strings.Contains(s.GPU, ",") {
+			label += "s"
+		}
+		t.row(label, s.GPU)
 	}
 	for _, fw := range s.FrameworkList() {
 		desc := fmt.Sprintf("%s, wheels for CUDA %s", fw.Version, fw.CUDA)

@@ -40,10 +40,14 @@ type StackOptions struct {
 	Torch, TensorFlow, JAX  string
 	OS, Flavor, GPU, Driver string
 	Compat                  bool
+	// Target names a fleet (gpuimg matrix list targets) whose driver and
+	// GPUs are the --driver and --gpu constraints where those are not
+	// given.
+	Target string
 }
 
-// AddFlags binds the options to flags. withTarget adds --gpu, --driver
-// and --compat, which describe the host rather than the image.
+// AddFlags binds the options to flags. withTarget adds --gpu, --driver,
+// --compat and --target, which describe the hosts rather than the image.
 func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
 	fs.StringVar(&o.CUDA, "cuda", "", "CUDA toolkit of the image: version or constraint (12, 12.2, 12.2.2, '>=12.1,<12.5')")
 	fs.StringVar(&o.CuDNN, "cudnn", "", "cuDNN the frameworks load (9, 8.9)")
@@ -59,9 +63,10 @@ func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
 }
 
 func (o *StackOptions) addTargetFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name as typed or as nvidia-smi prints it (h100, rtx4090, 'NVIDIA H100 80GB HBM3'), or architecture (sm_90, 8.6)")
+	fs.StringVar(&o.GPU, "gpu", "", "GPU the stack must run on: name as typed or as nvidia-smi prints it (h100, rtx4090, 'NVIDIA H100 80GB HBM3'), or architecture (sm_90, 8.6); several separated by commas (a10g,l4) must all be covered")
 	fs.StringVar(&o.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05); the stack's floor must not exceed it")
 	fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
+	fs.StringVar(&o.Target, "target", "", "fleet the image runs on (sagemaker/p5, gke/cos-latest; gpuimg matrix list targets): its driver and GPUs become --driver and --gpu unless those are given; a stack its driver meets strictly is preferred, else one under minor-version compatibility")
 }
 
 // Constraints parses the flags.
@@ -82,9 +87,9 @@ func (o *StackOptions) Constraints() (matrix.Constraints, error) {
 			return c, invalid(fmt.Errorf("--%s: %w", v.f.Key(), err), constraintHint(v.f))
 		}
 	}
-	c.Compat = o.Compat
-	if o.Compat && o.Driver == "" {
-		return c, invalid(fmt.Errorf("--compat needs --driver"), "add --driver VERSION")
+	c.Compat, c.Target = o.Compat, o.Target
+	if o.Compat && o.Driver == "" && o.Target == "" {
+		return c, invalid(fmt.Errorf("--compat needs --driver"), "add --driver VERSION or --target NAME")
 	}
 	return c, nil
 }
