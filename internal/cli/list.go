@@ -150,7 +150,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 			t.row(g.Name, g.Arch, num(g.MemoryGB), num(g.MemoryBandwidthGBs), num(g.FP32TFLOPS), num(g.TF32TFLOPS), num(g.FP16TFLOPS), num(g.BF16TFLOPS), strings.Join(g.Aliases, ","), g.Source)
 		}
 	case "targets":
-		rows = db.Targets
+		rows = targetsJSON(db.Targets)
 		t.row("TARGET", "DRIVER", "GPUS", "PLATFORMS", "FORMATS", "COMPRESSIONS", "MAX SIZE", "REGISTRY", "RUNTIME", "SOURCE")
 		for _, g := range db.Targets {
 			t.row(targetRow(g)...)
@@ -255,4 +255,25 @@ func runtimeString(r *matrix.RuntimeContract) string {
 		parts = append(parts, r.User)
 	}
 	return orDash(strings.Join(parts, " "))
+}
+
+// targetsJSON are the targets with empty lists as [] rather than null, so
+// that jq and other readers can iterate every field.
+func targetsJSON(ts []matrix.Target) []matrix.Target {
+	out := slices.Clone(ts)
+	for i := range out {
+		t := &out[i]
+		for _, l := range []*[]string{&t.GPUs, &t.Platforms, &t.Unconfirmed} {
+			if *l == nil {
+				*l = []string{}
+			}
+		}
+		if t.MediaTypes == nil {
+			t.MediaTypes = []matrix.ManifestFormat{}
+		}
+		if t.Compressions == nil {
+			t.Compressions = []matrix.Compression{}
+		}
+	}
+	return out
 }
