@@ -115,8 +115,8 @@ func ParseSize(s string) (Size, error) {
 	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
 	mult := 1.0
 	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = rest, u.mult
 			break
 		}
 	}
@@ -239,7 +239,7 @@ func (db *DB) Target(name string) (Target, error) {
 		names = append(names, n.name)
 	}
 	if len(names) == 0 {
-		return Target{}, fmt.Errorf("%w %q: the matrix has no targets; add one in a --matrix-file under targets:", ErrUnknownTarget, name)
+		return Target{}, fmt.Errorf("%w %q: the matrix has no targets; add one under targets: in a --matrix-file", ErrUnknownTarget, name)
 	}
 	return Target{}, fmt.Errorf("%w %q: did you mean %s? See gpuimg matrix list targets", ErrUnknownTarget, name, strings.Join(names, ", "))
 }

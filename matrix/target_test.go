@@ -41,7 +41,7 @@ func TestTargetRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			name := strings.SplitN(strings.TrimPrefix(tt.rows, "  - {name: "), ",", 2)[0]
+			name, _, _ := strings.Cut(strings.TrimPrefix(tt.rows, "  - {name: "), ",")
 			if _, err := db.Target(strings.ToUpper(name)); err != nil {
 				t.Fatalf("Target(%s): %v", name, err)
 			}

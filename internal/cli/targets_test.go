@@ -51,7 +51,7 @@ func TestListTargets(t *testing.T) {
 		}
 	}
 	// gke/cos-latest's driver is unconfirmed: the table marks it.
-	for _, line := range strings.Split(table, "\n") {
+	for line := range strings.SplitSeq(table, "\n") {
 		if strings.HasPrefix(line, "gke/cos-latest ") && !strings.Contains(line, "580.65.06?") {
 			t.Errorf("unconfirmed driver not marked: %q", line)
 		}
