@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // The fleets issue 13 names; every one must be an embedded target.
@@ -114,5 +116,23 @@ targets:
 	}
 	if _, errOut, code = run(t, "matrix", "resolve", "--target", "sagemaker/p5", "--compat"); code != 0 {
 		t.Errorf("--compat with --target: exit %d: %s", code, errOut)
+	}
+}
+
+// TestBuildTargetFlag checks that build resolves the same stack for a
+// target as matrix resolve; the build itself stops at pinning the base
+// image, on a registry mirror that refuses connections.
+func TestBuildTargetFlag(t *testing.T) {
+	out, errOut, code := run(t, "matrix", "resolve", "--target", "sagemaker/p4d", "--torch", "latest", "-o", "json")
+	if code != 0 {
+		t.Fatalf("resolve: exit %d: %s", code, errOut)
+	}
+	var want matrix.Stack
+	if err := json.Unmarshal([]byte(out), &want); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = run(t, "build", "--target", "sagemaker/p4d", "--torch", "latest", "--dockerfile-only", "--registry-mirror", "docker.io=127.0.0.1:1")
+	if code != 2 || !strings.Contains(errOut, "gpuimg: stack "+want.Summary()+"\n") {
+		t.Fatalf("build --target: exit %d, want 2 after resolving %q:\n%s", code, want.Summary(), errOut)
 	}
 }
