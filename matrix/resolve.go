@@ -14,7 +14,11 @@ import (
 // preferred OS (Ubuntu, newest first), and the OS's default Python where it
 // fits. A note on the stack says why each variant was chosen. It is deterministic. When nothing fits it returns a
 // *ConflictError. Input errors (an unknown GPU, a bad flavor) are plain errors.
-// With c.Target set, see resolveTarget.
+// With c.Target set, the target's driver and GPUs are the driver and GPU
+// constraints unless c gives them; a stack its driver meets strictly is
+// preferred, else the newest under minor-version compatibility, and the
+// stack's notes say what came from the target. An unknown target is an
+// error wrapping ErrUnknownTarget.
 func (db *DB) Resolve(c Constraints) (Stack, error) {
 	if c.Target != "" {
 		return db.resolveTarget(c)
