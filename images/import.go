@@ -43,8 +43,8 @@ type ImportResult struct {
 	// DigestChanged says the pushed manifest's digest differs from the
 	// source's: any change does that; the source's is then kept in the
 	// SourceDigestLabel label (SourceLabel).
-	DigestChanged bool   `json:"digest_changed"`
-	SourceLabel   string `json:"source_label,omitempty"`
+	DigestChanged bool             `json:"digest_changed"`
+	SourceLabel   string           `json:"source_label,omitempty"`
 	Checks        []matrix.Finding `json:"checks"`
 	Verdict       matrix.Status    `json:"verdict"`
 	DryRun        bool             `json:"dry_run"`
@@ -83,7 +83,8 @@ func (e *RefusedError) Unwrap() error { return ErrRefused }
 // form target t accepts. It describes how src is wrapped, plans the
 // conversion (matrix.Target.Convert), and judges the result with check
 // (t.CheckPackaging when nil); any failed finding refuses the import
-// with every reason (*RefusedError) before a byte is pushed. Then it
+// with every reason (*RefusedError) before a byte is pushed; without check
+// the size is judged on the source's compressed layers. Then it
 // converts: the target's platform out of an index, attestation manifests
 // dropped, OCI and Docker schema 2 media types switched, layers in a
 // compression the target rejects recompressed (staged one at a time under
@@ -130,6 +131,9 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 	}
 	if check == nil {
 		res.Checks = t.CheckPackaging(conv.After)
+		if f, ok := t.CheckSize(p.Compressed, 0); ok && t.SizeOf == "compressed" {
+			res.Checks = append(res.Checks, f)
+		}
 	} else if res.Checks, err = check(ctx, img, conv.After); err != nil {
 		return nil, err
 	}
@@ -168,6 +172,7 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 	if t.SizeOf == "compressed" && res.DigestChanged {
 		// Recompressed layers have a new size: judge what will be pushed.
 		if f, ok := t.CheckSize(res.Bytes, 0); ok {
+			res.Checks = slices.DeleteFunc(res.Checks, func(c matrix.Finding) bool { return c.Name == f.Name })
 			res.Checks = append(res.Checks, f)
 			if err := res.refuse(t); err != nil {
 				return res, err

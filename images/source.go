@@ -132,10 +132,12 @@ func OpenSource(ctx context.Context, r Ref, opts ...Option) (*Source, error) {
 // IsAttestation says whether an index entry is an attestation manifest
 // rather than a platform image: BuildKit marks them with
 // vnd.docker.reference.type=attestation-manifest and platform
-// unknown/unknown; OCI artifacts carry an artifact type.
+// unknown/unknown; OCI artifacts carry an artifact type other than an
+// image configuration's.
 func IsAttestation(d v1.Descriptor) bool {
 	return d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" ||
-		(d.Platform != nil && d.Platform.OS == "unknown") || d.ArtifactType != ""
+		(d.Platform != nil && d.Platform.OS == "unknown") ||
+		(d.ArtifactType != "" && d.ArtifactType != string(types.OCIConfigJSON) && d.ArtifactType != string(types.DockerConfigJSON))
 }
 
 // entries are the platform images of the index, attestations left out,

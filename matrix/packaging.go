@@ -262,7 +262,13 @@ func (t Target) Convert(p Packaging) Conversion {
 	a.Platforms = slices.Clone(p.Platforms)
 	a.Compressions = slices.Clone(p.Compressions)
 	if p.Index && !t.Index {
-		if pl, ok := t.Platform(p.Platforms); ok {
+		// Without the target's platform the import is refused
+		// (CheckPackaging's platform finding); the plan still takes the
+		// image described, so that is the only reason given.
+		if pl, ok := t.Platform(p.Platforms); ok || p.Platform != "" {
+			if !ok {
+				pl = p.Platform
+			}
 			from := "index of " + strings.Join(p.Platforms, ", ")
 			if p.Attestations > 0 {
 				from += fmt.Sprintf(" with %d attestation manifests", p.Attestations)

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -173,4 +174,31 @@ func isNumericUser(u string) bool {
 		}
 	}
 	return true
+}
+
+// TargetCheck is the check images.Import runs before it pushes: static
+// validation of the image with target t alone (its packaging as it will be
+// after the conversion), keeping the target's findings. opt gives the
+// matrix and the report's name; its Targets and Packaging are replaced.
+func TargetCheck(t matrix.Target, opt Options) func(ctx context.Context, img v1.Image, after matrix.Packaging) ([]matrix.Finding, error) {
+	return func(ctx context.Context, img v1.Image, after matrix.Packaging) ([]matrix.Finding, error) {
+		o := opt
+		o.Targets, o.Packaging = []matrix.Target{t}, &after
+		rep, err := Inspect(ctx, img, o)
+		if err != nil {
+			return nil, err
+		}
+		return TargetChecks(rep.Checks), nil
+	}
+}
+
+// TargetChecks are the checks a target added (named target:NAME:WHAT).
+func TargetChecks(cs []Check) []Check {
+	var out []Check
+	for _, c := range cs {
+		if strings.HasPrefix(c.Name, "target:") {
+			out = append(out, c)
+		}
+	}
+	return out
 }
