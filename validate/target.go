@@ -94,7 +94,7 @@ func (c *checker) targetRuntime(t matrix.Target, cfg *v1.ConfigFile, name func(s
 		return
 	}
 	ep, cmd := cfg.Config.Entrypoint, cfg.Config.Cmd
-	args := strings.Join(rc.Args, "|")
+	args := strings.Join(rc.Args, ", ")
 	switch {
 	case len(rc.Args) > 0 && len(ep) == 0:
 		c.add(name("entrypoint"), matrix.Fail, "%s: the image has no ENTRYPOINT; the platform starts it as `docker run IMAGE %s`, so the argument replaces CMD and runs as the program: add an exec-form ENTRYPOINT [\"/path/to/server\"] that takes %s", t.Name, rc.Args[0], args)
