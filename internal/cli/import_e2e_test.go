@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +64,10 @@ func serveBinary(t *testing.T) []byte {
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module serve\n\ngo 1.22\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n)\n\nfunc main() { fmt.Println(\"serving \" + strings.Join(os.Args[1:], \" \")) }\n"), 0o644))
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin, err := exec.LookPath("go") // go test puts its own go first on PATH
+	if err != nil {
+		t.Skipf("no go command to build the test server: %v", err)
+	}
 	cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", "serve", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
