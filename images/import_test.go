@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -112,6 +114,18 @@ func TestImportConverts(t *testing.T) {
 	must(t, err)
 	if cfg.Config.Labels[images.SourceDigestLabel] != srcDigest || cfg.Architecture != "amd64" || cfg.Config.Entrypoint[0] != "/app/serve" {
 		t.Errorf("config: labels %v, arch %s, entrypoint %v", cfg.Config.Labels, cfg.Architecture, cfg.Config.Entrypoint)
+	}
+
+	// The same index from an OCI layout converts the same way, to the
+	// same image.
+	dir := t.TempDir()
+	lp, err := layout.Write(dir, empty.Index)
+	must(t, err)
+	must(t, lp.AppendIndex(idx))
+	fromFile, err := images.Import(t.Context(), "oci:"+dir, dockerTarget, reg+"/sm/model:file", nil, images.WithTempDir(t.TempDir()))
+	must(t, err)
+	if fromFile.SourceDigest != srcDigest || fromFile.Digest != res.Digest {
+		t.Errorf("from the OCI layout: %+v, want digest %s", fromFile, res.Digest)
 	}
 
 	// Importing the converted image again changes nothing: byte for byte.

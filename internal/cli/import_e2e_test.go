@@ -234,6 +234,25 @@ func TestImagesImport(t *testing.T) {
 		if err != nil || strings.TrimSpace(string(out)) != "serving serve" {
 			t.Fatalf("docker run: %v\n%s", err, out)
 		}
+		// The pulled image, read back from the daemon, is already in the
+		// target's form: imported without a change.
+		t.Setenv("DOCKER_HOST", d.Host)
+		jout, errOut, code := run(t, "images", "import", "docker-daemon:"+res.Ref, "--target", "test/sagemaker", "--to", reg.Host+"/sm/model:daemon", "--matrix-file", mf, "-o", "json")
+		if code != 0 {
+			t.Fatalf("import from the daemon: exit %d %s", code, errOut)
+		}
+		var r images.ImportResult
+		must(t, json.Unmarshal([]byte(jout), &r))
+		if len(r.Changes) != 0 || r.Digest == "" {
+			t.Errorf("import from the daemon: %s", jout)
+		}
+		cfgRaw, err := exec.Command("skopeo", "inspect", "--config", "--raw", "--tls-verify=false", "docker://"+reg.Host+"/sm/model:daemon").Output()
+		must(t, err)
+		var cfg v1.ConfigFile
+		must(t, json.Unmarshal(cfgRaw, &cfg))
+		if !slices.Equal(cfg.RootFS.DiffIDs, amdCfg.RootFS.DiffIDs) {
+			t.Errorf("diff IDs through the daemon %v, source %v", cfg.RootFS.DiffIDs, amdCfg.RootFS.DiffIDs)
+		}
 	})
 
 	for _, tt := range []struct {
