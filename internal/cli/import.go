@@ -107,6 +107,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 	fs.StringVar(&o.To, "to", "", "destination tag in the registry the provider pulls from (REPO:TAG)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate and say what would change; push nothing")
 	o.Registry.AddFlags(fs)
+	o.Registry.AddJobsFlag(fs)
 	fs.StringVarP(&o.Output, "output", "o", "text", "result format: text or json")
 	return cmd
 }

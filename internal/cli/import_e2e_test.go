@@ -216,6 +216,30 @@ func TestImagesImport(t *testing.T) {
 		if code != 0 {
 			t.Errorf("the imported image fails validate --target: exit %d %s", code, errOut)
 		}
+		// Two targets: each one's checks, the verdict of all.
+		out, _, code = run(t, "validate", dst, "--target", "test/sagemaker", "--target", "test/tiny", "--matrix-file", mf, "-o", "json")
+		var rep struct {
+			Checks  []struct{ Name, Status string }
+			Verdict string
+		}
+		must(t, json.Unmarshal([]byte(out), &rep))
+		var failed []string
+		sm := 0
+		for _, c := range rep.Checks {
+			if c.Status == "fail" {
+				failed = append(failed, c.Name)
+			}
+			if strings.HasPrefix(c.Name, "target:test/sagemaker:") {
+				sm++
+			}
+		}
+		if code != ExitFailed || rep.Verdict != "fail" || !slices.Equal(failed, []string{"target:test/tiny:size"}) || sm < 8 {
+			t.Errorf("two targets: exit %d, failed %v, %d sagemaker checks", code, failed, sm)
+		}
+		_, errOut, code = run(t, "validate", dst, "--target", "test/sagemakr", "--matrix-file", mf)
+		if code != ExitInvalid || !strings.Contains(errOut, "did you mean test/sagemaker") {
+			t.Errorf("unknown target: exit %d %q", code, errOut)
+		}
 	})
 
 	t.Run("docker pulls and runs it", func(t *testing.T) {
