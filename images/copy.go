@@ -57,8 +57,8 @@ func explain(op string, ref name.Reference, err error) error {
 	if te, ok := errors.AsType[*transport.Error](err); ok {
 		switch te.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return fmt.Errorf("%s %s: %w: the registry %s refused the credentials (%d); log in with `docker login %s` (gpuimg reads Docker's config.json and credential helpers)",
-				op, ref, ErrUnauthorized, ref.Context().RegistryStr(), te.StatusCode, ref.Context().RegistryStr())
+			return fmt.Errorf("%s %s: %w: the registry %s refused the credentials (%d); log in with %s (gpuimg reads Docker's config.json and credential helpers)",
+				op, ref, ErrUnauthorized, ref.Context().RegistryStr(), te.StatusCode, LoginHint(ref.Context().RegistryStr()))
 		case http.StatusNotFound:
 			return fmt.Errorf("%s %s: not found (%d)", op, ref, te.StatusCode)
 		}

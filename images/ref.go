@@ -187,18 +187,21 @@ func opened(img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error)
 	return o, nil
 }
 
-func openLayout(dir, sel string, pl *v1.Platform, cleanup func() error) (*Opened, error) {
+// layoutEntry is the one entry of an OCI layout's index.json that sel
+// names (org.opencontainers.image.ref.name or io.containerd.image.name),
+// or the only one.
+func layoutEntry(dir, sel string) (v1.ImageIndex, v1.Descriptor, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open OCI layout %s: %w", dir, err)
+		return nil, v1.Descriptor{}, fmt.Errorf("open OCI layout %s: %w", dir, err)
 	}
 	idx, err := p.ImageIndex()
 	if err != nil {
-		return nil, fmt.Errorf("read OCI layout %s: %w", dir, err)
+		return nil, v1.Descriptor{}, fmt.Errorf("read OCI layout %s: %w", dir, err)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, v1.Descriptor{}, err
 	}
 	var chosen []v1.Descriptor
 	for _, d := range im.Manifests {
@@ -207,9 +210,16 @@ func openLayout(dir, sel string, pl *v1.Platform, cleanup func() error) (*Opened
 		}
 	}
 	if len(chosen) != 1 {
-		return nil, fmt.Errorf("OCI layout %s holds %d images matching %q; name one as oci:DIR:NAME", dir, len(chosen), sel)
+		return nil, v1.Descriptor{}, fmt.Errorf("OCI layout %s holds %d images matching %q; name one as oci:DIR:NAME", dir, len(chosen), sel)
 	}
-	d := chosen[0]
+	return idx, chosen[0], nil
+}
+
+func openLayout(dir, sel string, pl *v1.Platform, cleanup func() error) (*Opened, error) {
+	idx, d, err := layoutEntry(dir, sel)
+	if err != nil {
+		return nil, err
+	}
 	if d.MediaType.IsIndex() {
 		sub, err := idx.ImageIndex(d.Digest)
 		if err != nil {

@@ -49,8 +49,8 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 		out = append(out, floors.Judge("driver", t.Driver))
 		if floors.Fit(t.Driver) == DriverCompatOnly {
 			usesCompat = true
-			if req, ok := ParseRequireCUDA(s.RequireCUDA); ok && req.Minor() != 0 {
-				add("require_cuda", Fail, "the image's NVIDIA_REQUIRE_CUDA=%s makes the NVIDIA container runtime refuse driver %s; rebuild with --driver %s --compat, or set NVIDIA_DISABLE_REQUIRE=1", s.RequireCUDA, t.Driver, t.Driver)
+			if f, refused := RequireCUDAUnderCompat("require_cuda", s.RequireCUDA, t.Driver); refused {
+				out = append(out, f)
 			}
 		}
 	}

@@ -105,6 +105,19 @@ func (db *DB) DriverFloorsFor(cuda Version) DriverFloors {
 // container runtime refuse drivers whose CUDA is older than v: cuda>=12.2.
 func RequireCUDA(v Version) string { return "cuda>=" + v.String() }
 
+// RequireCUDAUnderCompat is the failed finding called name when driver
+// d runs an image only under minor-version compatibility and the image's
+// NVIDIA_REQUIRE_CUDA value req names a minor release (cuda>=12.2): the
+// NVIDIA container runtime then refuses the driver. refused is false when
+// req lets the driver through.
+func RequireCUDAUnderCompat(name, req string, d Version) (f Finding, refused bool) {
+	v, ok := ParseRequireCUDA(req)
+	if !ok || v.Minor() == 0 {
+		return Finding{}, false
+	}
+	return Finding{Name: name, Status: Fail, Message: fmt.Sprintf("the image's NVIDIA_REQUIRE_CUDA=%s makes the NVIDIA container runtime refuse driver %s; rebuild with --driver %s --compat, or set NVIDIA_DISABLE_REQUIRE=1", req, d, d)}, true
+}
+
 // ParseRequireCUDA reads the CUDA version of the cuda>= term of an
 // NVIDIA_REQUIRE_CUDA value ("cuda>=12.2 brand=tesla,driver>=470,…");
 // ok is false when there is no such term or its version does not parse.

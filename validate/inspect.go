@@ -59,6 +59,12 @@ type Options struct {
 	// Driver and GPU, when set, ask whether the image runs there.
 	Driver matrix.Version
 	GPU    string
+	// Targets are fleets the image is judged against (validate --target):
+	// each one's driver, GPUs, runtime contract and size limit, and, with
+	// Packaging (how the image is wrapped, from images.Source), its
+	// platform, manifest format, index, attestations and compression.
+	Targets   []matrix.Target
+	Packaging *matrix.Packaging
 	// Bandwidth in bits per second, for the pull-time estimate.
 	Bandwidth float64
 	Limits    Limits
@@ -108,6 +114,11 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	if opt.GPU != "" {
 		if err := c.gpu(opt.GPU); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range opt.Targets {
+		if err := c.target(t, cfg, opt.Packaging); err != nil {
 			return nil, err
 		}
 	}
@@ -344,12 +355,26 @@ func (c *checker) gpu(name string) error {
 	if err != nil {
 		return err
 	}
+	fs, err := c.gpuFindings(g, false)
+	c.r.Checks = append(c.r.Checks, fs...)
+	return err
+}
+
+// gpuFindings are the gpu/cuda and gpu findings for GPU g: can the
+// image's CUDA target it, and does every library's device code run on it
+// (under minor-version compatibility PTX cannot be JIT-compiled, so
+// PTX-only libraries fail).
+func (c *checker) gpuFindings(g matrix.GPU, underCompat bool) ([]Check, error) {
+	var out []Check
+	add := func(name string, st Status, format string, args ...any) {
+		out = append(out, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+	}
 	if _, ok := c.db.Arch(g.Arch); !ok {
-		return fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
+		return nil, fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)
 	}
 	if c.r.Found.CUDA != "" {
 		if err := c.db.CUDATargets(matrix.MustVersion(mm(c.r.Found.CUDA)), g); err != nil {
-			c.add("gpu/cuda", matrix.Fail, "%v", err)
+			add("gpu/cuda", matrix.Fail, "%v", err)
 		}
 	}
 	var missing, jit, native []string
@@ -371,17 +396,19 @@ func (c *checker) gpu(name string) error {
 	}
 	switch {
 	case len(libs) == 0 && len(c.r.Found.Unreadable) > 0:
-		c.add("gpu", matrix.Warn, "the device code of %d libraries could not be read (see the device-code check), so the image cannot be checked against %s", len(c.r.Found.Unreadable), g.Arch)
+		add("gpu", matrix.Warn, "the device code of %d libraries could not be read (see the device-code check), so the image cannot be checked against %s", len(c.r.Found.Unreadable), g.Arch)
 	case len(libs) == 0:
-		c.add("gpu", matrix.Warn, "no CUDA device code found in the image to check against %s", g.Arch)
+		add("gpu", matrix.Warn, "no CUDA device code found in the image to check against %s", g.Arch)
 	case len(missing) > 0:
-		c.add("gpu", matrix.Fail, "%d libraries have no kernels for %s (%s): %s", len(missing), g.Name, g.Arch, strings.Join(missing, "; "))
+		add("gpu", matrix.Fail, "%d libraries have no kernels for %s (%s): %s", len(missing), g.Name, g.Arch, strings.Join(missing, "; "))
+	case len(jit) > 0 && !matrix.ViaPTX.Runs(underCompat):
+		add("gpu", matrix.Fail, "%d libraries have only PTX for %s (%s), and the driver runs this image only under minor-version compatibility, which cannot JIT-compile PTX: %s", len(jit), g.Name, g.Arch, strings.Join(jit, ", "))
 	case len(jit) > 0:
-		c.add("gpu", matrix.Warn, "%d libraries run on %s (%s) only by JIT-compiling PTX (slow first start; impossible under minor-version compatibility): %s", len(jit), g.Name, g.Arch, strings.Join(jit, ", "))
+		add("gpu", matrix.Warn, "%d libraries run on %s (%s) only by JIT-compiling PTX (slow first start; impossible under minor-version compatibility): %s", len(jit), g.Name, g.Arch, strings.Join(jit, ", "))
 	default:
-		c.add("gpu", matrix.Pass, "all %d libraries with device code have native kernels for %s (%s)", len(native), g.Name, g.Arch)
+		add("gpu", matrix.Pass, "all %d libraries with device code have native kernels for %s (%s)", len(native), g.Name, g.Arch)
 	}
-	return nil
+	return out, nil
 }
 
 // driverLibs fails an image that ships the NVIDIA driver's own libraries.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -29,8 +30,10 @@ type ValidateOptions struct {
 	Bench                            bool
 	Budget                           time.Duration
 	MinEfficiency                    []string
+	Targets                          []string
 
-	platform *v1.Platform // --platform, parsed
+	platform *v1.Platform    // --platform, parsed
+	targets  []matrix.Target // --target, looked up
 }
 
 // AddFlags binds the options to flags.
@@ -40,6 +43,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
 	fs.StringVar(&o.GPU, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
+	fs.StringArrayVar(&o.Targets, "target", nil, "check everything a provider fleet requires (sagemaker/p5, gke/cos-default; gpuimg matrix list targets): host driver, GPUs, platform, manifest format, index and attestations, compression, size, runtime contract (repeatable)")
 	fs.StringVar(&o.Run, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
 	fs.StringVar(&o.ProbeBinary, "probe-binary", "", "gpuimg binary to mount into the container as the probe (default: this one; build it with CGO_ENABLED=0, as make build does)")
 	fs.StringVar(&o.ProbeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
@@ -70,6 +74,9 @@ into each CUDA library. Then it checks:
   duplicate-libs  CUDA libraries both from the OS and from pip wheels
   secrets         credentials in files, environment, labels or history
   size            compressed size, layers, pull time at --bandwidth
+  target:NAME:*   with --target: driver, gpu/GPU, platform, media-type,
+                  index, attestations, compression, size, entrypoint, port,
+                  user, each against the fleet's row (docs/validate.md)
 
 IMAGE is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE or docker-daemon:REF.
@@ -84,6 +91,7 @@ driver or GPU where the probe ran.`,
 		Example: `  gpuimg validate registry.example.com/ml/torch:2.3-cu122 --driver 535.104.05 --gpu h100
   gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
   gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml
+  gpuimg validate registry.example.com/ml/torch:2.3-cu122 --target sagemaker/p5 --target gke/cos-default
   gpuimg validate registry.example.com/ml/torch:nightly --attach   # then: gpuimg images promote … --require static
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
@@ -152,11 +160,27 @@ func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, err
 			return ref, opt, invalid(err, "")
 		}
 	}
+	for _, n := range o.Targets {
+		t, err := opt.DB.Target(n)
+		if err != nil {
+			return ref, opt, invalid(fmt.Errorf("--target: %w", err), "")
+		}
+		o.targets = append(o.targets, t)
+	}
+	if len(o.targets) > 0 && o.Run != "" {
+		return ref, opt, invalid(errors.New("--target checks the image statically; it does not combine with --run"), "run them one after the other")
+	}
+	if len(o.targets) > 0 && o.Platform != "" {
+		return ref, opt, invalid(errors.New("--target picks the platform the fleet runs; it does not combine with --platform"), "drop --platform")
+	}
 	return ref, opt, nil
 }
 
 // inspect is static validation: read the image, check what is inside.
 func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
+	if len(o.targets) > 0 {
+		return o.inspectTargets(ctx, ref, opt, reg)
+	}
 	img, err := images.Open(ctx, ref, append(reg, images.WithPlatform(o.platform))...)
 	if err != nil {
 		return nil, invalid(err, "check the reference, the registry and your credentials (docker login)")
@@ -243,4 +267,59 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
 	}
 	return nil
+}
+
+// inspectTargets is static validation with --target: the image is read
+// with its wrapping (index, attestations, media types) for each target's
+// packaging checks, and validated once per platform the targets run; the first platform's report carries the other
+// platforms' target checks.
+func (o *ValidateOptions) inspectTargets(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
+	src, err := images.OpenSource(ctx, ref, reg...)
+	if err != nil {
+		return nil, invalid(err, "check the reference, the registry and your credentials (docker login)")
+	}
+	defer src.Close()
+	type group struct {
+		p       matrix.Packaging
+		targets []matrix.Target
+	}
+	var groups []*group
+	for _, t := range o.targets {
+		p, err := src.Packaging(t)
+		if err != nil {
+			return nil, invalid(err, "")
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.p.Platform == p.Platform })
+		if i < 0 {
+			groups = append(groups, &group{p: p})
+			i = len(groups) - 1
+		}
+		groups[i].targets = append(groups[i].targets, t)
+	}
+	var rep *validate.Report
+	for _, g := range groups {
+		img, err := src.Image(g.p.Platform)
+		if err != nil {
+			return nil, invalid(err, "")
+		}
+		gopt := opt
+		gopt.Targets, gopt.Packaging = g.targets, &g.p
+		if gopt.Digest = src.Digest; g.p.Index {
+			gopt.Platform = g.p.Platform
+			if d, err := img.Digest(); err == nil {
+				gopt.Digest = d.String()
+			}
+		}
+		r, err := validate.Inspect(ctx, img, gopt)
+		if err != nil {
+			return nil, invalid(fmt.Errorf("validate %s: %w", ref, err), "")
+		}
+		if rep == nil {
+			rep = r
+			continue
+		}
+		rep.Checks = append(rep.Checks, validate.TargetChecks(r.Checks)...)
+		rep.Verdict = matrix.Verdict(rep.Checks)
+	}
+	return rep, nil
 }

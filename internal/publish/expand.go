@@ -60,6 +60,11 @@ type ExpandOptions struct {
 // different stacks rendering to the same tag.
 func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*Plan, error) {
 	plan := &Plan{Repository: f.Repository, Variants: []Variant{}, Skipped: []Skipped{}}
+	for _, t := range f.Targets {
+		if _, err := db.Target(t.Target); err != nil {
+			return nil, fmt.Errorf("expand %s: targets: %w", f.name(), err)
+		}
+	}
 	byStack := map[string]string{} // stack key -> variant name
 	byName := map[string]bool{}
 	product := combinations(f)
@@ -113,6 +118,13 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		plan.Variants = append(plan.Variants, Variant{
 			Name: tag, Tag: f.Repository + ":" + tag, Axes: axes, Stack: stack, Inputs: inputs,
 		})
+	}
+	for _, v := range plan.Variants {
+		for _, t := range f.Targets {
+			if _, err := t.Ref(v); err != nil {
+				return nil, fmt.Errorf("expand %s: target %s: %s: %w", f.name(), t.Target, v.Name, err)
+			}
+		}
 	}
 	return plan, nil
 }

@@ -41,6 +41,9 @@ type File struct {
 	Mirrors []string `yaml:"mirrors"`
 	// Promote are the moving tags given to variants that passed.
 	Promote Promote `yaml:"promote"`
+	// Targets are provider fleets each variant is validated against and
+	// imported into (images import), in the form each accepts.
+	Targets []TargetSpec `yaml:"targets"`
 
 	// Path is the file LoadFile read, for messages.
 	Path string `yaml:"-"`
@@ -52,6 +55,31 @@ type ValidateSpec struct {
 	Driver matrix.Version `yaml:"driver"`
 	// GPU are the GPUs the hosts have (h100, l4).
 	GPU []string `yaml:"gpu"`
+}
+
+// TargetSpec is one entry of targets:: a fleet (a targets: row of the
+// matrix, gpuimg matrix list targets) and where its provider pulls from.
+type TargetSpec struct {
+	// Target names the matrix row (sagemaker/p5).
+	Target string `yaml:"target"`
+	// Repository is the provider's registry repository; a variant goes to
+	// Repository:TAG.
+	Repository string `yaml:"repository"`
+	// Tag renders the tag there, as the file's tag:; empty: the variant's
+	// own tag.
+	Tag Template `yaml:"tag"`
+}
+
+// Ref is where variant v goes for this target.
+func (t TargetSpec) Ref(v Variant) (string, error) {
+	if t.Tag.Text == "" {
+		return t.Repository + ":" + v.Name, nil
+	}
+	tag, err := t.Tag.Render(Fields(v.Stack, v.Axes))
+	if err != nil {
+		return "", err
+	}
+	return t.Repository + ":" + tag, nil
 }
 
 // Promote is the promote: section.
@@ -287,6 +315,14 @@ func (f *File) check(keys map[string]*yaml.Node) error {
 	for i, m := range f.Mirrors {
 		if _, err := name.NewRepository(m); err != nil {
 			return fmt.Errorf("line %d: mirror %q: %w", itemLine("mirrors", i), m, err)
+		}
+	}
+	for i, t := range f.Targets {
+		if strings.TrimSpace(t.Target) == "" {
+			return fmt.Errorf("line %d: targets[%d] has no target: name the fleet (gpuimg matrix list targets)", itemLine("targets", i), i)
+		}
+		if _, err := name.NewRepository(t.Repository); err != nil {
+			return fmt.Errorf("line %d: targets[%d] (%s): repository %q: %w", itemLine("targets", i), i, t.Target, t.Repository, err)
 		}
 	}
 	for i, g := range f.Validate.GPU {

@@ -33,7 +33,7 @@ func TestLoadFileErrors(t *testing.T) {
 		name, src string
 		want      string // substring, after the file name
 	}{
-		{"unknown top-level key", minimal + "mirror: [x.example.com/a]\n", "publish.yaml: line 7: unknown key \"mirror\" in the file; known keys: build, builders, exclude, include, matrix, mirrors, platforms, promote, repository, tag, validate"},
+		{"unknown top-level key", minimal + "mirror: [x.example.com/a]\n", "publish.yaml: line 7: unknown key \"mirror\" in the file; known keys: build, builders, exclude, include, matrix, mirrors, platforms, promote, repository, tag, targets, validate"},
 		{"unknown key in build", minimal + "build:\n  pipp: [numpy]\n", "publish.yaml: line 8: unknown key \"pipp\" in build;"},
 		{"unknown key in validate", minimal + "validate: {drivr: 535.104.05}\n", "publish.yaml: line 7: unknown key \"drivr\" in validate;"},
 		{"bad constraint", strings.Replace(minimal, `cuda: ["12.6"]`, `cuda: ["12.6", ">>12"]`, 1), "publish.yaml: line 4: cuda \">>12\":"},

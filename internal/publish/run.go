@@ -487,6 +487,9 @@ func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) er
 	v := r.variants[i]
 	res := &r.rep.Results[i]
 	digestRef := r.f.Repository + "@" + digest
+	if err := r.importTargets(ctx, i, digestRef); err != nil {
+		return err
+	}
 	if tag {
 		r.event(i, "tagging %s", v.Tag)
 		if _, err := images.Copy(ctx, digestRef, []string{v.Tag}, r.registry()...); err != nil {

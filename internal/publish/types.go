@@ -76,6 +76,8 @@ type Result struct {
 	Mirrors []string `json:"mirrors,omitempty"`
 	// Tags are the moving tags promoted to it.
 	Tags []string `json:"tags,omitempty"`
+	// Targets are the provider fleets it was imported into.
+	Targets []TargetResult `json:"targets,omitempty"`
 	// Error says why the variant failed, naming the step.
 	Error string `json:"error,omitempty"`
 	// Notes are what happened on the way that did not fail the variant
@@ -130,4 +132,14 @@ type Changes struct {
 	// List holds the changes: added, removed, then per variant in the
 	// current run's order a digest change and an outcome change.
 	List []Change `json:"list"`
+}
+
+// TargetResult is one variant imported for one target (images import).
+type TargetResult struct {
+	Target string `json:"target"`
+	// Ref is REPOSITORY@DIGEST, what to paste into the provider.
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	// Changes are what the conversion changed (none: byte for byte).
+	Changes []matrix.Change `json:"changes,omitempty"`
 }

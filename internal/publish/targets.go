@@ -1,0 +1,39 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/validate"
+)
+
+// importTargets imports variant i (at digestRef) into every target of the
+// file with images.Import: validated for the target (validate.TargetCheck),
+// converted to the form it accepts, pushed to its repository. It runs
+// before the variant's own tag is written, so a target that refuses the
+// variant fails it with its tags as they were; targets imported before the
+// refusal stay imported.
+func (r *runner) importTargets(ctx context.Context, i int, digestRef string) error {
+	v := r.variants[i]
+	res := &r.rep.Results[i]
+	for _, ts := range r.f.Targets {
+		t, err := r.db.Target(ts.Target)
+		if err == nil {
+			var dst string
+			if dst, err = ts.Ref(v); err == nil {
+				r.event(i, "importing for %s to %s", t.Name, dst)
+				var ir *images.ImportResult
+				ir, err = images.Import(ctx, digestRef, t, dst, validate.TargetCheck(t, validate.Options{Name: digestRef, DB: r.db}), r.registry()...)
+				if err == nil {
+					res.Targets = append(res.Targets, TargetResult{Target: t.Name, Ref: ir.Ref, Digest: ir.Digest, Changes: ir.Changes})
+				}
+			}
+		}
+		if err != nil {
+			res.Error = fmt.Sprintf("target %s: %v", ts.Target, err)
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// target adds every check that follows from target t, each named
+// target:NAME:WHAT with a message that names the target and the fix: how
+// the image is wrapped (matrix's CheckPackaging, when p is known), its size
+// (CheckSize), the host driver against the floors of the newest CUDA
+// inside (strict, then minor-version compatibility), kernel coverage for
+// every GPU of the fleet, and the runtime contract read from the config.
+func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packaging) error {
+	name := func(what string) string { return "target:" + t.Name + ":" + what }
+	if p != nil {
+		c.r.Checks = append(c.r.Checks, t.CheckPackaging(*p)...)
+	}
+	if f, ok := t.CheckSize(c.r.Size.Compressed, c.r.Size.Uncompressed); ok {
+		c.r.Checks = append(c.r.Checks, f)
+	}
+	underCompat := c.targetDriver(t, name("driver"))
+	for _, gn := range t.GPUs {
+		g, err := c.db.FindGPU(gn)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		fs, err := c.gpuFindings(g, underCompat)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		for _, f := range fs {
+			f.Name = name(strings.Replace(f.Name, "gpu", "gpu/"+strings.ToLower(g.Name), 1))
+			f.Message = t.Name + ": " + f.Message
+			if f.Status == matrix.Fail {
+				f.Message += fmt.Sprintf("; rebuild for the fleet's GPUs (gpuimg build --target %s)", t.Name)
+			}
+			c.r.Checks = append(c.r.Checks, f)
+		}
+	}
+	c.targetRuntime(t, cfg, name)
+	return nil
+}
+
+// targetDriver judges the fleet's host driver against the floors of the
+// newest CUDA inside (matrix.DriverFloors.Judge), and under minor-version
+// compatibility the image's NVIDIA_REQUIRE_CUDA. It says whether the
+// image runs only under compatibility.
+func (c *checker) targetDriver(t matrix.Target, name string) (underCompat bool) {
+	unconfirmed := ""
+	if slices.Contains(t.Unconfirmed, "driver") {
+		unconfirmed = ", unconfirmed"
+	}
+	prefix := fmt.Sprintf("%s (host driver %s%s): ", t.Name, t.Driver, unconfirmed)
+	need := c.neededCUDA()
+	switch {
+	case t.Driver.IsZero():
+		c.add(name, matrix.Warn, "%s: the target row gives no host driver, so the driver floor is not checked", t.Name)
+		return false
+	case need == "":
+		c.add(name, matrix.Pass, "%sno CUDA inside; any driver loads it", prefix)
+		return false
+	}
+	floors := c.db.DriverFloorsFor(matrix.MustVersion(need))
+	f := floors.Judge(name, t.Driver)
+	f.Message = prefix + f.Message
+	if f.Status == matrix.Fail {
+		f.Message += fmt.Sprintf(", or gpuimg matrix resolve --target %s", t.Name)
+	}
+	c.r.Checks = append(c.r.Checks, f)
+	if floors.Fit(t.Driver) != matrix.DriverCompatOnly {
+		return false
+	}
+	if rf, refused := matrix.RequireCUDAUnderCompat(name+"/require-cuda", c.env["NVIDIA_REQUIRE_CUDA"], t.Driver); refused {
+		rf.Message = prefix + rf.Message
+		c.r.Checks = append(c.r.Checks, rf)
+	}
+	return true
+}
+
+// targetRuntime checks the runtime contract statically: the image has
+// something to start, in exec form when the platform passes arguments
+// (SageMaker's serve/train), EXPOSEs the port the platform calls, and
+// runs as the user the platform expects.
+func (c *checker) targetRuntime(t matrix.Target, cfg *v1.ConfigFile, name func(string) string) {
+	rc := t.Runtime
+	if rc == nil {
+		return
+	}
+	ep, cmd := cfg.Config.Entrypoint, cfg.Config.Cmd
+	args := strings.Join(rc.Args, ", ")
+	switch {
+	case len(rc.Args) > 0 && len(ep) == 0:
+		c.add(name("entrypoint"), matrix.Fail, "%s: the image has no ENTRYPOINT; the platform starts it as `docker run IMAGE %s`, so the argument replaces CMD and runs as the program: add an exec-form ENTRYPOINT [\"/path/to/server\"] that takes %s", t.Name, rc.Args[0], args)
+	case len(rc.Args) > 0 && shellForm(ep):
+		c.add(name("entrypoint"), matrix.Fail, "%s: ENTRYPOINT %q is in shell form, which drops the argument the platform passes (%s) and keeps the server from receiving SIGTERM: write it in exec form, ENTRYPOINT [\"/path/to/server\"]", t.Name, strings.Join(ep, " "), args)
+	case len(rc.Args) > 0:
+		c.add(name("entrypoint"), matrix.Pass, "%s: exec-form ENTRYPOINT %q takes the platform's argument %s", t.Name, strings.Join(ep, " "), args)
+	case len(ep) == 0 && len(cmd) == 0:
+		c.add(name("entrypoint"), matrix.Fail, "%s: the image has neither ENTRYPOINT nor CMD, so the platform has nothing to start: add an exec-form ENTRYPOINT or CMD", t.Name)
+	case shellForm(ep) || (len(ep) == 0 && shellForm(cmd)):
+		c.add(name("entrypoint"), matrix.Warn, "%s: the start command is in shell form (sh -c), so the shell, not the server, gets SIGTERM when the platform stops the container: write it in exec form", t.Name)
+	default:
+		c.add(name("entrypoint"), matrix.Pass, "%s: starts %q", t.Name, strings.Join(append(slices.Clone(ep), cmd...), " "))
+	}
+	if rc.Port > 0 {
+		health := ""
+		if rc.Health != "" {
+			health = ", health route " + rc.Health
+		}
+		port := fmt.Sprintf("%d/tcp", rc.Port)
+		exposed := make([]string, 0, len(cfg.Config.ExposedPorts))
+		for p := range cfg.Config.ExposedPorts {
+			exposed = append(exposed, p)
+		}
+		slices.Sort(exposed)
+		switch {
+		case slices.Contains(exposed, port):
+			c.add(name("port"), matrix.Pass, "%s: EXPOSE %d, the port the platform calls%s", t.Name, rc.Port, health)
+		case len(exposed) == 0:
+			c.add(name("port"), matrix.Warn, "%s: the image EXPOSEs no port; the platform calls %d%s: listen on 0.0.0.0:%d and add EXPOSE %d", t.Name, rc.Port, health, rc.Port, rc.Port)
+		default:
+			c.add(name("port"), matrix.Fail, "%s: the image EXPOSEs %s, not %d, the port the platform calls%s: serve on 0.0.0.0:%d (EXPOSE %d)", t.Name, strings.Join(exposed, ", "), rc.Port, health, rc.Port, rc.Port)
+		}
+	}
+	user := cfg.Config.User
+	isRoot := user == "" || user == "root" || user == "0" || strings.HasPrefix(user, "0:") || strings.HasPrefix(user, "root:")
+	switch rc.User {
+	case "root":
+		if isRoot {
+			c.add(name("user"), matrix.Pass, "%s: runs as root, as the platform expects", t.Name)
+		} else {
+			c.add(name("user"), matrix.Warn, "%s: the image sets USER %s; the platform runs containers as root, so files the image made for that user may be unreadable or unwritable there", t.Name, user)
+		}
+	case "non-root":
+		switch {
+		case isRoot:
+			c.add(name("user"), matrix.Fail, "%s: the image runs as root (no USER, or USER %q); the platform refuses root containers: add USER 1000 (a numeric UID, which Kubernetes' runAsNonRoot can verify)", t.Name, user)
+		case !isNumericUser(user):
+			c.add(name("user"), matrix.Warn, "%s: USER %s is a name; Kubernetes' runAsNonRoot can verify only a numeric UID: write USER %s as its UID", t.Name, user, user)
+		default:
+			c.add(name("user"), matrix.Pass, "%s: runs as USER %s, not root", t.Name, user)
+		}
+	}
+}
+
+// shellForm says whether an ENTRYPOINT or CMD is Docker's shell form
+// (what `ENTRYPOINT prog args` becomes: /bin/sh -c "prog args").
+func shellForm(argv []string) bool {
+	if len(argv) < 2 || argv[1] != "-c" {
+		return false
+	}
+	switch argv[0] {
+	case "/bin/sh", "sh", "/bin/bash", "bash", "/usr/bin/sh", "/usr/bin/bash", "cmd", "cmd /S /C":
+		return true
+	}
+	return false
+}
+
+func isNumericUser(u string) bool {
+	uid, _, _ := strings.Cut(u, ":")
+	if uid == "" {
+		return false
+	}
+	for _, r := range uid {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// TargetCheck is the check images.Import runs before it pushes: static
+// validation of the image with target t alone (its packaging as it will be
+// after the conversion), keeping the target's findings. opt gives the
+// matrix and the report's name; its Targets and Packaging are replaced.
+func TargetCheck(t matrix.Target, opt Options) func(ctx context.Context, img v1.Image, after matrix.Packaging) ([]matrix.Finding, error) {
+	return func(ctx context.Context, img v1.Image, after matrix.Packaging) ([]matrix.Finding, error) {
+		o := opt
+		o.Targets, o.Packaging = []matrix.Target{t}, &after
+		rep, err := Inspect(ctx, img, o)
+		if err != nil {
+			return nil, err
+		}
+		return TargetChecks(rep.Checks), nil
+	}
+}
+
+// TargetChecks are the checks a target added (named target:NAME:WHAT).
+func TargetChecks(cs []Check) []Check {
+	var out []Check
+	for _, c := range cs {
+		if strings.HasPrefix(c.Name, "target:") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
