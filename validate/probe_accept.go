@@ -64,7 +64,7 @@ func NewBaseline(res *ProbeResult) (*Baseline, error) {
 	if !ok {
 		return nil, errors.New("save baseline: the GPU torch benchmarked is none NVML lists, so the baseline could not name its GPU")
 	}
-	b := &Baseline{Kind: BaselineKind, ProbeVersion: ProbeVersion, Created: res.Created, GPU: g.Name, Arch: g.Arch,
+	b := &Baseline{Kind: BaselineKind, ProbeVersion: orNA(res.ProbeVersion), Created: res.Created, GPU: g.Name, Arch: g.Arch,
 		Python: res.Python.Python, Frameworks: frameworkVersions(res.Python), Bench: maps.Clone(res.Python.Bench),
 		Spread: maps.Clone(res.Python.Spread), Conditions: maps.Clone(res.Python.Conditions)}
 	if res.Driver != nil {
@@ -214,10 +214,10 @@ func lossStatus(loss, max float64, like bool) Status {
 
 func lossText(got, want float64, unit, of string, maxLoss float64) (float64, string) {
 	loss := (want - got) / want
-	if loss > 0 {
+	if loss >= 0 {
 		return loss, fmt.Sprintf("%.1f %s against %s %.1f: %.1f%% short (allowed %.0f%%)", got, unit, of, want, 100*loss, 100*maxLoss)
 	}
-	return loss, fmt.Sprintf("%.1f %s against %s %.1f: %.1f%% above", got, unit, of, want, -100*loss)
+	return loss, fmt.Sprintf("%.1f %s against %s %.1f: %.1f%% above", got, unit, of, want, 100*-loss)
 }
 
 func judgeBaseline(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add func(string, Status, string, ...any)) {
@@ -243,7 +243,7 @@ func judgeBaseline(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add fun
 	for _, k := range slices.Sorted(maps.Keys(b.Bench)) {
 		want := b.Bench[k]
 		got, ok := res.Python.Bench[k]
-		name := "accept/" + strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(k, "_tflops"), "_gbs"), "_per_s")
+		name := "accept/" + k
 		if !ok {
 			add(name, matrix.Warn, "%s was not measured in this run (the baseline has %.1f %s)", k, want, figureUnit(k))
 			continue
