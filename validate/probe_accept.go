@@ -444,6 +444,9 @@ func precisionOf(cond BenchConditions, key string) string {
 func ParseResult(data []byte) (res *ProbeResult, image, digest string, err error) {
 	var rep Report
 	if json.Unmarshal(data, &rep) == nil && rep.Kind != "" {
+		if rep.Kind == BaselineKind {
+			return nil, "", "", errors.New("a baseline, not a probe result: give it with --baseline")
+		}
 		if rep.Probe == nil {
 			return nil, "", "", fmt.Errorf("a %s report without a probe result: only GPU reports (gpuimg validate --run) and gpuimg probe -o json can be judged", rep.Kind)
 		}
@@ -454,6 +457,36 @@ func ParseResult(data []byte) (res *ProbeResult, image, digest string, err error
 		return nil, "", "", errors.New("not a probe result (gpuimg probe -o json) or a GPU report (gpuimg validate --run … -o json)")
 	}
 	return &p, "", "", nil
+}
+
+// Rejudge judges a recorded result again with this gpuimg's rules, as
+// Probe would have on the instance: NVML's health, sharing and what it saw
+// during the benchmarks, the Python checks as recorded, and the figures
+// against the datasheet floors (the defaults). The driver-floor checks
+// (which needed the image's environment and labels) and probe/python
+// (how the probe ran) are kept as recorded. A no-GPU result is left alone.
+func Rejudge(res *ProbeResult, db *matrix.DB) {
+	if res.Verdict == NoGPU || res.Driver == nil {
+		return
+	}
+	var checks []Check
+	add := func(name string, st Status, format string, args ...any) {
+		checks = append(checks, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+	}
+	checkGPUs(res.Driver, res.GPUs, add)
+	for _, g := range res.GPUs {
+		checkDuringBench(g, add)
+	}
+	for _, c := range res.Checks {
+		if strings.HasPrefix(c.Name, "driver-floor") || c.Name == "probe/python" {
+			checks = append(checks, c)
+		}
+	}
+	if res.Python != nil {
+		checks = append(checks, res.Python.Checks...)
+		judgePyBench(ProbeOptions{DB: db, Bench: true}, res.GPUs, res.Python, add)
+	}
+	res.Checks, res.Verdict = checks, matrix.Verdict(checks)
 }
 
 // JudgedInstance is one result of Judge.
@@ -470,7 +503,7 @@ type Judgement struct {
 }
 
 // Judge judges probe results collected elsewhere (names and contents),
-// each as Accept does, without a GPU. A result that cannot be read is an
+// each with Rejudge and Accept, without a GPU. A result that cannot be read is an
 // error naming it.
 func Judge(names []string, data [][]byte, opt AcceptOptions) (*Judgement, error) {
 	j := &Judgement{Verdict: "accept"}
@@ -479,6 +512,7 @@ func Judge(names []string, data [][]byte, opt AcceptOptions) (*Judgement, error)
 		if err != nil {
 			return nil, fmt.Errorf("judge %s: %w", name, err)
 		}
+		Rejudge(res, opt.DB)
 		Accept(res, opt)
 		in := JudgedInstance{Name: name, Verdict: res.Acceptance.Verdict, Report: GPUReport(image, digest, res)}
 		if in.Verdict != "accept" {

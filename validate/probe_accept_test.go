@@ -20,22 +20,7 @@ func h200(t *testing.T) *ProbeResult {
 	return &res
 }
 
-// rejudge judges a recorded result as Probe does on the instance: the
-// Python checks as recorded, then NVML's health, sharing and what it saw
-// during the benchmarks, then the datasheet floors.
-func rejudge(d *matrix.DB, res *ProbeResult) {
-	var got []Check
-	add := func(name string, st Status, format string, args ...any) {
-		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
-	}
-	checkGPUs(res.Driver, res.GPUs, add)
-	for _, g := range res.GPUs {
-		checkDuringBench(g, add)
-	}
-	got = append(got, res.Python.Checks...)
-	judgePyBench(ProbeOptions{DB: d, Bench: true}, res.GPUs, res.Python, add)
-	res.Checks, res.Verdict = got, matrix.Verdict(got)
-}
+func rejudge(d *matrix.DB, res *ProbeResult) { Rejudge(res, d) }
 
 func checkNamed(cs []Check, name string) *Check {
 	for i := range cs {

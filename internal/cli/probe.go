@@ -103,7 +103,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
 				return err
 			}
-			if saveBaseline != "" {
+			if saveBaseline != "" && res.Verdict != validate.NoGPU {
 				if err := writeBaseline(saveBaseline, res); err != nil {
 					return err
 				}

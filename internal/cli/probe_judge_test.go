@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/validate"
+)
+
+// TestProbeJudge judges recorded results (validate/testdata/probe) with
+// gpuimg probe judge: the table, the JSON verdict, the exit codes, and the
+// errors for bad input.
+func TestProbeJudge(t *testing.T) {
+	dir := t.TempDir()
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "validate", "testdata", "probe", "h200.json"))
+	must(t, err)
+	var res validate.ProbeResult
+	must(t, json.Unmarshal(fixture, &res))
+	b, err := validate.NewBaseline(&res)
+	must(t, err)
+	write := func(name string, v any) string {
+		data, err := json.Marshal(v)
+		must(t, err)
+		p := filepath.Join(dir, name)
+		must(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+	base := write("base.json", b)
+	good := write("node-a.json", &res)
+	res.Python.Bench["gemm_bf16_tflops"] *= 0.93 // the documented 7% slower GEMM
+	slow := write("node-b.json", &res)
+
+	out, errOut, code := run(t, "probe", "judge", "--baseline", base, good)
+	if code != 0 || !strings.Contains(out, "== "+good+"  NVIDIA H200") || !strings.Contains(out, "accept/gemm_bf16_tflops") ||
+		!strings.Contains(out, "verdict: accept (0 of 1 instances rejected)") {
+		t.Errorf("one good instance: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = run(t, "probe", "judge", "--baseline", base, good, slow, "-o", "json")
+	var j validate.Judgement
+	if err := json.Unmarshal([]byte(out), &j); err != nil || code != 1 || j.Verdict != "reject" || len(j.Instances) != 2 ||
+		j.Instances[1].Verdict != "reject" || j.Instances[1].Report.Kind != "gpu" || j.Instances[1].Report.Probe.Acceptance.Against != "baseline" {
+		t.Errorf("a slow instance: exit %d, %v\n%s", code, err, out)
+	}
+	if out, _, code = run(t, "probe", "judge", "--baseline", base, "--max-loss", "10%", good, slow); code != 0 || !strings.Contains(out, "7.0% short (allowed 10%)") {
+		t.Errorf("--max-loss 10%%: exit %d\n%s", code, out)
+	}
+	if out, _, code = run(t, "probe", "judge", "--reference", good); code != 0 || !strings.Contains(out, "accept/gemm_bf16_share") {
+		t.Errorf("--reference: exit %d\n%s", code, out)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"probe", "judge", good}, "nothing to judge against"},
+		{[]string{"probe", "judge", "--baseline", base, "--max-loss", "150%", good}, `--max-loss "150%"`},
+		{[]string{"probe", "judge", "--baseline", base, "--reference", good}, "none of the others can be"},
+		{[]string{"probe", "judge", "--baseline", good, good}, "not a gpuimg probe baseline"},
+		{[]string{"probe", "judge", "--baseline", base, base}, "a baseline, not a probe result: give it with --baseline"},
+		{[]string{"probe", "judge", "--baseline", base, filepath.Join(dir, "none.json")}, "read result"},
+		{[]string{"probe", "--baseline", base}, "add --bench"},
+	} {
+		if _, errOut, code := run(t, tt.args...); code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	// No GPU here: --save-baseline writes nothing and the exit is 3.
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); err != nil {
+		saved := filepath.Join(dir, "saved.json")
+		if _, errOut, code := run(t, "probe", "--bench", "--python", "/bin/true", "--save-baseline", saved); code != 3 {
+			t.Errorf("--save-baseline without a GPU: exit %d\n%s", code, errOut)
+		}
+		if _, err := os.Stat(saved); !os.IsNotExist(err) {
+			t.Errorf("a baseline was written without a GPU: %v", err)
+		}
+	}
+}
