@@ -58,6 +58,9 @@ type PyProbe struct {
 	// Env holds the variables that change what the figures mean (TF32
 	// overrides, CUDA_VISIBLE_DEVICES), as the probe found them.
 	Env map[string]string `json:"env,omitempty"`
+	// Host is what the probe saw of the CPUs: those it may run on, and the
+	// container's cgroup CPU quota in CPUs (nil: none).
+	Host *PyHost `json:"host,omitempty"`
 	// Device is the GPU torch ran on (cuda:0), nil without torch or GPU.
 	Device *TorchDevice `json:"device,omitempty"`
 	// Step is the step the snapshot follows; Complete is false when the
@@ -81,6 +84,12 @@ type BenchConditions struct {
 	TF32           string `json:"tf32,omitempty"`
 	GPUs           int    `json:"gpus,omitempty"` // all-reduce
 	MessageBytes   int64  `json:"message_bytes,omitempty"`
+}
+
+// PyHost is the CPUs a probe saw.
+type PyHost struct {
+	CPUsSeen int      `json:"cpus_seen"`
+	CPUQuota *float64 `json:"cpu_quota"`
 }
 
 // BenchSpread is one figure's repeated measurements.
