@@ -15,7 +15,7 @@ import (
 // listKinds are the tables `matrix list` shows, frameworks in matrix order.
 func listKinds() []string {
 	kinds := append([]string{"cuda", "archs", "cudnn", "nccl"}, matrix.FrameworkNames()...)
-	return append(kinds, "gpus", "os", "images", "sources")
+	return append(kinds, "gpus", "references", "os", "images", "sources")
 }
 
 func newListCmd(mo *MatrixOptions) *cobra.Command {
@@ -25,7 +25,8 @@ func newListCmd(mo *MatrixOptions) *cobra.Command {
 		Short: "List what the matrix knows, with the source of every row",
 		Long: `list prints one kind of matrix row: CUDA releases with their driver floors,
 GPU architectures, cuDNN and NCCL releases, PyTorch/TensorFlow/JAX releases
-and their wheel variants, GPUs with their datasheet peaks, operating systems,
+and their wheel variants, GPUs with their datasheet peaks, published
+performance references per GPU (gpuimg probe --reference), operating systems,
 NVIDIA base image tags, and the public sources all of it was read from.`,
 		Example: `  gpuimg matrix list cuda
   gpuimg matrix list torch -o json | jq '.[0]'
@@ -144,6 +145,12 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		t.row("GPU", "ARCH", "MEMORY GB", "BANDWIDTH GB/s", "FP32", "TF32", "FP16", "BF16 TFLOPS", "ALIASES", "SOURCE")
 		for _, g := range db.GPUs {
 			t.row(g.Name, g.Arch, num(g.MemoryGB), num(g.MemoryBandwidthGBs), num(g.FP32TFLOPS), num(g.TF32TFLOPS), num(g.FP16TFLOPS), num(g.BF16TFLOPS), strings.Join(g.Aliases, ","), g.Source)
+		}
+	case "references":
+		rows = db.References
+		t.row("GPU", "FIGURE", "VALUE", "PRECISION", "BATCH", "SOFTWARE", "SOURCE")
+		for _, r := range db.References {
+			t.row(r.GPU, r.Figure, fmt.Sprintf("%g", r.Value), r.Precision, num(float64(r.Batch)), r.Software, r.Source)
 		}
 	case "os":
 		rows = db.OS
