@@ -432,8 +432,8 @@ func precisionOf(cond BenchConditions, key string) string {
 	if cond.DType != "" {
 		return map[string]string{"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[cond.DType]
 	}
-	if strings.HasPrefix(key, "gemm_") {
-		return strings.TrimSuffix(strings.TrimPrefix(key, "gemm_"), "_tflops")
+	if dtype, ok := strings.CutPrefix(key, "gemm_"); ok {
+		return strings.TrimSuffix(dtype, "_tflops")
 	}
 	return cond.Precision
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -219,5 +221,69 @@ func TestJudgeSeveral(t *testing.T) {
 	}
 	if _, err := Judge([]string{"x.json"}, [][]byte{[]byte(`{"kind": "static", "verdict": "pass"}`)}, AcceptOptions{Baseline: base}); err == nil || !strings.Contains(err.Error(), "judge x.json: a static report without a probe result") {
 		t.Errorf("static report: %v", err)
+	}
+}
+
+// TestNVMLSharingAndSampler reads the sharing fields and samples a GPU
+// while "benchmarks" run, through the stand-in NVML of TestNVMLLostGPU
+// (the symbols themselves are checked against the real library).
+func TestNVMLSharingAndSampler(t *testing.T) {
+	gpus := []GPUInfo{{Name: "NVIDIA H200", UUID: "GPU-a", MemoryBytes: 141 << 30, PCIeGen: 3, PCIeWidth: 8, PCIeMaxGen: 5, PCIeMaxWidth: 16}}
+	l := fakeNVML(gpus)
+	l.deviceMIG = func(h uintptr, cur, pend *uint32) int32 { *cur = 1; return nvmlSuccess }
+	l.gpuMaxPCIeGen = func(h uintptr, v *uint32) int32 { *v = 5; return nvmlSuccess }
+	l.virtMode = func(h uintptr, v *uint32) int32 { *v = 2; return nvmlSuccess }
+	l.computeProcs = func(h uintptr, n *uint32, _ unsafe.Pointer) int32 { *n = 2; return nvmlErrorInsufficientSize }
+	l.maxMIGCount = func(h uintptr, n *uint32) int32 { *n = 3; return nvmlSuccess }
+	l.migByIndex = func(h uintptr, i uint32, m *uintptr) int32 {
+		if i != 1 {
+			return 6 // NOT_FOUND: no instance in this slot
+		}
+		*m = h // the stand-in answers for the parent
+		return nvmlSuccess
+	}
+	l.attributes = func(h uintptr, a *nvmlAttributes) int32 {
+		a.MultiprocessorCount, a.MemorySizeMB = 16, 18<<10
+		return nvmlSuccess
+	}
+	got := l.devices(1)[0]
+	if got.Virtualization != "vgpu" || got.Processes == nil || *got.Processes != 2 || got.PCIeGPUMaxGen != 5 || got.MIG != "enabled" ||
+		len(got.MIGDevices) != 1 || got.MIGDevices[0].SMs != 16 || got.MIGDevices[0].MemoryBytes != 18<<30 || got.MIGDevices[0].UUID != "GPU-a" {
+		t.Fatalf("sharing fields %+v", got)
+	}
+	var checks []Check
+	checkSharing(got, func(name string, st Status, format string, args ...any) {
+		checks = append(checks, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+	})
+	for _, name := range []string{"gpu0/processes", "gpu0/virtualization", "gpu0/mig"} {
+		if c := checkNamed(checks, name); c == nil || c.Status != matrix.Warn {
+			t.Errorf("%s = %+v", name, c)
+		}
+	}
+	// Sampling: the stand-in holds the link at gen3 x8 and reports a
+	// hardware thermal slowdown in every sample.
+	l.deviceCount = func(n *uint32) int32 { *n = 1; return nvmlSuccess }
+	shut := 0
+	l.shutdown = func() int32 { shut++; return nvmlSuccess }
+	s := l.startSampler(5 * time.Millisecond)
+	time.Sleep(40 * time.Millisecond)
+	samples := s.Stop()
+	b := samples[0]
+	if b == nil || b.Samples < 2 || b.ClockEvents["hardware thermal slowdown"] != b.Samples || b.PCIeGen != 3 || b.PCIeWidth != 8 || shut != 1 {
+		t.Fatalf("samples %+v, shutdown %d", b, shut)
+	}
+	got.DuringBench = b
+	checks = nil
+	checkDuringBench(got, func(name string, st Status, format string, args ...any) {
+		checks = append(checks, Check{Name: name, Status: st, Message: sprintf(format, args...)})
+	})
+	if c := checkNamed(checks, "gpu0/bench-clocks"); c == nil || c.Status != matrix.Fail {
+		t.Errorf("bench-clocks %+v", c)
+	}
+	if c := checkNamed(checks, "gpu0/pcie"); c == nil || c.Status != matrix.Fail || !strings.Contains(c.Message, "fastest seen gen3 x8") {
+		t.Errorf("pcie %+v", c)
+	}
+	if (*Sampler)(nil).Stop() != nil {
+		t.Error("a nil sampler sampled")
 	}
 }

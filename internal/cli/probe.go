@@ -163,8 +163,8 @@ func (a *acceptFlags) options(db *matrix.DB) (validate.AcceptOptions, error) {
 func parseLoss(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	div := 1.0
-	if strings.HasSuffix(t, "%") {
-		t, div = strings.TrimSuffix(t, "%"), 100
+	if n, ok := strings.CutSuffix(t, "%"); ok {
+		t, div = n, 100
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	f /= div
