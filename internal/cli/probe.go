@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
@@ -119,7 +120,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "benchmark threshold as a fraction of the GPU's peak, e.g. gemm_bf16=0.7 (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&saveBaseline, "save-baseline", "", "write this run's figures and software versions to FILE as a baseline (with --bench, on a machine you trust; only a passing run)")
-	ao.addFlags(cmd)
+	ao.addFlags(cmd.Flags())
 	cmd.AddCommand(newProbeJudgeCmd())
 	return cmd
 }
@@ -132,16 +133,18 @@ type acceptFlags struct {
 	maxLoss   string
 }
 
-func (a *acceptFlags) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&a.baseline, "baseline", "", "judge every benchmark figure against this baseline FILE (from --save-baseline)")
-	cmd.Flags().BoolVar(&a.reference, "reference", false, "judge the figures against the published references in the matrix (gpuimg matrix list references); a GPU without one is reported, not judged")
-	cmd.Flags().StringVar(&a.maxLoss, "max-loss", "5%", "largest shortfall allowed against the baseline or reference, e.g. 5% or 0.05")
-	cmd.MarkFlagsMutuallyExclusive("baseline", "reference")
+func (a *acceptFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.baseline, "baseline", "", "judge every benchmark figure against this baseline FILE (from gpuimg probe --bench --save-baseline)")
+	fs.BoolVar(&a.reference, "reference", false, "judge the figures against the published references in the matrix (gpuimg matrix list references); a GPU without one is reported, not judged")
+	fs.StringVar(&a.maxLoss, "max-loss", "5%", "largest shortfall allowed against the baseline or reference, e.g. 5% or 0.05")
 }
 
 // options reads the baseline file and the loss.
 func (a *acceptFlags) options(db *matrix.DB) (validate.AcceptOptions, error) {
 	opt := validate.AcceptOptions{Reference: a.reference, DB: db}
+	if a.baseline != "" && a.reference {
+		return opt, invalid(errors.New("--baseline and --reference both given"), "judge against one: your baseline, or the published references")
+	}
 	loss, err := parseLoss(a.maxLoss)
 	if err != nil {
 		return opt, err
@@ -240,7 +243,7 @@ Exit status: 0 every instance accepted, 1 one rejected, 2 could not run,
 		},
 	}
 	mo.AddFlags(cmd.Flags())
-	ao.addFlags(cmd)
+	ao.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }

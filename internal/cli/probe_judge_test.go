@@ -56,11 +56,14 @@ func TestProbeJudge(t *testing.T) {
 	}{
 		{[]string{"probe", "judge", good}, "nothing to judge against"},
 		{[]string{"probe", "judge", "--baseline", base, "--max-loss", "150%", good}, `--max-loss "150%"`},
-		{[]string{"probe", "judge", "--baseline", base, "--reference", good}, "none of the others can be"},
+		{[]string{"probe", "judge", "--baseline", base, "--reference", good}, "--baseline and --reference both given"},
 		{[]string{"probe", "judge", "--baseline", good, good}, "not a gpuimg probe baseline"},
 		{[]string{"probe", "judge", "--baseline", base, base}, "a baseline, not a probe result: give it with --baseline"},
 		{[]string{"probe", "judge", "--baseline", base, filepath.Join(dir, "none.json")}, "read result"},
 		{[]string{"probe", "--baseline", base}, "add --bench"},
+		{[]string{"probe", "--bench", "--baseline", base, "--reference"}, "--baseline and --reference both given"},
+		{[]string{"validate", "--run", "docker", "--baseline", base, "registry.example/torch:2.9"}, "add --bench"},
+		{[]string{"validate", "--run", "kubernetes", "--bench", "--reference", "registry.example/torch:2.9"}, "judge the Jobs' results with gpuimg probe judge"},
 	} {
 		if _, errOut, code := run(t, tt.args...); code != 2 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tt.args, code, errOut, tt.want)
