@@ -324,7 +324,11 @@ func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "bench   %-22s %.1f\n", k, res.Python.Bench[k])
+			spread := ""
+			if sp, ok := res.Python.Spread[k]; ok {
+				spread = fmt.Sprintf("  (%d runs, spread %.1f%%)", len(sp.Runs), sp.SpreadPct)
+			}
+			fmt.Fprintf(w, "bench   %-22s %.1f%s\n", k, res.Python.Bench[k], spread)
 		}
 	}
 	t := newTable(w)
