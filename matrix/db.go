@@ -331,6 +331,7 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })
 	slices.SortStableFunc(db.GPUs, func(a, b GPU) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(db.Targets, func(a, b Target) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(db.References, func(a, b Reference) int { return cmp.Compare(a.GPU+"/"+a.Figure, b.GPU+"/"+b.Figure) })
 }
 
 // osFamilyRank orders OS families by preference when the user names none:

@@ -80,3 +80,34 @@ func TestProbeJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteBaseline: --save-baseline's file holds the baseline of a
+// passing run, replaces an older one whole, and a failed run leaves the
+// older one as it was.
+func TestWriteBaseline(t *testing.T) {
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "validate", "testdata", "probe", "h200.json"))
+	must(t, err)
+	var res validate.ProbeResult
+	must(t, json.Unmarshal(fixture, &res))
+	path := filepath.Join(t.TempDir(), "base.json")
+	must(t, os.WriteFile(path, []byte("old"), 0o644))
+	must(t, writeBaseline(path, &res))
+	b, err := os.ReadFile(path)
+	must(t, err)
+	got, err := validate.ReadBaseline(b)
+	if err != nil || got.GPU != "NVIDIA H200" || got.Bench["gemm_bf16_tflops"] != 720 {
+		t.Fatalf("baseline %+v, %v", got, err)
+	}
+	res.Verdict = "fail"
+	res.Checks = []validate.Check{{Name: "gpu0/pcie", Status: "fail"}}
+	err = writeBaseline(path, &res)
+	if err == nil || exitCode(err) != ExitFailed || !strings.Contains(err.Error(), "gpu0/pcie") {
+		t.Errorf("failed run: %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(b) {
+		t.Error("a failed run changed the baseline")
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
