@@ -174,6 +174,7 @@ type File struct {
 	JAX          []JAX         `yaml:"jax"`
 	GPUs         []GPU         `yaml:"gpus"`
 	Targets      []Target      `yaml:"targets"`
+	References   []Reference   `yaml:"references"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

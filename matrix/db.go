@@ -35,6 +35,8 @@ type DB struct {
 	GPUs         []GPU
 	// Targets are the fleets images run on, sorted by name.
 	Targets []Target
+	// References are published performance figures per GPU row.
+	References []Reference
 	// Replaced says which built-in rows matrix files replaced.
 	Replaced []string
 }
@@ -128,8 +130,9 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		jx   = merger[JAX]{kind: "jax", key: func(r JAX) string { return r.Version.String() }, pos: func(r JAX) Pos { return rowPos(r.Row) }}
 		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
+		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu, &tgt} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu, &tgt, &ref} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -149,6 +152,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		jx.add(f.JAX, i, builtinCount, seen())
 		gpu.add(f.GPUs, i, builtinCount, seen())
 		tgt.add(f.Targets, i, builtinCount, seen())
+		ref.add(f.References, i, builtinCount, seen())
 		if len(f.BaseImages) > 0 {
 			mine := map[string]bool{}
 			for _, b := range f.BaseImages {
@@ -171,7 +175,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	}
 	db.CUDA, db.Archs, db.CuDNN, db.NCCL = cuda.rows, arch.rows, dnn.rows, nccl.rows
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
-	db.Targets = tgt.rows
+	db.Targets, db.References = tgt.rows, ref.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -299,6 +303,12 @@ func (db *DB) validate() []error {
 			bad(g.At, "GPU rows need a name and an arch like sm_90")
 		}
 	}
+	for _, r := range db.References {
+		checkRow(r.Row, "reference "+r.Key())
+		for _, m := range db.validateReference(r) {
+			bad(r.At, "%s", m)
+		}
+	}
 	for _, t := range db.Targets {
 		checkRow(t.Row, "target "+t.Name)
 		for _, m := range db.validateTarget(t) {
@@ -321,6 +331,7 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })
 	slices.SortStableFunc(db.GPUs, func(a, b GPU) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(db.Targets, func(a, b Target) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(db.References, func(a, b Reference) int { return cmp.Compare(a.GPU+"/"+a.Figure, b.GPU+"/"+b.Figure) })
 }
 
 // osFamilyRank orders OS families by preference when the user names none:

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
+	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
@@ -36,6 +38,19 @@ type GPUInfo struct {
 	// do: what the host-transfer benchmarks are judged against.
 	PCIeMaxGen   int `json:"pcie_max_gen,omitempty"`
 	PCIeMaxWidth int `json:"pcie_max_width,omitempty"`
+	// PCIeGPUMaxGen is the most the GPU itself can do, whatever the slot
+	// (PCIeMaxGen is the GPU and its slot together).
+	PCIeGPUMaxGen int `json:"pcie_gpu_max_gen,omitempty"`
+	// Virtualization is none, passthrough or vgpu (a guest's view of a
+	// vGPU; host modes are named host-vgpu, host-vsga).
+	Virtualization string `json:"virtualization,omitempty"`
+	// Processes counts the compute processes on the GPU when it was
+	// probed, before the probe's own started: other tenants' work.
+	Processes *int `json:"processes,omitempty"`
+	// MIGDevices are the GPU's MIG instances when MIG is enabled.
+	MIGDevices []MIGDevice `json:"mig_devices,omitempty"`
+	// DuringBench is what NVML reported while the benchmarks ran.
+	DuringBench *BenchSample `json:"during_bench,omitempty"`
 	// Error says why NVML could not open this GPU (lost, blocked by
 	// cgroups); the other fields are then empty but for Index.
 	Error string `json:"error,omitempty"`
@@ -64,6 +79,30 @@ type Health struct {
 	// ClockEvents are the reasons NVML gave for holding clocks down
 	// (nvmlClocksEventReasons) at the moment the GPU was probed.
 	ClockEvents []string `json:"clock_events,omitempty"`
+}
+
+// MIGDevice is one MIG instance of a GPU: its slice of the card.
+type MIGDevice struct {
+	UUID        string `json:"uuid"`
+	Name        string `json:"name,omitempty"`
+	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
+	SMs         int    `json:"sms,omitempty"`
+}
+
+// BenchSample is what NVML reported of one GPU while the benchmarks ran,
+// polled about twice a second.
+type BenchSample struct {
+	Samples int `json:"samples"`
+	// ClockEvents counts, per reason, the samples that held the clocks
+	// down for it.
+	ClockEvents map[string]int `json:"clock_events,omitempty"`
+	// PCIeGen and PCIeWidth are the fastest link seen: a link trains down
+	// when idle, so only a link that never reached its maximum under load
+	// is degraded.
+	PCIeGen       int `json:"pcie_gen,omitempty"`
+	PCIeWidth     int `json:"pcie_width,omitempty"`
+	MinSMClockMHz int `json:"min_sm_clock_mhz,omitempty"`
+	MaxSMClockMHz int `json:"max_sm_clock_mhz,omitempty"`
 }
 
 // DriverInfo is the host's NVIDIA driver.
@@ -100,6 +139,20 @@ type nvmlLib struct {
 	remappedRows      func(uintptr, *uint32, *uint32, *uint32, *uint32) int32
 	persistence       func(uintptr, *uint32) int32
 	clockEvents       func(uintptr, *uint64) int32
+	gpuMaxPCIeGen     func(uintptr, *uint32) int32
+	virtMode          func(uintptr, *uint32) int32
+	computeProcs      func(uintptr, *uint32, unsafe.Pointer) int32
+	maxMIGCount       func(uintptr, *uint32) int32
+	migByIndex        func(uintptr, uint32, *uintptr) int32
+	attributes        func(uintptr, *nvmlAttributes) int32
+}
+
+// nvmlAttributes is nvmlDeviceAttributes_t (nvml.h): eight unsigned ints
+// and the memory size in MB.
+type nvmlAttributes struct {
+	MultiprocessorCount, SharedCopyEngineCount, SharedDecoderCount, SharedEncoderCount uint32
+	SharedJpegCount, SharedOfaCount, GPUInstanceSliceCount, ComputeInstanceSliceCount  uint32
+	MemorySizeMB                                                                       uint64
 }
 
 // nvmlHealthSymbols are the optional functions loadNVML registers when
@@ -115,6 +168,12 @@ func (l *nvmlLib) healthSymbols() map[string]any {
 		"nvmlDeviceGetRemappedRows":                 &l.remappedRows,
 		"nvmlDeviceGetPersistenceMode":              &l.persistence,
 		"nvmlDeviceGetCurrentClocksThrottleReasons": &l.clockEvents,
+		"nvmlDeviceGetGpuMaxPcieLinkGeneration":     &l.gpuMaxPCIeGen,
+		"nvmlDeviceGetVirtualizationMode":           &l.virtMode,
+		"nvmlDeviceGetComputeRunningProcesses_v3":   &l.computeProcs,
+		"nvmlDeviceGetMaxMigDeviceCount":            &l.maxMIGCount,
+		"nvmlDeviceGetMigDeviceHandleByIndex":       &l.migByIndex,
+		"nvmlDeviceGetAttributes_v2":                &l.attributes,
 	}
 }
 
@@ -279,6 +338,7 @@ func (l *nvmlLib) devices(n uint32) []GPUInfo {
 			g.PCIeMaxWidth = int(width)
 		}
 		g.Health = l.health(h)
+		l.sharing(h, &g)
 		gpus = append(gpus, g)
 	}
 	return gpus
@@ -357,4 +417,149 @@ func (l *nvmlLib) health(h uintptr) Health {
 		hl.ClockEvents = ClockEventNames(mask)
 	}
 	return hl
+}
+
+// nvmlErrorInsufficientSize is NVML_ERROR_INSUFFICIENT_SIZE: the count
+// asked for is in the count argument.
+const nvmlErrorInsufficientSize = 7
+
+// virtualizationModes are nvmlGpuVirtualizationMode_t's values.
+var virtualizationModes = map[uint32]string{0: "none", 1: "passthrough", 2: "vgpu", 3: "host-vgpu", 4: "host-vsga"}
+
+// sharing reads what says whether the GPU is shared: the GPU's own PCIe
+// maximum, virtualization mode, other compute processes, MIG instances.
+func (l *nvmlLib) sharing(h uintptr, g *GPUInfo) {
+	var v uint32
+	if l.gpuMaxPCIeGen != nil && l.gpuMaxPCIeGen(h, &v) == nvmlSuccess {
+		g.PCIeGPUMaxGen = int(v)
+	}
+	if l.virtMode != nil && l.virtMode(h, &v) == nvmlSuccess {
+		g.Virtualization = virtualizationModes[v]
+	}
+	// Asked with no room: NVML answers with the count alone (success when
+	// there is none, INSUFFICIENT_SIZE with the count otherwise), so the
+	// process struct's layout never matters.
+	if l.computeProcs != nil {
+		var n uint32
+		if rc := l.computeProcs(h, &n, nil); rc == nvmlSuccess || rc == nvmlErrorInsufficientSize {
+			c := int(n)
+			g.Processes = &c
+		}
+	}
+	if g.MIG != "enabled" || l.maxMIGCount == nil || l.migByIndex == nil || l.maxMIGCount(h, &v) != nvmlSuccess {
+		return
+	}
+	buf := make([]byte, 96)
+	for i := range v {
+		var m uintptr
+		if l.migByIndex(h, i, &m) != nvmlSuccess {
+			continue // no instance in this slot
+		}
+		d := MIGDevice{}
+		if l.deviceUUID(m, &buf[0], uint32(len(buf))) == nvmlSuccess {
+			d.UUID = cstr(buf)
+		}
+		if l.deviceName(m, &buf[0], uint32(len(buf))) == nvmlSuccess {
+			d.Name = cstr(buf)
+		}
+		var a nvmlAttributes
+		if l.attributes != nil && l.attributes(m, &a) == nvmlSuccess {
+			d.SMs, d.MemoryBytes = int(a.MultiprocessorCount), a.MemorySizeMB<<20
+		}
+		g.MIGDevices = append(g.MIGDevices, d)
+	}
+}
+
+// Sampler polls NVML while the benchmarks run. Stop ends it and returns
+// one BenchSample per GPU index.
+type Sampler struct {
+	stop chan struct{}
+	done chan map[int]*BenchSample
+}
+
+// StartSampler polls every GPU NVML opens every interval until Stop; nil
+// when NVML is not there (nothing is sampled then).
+func StartSampler(interval time.Duration) *Sampler {
+	return startSampler(nvmlPaths, interval)
+}
+
+func startSampler(paths []string, interval time.Duration) *Sampler {
+	l, err := loadNVML(paths)
+	if err != nil || l.init() != nvmlSuccess {
+		return nil
+	}
+	return l.startSampler(interval)
+}
+
+func (l *nvmlLib) startSampler(interval time.Duration) *Sampler {
+	var n uint32
+	if l.deviceCount(&n) != nvmlSuccess {
+		l.shutdown()
+		return nil
+	}
+	handles := map[int]uintptr{}
+	for i := range n {
+		var h uintptr
+		if l.deviceByIndex(i, &h) == nvmlSuccess {
+			handles[int(i)] = h
+		}
+	}
+	s := &Sampler{stop: make(chan struct{}), done: make(chan map[int]*BenchSample, 1)}
+	go func() {
+		out := map[int]*BenchSample{}
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			for i, h := range handles {
+				out[i] = l.sample(h, out[i])
+			}
+			select {
+			case <-s.stop:
+				l.shutdown()
+				s.done <- out
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling and returns what it saw, by GPU index.
+func (s *Sampler) Stop() map[int]*BenchSample {
+	if s == nil {
+		return nil
+	}
+	close(s.stop)
+	return <-s.done
+}
+
+func (l *nvmlLib) sample(h uintptr, b *BenchSample) *BenchSample {
+	if b == nil {
+		b = &BenchSample{}
+	}
+	b.Samples++
+	var mask uint64
+	if l.clockEvents != nil && l.clockEvents(h, &mask) == nvmlSuccess {
+		for _, e := range ClockEventNames(mask) {
+			if b.ClockEvents == nil {
+				b.ClockEvents = map[string]int{}
+			}
+			b.ClockEvents[e]++
+		}
+	}
+	var v uint32
+	if l.devicePCIeGeneration(h, &v) == nvmlSuccess && int(v) > b.PCIeGen {
+		b.PCIeGen = int(v)
+	}
+	if l.devicePCIeWidth(h, &v) == nvmlSuccess && int(v) > b.PCIeWidth {
+		b.PCIeWidth = int(v)
+	}
+	if l.clock != nil && l.clock(h, nvmlClockSM, &v) == nvmlSuccess {
+		if b.MinSMClockMHz == 0 || int(v) < b.MinSMClockMHz {
+			b.MinSMClockMHz = int(v)
+		}
+		b.MaxSMClockMHz = max(b.MaxSMClockMHz, int(v))
+	}
+	return b
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,11 @@ type ProbeResult struct {
 	Checks  []Check     `json:"checks"`
 	Verdict Status      `json:"verdict"` // pass, fail or no-gpu
 	Created time.Time   `json:"created"`
+	// ProbeVersion is the probe that measured the figures (ProbeVersion).
+	ProbeVersion string `json:"probe_version,omitempty"`
+	// Acceptance is the verdict against a baseline or the references
+	// (--baseline, --reference, gpuimg probe judge).
+	Acceptance *Acceptance `json:"acceptance,omitempty"`
 }
 
 // PyProbe is probe.py's output: its last snapshot.
@@ -46,9 +52,15 @@ type PyProbe struct {
 	// the ResNet-50 batch and precision, the GEMM size; figures measured
 	// under other conditions are not comparable.
 	Conditions map[string]BenchConditions `json:"conditions,omitempty"`
+	// Spread is each figure's repeated runs: a run far below the median
+	// is the signature of a noisy neighbour.
+	Spread map[string]BenchSpread `json:"spread,omitempty"`
 	// Env holds the variables that change what the figures mean (TF32
 	// overrides, CUDA_VISIBLE_DEVICES), as the probe found them.
 	Env map[string]string `json:"env,omitempty"`
+	// Host is what the probe saw of the CPUs: those it may run on, and the
+	// container's cgroup CPU quota in CPUs (nil: none).
+	Host *PyHost `json:"host,omitempty"`
 	// Device is the GPU torch ran on (cuda:0), nil without torch or GPU.
 	Device *TorchDevice `json:"device,omitempty"`
 	// Step is the step the snapshot follows; Complete is false when the
@@ -72,6 +84,19 @@ type BenchConditions struct {
 	TF32           string `json:"tf32,omitempty"`
 	GPUs           int    `json:"gpus,omitempty"` // all-reduce
 	MessageBytes   int64  `json:"message_bytes,omitempty"`
+}
+
+// PyHost is the CPUs a probe saw.
+type PyHost struct {
+	CPUsSeen int      `json:"cpus_seen"`
+	CPUQuota *float64 `json:"cpu_quota"`
+}
+
+// BenchSpread is one figure's repeated measurements.
+type BenchSpread struct {
+	Runs []float64 `json:"runs"`
+	// SpreadPct is (max - min) / median, in percent.
+	SpreadPct float64 `json:"spread_pct"`
 }
 
 // TorchDevice is the GPU torch ran its checks and benchmarks on.
@@ -99,6 +124,8 @@ type ProbeOptions struct {
 	// driver (gpuimg probe passes its environment's, which inside a
 	// container is the image's).
 	RequireCUDA string
+	// Sample polls NVML while the benchmarks run (gpuimg probe sets it).
+	Sample bool
 	// Progress, when set, is told each step the Python probe finishes
 	// (torch/cuda, bench/gemm, …) as it finishes, and how long it has run.
 	Progress func(step string, elapsed time.Duration)
@@ -106,7 +133,7 @@ type ProbeOptions struct {
 
 // Probe checks this machine's GPUs and Python frameworks.
 func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
-	res := &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}}
+	res := &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}, ProbeVersion: ProbeVersion}
 	add := func(name string, st Status, format string, args ...any) {
 		res.Checks = append(res.Checks, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
 	}
@@ -121,7 +148,21 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 	}
 	// Without a GPU the Python probe still runs: a CPU-only torch, or one
 	// that does not import, is a finding on any machine.
+	// NVML is polled while the benchmarks run: throttling and a link
+	// that never trains up show under load, not when probed idle.
+	var sampler *Sampler
+	if opt.Bench && res.NoGPU == "" && opt.Sample {
+		sampler = StartSampler(500 * time.Millisecond)
+	}
 	res.Python = runPyProbe(ctx, opt, res.NoGPU != "", add)
+	if samples := sampler.Stop(); samples != nil {
+		for i := range res.GPUs {
+			res.GPUs[i].DuringBench = samples[res.GPUs[i].Index]
+		}
+		for _, g := range res.GPUs {
+			checkDuringBench(g, add)
+		}
+	}
 	if res.Python != nil {
 		res.Checks = append(res.Checks, res.Python.Checks...)
 		if opt.Bench {
@@ -230,6 +271,71 @@ func checkHealth(g GPUInfo, add func(string, Status, string, ...any)) {
 	}
 	if len(hot) > 0 {
 		add(name+"clocks", matrix.Warn, "clocks held down when probed: %s (SM %d of %d MHz)", strings.Join(hot, ", "), h.SMClockMHz, h.MaxSMClockMHz)
+	}
+	checkSharing(g, add)
+}
+
+// checkSharing reports what shares the GPU: other processes, a vGPU, a
+// MIG slice, a slot slower than the GPU.
+func checkSharing(g GPUInfo, add func(string, Status, string, ...any)) {
+	name := fmt.Sprintf("gpu%d/", g.Index)
+	if g.Processes != nil && *g.Processes > 0 {
+		add(name+"processes", matrix.Warn, "%d other compute process(es) on the GPU before the probe started: another tenant or job shares it, and its figures with it (nvidia-smi lists them on the host)", *g.Processes)
+	}
+	switch g.Virtualization {
+	case "vgpu":
+		add(name+"virtualization", matrix.Warn, "the GPU is a vGPU: a time-sliced share of a physical card, whose figures depend on the other guests (nvidia-smi vgpu on the host)")
+	case "passthrough":
+		add(name+"virtualization", matrix.Pass, "the whole GPU is passed through to this virtual machine")
+	}
+	if g.MIG == "enabled" {
+		var slices []string
+		for _, d := range g.MIGDevices {
+			slices = append(slices, fmt.Sprintf("%s (%d SMs, %.1f GiB)", orNA(d.Name), d.SMs, float64(d.MemoryBytes)/(1<<30)))
+		}
+		add(name+"mig", matrix.Warn, "MIG is enabled: work runs on a slice of the card's %.1f GiB, not the whole GPU: %s", float64(g.MemoryBytes)/(1<<30), orNA(strings.Join(slices, ", ")))
+	}
+	if g.PCIeGPUMaxGen > g.PCIeMaxGen && g.PCIeMaxGen > 0 {
+		add(name+"pcie", matrix.Warn, "the slot or system limits the link to PCIe gen%d x%d; the GPU itself can do gen%d", g.PCIeMaxGen, g.PCIeMaxWidth, g.PCIeGPUMaxGen)
+	}
+}
+
+// checkDuringBench judges what NVML reported while the benchmarks ran:
+// hardware slowdowns reject the card (cooling or power delivery is
+// failing), a software thermal slowdown warns, a power cap or sync boost
+// is normal at full load and only recorded; a link that never reached its
+// maximum under load is degraded, whatever the copy benchmark says.
+func checkDuringBench(g GPUInfo, add func(string, Status, string, ...any)) {
+	b := g.DuringBench
+	if b == nil || b.Samples == 0 || g.Error != "" {
+		return
+	}
+	name := fmt.Sprintf("gpu%d/", g.Index)
+	var hard, soft, normal []string
+	for _, e := range slices.Sorted(maps.Keys(b.ClockEvents)) {
+		s := fmt.Sprintf("%s in %d of %d samples", e, b.ClockEvents[e], b.Samples)
+		switch {
+		case strings.HasPrefix(e, "hardware"):
+			hard = append(hard, s)
+		case e == "software thermal slowdown":
+			soft = append(soft, s)
+		default:
+			normal = append(normal, s)
+		}
+	}
+	clocks := fmt.Sprintf("SM clock %d to %d MHz (max %d)", b.MinSMClockMHz, b.MaxSMClockMHz, g.MaxSMClockMHz)
+	switch {
+	case len(hard) > 0:
+		add(name+"bench-clocks", matrix.Fail, "clocks held down during the benchmarks: %s; %s: the card's cooling or power delivery is failing", strings.Join(hard, ", "), clocks)
+	case len(soft) > 0:
+		add(name+"bench-clocks", matrix.Warn, "clocks held down during the benchmarks: %s; %s: the card runs hot", strings.Join(soft, ", "), clocks)
+	case len(normal) > 0:
+		add(name+"bench-clocks", matrix.Pass, "during the benchmarks: %s (normal at full load); %s", strings.Join(normal, ", "), clocks)
+	default:
+		add(name+"bench-clocks", matrix.Pass, "no clock event during the benchmarks; %s", clocks)
+	}
+	if g.PCIeMaxGen > 0 && !hostLinkIsC2C(g.Name) && (b.PCIeGen < g.PCIeMaxGen || b.PCIeWidth < g.PCIeMaxWidth) {
+		add(name+"pcie", matrix.Fail, "the PCIe link never reached gen%d x%d under load (fastest seen gen%d x%d): the link is degraded (a riser, a slot or a card to reseat), whatever the copy benchmark says", g.PCIeMaxGen, g.PCIeMaxWidth, b.PCIeGen, b.PCIeWidth)
 	}
 }
 

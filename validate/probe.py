@@ -75,10 +75,11 @@ def arch_covered(capability, arch_list):
     return None
 
 
-def timed(fn, sync, min_time=0.2, repeats=3, warmup=2):
+def timed(fn, sync, min_time=0.2, repeats=3, warmup=2, runs=None):
     """Seconds per call of fn: after warmup calls, the call count doubles
     until one timed batch lasts min_time (GPU clocks ramp up meanwhile),
-    then the best of repeats batches of that size."""
+    then the best of repeats batches of that size. Each batch's seconds per
+    call are appended to runs when it is given."""
     for _ in range(warmup):
         fn()
     sync()
@@ -92,14 +93,47 @@ def timed(fn, sync, min_time=0.2, repeats=3, warmup=2):
         if t >= min_time or n >= 1 << 16:
             break
         n *= 2
-    best = t / n
+    times = [t / n]
     for _ in range(repeats - 1):
         start = time.perf_counter()
         for _ in range(n):
             fn()
         sync()
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
+        times.append((time.perf_counter() - start) / n)
+    if runs is not None:
+        runs.extend(times)
+    return min(times)
+
+
+# How often each GEMM and copy is timed (ResNet-50: RESNET50_REPEATS):
+# enough for a median, so that one slow run shows as an outlier.
+REPEATS = 5
+RESNET50_REPEATS = 3
+
+# A run this far below its figure's median means the instance's
+# performance is not stable.
+UNSTABLE_BELOW_MEDIAN = 0.10
+
+
+def median(xs):
+    s = sorted(xs)
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
+
+
+def record_spread(spread, checks, key, figures):
+    """Records one figure's repeated runs (figures, higher is better) and
+    their spread, (max - min) / median; warns when a run lies more than
+    10% below the median, the signature of a noisy neighbour."""
+    if spread is None or len(figures) < 2:
+        return
+    med = median(figures)
+    if med <= 0:
+        return
+    spread[key] = {"runs": [round(f, 4) for f in figures], "spread_pct": 100 * (max(figures) - min(figures)) / med}
+    low = min(figures)
+    if len(figures) >= 3 and low < (1 - UNSTABLE_BELOW_MEDIAN) * med:
+        checks.append(check("bench/stability", "warn", "%s: a run at %.1f was %.0f%% below the median %.1f of %d runs: performance is unstable, the signature of a noisy neighbour (another job on the GPU, the PCIe bus or the host's CPUs)" % (key, low, 100 * (1 - low / med), med, len(figures))))
 
 
 def fp32_exact(torch):
@@ -208,7 +242,7 @@ def bench_allreduce(torch, devs, deadline, results, checks, conditions=None, nby
 GEMM = (("gemm_bf16", "bfloat16", 8192), ("gemm_fp16", "float16", 8192), ("gemm_fp32", "float32", 4096))
 
 
-def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2, conditions=None):
+def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2, conditions=None, spread=None):
     """Dense n x n GEMM per dtype, TF32 off, in TFLOP/s (2n^3 per product)."""
     sync = sync_for(torch, dev)
     api = fp32_exact(torch)
@@ -219,8 +253,10 @@ def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2, c
         try:
             a = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
             b = torch.randn(n, n, device=dev, dtype=getattr(torch, dtype))
-            t = timed(lambda: a @ b, sync, min_time)
+            runs = []
+            t = timed(lambda: a @ b, sync, min_time, repeats=REPEATS, runs=runs)
             results[name + "_tflops"] = 2 * n**3 / t / 1e12
+            record_spread(spread, checks, name + "_tflops", [2 * n**3 / r / 1e12 for r in runs])
             if conditions is not None:
                 conditions[name + "_tflops"] = {"n": n, "dtype": dtype, "tf32": "off (%s)" % api}
             del a, b
@@ -228,7 +264,7 @@ def bench_gemm(torch, dev, deadline, results, checks, gemm=GEMM, min_time=0.2, c
             checks.append(check("bench/" + name, "fail", "%s crashed: %r" % (name, e)))
 
 
-def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_bytes=256 << 20, min_time=0.2):
+def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_bytes=256 << 20, min_time=0.2, spread=None):
     """Device memory bandwidth (a copy reads and writes: 2 x nbytes), and on
     a GPU pinned host-to-device and device-to-host copies, in GB/s."""
     if time.monotonic() > deadline:
@@ -238,14 +274,18 @@ def bench_memory(torch, dev, deadline, results, checks, nbytes=1 << 30, host_byt
     try:
         x = torch.empty(nbytes, dtype=torch.uint8, device=dev)
         y = torch.empty_like(x)
-        t = timed(lambda: y.copy_(x), sync, min_time)
+        runs = []
+        t = timed(lambda: y.copy_(x), sync, min_time, repeats=REPEATS, runs=runs)
         results["memory_bandwidth_gbs"] = 2 * nbytes / t / 1e9
+        record_spread(spread, checks, "memory_bandwidth_gbs", [2 * nbytes / r / 1e9 for r in runs])
         del x, y
         if dev.type == "cuda":
             h = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
             d = torch.empty(host_bytes, dtype=torch.uint8, device=dev)
-            results["h2d_gbs"] = host_bytes / timed(lambda: d.copy_(h, non_blocking=True), sync, min_time) / 1e9
-            results["d2h_gbs"] = host_bytes / timed(lambda: h.copy_(d, non_blocking=True), sync, min_time) / 1e9
+            for key, copy in (("h2d_gbs", lambda: d.copy_(h, non_blocking=True)), ("d2h_gbs", lambda: h.copy_(d, non_blocking=True))):
+                runs = []
+                results[key] = host_bytes / timed(copy, sync, min_time, repeats=REPEATS, runs=runs) / 1e9
+                record_spread(spread, checks, key, [host_bytes / r / 1e9 for r in runs])
             del h, d
     except Exception as e:  # noqa: BLE001
         checks.append(check("bench/memory", "fail", "memory bandwidth test crashed: %r" % (e,)))
@@ -273,7 +313,7 @@ def out_of_memory(e):
 RESNET50_PRECISION = "bf16 autocast"
 
 
-def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, min_time=1.0, warmup=3, conditions=None):
+def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, min_time=1.0, warmup=3, conditions=None, spread=None):
     """ResNet-50 training steps (SGD, bf16 autocast, channels-last,
     cudnn.benchmark on) on synthetic images, in images/s. A batch that does
     not fit is halved (down to 8); the batch used and the precision are
@@ -295,8 +335,9 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, mi
     torch.backends.cudnn.benchmark = True
     try:
         while True:
+            runs = []
             try:
-                t = resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup)
+                t = resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup, runs)
                 break
             except Exception as e:  # noqa: BLE001
                 if not out_of_memory(e) or batch <= 8:
@@ -305,6 +346,7 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, mi
                 if dev.type == "cuda":
                     torch.cuda.empty_cache()
         results["resnet50_images_per_s"] = batch / t
+        record_spread(spread, checks, "resnet50_images_per_s", [batch / r for r in runs])
         if conditions is not None:
             conditions["resnet50_images_per_s"] = {"batch": batch, "image_size": size, "precision": RESNET50_PRECISION, "memory_format": "channels_last", "cudnn_benchmark": True, "mode": "eager", "optimizer": "sgd"}
     except Exception as e:  # noqa: BLE001
@@ -313,7 +355,7 @@ def bench_resnet50(torch, dev, deadline, results, checks, batch=64, size=224, mi
         torch.backends.cudnn.benchmark = was
 
 
-def resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup):
+def resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup, runs=None):
     model = torchvision.models.resnet50().to(dev).to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     images = torch.randn(batch, 3, size, size, device=dev).to(memory_format=torch.channels_last)
@@ -326,17 +368,17 @@ def resnet50_step_time(torch, torchvision, dev, batch, size, min_time, warmup):
         loss.backward()
         opt.step()
 
-    return timed(step, sync_for(torch, dev), min_time, repeats=2, warmup=warmup)
+    return timed(step, sync_for(torch, dev), min_time, repeats=RESNET50_REPEATS, warmup=warmup, runs=runs)
 
 
-def bench_torch(torch, dev, deadline, results, checks, emit, conditions=None, batch=64):
+def bench_torch(torch, dev, deadline, results, checks, emit, conditions=None, batch=64, spread=None):
     if conditions is None:
         conditions = {}
-    bench_gemm(torch, dev, deadline, results, checks, conditions=conditions)
+    bench_gemm(torch, dev, deadline, results, checks, conditions=conditions, spread=spread)
     emit("bench/gemm")
-    bench_memory(torch, dev, deadline, results, checks)
+    bench_memory(torch, dev, deadline, results, checks, spread=spread)
     emit("bench/memory")
-    bench_resnet50(torch, dev, deadline, results, checks, batch=batch, conditions=conditions)
+    bench_resnet50(torch, dev, deadline, results, checks, batch=batch, conditions=conditions, spread=spread)
     emit("bench/resnet50")
 
 
@@ -403,7 +445,7 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     emit("torch/checks")
     if bench:
         batch = resnet50_batch(out.get("device", {}).get("total_memory", 0))
-        bench_torch(torch, dev, deadline, out["bench"], checks, emit, out.setdefault("conditions", {}), batch=batch)
+        bench_torch(torch, dev, deadline, out["bench"], checks, emit, out.setdefault("conditions", {}), batch=batch, spread=out.setdefault("spread", {}))
     # NCCL last: a peer-to-peer hang (common in VMs) must not eat the
     # benchmarks' budget.
     if n >= 2:
@@ -524,6 +566,49 @@ def probe_jax(out, gpu=True, emit=lambda step: None):
     emit("jax/checks")
 
 
+def cgroup_cpu_quota(root="/sys/fs/cgroup"):
+    """The CPUs the cgroup's CFS quota allows this process, or None
+    without a quota: cgroup v2's cpu.max ("200000 100000", or "max
+    100000"), else v1's cpu.cfs_quota_us over cpu.cfs_period_us (-1: none)."""
+    try:
+        with open(os.path.join(root, "cpu.max")) as f:
+            quota, period = f.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    for d in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
+        try:
+            with open(os.path.join(root, d, "cpu.cfs_quota_us")) as f:
+                quota = int(f.read())
+            with open(os.path.join(root, d, "cpu.cfs_period_us")) as f:
+                period = int(f.read())
+        except (OSError, ValueError):
+            continue
+        return None if quota <= 0 or period <= 0 else quota / period
+    return None
+
+
+def cpus_seen():
+    """The CPUs this process may run on (its affinity), as os.cpu_count()
+    and a DataLoader sized to it see them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 0
+
+
+def check_cpu_quota(out, root="/sys/fs/cgroup", seen=None):
+    """A container's CPU quota against the CPUs it sees, recorded under
+    "host"; a quota below them is a warning: it throttles a DataLoader
+    sized to os.cpu_count() and starves the GPU, the usual cause of a GPU
+    that waits for data."""
+    seen = cpus_seen() if seen is None else seen
+    quota = cgroup_cpu_quota(root)
+    out["host"] = {"cpus_seen": seen, "cpu_quota": quota}
+    if quota is not None and quota < seen - 0.5:
+        out["checks"].append(check("host/cpu", "warn", "the cgroup CPU quota allows %.1f CPUs but the process sees %d: a DataLoader with a worker per visible CPU is throttled and starves the GPU (size num_workers to %d)" % (quota, seen, max(int(quota), 1))))
+
+
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 
 # Variables that change what the figures mean, recorded with them: TF32
@@ -589,8 +674,8 @@ def error_line(stderr):
 def merge(out, base_checks, snap):
     """Takes a child's snapshot into out: its checks after base_checks."""
     out["checks"] = base_checks + snap.get("checks", [])
-    for key in ("frameworks", "bench", "conditions"):
-        out[key].update(snap.get(key) or {})
+    for key in ("frameworks", "bench", "conditions", "spread"):
+        out.setdefault(key, {}).update(snap.get(key) or {})
     if snap.get("device"):
         out["device"] = snap["device"]
 
@@ -668,7 +753,7 @@ def main(argv):
     p.add_argument("--no-gpu", action="store_true", help="there is no NVIDIA driver or GPU: skip the GPU checks")
     p.add_argument("--framework", choices=FRAMEWORKS, help="probe this framework in this process (the children's side)")
     args = p.parse_args(argv)
-    out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}, "conditions": {}, "env": recorded_env(os.environ), "step": "start", "complete": False}
+    out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}, "conditions": {}, "spread": {}, "env": recorded_env(os.environ), "step": "start", "complete": False}
 
     def emit(step):
         out["step"] = step
@@ -680,6 +765,7 @@ def main(argv):
     if args.framework:
         run_framework(args.framework, args.bench, args.budget, gpu, out, emit)
     else:
+        check_cpu_quota(out)
         # Each framework in its own process, one after the other. The
         # benchmarks (torch's) get what is left of the budget; each child
         # may run until 1.2 budgets (gpuimg stops the whole probe at 1.25),

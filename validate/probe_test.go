@@ -406,7 +406,38 @@ func TestGPUFixtures(t *testing.T) {
 			if res.Verdict != want {
 				t.Errorf("verdict %s, checks say %s", res.Verdict, want)
 			}
+			gpuAcceptance(t, db, filepath.Dir(f))
 		})
+	}
+}
+
+// gpuAcceptance checks run.sh's second benchmark run, judged against the
+// baseline of the first: recorded as accepted, and judged the same again
+// here from the files.
+func gpuAcceptance(t *testing.T, db *matrix.DB, dir string) {
+	base, err := os.ReadFile(filepath.Join(dir, "baseline.json"))
+	if err != nil {
+		t.Logf("no baseline.json in %s: the acceptance run is not recorded", dir)
+		return
+	}
+	b, err := ReadBaseline(base)
+	must(t, err)
+	second, err := os.ReadFile(filepath.Join(dir, "probe-accept.json"))
+	must(t, err)
+	var res ProbeResult
+	must(t, json.Unmarshal(second, &res))
+	if res.Acceptance == nil || res.Acceptance.Against != "baseline" {
+		t.Fatalf("probe-accept.json has no acceptance against the baseline: %+v", res.Acceptance)
+	}
+	for _, f := range res.Acceptance.Figures {
+		if f.Status == matrix.Fail {
+			t.Errorf("two runs on one machine disagree: %s %.1f against %.1f (%.1f%% short)", f.Figure, f.Value, f.Expected, f.LossPct)
+		}
+	}
+	j, err := Judge([]string{"probe-accept.json"}, [][]byte{second}, AcceptOptions{Baseline: b, DB: db})
+	must(t, err)
+	if j.Instances[0].Verdict != res.Acceptance.Verdict {
+		t.Errorf("judged again %s, recorded %s", j.Instances[0].Verdict, res.Acceptance.Verdict)
 	}
 }
 

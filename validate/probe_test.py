@@ -86,7 +86,7 @@ class Main(unittest.TestCase):
     def test_always_prints_json(self):
         rc, out = run_main("--budget", "1")
         self.assertEqual(rc, 0)
-        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "conditions", "env", "step", "complete"})
+        self.assertEqual(set(out), {"python", "frameworks", "checks", "bench", "conditions", "spread", "host", "env", "step", "complete"})
         for c in out["checks"]:
             self.assertIn(c["status"], ("pass", "warn", "fail"))
 
@@ -299,8 +299,8 @@ class TorchOnCPU(unittest.TestCase):
             _, out = run_main(*args)
             self.assertEqual(out["frameworks"]["torch"]["version"], torch.__version__)
             self.assertIsNone(out["frameworks"]["torch"]["cuda"])
-            self.assertEqual([(c["name"], c["status"]) for c in out["checks"]], [("torch/cuda", "fail")])
-            self.assertIn("CPU-only build", out["checks"][0]["message"])
+            self.assertEqual([(c["name"], c["status"]) for c in out["checks"] if c["name"] != "host/cpu"], [("torch/cuda", "fail")])
+            self.assertIn("CPU-only build", out["checks"][-1]["message"])
 
     def test_matmul_and_conv_compare_with_float64(self):
         for c in (probe.check_matmul(torch, self.cpu), probe.check_conv(torch, self.cpu, None)):
@@ -318,9 +318,12 @@ class TorchOnCPU(unittest.TestCase):
 
     def test_bench_gemm(self):
         results, checks = {}, []
-        probe.bench_gemm(torch, self.cpu, self.far, results, checks, gemm=(("gemm_bf16", "bfloat16", 128), ("gemm_fp32", "float32", 256)), min_time=0.01)
-        self.assertEqual(checks, [])
+        spread = {}
+        probe.bench_gemm(torch, self.cpu, self.far, results, checks, gemm=(("gemm_bf16", "bfloat16", 128), ("gemm_fp32", "float32", 256)), min_time=0.01, spread=spread)
+        self.assertEqual([c for c in checks if c["name"] != "bench/stability"], [])  # a shared CI CPU may be unstable
         self.assertEqual(set(results), {"gemm_bf16_tflops", "gemm_fp32_tflops"})
+        self.assertEqual(len(spread["gemm_fp32_tflops"]["runs"]), probe.REPEATS)
+        self.assertAlmostEqual(max(spread["gemm_fp32_tflops"]["runs"]), results["gemm_fp32_tflops"], places=2)
         for v in results.values():
             self.assertGreater(v, 0)
         results, checks = {}, []
@@ -357,18 +360,19 @@ class TorchOnCPU(unittest.TestCase):
         seen = []
         real = probe.resnet50_step_time
 
-        def small(torch_, tv, dev, batch, size, min_time, warmup):
+        def small(torch_, tv, dev, batch, size, min_time, warmup, runs=None):
             # cudnn.benchmark is on while it runs; a batch over 8 does not fit.
             seen.append((batch, torch.backends.cudnn.benchmark))
             if batch > 8:
                 raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-            return real(torch_, tv, dev, batch, size, min_time, warmup)
+            return real(torch_, tv, dev, batch, size, min_time, warmup, runs)
 
-        results, checks, conditions = {}, [], {}
+        results, checks, conditions, spread = {}, [], {}, {}
         torch.backends.cudnn.benchmark = False
         with mock.patch.object(probe, "resnet50_step_time", small):
-            probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=32, size=32, min_time=0.01, warmup=1, conditions=conditions)
-        self.assertEqual(checks, [])
+            probe.bench_resnet50(torch, self.cpu, self.far, results, checks, batch=32, size=32, min_time=0.01, warmup=1, conditions=conditions, spread=spread)
+        self.assertEqual([c for c in checks if c["name"] != "bench/stability"], [])
+        self.assertEqual(len(spread["resnet50_images_per_s"]["runs"]), probe.RESNET50_REPEATS)
         self.assertEqual(seen, [(32, True), (16, True), (8, True)])
         self.assertFalse(torch.backends.cudnn.benchmark)  # restored
         self.assertGreater(results["resnet50_images_per_s"], 0)
@@ -448,6 +452,63 @@ class TorchOnCPU(unittest.TestCase):
         self.assertEqual(results, {})
         self.assertEqual([c["name"] for c in checks], ["bench/gemm_bf16", "bench/gemm_fp16", "bench/gemm_fp32", "bench/memory", "bench/resnet50"])
         self.assertTrue(all(c["status"] == "warn" for c in checks))
+
+
+class Stability(unittest.TestCase):
+    """Repeated runs, their spread, and the noisy-neighbour warning."""
+
+    def test_timed_records_every_run(self):
+        runs = []
+        t = probe.timed(lambda: time.sleep(0.001), probe.no_sync, min_time=0.005, repeats=4, warmup=1, runs=runs)
+        self.assertEqual(len(runs), 4)
+        self.assertEqual(t, min(runs))
+
+    def test_spread_and_noisy_neighbour(self):
+        spread, checks = {}, []
+        probe.record_spread(spread, checks, "gemm_bf16_tflops", [720, 716, 712, 718, 715])
+        self.assertEqual(checks, [])
+        self.assertEqual(spread["gemm_bf16_tflops"]["runs"], [720, 716, 712, 718, 715])
+        self.assertAlmostEqual(spread["gemm_bf16_tflops"]["spread_pct"], 100 * 8 / 716)
+        # One run of five 15% below the median: a noisy neighbour.
+        probe.record_spread(spread, checks, "h2d_gbs", [53, 52.8, 45, 53.1, 52.9])
+        self.assertEqual([(c["name"], c["status"]) for c in checks], [("bench/stability", "warn")])
+        self.assertIn("h2d_gbs: a run at 45.0 was 15% below the median 52.9 of 5 runs: performance is unstable", checks[0]["message"])
+        # 9.5% below is within the spread allowed; two runs make no median.
+        checks = []
+        probe.record_spread(spread, checks, "x", [100, 100, 90.5])
+        probe.record_spread(spread, checks, "y", [100, 50])
+        self.assertEqual(checks, [])
+        probe.record_spread(None, checks, "z", [100, 10, 100])
+        self.assertEqual(checks, [])
+
+    def test_cgroup_cpu_quota(self):
+        def root(files):
+            d = tempfile.mkdtemp()
+            for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(text)
+            return d
+
+        for files, want in (
+            ({"cpu.max": "max 100000\n"}, None),
+            ({"cpu.max": "250000 100000\n"}, 2.5),
+            ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+            ({"cpu,cpuacct/cpu.cfs_quota_us": "50000\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}, 0.5),
+            ({}, None),
+        ):
+            self.assertEqual(probe.cgroup_cpu_quota(root(files)), want, files)
+        out = {"checks": []}
+        probe.check_cpu_quota(out, root({"cpu.max": "200000 100000"}), seen=16)
+        self.assertEqual(out["host"], {"cpus_seen": 16, "cpu_quota": 2.0})
+        self.assertEqual(out["checks"][0]["status"], "warn")
+        self.assertIn("the cgroup CPU quota allows 2.0 CPUs but the process sees 16", out["checks"][0]["message"])
+        self.assertIn("size num_workers to 2", out["checks"][0]["message"])
+        for files, seen in (({"cpu.max": "200000 100000"}, 2), ({"cpu.max": "max 100000"}, 16)):
+            out = {"checks": []}
+            probe.check_cpu_quota(out, root(files), seen=seen)
+            self.assertEqual(out["checks"], [], out)
+            self.assertEqual(out["host"]["cpus_seen"], seen)
 
 
 @unittest.skipUnless(GPU, "no CUDA torch with a GPU here")

@@ -15,7 +15,7 @@ import (
 // listKinds are the tables `matrix list` shows, frameworks in matrix order.
 func listKinds() []string {
 	kinds := append([]string{"cuda", "archs", "cudnn", "nccl"}, matrix.FrameworkNames()...)
-	return append(kinds, "gpus", "targets", "os", "images", "sources")
+	return append(kinds, "gpus", "targets", "references", "os", "images", "sources")
 }
 
 func newListCmd(mo *MatrixOptions) *cobra.Command {
@@ -27,7 +27,8 @@ func newListCmd(mo *MatrixOptions) *cobra.Command {
 GPU architectures, cuDNN and NCCL releases, PyTorch/TensorFlow/JAX releases
 and their wheel variants, GPUs with their datasheet peaks, the fleets images
 are imported into (targets: driver, GPUs, formats, limits; a trailing '?' marks
-a fact no source confirmed), operating systems, NVIDIA base image tags, and the
+a fact no source confirmed), published performance references per GPU
+(gpuimg probe --reference), operating systems, NVIDIA base image tags, and the
 public sources all of it was read from.`,
 		Example: `  gpuimg matrix list cuda
   gpuimg matrix list torch -o json | jq '.[0]'
@@ -154,6 +155,12 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		t.row("TARGET", "DRIVER", "GPUS", "PLATFORMS", "FORMATS", "COMPRESSIONS", "MAX SIZE", "REGISTRY", "RUNTIME", "SOURCE")
 		for _, g := range db.Targets {
 			t.row(targetRow(g)...)
+		}
+	case "references":
+		rows = db.References
+		t.row("GPU", "FIGURE", "VALUE", "PRECISION", "BATCH", "SOFTWARE", "SOURCE")
+		for _, r := range db.References {
+			t.row(r.GPU, r.Figure, fmt.Sprintf("%g", r.Value), r.Precision, num(float64(r.Batch)), r.Software, r.Source)
 		}
 	case "os":
 		rows = db.OS

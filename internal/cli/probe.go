@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
@@ -41,6 +43,8 @@ func newProbeCmd() *cobra.Command {
 	var python, output string
 	var eff []string
 	var budget time.Duration
+	ao := &acceptFlags{}
+	var saveBaseline string
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Check this machine's (or container's) NVIDIA driver, GPUs and frameworks",
@@ -51,11 +55,22 @@ framework are present, whether torch sees the GPU, has kernels for it, and
 computes a matmul and a cuDNN convolution that match the CPU (NCCL all-reduce
 with two or more GPUs). --bench adds dense GEMM (bf16, fp16, fp32 without
 TF32), device memory bandwidth, pinned host<->device copies and ResNet-50
-training throughput, each judged against the GPU's datasheet peaks.
+training throughput, each judged against the GPU's datasheet peaks, each
+repeated to report its spread, with NVML's throttle reasons sampled meanwhile.
+
+As an acceptance test for a new instance: --save-baseline FILE records the
+figures of a machine you trust with its GPU, driver, CUDA, framework and probe
+versions; --baseline FILE judges every figure against it (--max-loss, default
+5%), --reference against the published figures in the matrix. Software that
+differs from the baseline's is a warning, never a pass. gpuimg probe judge
+judges results collected elsewhere, without a GPU.
 
 Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GPU.`,
 		Example: `  gpuimg probe
   gpuimg probe --bench -o json > probe.json
+  gpuimg probe --bench --save-baseline h100-baseline.json      # on a trusted machine
+  gpuimg probe --bench --baseline h100-baseline.json           # on each new instance
+  gpuimg probe --bench --reference --max-loss 10%
   docker run --rm --gpus all -v $(command -v gpuimg):/gpuimg:ro --entrypoint /gpuimg IMAGE probe -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,10 +88,27 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 			if budget < 0 {
 				return invalid(fmt.Errorf("--budget %s", budget), "give a positive duration such as 5m")
 			}
+			accept, err := ao.options(db)
+			if err != nil {
+				return err
+			}
+			judging := accept.Baseline != nil || accept.Reference
+			if (judging || saveBaseline != "") && !bench {
+				return invalid(errors.New("--baseline, --reference and --save-baseline judge or record benchmark figures"), "add --bench")
+			}
 			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
-				RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Progress: gpurun.Progress(cmd.ErrOrStderr())})
+				RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true})
+			if judging {
+				validate.Accept(res, accept)
+			}
 			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
 				return err
+			}
+			if saveBaseline != "" && res.Verdict != validate.NoGPU {
+				if err := writeBaseline(saveBaseline, res); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: baseline written to %s\n", saveBaseline)
 			}
 			return probeExit(res.Verdict)
 		},
@@ -87,7 +119,181 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 	cmd.Flags().DurationVar(&budget, "budget", 0, "time for the Python checks and benchmarks; benchmarks that would start after 80% of it are skipped with a warning (default 2m, 12m with --bench)")
 	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "benchmark threshold as a fraction of the GPU's peak, e.g. gemm_bf16=0.7 (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&saveBaseline, "save-baseline", "", "write this run's figures and software versions to FILE as a baseline (with --bench, on a machine you trust; only a passing run)")
+	ao.addFlags(cmd.Flags())
+	cmd.AddCommand(newProbeJudgeCmd())
 	return cmd
+}
+
+// acceptFlags are --baseline, --reference and --max-loss, shared by probe
+// and probe judge.
+type acceptFlags struct {
+	baseline  string
+	reference bool
+	maxLoss   string
+}
+
+func (a *acceptFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.baseline, "baseline", "", "judge every benchmark figure against this baseline FILE (from gpuimg probe --bench --save-baseline)")
+	fs.BoolVar(&a.reference, "reference", false, "judge the figures against the published references in the matrix (gpuimg matrix list references); a GPU without one is reported, not judged")
+	fs.StringVar(&a.maxLoss, "max-loss", "5%", "largest shortfall allowed against the baseline or reference, e.g. 5% or 0.05")
+}
+
+// options reads the baseline file and the loss.
+func (a *acceptFlags) options(db *matrix.DB) (validate.AcceptOptions, error) {
+	opt := validate.AcceptOptions{Reference: a.reference, DB: db}
+	if a.baseline != "" && a.reference {
+		return opt, invalid(errors.New("--baseline and --reference both given"), "judge against one: your baseline, or the published references")
+	}
+	loss, err := parseLoss(a.maxLoss)
+	if err != nil {
+		return opt, err
+	}
+	opt.MaxLoss = loss
+	if a.baseline != "" {
+		b, err := os.ReadFile(a.baseline)
+		if err != nil {
+			return opt, invalid(fmt.Errorf("read baseline: %w", err), "give the file gpuimg probe --bench --save-baseline wrote")
+		}
+		if opt.Baseline, err = validate.ReadBaseline(b); err != nil {
+			return opt, invalid(fmt.Errorf("baseline %s: %w", a.baseline, err), "")
+		}
+	}
+	return opt, nil
+}
+
+// parseLoss reads "5%" or "0.05" as 0.05.
+func parseLoss(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	div := 1.0
+	if n, ok := strings.CutSuffix(t, "%"); ok {
+		t, div = n, 100
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	f /= div
+	if err != nil || f <= 0 || f >= 1 {
+		return 0, invalid(fmt.Errorf("--max-loss %q", s), "write a percentage between 0 and 100 such as 5%, or a fraction such as 0.05")
+	}
+	return f, nil
+}
+
+// writeBaseline writes res's baseline to path atomically: path never holds
+// half a file, and a failed run writes none.
+func writeBaseline(path string, res *validate.ProbeResult) error {
+	b, err := validate.NewBaseline(res)
+	if err != nil {
+		return &Error{Err: err, Hint: "fix the failed checks, or record the baseline on a machine that passes", Code: ExitFailed}
+	}
+	data, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode baseline: %w", err)
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+func newProbeJudgeCmd() *cobra.Command {
+	mo := &MatrixOptions{}
+	ao := &acceptFlags{}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "judge RESULT.json...",
+		Short: "Judge probe results collected elsewhere against a baseline or the published references, without a GPU",
+		Long: `judge reads results of gpuimg probe --bench -o json, or GPU reports of gpuimg
+validate --run … -o json (a fleet's, through validate --run kubernetes), and
+judges each as gpuimg probe --baseline or --reference would on the instance:
+every figure against the baseline or the reference with the loss in percent,
+and the checks the instance recorded (health, datasheet floors) as they are.
+It prints a table per instance and the verdict, or with -o json the verdict
+and one GPU report per instance (the kind --attach and images promote read).
+
+Exit status: 0 every instance accepted, 1 one rejected, 2 could not run,
+3 no instance had a GPU.`,
+		Example: `  gpuimg probe judge --baseline h100-baseline.json results/*.json
+  gpuimg probe judge --reference -o json node-a.json node-b.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "json"); err != nil {
+				return err
+			}
+			db, err := mo.Load()
+			if err != nil {
+				return err
+			}
+			opt, err := ao.options(db)
+			if err != nil {
+				return err
+			}
+			if opt.Baseline == nil && !opt.Reference {
+				return invalid(errors.New("nothing to judge against"), "give --baseline FILE or --reference")
+			}
+			data := make([][]byte, len(args))
+			for i, a := range args {
+				if data[i], err = os.ReadFile(a); err != nil {
+					return invalid(fmt.Errorf("read result: %w", err), "")
+				}
+			}
+			j, err := validate.Judge(args, data, opt)
+			if err != nil {
+				return invalid(err, "give files written by gpuimg probe --bench -o json or gpuimg validate --run … -o json")
+			}
+			if err := renderJudgement(cmd.OutOrStdout(), output, j); err != nil {
+				return err
+			}
+			return judgeExit(j)
+		},
+	}
+	mo.AddFlags(cmd.Flags())
+	ao.addFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func judgeExit(j *validate.Judgement) error {
+	noGPU := 0
+	for _, in := range j.Instances {
+		if in.Report.Verdict == validate.NoGPU {
+			noGPU++
+		}
+	}
+	if noGPU == len(j.Instances) {
+		return &Error{Err: errors.New("no instance had an NVIDIA driver or GPU"), Code: ExitNoGPU}
+	}
+	if j.Verdict != "accept" {
+		return &Error{Err: errors.New("an instance was rejected (see its failed checks)"), Code: ExitFailed}
+	}
+	return nil
+}
+
+func renderJudgement(w io.Writer, output string, j *validate.Judgement) error {
+	if output == "json" {
+		return writeJSON(w, j)
+	}
+	rejected := 0
+	for _, in := range j.Instances {
+		p := in.Report.Probe
+		gpu := "no GPU"
+		if len(p.GPUs) > 0 {
+			gpu = p.GPUs[0].Name
+		}
+		fmt.Fprintf(w, "== %s  %s", in.Name, gpu)
+		if in.Report.Image != "" {
+			fmt.Fprintf(w, "  %s", in.Report.Image)
+		}
+		fmt.Fprintln(w)
+		t := newTable(w)
+		for _, c := range in.Report.Checks {
+			t.row(strings.ToUpper(string(c.Status)), c.Name, c.Message)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: %s\n\n", in.Name, in.Verdict)
+		if in.Verdict != "accept" {
+			rejected++
+		}
+	}
+	_, err := fmt.Fprintf(w, "verdict: %s (%d of %d instances rejected)\n", j.Verdict, rejected, len(j.Instances))
+	return err
 }
 
 func probeExit(v validate.Status) error {
@@ -118,7 +324,11 @@ func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "bench   %-22s %.1f\n", k, res.Python.Bench[k])
+			spread := ""
+			if sp, ok := res.Python.Spread[k]; ok {
+				spread = fmt.Sprintf("  (%d runs, spread %.1f%%)", len(sp.Runs), sp.SpreadPct)
+			}
+			fmt.Fprintf(w, "bench   %-22s %.1f%s\n", k, res.Python.Bench[k], spread)
 		}
 	}
 	t := newTable(w)
@@ -127,6 +337,9 @@ func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if a := res.Acceptance; a != nil {
+		fmt.Fprintf(w, "acceptance: %s against the %s (max loss %.0f%%)\n", a.Verdict, a.Against, 100*a.MaxLoss)
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", res.Verdict)
 	return err

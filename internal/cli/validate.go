@@ -31,6 +31,7 @@ type ValidateOptions struct {
 	Budget                           time.Duration
 	MinEfficiency                    []string
 	Targets                          []string
+	accept                           acceptFlags // --baseline, --reference, --max-loss
 
 	platform *v1.Platform    // --platform, parsed
 	targets  []matrix.Target // --target, looked up
@@ -49,6 +50,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProbeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
 	fs.BoolVar(&o.Bench, "bench", false, "with --run: also run the benchmarks and judge them against the GPU's peaks")
 	fs.StringArrayVar(&o.MinEfficiency, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
+	o.accept.addFlags(fs)
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	o.Registry.AddFlags(fs)
@@ -110,11 +112,23 @@ driver or GPU where the probe ran.`,
 				if err != nil {
 					return err
 				}
+				accept, err := vo.accept.options(opt.DB)
+				if err != nil {
+					return err
+				}
+				judging := accept.Baseline != nil || accept.Reference
+				if judging && (!vo.Bench || vo.Run == "kubernetes") {
+					return invalid(errors.New("--baseline and --reference judge the benchmarks of a run here"), "add --bench; for --run kubernetes judge the Jobs' results with gpuimg probe judge")
+				}
 				if rep, err = gpurun.Run(cmd.Context(), run); err != nil {
 					return invalid(err, "")
 				}
 				if rep == nil {
 					return nil // --run kubernetes: the Job is the output
+				}
+				if judging && rep.Probe != nil {
+					validate.Accept(rep.Probe, accept)
+					rep.Checks, rep.Verdict = rep.Probe.Checks, rep.Probe.Verdict
 				}
 				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, "", "")
 			}
