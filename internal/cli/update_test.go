@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -244,5 +245,76 @@ func TestMatrixUpdateImagesThroughMirror(t *testing.T) {
 	out, errOut, code = run(t, "matrix", "update", "--only", "images", "--registry-mirror", "docker.io="+host)
 	if code != 0 || !strings.Contains(out, "- cuda: "+v+"\n    os: [ubuntu24.04]\n    flavors: [base, runtime]\n") {
 		t.Errorf("overlay: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestMatrixUpdateWrite: --write folds the new release into
+// matrix/data/torch.yaml of the checkout it runs in (found from a
+// subdirectory), leaves the other files and no temporary file behind, and
+// the data then loads with the row; outside a checkout it is refused.
+func TestMatrixUpdateWrite(t *testing.T) {
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := newTorchIndex(t, db)
+	version, _ := ix.addRelease(db)
+	root := t.TempDir()
+	data := filepath.Join(root, "matrix", "data")
+	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/gpuimg/gpuimg\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Glob("../../matrix/data/*.yaml")
+	before := map[string][]byte{}
+	for _, p := range src {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[filepath.Base(p)] = b
+		if err := os.WriteFile(filepath.Join(data, filepath.Base(p)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL + "/whl", "--write"}
+	t.Chdir(filepath.Join(root, "docs"))
+	_, errOut, code := run(t, args...)
+	if code != 0 || !strings.Contains(errOut, "wrote "+filepath.Join(data, "torch.yaml")) {
+		t.Fatalf("--write: exit %d\n%s", code, errOut)
+	}
+	entries, _ := os.ReadDir(data)
+	var paths []string
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(data, e.Name()))
+		if _, ok := before[e.Name()]; !ok {
+			t.Errorf("left %s behind", e.Name())
+		}
+		if changed := !bytes.Equal(b, before[e.Name()]); changed != (e.Name() == "torch.yaml") {
+			t.Errorf("%s changed: %v", e.Name(), changed)
+		}
+		paths = append(paths, filepath.Join(data, e.Name()))
+	}
+	loaded, err := matrix.Load(paths...)
+	if err != nil {
+		t.Fatalf("written data does not load: %v", err)
+	}
+	if got := loaded.Torch[0].Version.String(); got != version {
+		t.Errorf("newest torch after --write is %s, want %s", got, version)
+	}
+	// Run again: nothing new, nothing written.
+	if _, errOut, code := run(t, args...); code != 0 || !strings.Contains(errOut, "nothing written") {
+		t.Errorf("second --write: exit %d\n%s", code, errOut)
+	}
+
+	t.Chdir(t.TempDir())
+	_, errOut, code = run(t, args...)
+	if code != ExitInvalid || !strings.Contains(errOut, "is not inside a gpuimg checkout") || !strings.Contains(errOut, "-o FILE") {
+		t.Errorf("outside a checkout: exit %d\n%s", code, errOut)
 	}
 }
