@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +12,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -33,6 +36,32 @@ type fakeUpstream struct {
 	links map[string][]link
 	// badHash makes the page give a wrong hash for metadata paths in it.
 	badHash map[string]bool
+	// noRange makes wheels be served whole, Range ignored.
+	noRange bool
+	mu       sync.Mutex
+	served   int64 // wheel body bytes sent
+	inflight sync.WaitGroup
+}
+
+// wheelBytes is the number of wheel body bytes sent, once every wheel
+// request in flight has finished (a client can have read a whole body
+// before its handler returns).
+func (f *fakeUpstream) wheelBytes() int64 {
+	f.inflight.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.served
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // link is one anchor: raw HTML, or a wheel whose metadata is served at
@@ -78,6 +107,21 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	b, ok := f.files[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, ".whl") {
+		// Wheels are served as a CDN serves them: Range honoured, unless
+		// the test says otherwise; every body byte sent is counted.
+		f.inflight.Add(1)
+		defer f.inflight.Done()
+		cw := &countingWriter{ResponseWriter: w}
+		if f.noRange {
+			r.Header.Del("Range")
+		}
+		http.ServeContent(cw, r, "", time.Time{}, bytes.NewReader(b))
+		f.mu.Lock()
+		f.served += cw.n
+		f.mu.Unlock()
 		return
 	}
 	if strings.HasSuffix(r.URL.Path, ".json") {
