@@ -37,7 +37,7 @@ type fakeUpstream struct {
 	// badHash makes the page give a wrong hash for metadata paths in it.
 	badHash map[string]bool
 	// noRange makes wheels be served whole, Range ignored.
-	noRange bool
+	noRange  bool
 	mu       sync.Mutex
 	served   int64 // wheel body bytes sent
 	inflight sync.WaitGroup
