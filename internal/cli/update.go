@@ -144,27 +144,42 @@ func newUpdateCmd(mo *MatrixOptions) *cobra.Command {
 		Use:   "update",
 		Short: "Read upstream's indexes and write the matrix rows the data lacks as an overlay",
 		Long: `update reads upstream's machine-readable sources, and only those: PyTorch's
-all-variants wheel index with each wheel's core metadata (PEP 503/658/714,
-no wheel download), PyPI's JSON API for jax and its CUDA plugins,
-NVIDIA's CUDA redistrib manifests, and the tags of nvidia/cuda (through
---registry-mirror when set) with each new release's image config. It prints the rows the matrix (built-in
-plus --matrix-file) lacks as a --matrix-file overlay, each with its source
-URL and the date read. Metadata whose sha256 differs from the index page's
-is an error (exit 2), never a row.
+all-variants wheel index with each wheel's core metadata (PEP 503/658/714),
+PyPI's JSON API for jax (and its CUDA plugins) and tensorflow (its
+[and-cuda] pins), NVIDIA's CUDA and cuDNN redistrib manifests, NVIDIA's NCCL
+redist directory, and the tags of nvidia/cuda (through --registry-mirror
+when set) with each new release's image config. It prints the rows the
+matrix (built-in plus --matrix-file) lacks as a --matrix-file overlay, each
+with its source URL and the date read. Metadata whose sha256 differs from
+the index page's is an error (exit 2), never a row.
 
 --check prints what the matrix lacks, one line each, and exits 1 if
 anything (0 if nothing); with --check the overlay is only written with -o.
 
+--write (maintainers) compares with matrix/data/ of the gpuimg checkout you
+are in and folds the new rows into those files: comments and layout stay,
+each changed file is replaced whole after the set loads. Outside a checkout
+it is refused.
+
+--wheel-archs reads a new torch variant's compiled architectures from its
+wheel's torch/lib/libtorch_cuda.so with gpuimg validate's fat-binary
+scanner, fetching by HTTP range requests only the zip's central directory
+and that member (hundreds of MB per variant, never the whole wheel).
+Without it the nearest older variant's list is copied, with a note.
+
 Facts no machine-readable source gives (a CUDA release's driver floor, a
-wheel variant's stable/experimental label, compiled architectures) are
-listed on stderr and in the overlay's comments as "could not fill"; see
+wheel variant's stable/experimental label, cuDNN's CUDA minors) are listed
+on stderr and in the overlay's comments as "could not fill"; see
 docs/matrix-data.md, "Keeping the data fresh".`,
 		Example: `  # What is new upstream? (exit 1 if anything; for nightly CI)
   gpuimg matrix update --check
 
-  # Write the overlay and use it
-  gpuimg matrix update -o upstream.yaml
+  # Write the overlay, reading new torch variants' architectures, and use it
+  gpuimg matrix update --wheel-archs -o upstream.yaml
   gpuimg matrix resolve --matrix-file upstream.yaml --torch latest
+
+  # In a gpuimg checkout: fold the new rows into matrix/data/
+  gpuimg matrix update --write --only tensorflow,cudnn,nccl
 
   # Behind mirrors
   gpuimg matrix update --torch-index-url https://mirror.example.com/pytorch/whl \
@@ -197,7 +212,7 @@ func updateError(err error) error {
 	if _, ok := errors.AsType[*upstream.IntegrityError](err); ok {
 		return invalid(err, "the index serves metadata that does not match its own page: retry later, or point --torch-index-url at an intact mirror")
 	}
-	return invalid(err, "check that the source is reachable and its flag (--torch-index-url, --pypi-url, --cuda-redist-url, --registry-mirror) points at it")
+	return invalid(err, "check that the source is reachable and its flag (--torch-index-url, --pypi-url, --cuda-redist-url, --cudnn-redist-url, --nccl-redist-url, --registry-mirror) points at it")
 }
 
 func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) error {

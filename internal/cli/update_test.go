@@ -318,3 +318,53 @@ func TestMatrixUpdateWrite(t *testing.T) {
 		t.Errorf("outside a checkout: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestMatrixUpdateCuDNNAndNCCL: --cudnn-redist-url and --nccl-redist-url
+// reach a loopback copy of NVIDIA's directories (known releases are listed
+// but never read); --check lists exactly the one new release of each.
+func TestMatrixUpdateCuDNNAndNCCL(t *testing.T) {
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDNN := fmt.Sprintf("%d.%d.0", db.CuDNN[0].Version.Major(), db.CuDNN[0].Version.Minor()+1)
+	newNCCL := fmt.Sprintf("%d.%d.0", db.NCCL[0].Version.Major(), db.NCCL[0].Version.Minor()+1)
+	pages := map[string]string{}
+	var dnn, nccl strings.Builder
+	for _, r := range db.CuDNN {
+		fmt.Fprintf(&dnn, "<a href=\"redistrib_%s.json\">redistrib_%s.json</a>\n", r.Version, r.Version)
+	}
+	fmt.Fprintf(&dnn, "<a href=\"redistrib_%s.json\">redistrib_%s.json</a>\n<a href=\"cudnn/\">cudnn/</a>\n", newDNN, newDNN)
+	for _, r := range db.NCCL {
+		fmt.Fprintf(&nccl, "<a href=\"v%s/\">v%s/</a>\n", r.Version, r.Version)
+	}
+	fmt.Fprintf(&nccl, "<a href=\"v%s/\">v%s/</a>\n", newNCCL, newNCCL)
+	pages["/compute/cudnn/redist/"] = "<html><body><pre>" + dnn.String() + "</pre></body></html>"
+	pages["/compute/redist/nccl/"] = "<html><body><pre>" + nccl.String() + "</pre></body></html>"
+	pages["/compute/cudnn/redist/redistrib_"+newDNN+".json"] = `{"release_date": "2026-11-20", "release_label": "` + newDNN + `", "release_product": "cudnn",
+  "cudnn": {"name": "NVIDIA CUDA Deep Neural Network library", "license": "cudnn", "version": "` + newDNN + `.7",
+    "linux-x86_64": {"cuda12": {"relative_path": "cudnn/linux-x86_64/a.tar.xz", "sha256": "00", "md5": "00", "size": "1"},
+                     "cuda13": {"relative_path": "cudnn/linux-x86_64/b.tar.xz", "sha256": "00", "md5": "00", "size": "1"}},
+    "cuda_variant": ["12", "13"]}}`
+	pages["/compute/redist/nccl/v"+newNCCL+"/"] = fmt.Sprintf("<html><body><pre><a href=\"nccl_%s-1+cuda13.4_x86_64.txz\">x</a>\n<a href=\"nccl_%s-1+cuda13.4_aarch64.txz\">y</a></pre></body></html>", newNCCL, newNCCL)
+	var read []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		read = append(read, r.URL.Path)
+		p, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, p)
+	}))
+	t.Cleanup(srv.Close)
+	out, errOut, code := run(t, "matrix", "update", "--only", "cudnn,nccl", "--check",
+		"--cudnn-redist-url", srv.URL+"/compute/cudnn/redist", "--nccl-redist-url", srv.URL+"/compute/redist/nccl")
+	want := fmt.Sprintf("cudnn: cuDNN %s (%s/compute/cudnn/redist/redistrib_%s.json)\nnccl: NCCL %s (%s/compute/redist/nccl/v%s/)\n", newDNN, srv.URL, newDNN, newNCCL, srv.URL, newNCCL)
+	if code != ExitFailed || out != want {
+		t.Errorf("--check: exit %d\nstdout %q\nwant   %q\n%s", code, out, want, errOut)
+	}
+	if len(read) != 4 {
+		t.Errorf("read %v; want the two listings, the new manifest and the new NCCL directory only", read)
+	}
+}
