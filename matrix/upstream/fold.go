@@ -106,8 +106,8 @@ func Fold(files map[string][]byte, ov *Overlay) (map[string][]byte, error) {
 			at := blk.end
 			if blk.newestFirst(lines, k.idKey) {
 				at = blk.start
-				for i := len(fresh) - 1; i >= 0; i-- {
-					ins = append(ins, fresh[i].indent(blk.indent)...)
+				for _, r := range slices.Backward(fresh) {
+					ins = append(ins, r.indent(blk.indent)...)
 				}
 			} else {
 				for _, r := range fresh {
@@ -217,8 +217,8 @@ var topKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:`)
 func findBlock(name string, lines []string, key string) (block, error) {
 	at := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, key+":") {
-			if strings.TrimSpace(strings.TrimPrefix(l, key+":")) != "" {
+		if rest, ok := strings.CutPrefix(l, key+":"); ok {
+			if strings.TrimSpace(rest) != "" {
 				return block{}, fmt.Errorf("fold into %s: %q is not a block list; write it as a list of rows", name, strings.TrimSpace(l))
 			}
 			at = i

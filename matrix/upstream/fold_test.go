@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,7 +138,7 @@ func TestFoldExtendsKnownRow(t *testing.T) {
 	if c := strings.Count(nw, "\n- version: "); c != strings.Count(old, "\n- version: ") {
 		t.Errorf("row count changed: %d", c)
 	}
-	if !strings.Contains(nw, fmt.Sprintf("variants cu199 added by gpuimg matrix update")) {
+	if !strings.Contains(nw, "variants cu199 added by gpuimg matrix update") {
 		t.Errorf("extended row lacks its note")
 	}
 }
