@@ -311,7 +311,8 @@ func (f *fakeUpstream) mirrorTensorFlow(db *matrix.DB, extra map[string][]string
 }
 
 // tfAndCUDA is a tensorflow release's Requires-Dist as PyPI gives it:
-// plain requirements and the and-cuda extra's nvidia-* pins.
+// plain requirements and the and-cuda extra's nvidia-* pins (cuDNN as a
+// range, as the requirements of TensorFlow's master branch give it).
 func tfAndCUDA(cuda, cudnn, nccl string) []string {
 	return []string{
 		"absl-py>=1.0.0",
@@ -321,7 +322,7 @@ func tfAndCUDA(cuda, cudnn, nccl string) []string {
 		`nvidia-cuda-cupti-cu12==` + cuda + `; extra == "and-cuda"`,
 		`nvidia-cuda-nvcc-cu12==` + cuda + `; extra == "and-cuda"`,
 		`nvidia-cuda-runtime-cu12==` + cuda + `; extra == "and-cuda"`,
-		`nvidia-cudnn-cu12==` + cudnn + `; extra == "and-cuda"`,
+		`nvidia-cudnn-cu12<10.0,>=` + cudnn + `; extra == "and-cuda"`,
 		`nvidia-nccl-cu12==` + nccl + `; extra == "and-cuda"`,
 	}
 }

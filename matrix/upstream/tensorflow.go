@@ -13,7 +13,8 @@ import (
 // updateTensorFlow reads tensorflow's releases from PyPI's JSON API and,
 // for each final release the DB lacks, the tensorflow[and-cuda] extra's
 // Requires-Dist: its nvidia-cuda-runtime-cuNN and nvidia-cudnn-cuNN pins
-// give the row's cuda and cudnn (major.minor). The Python range is the
+// (or, where it gives a range, its lower bounds) give the row's cuda and
+// cudnn (major.minor). The Python range is the
 // CPython tags of the release's Linux x86_64 wheels. Releases older than
 // the DB's oldest tensorflow row are skipped; a release without an
 // and-cuda extra (before 2.14) cannot be a row and is reported.
@@ -107,26 +108,36 @@ func (o *options) tensorflowRow(ctx context.Context, v matrix.Version, srcID str
 		if r.extra() != "and-cuda" || !r.onLinux() {
 			continue
 		}
+		// Releases up to 2.18 pin ==; later ones may give a range,
+		// whose lower bound is what they were built against.
 		for _, lib := range []string{"nvidia-cuda-runtime-cu", "nvidia-cudnn-cu"} {
-			if strings.HasPrefix(r.Name, lib) && r.pin() != "" {
+			switch {
+			case !strings.HasPrefix(r.Name, lib):
+			case r.pin() != "":
 				pins[lib] = r.Name + "==" + r.pin()
+			case r.lowerBound() != "":
+				pins[lib] = r.Name + ">=" + r.lowerBound()
 			}
 		}
 	}
 	field := func(lib, what string, dst *matrix.Version) {
 		p, ok := pins[lib]
 		if !ok {
-			missing = append(missing, what+" (the and-cuda extra pins no "+lib+"NN wheel)")
+			missing = append(missing, what+" (the and-cuda extra gives no "+lib+"NN version)")
 			return
 		}
-		_, ver, _ := strings.Cut(p, "==")
+		ver := p[strings.IndexAny(p, "=>")+2:]
 		pv, err := matrix.ParseVersion(ver)
 		if err != nil {
 			missing = append(missing, fmt.Sprintf("%s (%s: %v)", what, p, err))
 			return
 		}
 		*dst = pv.Trunc(2)
-		row.Notes = append(row.Notes, fmt.Sprintf("%s: tensorflow[and-cuda] pins %s", what, p))
+		verb := "pins"
+		if strings.Contains(p, ">=") {
+			verb = "requires (lower bound)"
+		}
+		row.Notes = append(row.Notes, fmt.Sprintf("%s: tensorflow[and-cuda] %s %s", what, verb, p))
 	}
 	field("nvidia-cuda-runtime-cu", "cuda", &row.CUDA)
 	field("nvidia-cudnn-cu", "cudnn", &row.CuDNN)

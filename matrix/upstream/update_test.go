@@ -231,7 +231,12 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 	if got := fmt.Sprintf("%s python %s cuda %s cudnn %s", tf.Version, tf.Python, tf.CUDA, tf.CuDNN); got != w.tf+" python >=3.10,<3.14 cuda 12.9 cudnn 9.10" {
 		t.Errorf("tensorflow row = %s", got)
 	}
-	if !slices.ContainsFunc(tf.Notes, func(n string) bool { return strings.Contains(n, "nvidia-cudnn-cu12==9.10.2.21") }) {
+	if !slices.ContainsFunc(tf.Notes, func(n string) bool {
+		return strings.Contains(n, "cuda: tensorflow[and-cuda] pins nvidia-cuda-runtime-cu12==12.9.79")
+	}) ||
+		!slices.ContainsFunc(tf.Notes, func(n string) bool {
+			return strings.Contains(n, "cudnn: tensorflow[and-cuda] requires (lower bound) nvidia-cudnn-cu12>=9.10.2.21")
+		}) {
 		t.Errorf("tensorflow row notes do not name the pin: %q", tf.Notes)
 	}
 
