@@ -306,7 +306,7 @@ func writeData(stderr io.Writer, dir string, ov *upstream.Overlay) error {
 		return nil
 	}
 	files := map[string][]byte{}
-	for _, name := range upstream.DataFiles {
+	for _, name := range upstream.DataFiles() {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return invalid(fmt.Errorf("--write: %w", err), "restore the file from git")

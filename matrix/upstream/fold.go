@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,9 +10,9 @@ import (
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
-// DataFiles names the files of matrix/data/ that Fold may change, by the
+// dataFiles names the files of matrix/data/ that Fold may change, by the
 // top-level key whose rows the updater writes.
-var DataFiles = map[string]string{
+var dataFiles = map[string]string{
 	"torch":       "torch.yaml",
 	"tensorflow":  "tensorflow.yaml",
 	"jax":         "jax.yaml",
@@ -19,6 +20,12 @@ var DataFiles = map[string]string{
 	"cudnn":       "cudnn.yaml",
 	"nccl":        "nccl.yaml",
 	"base_images": "images.yaml",
+}
+
+// DataFiles lists the files of matrix/data/ Fold reads and may change
+// (torch.yaml, …, images.yaml), sorted.
+func DataFiles() []string {
+	return slices.Sorted(maps.Values(dataFiles))
 }
 
 // Fold writes the overlay's rows into the text of matrix data files
@@ -62,7 +69,7 @@ func Fold(files map[string][]byte, ov *Overlay) (map[string][]byte, error) {
 		if k.n == 0 {
 			continue
 		}
-		name := DataFiles[k.key]
+		name := dataFiles[k.key]
 		text, ok := files[name]
 		if !ok {
 			return nil, fmt.Errorf("fold %s rows: no %s among the data files", k.key, name)

@@ -13,7 +13,7 @@ import (
 func readData(t *testing.T) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
-	for _, name := range DataFiles {
+	for _, name := range DataFiles() {
 		b, err := os.ReadFile(filepath.Join("..", "data", name))
 		if err != nil {
 			t.Fatal(err)
