@@ -173,6 +173,18 @@ func TestMatrixUpdateRefuses(t *testing.T) {
 		t.Errorf("left files behind: %v", entries)
 	}
 
+	// --wheel-archs reads the wheel itself (by range requests); a wheel the
+	// index lists but does not serve is an error naming it, not a row.
+	delete(ix.lie, bad)
+	_, errOut, code = run(t, "matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL+"/whl", "--wheel-archs", "-o", file)
+	wheelURL := fmt.Sprintf("%s/whl/%s/torch-%s%%2B%s-cp313-cp313-manylinux_2_28_x86_64.whl", ix.srv.URL, tags[0], version, tags[0])
+	if code != ExitInvalid || !strings.Contains(errOut, wheelURL) || !strings.Contains(errOut, "404") {
+		t.Errorf("--wheel-archs without the wheel: exit %d, stderr does not name %s:\n%s", code, wheelURL, errOut)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("-o file exists after a failed --wheel-archs run: %v", err)
+	}
+
 	_, errOut, code = run(t, "matrix", "update", "--only", "torch,conda")
 	if code != ExitInvalid || !strings.Contains(errOut, `unknown upstream source "conda"`) {
 		t.Errorf("--only conda: exit %d: %s", code, errOut)
