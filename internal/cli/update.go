@@ -3,16 +3,22 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/matrix/upstream"
+	"github.com/gpuimg/gpuimg/validate"
 )
 
 // UpdateOptions are the flags of `matrix update`.
@@ -21,27 +27,66 @@ type UpdateOptions struct {
 	Output string
 	// Check exits 1 when upstream has rows the matrix lacks.
 	Check bool
-	// Only lists the sources read (torch,jax,cuda,images).
-	Only          string
-	TorchIndexURL string
-	PyPIURL       string
-	CUDARedistURL string
+	// Write folds the overlay into matrix/data/ of the gpuimg checkout
+	// holding the working directory.
+	Write bool
+	// Only lists the sources read (torch,jax,tensorflow,cuda,cudnn,nccl,images).
+	Only           string
+	TorchIndexURL  string
+	PyPIURL        string
+	CUDARedistURL  string
+	CuDNNRedistURL string
+	NCCLRedistURL  string
+	// WheelArchs reads new torch variants' architectures from their
+	// wheels' libtorch_cuda.so by range requests.
+	WheelArchs bool
 	// CUDAImageRepo is the repository whose tags the images source lists;
 	// Mirrors (REGISTRY=MIRROR) are read instead of their registries.
 	CUDAImageRepo string
 	Mirrors       []string
 	// Registry is how the images source reaches registries.
 	Registry RegistryOptions
+
+	dataDir string // with Write: the checkout's matrix/data
+}
+
+// load reads the matrix the run compares upstream with: the built-in data
+// and --matrix-file, and with --write the checkout's matrix/data/ over the
+// built-in data (the binary may be older than the checkout).
+func (o *UpdateOptions) load(mo *MatrixOptions) (*matrix.DB, error) {
+	if !o.Write {
+		return mo.Load()
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("--write: %w", err)
+	}
+	if o.dataDir, err = findCheckout(wd); err != nil {
+		return nil, invalid(err, "run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with -o FILE")
+	}
+	paths, err := filepath.Glob(filepath.Join(o.dataDir, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("--write: %w", err)
+	}
+	db, err := matrix.Load(append(paths, mo.Files...)...)
+	if err != nil {
+		return nil, invalid(err, "fix the data file (format: docs/matrix-data.md)")
+	}
+	return db, nil
 }
 
 // AddFlags binds the options to flags.
 func (o *UpdateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "", "write the overlay to FILE (atomically) instead of stdout")
 	fs.BoolVar(&o.Check, "check", false, "exit 1 when upstream has rows the matrix lacks, listing them (for nightly CI)")
-	fs.StringVar(&o.Only, "only", "torch,jax,cuda,images", "sources to read, comma-separated: torch, jax, cuda, images")
+	fs.BoolVar(&o.Write, "write", false, "fold the new rows into matrix/data/*.yaml of the gpuimg checkout you are in (for maintainers; each file replaced whole, comments kept)")
+	fs.StringVar(&o.Only, "only", strings.Join(sourceNames(), ","), "sources to read, comma-separated: "+strings.Join(sourceNames(), ", "))
 	fs.StringVar(&o.TorchIndexURL, "torch-index-url", upstream.DefaultTorchIndexURL, "PyTorch wheel index base: BASE/torch/ lists every variant (PEP 503/658)")
 	fs.StringVar(&o.PyPIURL, "pypi-url", upstream.DefaultPyPIURL, "PyPI host whose JSON API (BASE/pypi/NAME/json) is read")
 	fs.StringVar(&o.CUDARedistURL, "cuda-redist-url", upstream.DefaultCUDARedistURL, "directory of NVIDIA's redistrib_X.Y.Z.json manifests")
+	fs.StringVar(&o.CuDNNRedistURL, "cudnn-redist-url", upstream.DefaultCuDNNRedistURL, "directory of cuDNN's redistrib_X.Y.Z.json manifests")
+	fs.StringVar(&o.NCCLRedistURL, "nccl-redist-url", upstream.DefaultNCCLRedistURL, "NVIDIA's NCCL redist directory (vX.Y.Z/ listings of nccl_X.Y.Z-1+cudaA.B builds)")
+	fs.BoolVar(&o.WheelArchs, "wheel-archs", false, "read each new torch variant's compiled architectures from its wheel's torch/lib/libtorch_cuda.so (HTTP range requests: the zip's directory and that member, hundreds of MB per variant); without it they are copied from the nearest older variant, with a note")
 	fs.StringVar(&o.CUDAImageRepo, "cuda-image-repo", upstream.DefaultCUDAImageRepo, "repository of NVIDIA's CUDA base images, whose tags the images source lists")
 	fs.StringArrayVar(&o.Mirrors, "registry-mirror", nil, "registry mirror REGISTRY=MIRROR, e.g. docker.io=mirror.example.com (repeatable)")
 	o.Registry.AddFlags(fs)
@@ -51,7 +96,7 @@ func (o *UpdateOptions) AddFlags(fs *pflag.FlagSet) {
 func (o *UpdateOptions) upstreamOptions() ([]upstream.Option, error) {
 	sources, err := upstream.ParseSources(o.Only)
 	if err != nil {
-		return nil, invalid(err, "use --only with torch, jax, cuda and/or images")
+		return nil, invalid(err, "use --only with "+strings.Join(sourceNames(), ", "))
 	}
 	mirrors, err := images.ParseMirrors(o.Mirrors)
 	if err != nil {
@@ -61,7 +106,14 @@ func (o *UpdateOptions) upstreamOptions() ([]upstream.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	var scan upstream.ArchScanner
+	if o.WheelArchs {
+		scan = scanArchs
+	}
 	return []upstream.Option{
+		upstream.WithWheelArchs(scan),
+		upstream.WithCuDNNRedistURL(o.CuDNNRedistURL),
+		upstream.WithNCCLRedistURL(o.NCCLRedistURL),
 		upstream.WithRegistry(mirrors, reg...),
 		upstream.WithCUDAImageRepo(o.CUDAImageRepo),
 		upstream.WithSources(sources...),
@@ -72,33 +124,62 @@ func (o *UpdateOptions) upstreamOptions() ([]upstream.Option, error) {
 	}, nil
 }
 
+// scanArchs is validate's fat-binary scanner in the shape upstream takes.
+func scanArchs(r io.Reader) ([]string, []string, error) {
+	k, err := validate.ScanFatbin(r)
+	return k.SASS, k.PTX, err
+}
+
+func sourceNames() []string {
+	var out []string
+	for _, s := range upstream.Sources {
+		out = append(out, string(s))
+	}
+	return out
+}
+
 func newUpdateCmd(mo *MatrixOptions) *cobra.Command {
 	o := &UpdateOptions{}
 	cmd := &cobra.Command{
 		Use:   "update",
 		Short: "Read upstream's indexes and write the matrix rows the data lacks as an overlay",
 		Long: `update reads upstream's machine-readable sources, and only those: PyTorch's
-all-variants wheel index with each wheel's core metadata (PEP 503/658/714,
-no wheel download), PyPI's JSON API for jax and its CUDA plugins,
-NVIDIA's CUDA redistrib manifests, and the tags of nvidia/cuda (through
---registry-mirror when set) with each new release's image config. It prints the rows the matrix (built-in
-plus --matrix-file) lacks as a --matrix-file overlay, each with its source
-URL and the date read. Metadata whose sha256 differs from the index page's
-is an error (exit 2), never a row.
+all-variants wheel index with each wheel's core metadata (PEP 503/658/714),
+PyPI's JSON API for jax (and its CUDA plugins) and tensorflow (its
+[and-cuda] pins), NVIDIA's CUDA and cuDNN redistrib manifests, NVIDIA's NCCL
+redist directory, and the tags of nvidia/cuda (through --registry-mirror
+when set) with each new release's image config. It prints the rows the
+matrix (built-in plus --matrix-file) lacks as a --matrix-file overlay, each
+with its source URL and the date read. Metadata whose sha256 differs from
+the index page's is an error (exit 2), never a row.
 
 --check prints what the matrix lacks, one line each, and exits 1 if
 anything (0 if nothing); with --check the overlay is only written with -o.
 
+--write (maintainers) compares with matrix/data/ of the gpuimg checkout you
+are in and folds the new rows into those files: comments and layout stay,
+each changed file is replaced whole after the set loads. Outside a checkout
+it is refused.
+
+--wheel-archs reads a new torch variant's compiled architectures from its
+wheel's torch/lib/libtorch_cuda.so with gpuimg validate's fat-binary
+scanner, fetching by HTTP range requests only the zip's central directory
+and that member (hundreds of MB per variant, never the whole wheel).
+Without it the nearest older variant's list is copied, with a note.
+
 Facts no machine-readable source gives (a CUDA release's driver floor, a
-wheel variant's stable/experimental label, compiled architectures) are
-listed on stderr and in the overlay's comments as "could not fill"; see
+wheel variant's stable/experimental label, cuDNN's CUDA minors) are listed
+on stderr and in the overlay's comments as "could not fill"; see
 docs/matrix-data.md, "Keeping the data fresh".`,
 		Example: `  # What is new upstream? (exit 1 if anything; for nightly CI)
   gpuimg matrix update --check
 
-  # Write the overlay and use it
-  gpuimg matrix update -o upstream.yaml
+  # Write the overlay, reading new torch variants' architectures, and use it
+  gpuimg matrix update --wheel-archs -o upstream.yaml
   gpuimg matrix resolve --matrix-file upstream.yaml --torch latest
+
+  # In a gpuimg checkout: fold the new rows into matrix/data/
+  gpuimg matrix update --write --only tensorflow,cudnn,nccl
 
   # Behind mirrors
   gpuimg matrix update --torch-index-url https://mirror.example.com/pytorch/whl \
@@ -109,7 +190,7 @@ docs/matrix-data.md, "Keeping the data fresh".`,
 			if err != nil {
 				return err
 			}
-			db, err := mo.Load()
+			db, err := o.load(mo)
 			if err != nil {
 				return err
 			}
@@ -131,7 +212,7 @@ func updateError(err error) error {
 	if _, ok := errors.AsType[*upstream.IntegrityError](err); ok {
 		return invalid(err, "the index serves metadata that does not match its own page: retry later, or point --torch-index-url at an intact mirror")
 	}
-	return invalid(err, "check that the source is reachable and its flag (--torch-index-url, --pypi-url, --cuda-redist-url, --registry-mirror) points at it")
+	return invalid(err, "check that the source is reachable and its flag (--torch-index-url, --pypi-url, --cuda-redist-url, --cudnn-redist-url, --nccl-redist-url, --registry-mirror) points at it")
 }
 
 func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) error {
@@ -144,6 +225,15 @@ func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) er
 		return err
 	}
 	switch {
+	case o.Write:
+		if err := writeData(stderr, o.dataDir, ov); err != nil {
+			return err
+		}
+		if o.Output != "" {
+			if err := writeFileAtomic(o.Output, b); err != nil {
+				return invalid(err, "choose a writable -o path")
+			}
+		}
 	case o.Output != "":
 		if err := writeFileAtomic(o.Output, b); err != nil {
 			return invalid(err, "choose a writable -o path")
@@ -170,31 +260,115 @@ func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) er
 
 // writeFileAtomic writes b to path through a temporary file in the same
 // directory and a rename, so that path never holds half a file.
-func writeFileAtomic(path string, b []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := writeTemp(path, b)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// gpuimgModule is the module line of a gpuimg checkout's go.mod.
+const gpuimgModule = "module github.com/gpuimg/gpuimg"
+
+// findCheckout walks up from dir to the gpuimg checkout holding it and
+// returns its matrix/data directory.
+func findCheckout(dir string) (string, error) {
+	for d := dir; ; {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			first, _, _ := strings.Cut(string(b), "\n")
+			if strings.TrimSpace(first) == gpuimgModule {
+				data := filepath.Join(d, "matrix", "data")
+				if fi, err := os.Stat(data); err == nil && fi.IsDir() {
+					return data, nil
+				}
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("--write: %s is not inside a gpuimg checkout (no go.mod of %s with matrix/data/ above it)", dir, strings.TrimPrefix(gpuimgModule, "module "))
+		}
+		d = parent
+	}
+}
+
+// writeData folds ov into dir, the matrix/data/ of a checkout. Every changed file is written to a temporary file beside it
+// first, and the set is loaded as the matrix would load it; only then are
+// they renamed into place, so a failure leaves the data as it was and no
+// file is ever half written.
+func writeData(stderr io.Writer, dir string, ov *upstream.Overlay) error {
+	if ov.Empty() {
+		fmt.Fprintf(stderr, "%s is up to date; nothing written\n", dir)
+		return nil
+	}
+	files := map[string][]byte{}
+	for _, name := range upstream.DataFiles() {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return invalid(fmt.Errorf("--write: %w", err), "restore the file from git")
+		}
+		files[name] = b
+	}
+	folded, err := upstream.Fold(files, ov)
+	if err != nil {
+		return invalid(fmt.Errorf("--write: %w", err), "fix the file, or write an overlay with -o FILE and fold it by hand")
+	}
+	names := slices.Sorted(maps.Keys(folded))
+	tmps := map[string]string{}
+	defer func() {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}()
+	var paths []string
+	for _, name := range names {
+		t, err := writeTemp(filepath.Join(dir, name), folded[name])
+		if err != nil {
+			return invalid(err, "make matrix/data writable")
+		}
+		tmps[name] = t
+		paths = append(paths, t)
+	}
+	if _, err := matrix.Load(paths...); err != nil {
+		return fmt.Errorf("--write: the folded data does not load (a gpuimg bug; nothing was written): %w", err)
+	}
+	for _, name := range names {
+		if err := os.Rename(tmps[name], filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("--write %s: %w", filepath.Join(dir, name), err)
+		}
+		delete(tmps, name)
+		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, name))
+	}
+	for _, inc := range ov.Incomplete {
+		fmt.Fprintf(stderr, "not written: %s: %s\n", inc.Row, inc.Reason)
+	}
+	return nil
+}
+
+// writeTemp writes b to a new temporary file beside path and returns its
+// name.
+func writeTemp(path string, b []byte) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return tmp.Name(), nil
 }

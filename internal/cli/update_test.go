@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -172,6 +173,18 @@ func TestMatrixUpdateRefuses(t *testing.T) {
 		t.Errorf("left files behind: %v", entries)
 	}
 
+	// --wheel-archs reads the wheel itself (by range requests); a wheel the
+	// index lists but does not serve is an error naming it, not a row.
+	delete(ix.lie, bad)
+	_, errOut, code = run(t, "matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL+"/whl", "--wheel-archs", "-o", file)
+	wheelURL := fmt.Sprintf("%s/whl/%s/torch-%s%%2B%s-cp313-cp313-manylinux_2_28_x86_64.whl", ix.srv.URL, tags[0], version, tags[0])
+	if code != ExitInvalid || !strings.Contains(errOut, wheelURL) || !strings.Contains(errOut, "404") {
+		t.Errorf("--wheel-archs without the wheel: exit %d, stderr does not name %s:\n%s", code, wheelURL, errOut)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("-o file exists after a failed --wheel-archs run: %v", err)
+	}
+
 	_, errOut, code = run(t, "matrix", "update", "--only", "torch,conda")
 	if code != ExitInvalid || !strings.Contains(errOut, `unknown upstream source "conda"`) {
 		t.Errorf("--only conda: exit %d: %s", code, errOut)
@@ -244,5 +257,126 @@ func TestMatrixUpdateImagesThroughMirror(t *testing.T) {
 	out, errOut, code = run(t, "matrix", "update", "--only", "images", "--registry-mirror", "docker.io="+host)
 	if code != 0 || !strings.Contains(out, "- cuda: "+v+"\n    os: [ubuntu24.04]\n    flavors: [base, runtime]\n") {
 		t.Errorf("overlay: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestMatrixUpdateWrite: --write folds the new release into
+// matrix/data/torch.yaml of the checkout it runs in (found from a
+// subdirectory), leaves the other files and no temporary file behind, and
+// the data then loads with the row; outside a checkout it is refused.
+func TestMatrixUpdateWrite(t *testing.T) {
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := newTorchIndex(t, db)
+	version, _ := ix.addRelease(db)
+	root := t.TempDir()
+	data := filepath.Join(root, "matrix", "data")
+	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/gpuimg/gpuimg\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Glob("../../matrix/data/*.yaml")
+	before := map[string][]byte{}
+	for _, p := range src {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[filepath.Base(p)] = b
+		if err := os.WriteFile(filepath.Join(data, filepath.Base(p)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL + "/whl", "--write"}
+	t.Chdir(filepath.Join(root, "docs"))
+	_, errOut, code := run(t, args...)
+	if code != 0 || !strings.Contains(errOut, "wrote "+filepath.Join(data, "torch.yaml")) {
+		t.Fatalf("--write: exit %d\n%s", code, errOut)
+	}
+	entries, _ := os.ReadDir(data)
+	var paths []string
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(data, e.Name()))
+		if _, ok := before[e.Name()]; !ok {
+			t.Errorf("left %s behind", e.Name())
+		}
+		if changed := !bytes.Equal(b, before[e.Name()]); changed != (e.Name() == "torch.yaml") {
+			t.Errorf("%s changed: %v", e.Name(), changed)
+		}
+		paths = append(paths, filepath.Join(data, e.Name()))
+	}
+	loaded, err := matrix.Load(paths...)
+	if err != nil {
+		t.Fatalf("written data does not load: %v", err)
+	}
+	if got := loaded.Torch[0].Version.String(); got != version {
+		t.Errorf("newest torch after --write is %s, want %s", got, version)
+	}
+	// Run again: nothing new, nothing written.
+	if _, errOut, code := run(t, args...); code != 0 || !strings.Contains(errOut, "nothing written") {
+		t.Errorf("second --write: exit %d\n%s", code, errOut)
+	}
+
+	t.Chdir(t.TempDir())
+	_, errOut, code = run(t, args...)
+	if code != ExitInvalid || !strings.Contains(errOut, "is not inside a gpuimg checkout") || !strings.Contains(errOut, "-o FILE") {
+		t.Errorf("outside a checkout: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestMatrixUpdateCuDNNAndNCCL: --cudnn-redist-url and --nccl-redist-url
+// reach a loopback copy of NVIDIA's directories (known releases are listed
+// but never read); --check lists exactly the one new release of each.
+func TestMatrixUpdateCuDNNAndNCCL(t *testing.T) {
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDNN := fmt.Sprintf("%d.%d.0", db.CuDNN[0].Version.Major(), db.CuDNN[0].Version.Minor()+1)
+	newNCCL := fmt.Sprintf("%d.%d.0", db.NCCL[0].Version.Major(), db.NCCL[0].Version.Minor()+1)
+	pages := map[string]string{}
+	var dnn, nccl strings.Builder
+	for _, r := range db.CuDNN {
+		fmt.Fprintf(&dnn, "<a href=\"redistrib_%s.json\">redistrib_%s.json</a>\n", r.Version, r.Version)
+	}
+	fmt.Fprintf(&dnn, "<a href=\"redistrib_%s.json\">redistrib_%s.json</a>\n<a href=\"cudnn/\">cudnn/</a>\n", newDNN, newDNN)
+	for _, r := range db.NCCL {
+		fmt.Fprintf(&nccl, "<a href=\"v%s/\">v%s/</a>\n", r.Version, r.Version)
+	}
+	fmt.Fprintf(&nccl, "<a href=\"v%s/\">v%s/</a>\n", newNCCL, newNCCL)
+	pages["/compute/cudnn/redist/"] = "<html><body><pre>" + dnn.String() + "</pre></body></html>"
+	pages["/compute/redist/nccl/"] = "<html><body><pre>" + nccl.String() + "</pre></body></html>"
+	pages["/compute/cudnn/redist/redistrib_"+newDNN+".json"] = `{"release_date": "2026-11-20", "release_label": "` + newDNN + `", "release_product": "cudnn",
+  "cudnn": {"name": "NVIDIA CUDA Deep Neural Network library", "license": "cudnn", "version": "` + newDNN + `.7",
+    "linux-x86_64": {"cuda12": {"relative_path": "cudnn/linux-x86_64/a.tar.xz", "sha256": "00", "md5": "00", "size": "1"},
+                     "cuda13": {"relative_path": "cudnn/linux-x86_64/b.tar.xz", "sha256": "00", "md5": "00", "size": "1"}},
+    "cuda_variant": ["12", "13"]}}`
+	pages["/compute/redist/nccl/v"+newNCCL+"/"] = fmt.Sprintf("<html><body><pre><a href=\"nccl_%s-1+cuda13.4_x86_64.txz\">x</a>\n<a href=\"nccl_%s-1+cuda13.4_aarch64.txz\">y</a></pre></body></html>", newNCCL, newNCCL)
+	var read []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		read = append(read, r.URL.Path)
+		p, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, p)
+	}))
+	t.Cleanup(srv.Close)
+	out, errOut, code := run(t, "matrix", "update", "--only", "cudnn,nccl", "--check",
+		"--cudnn-redist-url", srv.URL+"/compute/cudnn/redist", "--nccl-redist-url", srv.URL+"/compute/redist/nccl")
+	want := fmt.Sprintf("cudnn: cuDNN %s (%s/compute/cudnn/redist/redistrib_%s.json)\nnccl: NCCL %s (%s/compute/redist/nccl/v%s/)\n", newDNN, srv.URL, newDNN, newNCCL, srv.URL, newNCCL)
+	if code != ExitFailed || out != want {
+		t.Errorf("--check: exit %d\nstdout %q\nwant   %q\n%s", code, out, want, errOut)
+	}
+	if len(read) != 4 {
+		t.Errorf("read %v; want the two listings, the new manifest and the new NCCL directory only", read)
 	}
 }

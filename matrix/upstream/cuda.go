@@ -1,15 +1,12 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-
-	"golang.org/x/net/html"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -73,32 +70,16 @@ func (o *options) updateCUDA(ctx context.Context, db *matrix.DB, ov *Overlay) er
 // redistribVersions reads a directory listing and returns the versions
 // of the redistrib_X.Y.Z.json manifests it links, oldest first.
 func redistribVersions(dir string, body []byte) ([]matrix.Version, error) {
-	doc, err := html.Parse(bytes.NewReader(body))
+	labels, err := listingLinks(dir, body, redistribRE)
 	if err != nil {
-		return nil, &FormatError{URL: dir, Err: fmt.Errorf("not HTML: %w", err)}
+		return nil, err
 	}
-	seen := map[string]bool{}
 	var out []matrix.Version
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "a" {
-			for _, a := range n.Attr {
-				if a.Key != "href" {
-					continue
-				}
-				if m := redistribRE.FindStringSubmatch(a.Val); m != nil && !seen[m[1]] {
-					if v, err := matrix.ParseVersion(m[1]); err == nil {
-						seen[m[1]] = true
-						out = append(out, v)
-					}
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
+	for _, l := range labels {
+		if v, err := matrix.ParseVersion(l); err == nil {
+			out = append(out, v)
 		}
 	}
-	walk(doc)
 	if len(out) == 0 {
 		return nil, &FormatError{URL: dir, Err: fmt.Errorf("links no redistrib_X.Y.Z.json manifest; is this NVIDIA's redist directory?")}
 	}

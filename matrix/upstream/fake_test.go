@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +12,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -33,6 +36,32 @@ type fakeUpstream struct {
 	links map[string][]link
 	// badHash makes the page give a wrong hash for metadata paths in it.
 	badHash map[string]bool
+	// noRange makes wheels be served whole, Range ignored.
+	noRange  bool
+	mu       sync.Mutex
+	served   int64 // wheel body bytes sent
+	inflight sync.WaitGroup
+}
+
+// wheelBytes is the number of wheel body bytes sent, once every wheel
+// request in flight has finished (a client can have read a whole body
+// before its handler returns).
+func (f *fakeUpstream) wheelBytes() int64 {
+	f.inflight.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.served
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // link is one anchor: raw HTML, or a wheel whose metadata is served at
@@ -78,6 +107,21 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	b, ok := f.files[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, ".whl") {
+		// Wheels are served as a CDN serves them: Range honoured, unless
+		// the test says otherwise; every body byte sent is counted.
+		f.inflight.Add(1)
+		defer f.inflight.Done()
+		cw := &countingWriter{ResponseWriter: w}
+		if f.noRange {
+			r.Header.Del("Range")
+		}
+		http.ServeContent(cw, r, "", time.Time{}, bytes.NewReader(b))
+		f.mu.Lock()
+		f.served += cw.n
+		f.mu.Unlock()
 		return
 	}
 	if strings.HasSuffix(r.URL.Path, ".json") {
@@ -139,6 +183,13 @@ func cudaTagOf(v matrix.Version) string { return fmt.Sprintf("%d%d", v.Major(), 
 // addPyPI serves GET /pypi/NAME/json (all releases) and
 // /pypi/NAME/VERSION/json for each release with its requires_dist.
 func (f *fakeUpstream) addPyPI(name string, releases map[string][]string) {
+	f.addPyPIFiles(name, releases, func(v string) []string {
+		return []string{strings.ReplaceAll(name, "-", "_") + "-" + v + "-py3-none-any.whl"}
+	})
+}
+
+// addPyPIFiles is addPyPI with each release's file names given.
+func (f *fakeUpstream) addPyPIFiles(name string, releases map[string][]string, filenames func(v string) []string) {
 	type file struct {
 		Filename    string            `json:"filename"`
 		PackageType string            `json:"packagetype"`
@@ -157,13 +208,16 @@ func (f *fakeUpstream) addPyPI(name string, releases map[string][]string) {
 	all := map[string][]file{}
 	var newest string
 	for v, reqs := range releases {
-		fl := file{Filename: strings.ReplaceAll(name, "-", "_") + "-" + v + "-py3-none-any.whl", PackageType: "bdist_wheel", UploadTime: "2026-11-01T00:00:00.000000Z",
-			URL: "https://files.example/" + v, Digests: map[string]string{"sha256": sha([]byte(v))}}
-		all[v] = []file{fl}
+		var fls []file
+		for _, fn := range filenames(v) {
+			fls = append(fls, file{Filename: fn, PackageType: "bdist_wheel", UploadTime: "2026-11-01T00:00:00.000000Z",
+				URL: "https://files.example/" + fn, Digests: map[string]string{"sha256": sha([]byte(fn))}})
+		}
+		all[v] = fls
 		b, _ := json.Marshal(map[string]any{
 			"info":            info{Name: name, Version: v, RequiresPython: ">=3.11", RequiresDist: reqs, Summary: "test"},
 			"last_serial":     1,
-			"urls":            []file{fl},
+			"urls":            fls,
 			"vulnerabilities": []any{},
 		})
 		f.files["/pypi/"+name+"/"+v+"/json"] = b
@@ -229,3 +283,128 @@ func (f *fakeUpstream) mirrorCUDA(db *matrix.DB, extra ...string) {
 	b.WriteString("<a href=\"cuda_cudart/\">cuda_cudart/</a>\n</pre><hr></body>\n</html>\n")
 	f.files["/compute/cuda/redist/"] = []byte(b.String())
 }
+
+// tfWheels are a tensorflow release's files as PyPI lists them: CPython
+// wheels for Linux x86_64 and aarch64, macOS and Windows.
+func tfWheels(v string) []string {
+	var out []string
+	for _, py := range []string{"cp310", "cp311", "cp312", "cp313"} {
+		out = append(out,
+			fmt.Sprintf("tensorflow-%s-%s-%s-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", v, py, py),
+			fmt.Sprintf("tensorflow-%s-%s-%s-manylinux_2_17_aarch64.manylinux2014_aarch64.whl", v, py, py),
+			fmt.Sprintf("tensorflow-%s-%s-%s-macosx_12_0_arm64.whl", v, py, py),
+			fmt.Sprintf("tensorflow-%s-%s-%s-win_amd64.whl", v, py, py))
+	}
+	// A newer CPython only for macOS does not widen the Linux range.
+	return append(out, fmt.Sprintf("tensorflow-%s-cp314-cp314-macosx_12_0_arm64.whl", v))
+}
+
+// mirrorTensorFlow lists db's tensorflow releases, an old one below the
+// floor and a pre-release, plus extra ones with their Requires-Dist.
+func (f *fakeUpstream) mirrorTensorFlow(db *matrix.DB, extra map[string][]string) {
+	rel := map[string][]string{"2.0.0": nil, "99.0.0rc0": nil}
+	for _, r := range db.TensorFlow {
+		rel[r.Version.String()] = nil
+	}
+	maps.Copy(rel, extra)
+	f.addPyPIFiles("tensorflow", rel, tfWheels)
+}
+
+// tfAndCUDA is a tensorflow release's Requires-Dist as PyPI gives it:
+// plain requirements and the and-cuda extra's nvidia-* pins (cuDNN as a
+// range, as the requirements of TensorFlow's master branch give it).
+func tfAndCUDA(cuda, cudnn, nccl string) []string {
+	return []string{
+		"absl-py>=1.0.0",
+		"numpy<2.2.0,>=1.26.0",
+		`tensorflow-io-gcs-filesystem>=0.23.1; python_version < "3.12"`,
+		`nvidia-cublas-cu12==12.5.3.2; extra == "and-cuda"`,
+		`nvidia-cuda-cupti-cu12==` + cuda + `; extra == "and-cuda"`,
+		`nvidia-cuda-nvcc-cu12==` + cuda + `; extra == "and-cuda"`,
+		`nvidia-cuda-runtime-cu12==` + cuda + `; extra == "and-cuda"`,
+		`nvidia-cudnn-cu12<10.0,>=` + cudnn + `; extra == "and-cuda"`,
+		`nvidia-nccl-cu12==` + nccl + `; extra == "and-cuda"`,
+	}
+}
+
+// addCuDNNRedistrib serves a cuDNN manifest in NVIDIA's schema (as
+// redistrib_9.27.0.json): release_* strings, then cudnn, cudnn_jit and
+// cudnn_samples components, platforms keyed by CUDA variant.
+func (f *fakeUpstream) addCuDNNRedistrib(label, build, date string, majors ...string) {
+	variants := func(comp, plat string) map[string]any {
+		m := map[string]any{}
+		for _, mj := range majors {
+			m["cuda"+mj] = map[string]any{
+				"relative_path": fmt.Sprintf("%s/%s/%s-%s-%s_cuda%s-archive.tar.xz", comp, plat, comp, plat, build, mj),
+				"sha256":        sha([]byte(comp + plat + mj)), "md5": "0", "size": "1012666264",
+			}
+		}
+		return m
+	}
+	comp := func(name, key string) map[string]any {
+		return map[string]any{"name": name, "license": "cudnn", "license_path": key + "/LICENSE.txt", "version": build,
+			"linux-x86_64": variants(key, "linux-x86_64"), "cuda_variant": majors, "linux-sbsa": variants(key, "linux-sbsa"),
+			"windows-x86_64": variants(key, "windows-x86_64")}
+	}
+	m := map[string]any{
+		"release_date": date, "release_label": label, "release_product": "cudnn",
+		"cudnn":     comp("NVIDIA CUDA Deep Neural Network library", "cudnn"),
+		"cudnn_jit": comp("NVIDIA CUDA Deep Neural Network Graph JIT library", "cudnn_jit"),
+		"cudnn_samples": map[string]any{"name": "NVIDIA cuDNN samples", "license": "cudnn", "version": build,
+			"source": map[string]any{"relative_path": "cudnn_samples/source/cudnn_samples-source-" + build + "-archive.tar.xz", "sha256": sha([]byte(build)), "md5": "0", "size": "1665944"}},
+	}
+	b, _ := json.MarshalIndent(m, "", "    ")
+	f.files["/compute/cudnn/redist/redistrib_"+label+".json"] = b
+}
+
+// mirrorCuDNN writes cuDNN's redist directory listing: db's releases, an
+// old one below the floor, and extra labels (served by addCuDNNRedistrib).
+func (f *fakeUpstream) mirrorCuDNN(db *matrix.DB, extra ...string) {
+	vs := []string{"7.6.5"}
+	for _, c := range db.CuDNN {
+		vs = append(vs, c.Version.String())
+	}
+	f.files["/compute/cudnn/redist/"] = listing("/compute/cudnn/redist/", append(vs, extra...), "redistrib_%s.json", "cudnn/", "cudnn_samples/")
+}
+
+// listing is an nginx-style directory index of NVIDIA's download host.
+func listing(dir string, names []string, format string, more ...string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<html>\n<head><title>Index of %s</title></head>\n<body>\n<h1>Index of %s</h1><hr><pre><a href=\"../\">../</a>\n", dir, dir)
+	for _, n := range names {
+		name := fmt.Sprintf(format, n)
+		fmt.Fprintf(&b, "<a href=\"%s\">%s</a>     05-Jun-2026 17:42    41234\n", name, name)
+	}
+	for _, m := range more {
+		fmt.Fprintf(&b, "<a href=\"%s\">%s</a>     05-Jun-2026 17:42       -\n", m, m)
+	}
+	b.WriteString("</pre><hr></body>\n</html>\n")
+	return []byte(b.String())
+}
+
+// mirrorNCCL writes NVIDIA's NCCL redist tree: a minor directory (v2.7/)
+// below the floor holding two releases, a vX.Y.Z/ directory per db
+// release and per extra release, each listing its builds (x86_64 and
+// aarch64, an md5sum file) for the given CUDA versions.
+func (f *fakeUpstream) mirrorNCCL(db *matrix.DB, extra map[string][]string) {
+	dirs := []string{"2.7"}
+	f.files["/compute/redist/nccl/v2.7/"] = listing("/compute/redist/nccl/v2.7/", []string{"2.7.3-1+cuda10.2", "2.7.3-1+cuda11.0"}, "nccl_%s_x86_64.txz")
+	add := func(v string, cudas []string) {
+		dirs = append(dirs, v)
+		var names []string
+		for _, c := range cudas {
+			names = append(names, fmt.Sprintf("nccl_%s-1+cuda%s_x86_64.txz", v, c), fmt.Sprintf("nccl_%s-1+cuda%s_aarch64.txz", v, c))
+		}
+		f.files["/compute/redist/nccl/v"+v+"/"] = listing("/compute/redist/nccl/v"+v+"/", names, "%s", "md5sum.txt")
+	}
+	for _, n := range db.NCCL {
+		add(n.Version.String(), []string{"12.9"})
+	}
+	for v, cudas := range extra {
+		add(v, cudas)
+	}
+	f.files["/compute/redist/nccl/"] = listing("/compute/redist/nccl/", dirs, "v%s/")
+}
+
+func (f *fakeUpstream) cudnnURL() string { return f.srv.URL + "/compute/cudnn/redist" }
+func (f *fakeUpstream) ncclURL() string  { return f.srv.URL + "/compute/redist/nccl" }

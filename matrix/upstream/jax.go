@@ -53,18 +53,7 @@ func (o *options) updateJAX(ctx context.Context, db *matrix.DB, ov *Overlay) err
 			floor = j.Version
 		}
 	}
-	var versions []matrix.Version
-	for s, files := range proj.Releases {
-		if !finalRE.MatchString(s) || len(files) == 0 || !slices.ContainsFunc(files, func(f pypiFile) bool { return !f.Yanked }) {
-			continue
-		}
-		v, err := matrix.ParseVersion(s)
-		if err != nil || known[v.String()] || (!floor.IsZero() && v.Less(floor)) {
-			continue
-		}
-		versions = append(versions, v)
-	}
-	slices.SortFunc(versions, matrix.Version.Compare)
+	versions := newReleases(proj, known, floor)
 	srcID := "upstream-pypi-jax-" + ov.Date
 	added := 0
 	for _, v := range versions {

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,15 +22,23 @@ const (
 	SourceTorch Source = "torch"
 	// SourceJAX is PyPI's JSON API for jax and its jax-cudaNN-plugin wheels.
 	SourceJAX Source = "jax"
+	// SourceTensorFlow is PyPI's JSON API for tensorflow and its
+	// [and-cuda] extra's nvidia-* pins.
+	SourceTensorFlow Source = "tensorflow"
 	// SourceCUDA is NVIDIA's redistrib_X.Y.Z.json manifests.
 	SourceCUDA Source = "cuda"
+	// SourceCuDNN is cuDNN's redistrib_X.Y.Z.json manifests.
+	SourceCuDNN Source = "cudnn"
+	// SourceNCCL is NVIDIA's NCCL redist directory (vX.Y.Z/ listings of
+	// nccl_X.Y.Z-1+cudaA.B builds).
+	SourceNCCL Source = "nccl"
 	// SourceImages is the tags of NVIDIA's CUDA image repository and the
 	// config env of each new release's images.
 	SourceImages Source = "images"
 )
 
 // Sources lists every source in reading order.
-var Sources = []Source{SourceTorch, SourceJAX, SourceCUDA, SourceImages}
+var Sources = []Source{SourceTorch, SourceJAX, SourceTensorFlow, SourceCUDA, SourceCuDNN, SourceNCCL, SourceImages}
 
 // ParseSources reads a comma-separated list such as "torch,cuda".
 func ParseSources(s string) ([]Source, error) {
@@ -62,9 +71,11 @@ func joinSources(ss []Source) string {
 
 // Default upstream locations.
 const (
-	DefaultTorchIndexURL = "https://download.pytorch.org/whl"
-	DefaultPyPIURL       = "https://pypi.org"
-	DefaultCUDARedistURL = "https://developer.download.nvidia.com/compute/cuda/redist"
+	DefaultTorchIndexURL  = "https://download.pytorch.org/whl"
+	DefaultPyPIURL        = "https://pypi.org"
+	DefaultCUDARedistURL  = "https://developer.download.nvidia.com/compute/cuda/redist"
+	DefaultCuDNNRedistURL = "https://developer.download.nvidia.com/compute/cudnn/redist"
+	DefaultNCCLRedistURL  = "https://developer.download.nvidia.com/compute/redist/nccl"
 )
 
 // Option configures Update.
@@ -78,6 +89,9 @@ type options struct {
 	torchURL      string
 	pypiURL       string
 	cudaURL       string
+	cudnnURL      string
+	ncclURL       string
+	archs         ArchScanner
 	sources       []Source
 	now           func() time.Time
 	progress      func(Source, string)
@@ -91,6 +105,8 @@ func makeOptions(opts []Option) (*options, error) {
 		torchURL:      DefaultTorchIndexURL,
 		pypiURL:       DefaultPyPIURL,
 		cudaURL:       DefaultCUDARedistURL,
+		cudnnURL:      DefaultCuDNNRedistURL,
+		ncclURL:       DefaultNCCLRedistURL,
 		sources:       Sources,
 		now:           time.Now,
 		progress:      func(Source, string) {},
@@ -141,6 +157,18 @@ func WithPyPIURL(s string) Option {
 // manifests; its listing names them. The default is DefaultCUDARedistURL.
 func WithCUDARedistURL(s string) Option {
 	return func(o *options) (err error) { o.cudaURL, err = baseURL("CUDA redist URL", s); return err }
+}
+
+// WithCuDNNRedistURL sets the directory holding cuDNN's
+// redistrib_X.Y.Z.json manifests. The default is DefaultCuDNNRedistURL.
+func WithCuDNNRedistURL(s string) Option {
+	return func(o *options) (err error) { o.cudnnURL, err = baseURL("cuDNN redist URL", s); return err }
+}
+
+// WithNCCLRedistURL sets NVIDIA's NCCL redist directory, whose vX.Y.Z/
+// subdirectories hold the builds. The default is DefaultNCCLRedistURL.
+func WithNCCLRedistURL(s string) Option {
+	return func(o *options) (err error) { o.ncclURL, err = baseURL("NCCL redist URL", s); return err }
 }
 
 // WithSources limits the sources read. The default is all of Sources.
@@ -194,4 +222,20 @@ func WithCUDAImageRepo(repo string) Option {
 		o.imageRepoName = repo
 		return nil
 	}
+}
+
+// ArchScanner reads a shared library's bytes to their end and returns the
+// GPU architectures it holds SASS and PTX for. gpuimg's is the fat-binary
+// scanner of validate (validate.ScanFatbin), which the caller passes in:
+// the matrix packages do not import validate.
+type ArchScanner func(r io.Reader) (sass, ptx []string, err error)
+
+// WithWheelArchs makes the torch source read each new variant's compiled
+// architectures from its wheel's torch/lib/libtorch_cuda.so with scan,
+// fetching through HTTP range requests only the zip's end records, its
+// central directory and that one member (wheelarchs.go). The default
+// (nil) copies the list of the nearest older release's variant for the
+// same CUDA, with a note saying so.
+func WithWheelArchs(scan ArchScanner) Option {
+	return func(o *options) error { o.archs = scan; return nil }
 }

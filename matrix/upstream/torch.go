@@ -238,15 +238,26 @@ func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, 
 	}
 	ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: "status", Reason: "stable/experimental is not machine-readable; written as experimental until a maintainer confirms it against RELEASE.md"})
 	v.Notes = append(v.Notes, "status: experimental until confirmed (the index does not say which variants are stable)")
-	// Compiled architectures need the wheel's fat binaries; gpuimg does
-	// not download wheels, so the nearest older release's list for the
-	// same CUDA stands in, with a note.
+	// Compiled architectures are only in the wheel's device code: read
+	// them from libtorch_cuda.so by range requests when a scanner is set,
+	// else the nearest older release's list for the same CUDA stands in,
+	// with a note.
+	if o.archs != nil {
+		o.progress(SourceTorch, fmt.Sprintf("%s: reading %s from %s by range requests", name, libtorchCUDA, w.URL))
+		sass, ptx, fetched, err := o.wheelArchs(ctx, w.URL)
+		if err != nil {
+			return matrix.TorchVariant{}, err
+		}
+		v.Archs, v.PTX = sass, ptx
+		v.Notes = append(v.Notes, fmt.Sprintf("archs/ptx read from %s in %s by the fat-binary scanner (%d bytes fetched by HTTP range requests)", libtorchCUDA, w.URL, fetched))
+		return v, nil
+	}
 	if from, ok := nearestArchs(db, rel.version, cuda); ok {
 		v.Archs, v.PTX = slices.Clone(from.v.Archs), slices.Clone(from.v.PTX)
 		v.Notes = append(v.Notes, fmt.Sprintf("archs/ptx copied from torch %s cu%s (not read from this wheel); confirm with the fat-binary scanner", from.version, tag[2:]))
-		ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: "archs", Reason: fmt.Sprintf("copied from torch %s %s; the compiled list is only in the wheel's libtorch_cuda.so", from.version, tag)})
+		ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: "archs", Reason: fmt.Sprintf("copied from torch %s %s; the compiled list is only in the wheel's libtorch_cuda.so (read it with --wheel-archs)", from.version, tag)})
 	} else {
-		ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: "archs", Reason: "no older release has a " + tag + " variant to copy from; the compiled list is only in the wheel's libtorch_cuda.so"})
+		ov.Unfilled = append(ov.Unfilled, Unfilled{Source: SourceTorch, Row: name, Field: "archs", Reason: "no older release has a " + tag + " variant to copy from; the compiled list is only in the wheel's libtorch_cuda.so (read it with --wheel-archs)"})
 	}
 	return v, nil
 }

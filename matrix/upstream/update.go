@@ -25,8 +25,14 @@ func Update(ctx context.Context, db *matrix.DB, opts ...Option) (*Overlay, error
 			err = o.updateTorch(ctx, db, ov)
 		case SourceJAX:
 			err = o.updateJAX(ctx, db, ov)
+		case SourceTensorFlow:
+			err = o.updateTensorFlow(ctx, db, ov)
 		case SourceCUDA:
 			err = o.updateCUDA(ctx, db, ov)
+		case SourceCuDNN:
+			err = o.updateCuDNN(ctx, db, ov)
+		case SourceNCCL:
+			err = o.updateNCCL(ctx, db, ov)
 		case SourceImages:
 			err = o.updateImages(ctx, db, ov)
 		}

@@ -35,6 +35,7 @@ type world struct {
 	tags                   []string
 	cudnn, nccl            []string
 	jax, cuda              string
+	tf, newCuDNN, newNCCL  string
 	reg                    *cudaRegistry
 	torchMetadata          map[string]string // tag -> metadata path
 	newestTorch, newestJAX matrix.Version
@@ -105,6 +106,19 @@ func newWorld(t *testing.T, db *matrix.DB) *world {
 		`nvidia-cudnn-cu13<10.0,>=9.13; extra == "with-cuda"`,
 	}})
 
+	// tensorflow: the next minor after the newest row, with and-cuda pins.
+	w.tf = bump(db.TensorFlow[0].Version)
+	w.f.mirrorTensorFlow(db, map[string][]string{w.tf: tfAndCUDA("12.9.79", "9.10.2.21", "2.27.3")})
+
+	// cuDNN: the next minor after the newest row, for CUDA 12 and 13.
+	w.newCuDNN = bump(db.CuDNN[0].Version)
+	w.f.mirrorCuDNN(db, w.newCuDNN)
+	w.f.addCuDNNRedistrib(w.newCuDNN, w.newCuDNN+".12", "2026-11-20", "12", "13")
+
+	// NCCL: the next minor after the newest row, built for two CUDAs.
+	w.newNCCL = bump(db.NCCL[0].Version)
+	w.f.mirrorNCCL(db, map[string][]string{w.newNCCL: {"13.4", "12.9"}})
+
 	// CUDA: the next minor after the newest release.
 	w.cuda = bump(db.CUDA[0].Version)
 	w.f.mirrorCUDA(db, w.cuda)
@@ -129,6 +143,7 @@ func newWorld(t *testing.T, db *matrix.DB) *world {
 
 func (w *world) opts() []Option {
 	return []Option{WithTorchIndexURL(w.f.torchURL()), WithPyPIURL(w.f.pypiURL()), WithCUDARedistURL(w.f.redistURL()), WithClock(testDay),
+		WithCuDNNRedistURL(w.f.cudnnURL()), WithNCCLRedistURL(w.f.ncclURL()),
 		WithRegistry(images.Mirrors{"index.docker.io": w.reg.host})}
 }
 
@@ -150,7 +165,10 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 	want := []string{
 		fmt.Sprintf("torch %s (%s)", w.torch, strings.Join(w.tags, ", ")),
 		fmt.Sprintf("jax %s (cuda12, cuda13)", w.jax),
+		"tensorflow " + w.tf,
 		"CUDA " + w.cuda,
+		"cuDNN " + w.newCuDNN,
+		"NCCL " + w.newNCCL,
 		"base images for CUDA " + w.cuda,
 	}
 	if !slices.Equal(found, want) {
@@ -202,6 +220,33 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 		j.Variants[1].Extra, j.Variants[1].CUDA, j.Variants[1].MinCUDA, j.Variants[1].MinCuDNN)
 	if want := w.jax + " python >=3.11; cuda12 12 12.1 9.8; cuda13 13 13.0 9.13"; got != want {
 		t.Errorf("jax row = %s, want %s", got, want)
+	}
+
+	// The tensorflow row: cuda and cudnn from the and-cuda pins, Python
+	// from the Linux x86_64 wheels.
+	if len(ov.File.TensorFlow) != 1 {
+		t.Fatalf("tensorflow rows %+v", ov.File.TensorFlow)
+	}
+	tf := ov.File.TensorFlow[0]
+	if got := fmt.Sprintf("%s python %s cuda %s cudnn %s", tf.Version, tf.Python, tf.CUDA, tf.CuDNN); got != w.tf+" python >=3.10,<3.14 cuda 12.9 cudnn 9.10" {
+		t.Errorf("tensorflow row = %s", got)
+	}
+	if !slices.ContainsFunc(tf.Notes, func(n string) bool {
+		return strings.Contains(n, "cuda: tensorflow[and-cuda] pins nvidia-cuda-runtime-cu12==12.9.79")
+	}) ||
+		!slices.ContainsFunc(tf.Notes, func(n string) bool {
+			return strings.Contains(n, "cudnn: tensorflow[and-cuda] requires (lower bound) nvidia-cudnn-cu12>=9.10.2.21")
+		}) {
+		t.Errorf("tensorflow row notes do not name the pin: %q", tf.Notes)
+	}
+
+	// cuDNN and NCCL rows: CUDA majors from the manifest, CUDA versions
+	// from the builds listed.
+	if len(ov.File.CuDNN) != 1 || ov.File.CuDNN[0].Version.String() != w.newCuDNN || ov.File.CuDNN[0].CUDA.String() != "12 || 13" || !ov.File.CuDNN[0].MinDriver.IsZero() {
+		t.Errorf("cudnn rows %+v", ov.File.CuDNN)
+	}
+	if len(ov.File.NCCL) != 1 || ov.File.NCCL[0].Version.String() != w.newNCCL || ov.File.NCCL[0].CUDA.String() != "12.9 || 13.4" {
+		t.Errorf("nccl rows %+v", ov.File.NCCL)
 	}
 
 	// The CUDA row: release and month from the manifest, no driver floor.
@@ -268,6 +313,9 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 	if _, err := loaded.Resolve(matrix.Constraints{JAX: &jc}); err != nil {
 		t.Errorf("resolve jax %s: %v", w.jax, err)
 	}
+	if got := loaded.TensorFlow[0].Version.String(); got != w.tf {
+		t.Errorf("newest tensorflow with the overlay is %s, want %s", got, w.tf)
+	}
 
 	// Once the overlay is part of the matrix, nothing is missing.
 	again, err := Update(t.Context(), loaded, w.opts()...)
@@ -287,9 +335,13 @@ func TestUpdateNothingNew(t *testing.T) {
 	f.mirrorTorch(db)
 	f.mirrorJAX(db, nil)
 	f.mirrorCUDA(db)
+	f.mirrorTensorFlow(db, nil)
+	f.mirrorCuDNN(db)
+	f.mirrorNCCL(db, nil)
 	reg := newCUDARegistry(t)
 	reg.mirrorImages("nvidia/cuda", db)
 	ov, err := Update(t.Context(), db, WithTorchIndexURL(f.torchURL()), WithPyPIURL(f.pypiURL()), WithCUDARedistURL(f.redistURL()), WithClock(testDay),
+		WithCuDNNRedistURL(f.cudnnURL()), WithNCCLRedistURL(f.ncclURL()),
 		WithRegistry(images.Mirrors{"index.docker.io": reg.host}))
 	if err != nil {
 		t.Fatal(err)
@@ -405,6 +457,30 @@ func TestUpdateRefusesBadUpstream(t *testing.T) {
 				w.f.files["/compute/cuda/redist/redistrib_"+w.cuda+".json"] = []byte(`{"release_date": "2026-11-18", "release_label": "1.2.3", "release_product": "cuda"}`)
 			},
 			urlHas: func(w *world) string { return w.f.redistURL() + "/redistrib_" },
+			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
+		},
+		{
+			name: "cuDNN manifest of another product",
+			setup: func(w *world) {
+				w.f.files["/compute/cudnn/redist/redistrib_"+w.newCuDNN+".json"] = []byte(`{"release_date": "2026-11-20", "release_label": "` + w.newCuDNN + `", "release_product": "cusparselt"}`)
+			},
+			urlHas: func(w *world) string { return w.f.cudnnURL() + "/redistrib_" + w.newCuDNN + ".json" },
+			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
+		},
+		{
+			name: "NCCL release directory without builds",
+			setup: func(w *world) {
+				w.f.files["/compute/redist/nccl/v"+w.newNCCL+"/"] = []byte("<html><body>Access denied</body></html>")
+			},
+			urlHas: func(w *world) string { return w.f.ncclURL() + "/v" + w.newNCCL + "/" },
+			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
+		},
+		{
+			name: "tensorflow requirement that does not parse",
+			setup: func(w *world) {
+				w.f.addPyPIFiles("tensorflow", map[string][]string{w.tf: {`nvidia-cudnn-cu12 === ; extra == "and-cuda"`}}, tfWheels)
+			},
+			urlHas: func(w *world) string { return w.f.pypiURL() + "/pypi/tensorflow/" + w.tf + "/json" },
 			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
 		},
 		{
