@@ -260,11 +260,8 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			return nil, fmt.Errorf("write build context: %w", err)
 		}
 	}
-	for _, cp := range req.Extras.Copy {
-		src, _, _ := strings.Cut(cp, ":")
-		if _, err := os.Stat(filepath.Join(ctxDir, src)); err != nil {
-			return nil, fmt.Errorf("copy %s: %w", cp, err)
-		}
+	if err := checkCopySources(ctxDir, req.Extras.Copy); err != nil {
+		return nil, err
 	}
 	localCtx, err := fsutil.NewFS(tmp)
 	if err != nil {
