@@ -69,3 +69,25 @@ func TestCheckCopySources(t *testing.T) {
 		})
 	}
 }
+
+// TestPushFailure reads BuildKit's push errors as they reach the client.
+func TestPushFailure(t *testing.T) {
+	tests := []struct {
+		msg       string
+		registry  string
+		transient bool
+	}{
+		{`failed to solve: failed to push 127.0.0.1:5000/gpuimg/e2e:t: unexpected status from PUT request to http://127.0.0.1:5000/v2/gpuimg/e2e/manifests/t: 503 Service Unavailable`, "127.0.0.1:5000", true},
+		{`failed to solve: failed to push reg.example.com/ml/torch:2.3: failed to do request: Head "https://reg.example.com/v2/ml/torch/blobs/sha256:ab": dial tcp 10.0.0.1:443: connect: connection refused`, "reg.example.com", true},
+		{`failed to solve: failed to push 127.0.0.1:5500/a:b: unexpected status from POST request to http://127.0.0.1:5500/v2/a/blobs/uploads/: 429 Too Many Requests`, "127.0.0.1:5500", true},
+		{`failed to solve: failed to push 127.0.0.1:5500/a:500: unexpected status from PUT request: 401 Unauthorized`, "127.0.0.1:5500", false},
+		{`failed to solve: failed to push reg.example.com/a@sha256:0123: server message: insufficient_scope: authorization failed`, "reg.example.com", false},
+		{`failed to solve: process "/bin/sh -c pip install x" did not complete successfully: exit code: 1`, "", false},
+	}
+	for _, tt := range tests {
+		reg, tr := pushFailure(errors.New(tt.msg))
+		if reg != tt.registry || tr != tt.transient {
+			t.Errorf("%s:\n got %q %v, want %q %v", tt.msg, reg, tr, tt.registry, tt.transient)
+		}
+	}
+}
