@@ -207,6 +207,7 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		if cl, err = local.Ensure(ctx); err != nil {
 			return invalid(err, "")
 		}
+		defer local.Release()
 	} else if cl, err = builder.Connect(ctx, set.Builder, o.clientOpts()...); err != nil {
 		return invalid(err, "start buildkitd there, or drop --builder/BUILDKIT_HOST to let gpuimg start one locally")
 	}
