@@ -402,10 +402,14 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 				plan.Labels["org.opencontainers.image.version"], registry, try, tries, err)
 		}
 		// Every step is cached now: another solve only pushes again.
+		wait := backoff.Step()
+		if req.Progress != nil && req.ProgressMode != string(progressui.QuietMode) {
+			fmt.Fprintf(req.Progress, "gpuimg: push to %s failed (try %d of %d), trying again in %s: %v\n", registry, try, tries, wait.Round(time.Millisecond), err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], context.Cause(ctx))
-		case <-time.After(backoff.Step()):
+		case <-time.After(wait):
 		}
 	}
 	for tmp, dest := range renames {

@@ -38,6 +38,14 @@ func Connect(ctx context.Context, addr string, opts ...client.ClientOpt) (*clien
 	return c, nil
 }
 
+// Alive says whether the daemon behind c still answers (within 10s).
+func Alive(ctx context.Context, c *client.Client) bool {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := c.ListWorkers(pctx)
+	return err == nil
+}
+
 // Local manages a buildkitd that gpuimg starts itself and reuses across
 // runs. It keeps its state (root, socket, config, log, pid) in StateDir.
 type Local struct {

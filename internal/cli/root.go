@@ -21,6 +21,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		if in, ok := interrupted(ctx); ok {
+			// What was cancelled says "context canceled"; say why.
+			printError(stderr, fmt.Errorf("%w; stopped: %w", in, err))
+			return in.ExitCode()
+		}
 		printError(stderr, err)
 		return exitCode(err)
 	}
