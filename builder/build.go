@@ -517,7 +517,9 @@ var pushRE = regexp.MustCompile(`failed to push ([^\s]+?):? `)
 // transientPushRE matches the causes worth another try: 408, 429 and 5xx
 // answers, and connections refused, reset or cut off (a registry that
 // restarts); the same kinds images retries for a copy.
-var transientPushRE = regexp.MustCompile(`\b(408|429|5\d\d)\b|connection refused|connection reset|broken pipe|i/o timeout|unexpected EOF|: EOF\b`)
+// A registry's JSON error body replaces the status in the message with
+// its error code (toomanyrequests, unavailable).
+var transientPushRE = regexp.MustCompile(`\b(408|429|5\d\d)\b|(?i:toomanyrequests|unavailable)|connection refused|connection reset|broken pipe|i/o timeout|unexpected EOF|: EOF\b`)
 
 // pushFailure says whether a solve failed in pushing an image: the
 // registry it failed to push to, and whether the cause is worth a retry.

@@ -26,9 +26,9 @@ func TestCheckCopySources(t *testing.T) {
 		must(os.MkdirAll(filepath.Join(ctx, d), 0o755))
 	}
 	must(os.WriteFile(filepath.Join(ctx, "app/main.py"), []byte("print(1)\n"), 0o644))
-	must(os.Symlink("main.py", filepath.Join(ctx, "app/alias.py")))             // inside
-	must(os.Symlink("../main.py", filepath.Join(ctx, "app/lib/up.py")))         // inside, one level up
-	must(os.Symlink(filepath.Join(ctx, "app"), filepath.Join(ctx, "appdir")))   // absolute, inside
+	must(os.Symlink("main.py", filepath.Join(ctx, "app/alias.py")))           // inside
+	must(os.Symlink("../main.py", filepath.Join(ctx, "app/lib/up.py")))       // inside, one level up
+	must(os.Symlink(filepath.Join(ctx, "app"), filepath.Join(ctx, "appdir"))) // absolute, inside
 	must(os.Symlink(filepath.Join(outside, "secret"), filepath.Join(ctx, "bad/abs/key")))
 	must(os.Symlink("../../../"+filepath.Base(outside)+"/secret", filepath.Join(ctx, "bad/rel/key")))
 	must(os.Symlink("../abs/key", filepath.Join(ctx, "bad/chain/key"))) // inside, to a link that leaves
@@ -80,6 +80,7 @@ func TestPushFailure(t *testing.T) {
 		{`failed to solve: failed to push 127.0.0.1:5000/gpuimg/e2e:t: unexpected status from PUT request to http://127.0.0.1:5000/v2/gpuimg/e2e/manifests/t: 503 Service Unavailable`, "127.0.0.1:5000", true},
 		{`failed to solve: failed to push reg.example.com/ml/torch:2.3: failed to do request: Head "https://reg.example.com/v2/ml/torch/blobs/sha256:ab": dial tcp 10.0.0.1:443: connect: connection refused`, "reg.example.com", true},
 		{`failed to solve: failed to push 127.0.0.1:5500/a:b: unexpected status from POST request to http://127.0.0.1:5500/v2/a/blobs/uploads/: 429 Too Many Requests`, "127.0.0.1:5500", true},
+		{`failed to solve: failed to push 127.0.0.1:43899/gpuimg/faults-flaky:t: toomanyrequests: slow down`, "127.0.0.1:43899", true},
 		{`failed to solve: failed to push 127.0.0.1:5500/a:500: unexpected status from PUT request: 401 Unauthorized`, "127.0.0.1:5500", false},
 		{`failed to solve: failed to push reg.example.com/a@sha256:0123: server message: insufficient_scope: authorization failed`, "reg.example.com", false},
 		{`failed to solve: process "/bin/sh -c pip install x" did not complete successfully: exit code: 1`, "", false},
