@@ -4,12 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,11 +30,11 @@ import (
 const hostileLib = "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcublasLt.so.12.4.5.8"
 
 // fatbinContainer is a fat-binary container (magic, version 1, header 16,
-// the size of what follows) holding one entry header of kind and arch
-// whose payload size is payload, then body.
-func fatbinContainer(declared uint64, kind uint16, arch uint32, payload uint64, body []byte) []byte {
+// declared: the size of what follows) holding one SASS entry header for
+// arch whose payload size is payload, then body.
+func fatbinContainer(declared uint64, arch uint32, payload uint64, body []byte) []byte {
 	e := make([]byte, 64)
-	binary.LittleEndian.PutUint16(e[0:], kind)
+	binary.LittleEndian.PutUint16(e[0:], 2) // ELF (SASS)
 	binary.LittleEndian.PutUint16(e[2:], 0x0101)
 	binary.LittleEndian.PutUint32(e[4:], 64)
 	binary.LittleEndian.PutUint64(e[8:], payload)
@@ -54,7 +56,7 @@ func elfWith(shEnd uint64, body ...[]byte) []byte {
 	binary.LittleEndian.PutUint64(h[0x28:], shEnd-640)
 	binary.LittleEndian.PutUint16(h[0x3A:], 64)
 	binary.LittleEndian.PutUint16(h[0x3C:], 10)
-	out := append(h, make([]byte, 64<<10)...)
+	out := slices.Concat(h, make([]byte, 64<<10))
 	for _, b := range body {
 		out = append(out, b...)
 	}
@@ -101,7 +103,7 @@ func TestValidateHostileImages(t *testing.T) {
 	dir := t.TempDir()
 	osRelease := tarEntry("etc/os-release", []byte("ID=ubuntu\nVERSION_ID=\"22.04\"\n"))
 
-	good := fatbinContainer(64+24, 2, 80, 24, make([]byte, 24))
+	good := fatbinContainer(64+24, 80, 24, make([]byte, 24))
 	sparse := func(realsize int64) []byte {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
@@ -122,7 +124,7 @@ func TestValidateHostileImages(t *testing.T) {
 		copy(b[124:136], "\x80\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00") // base-256: 8 GiB
 		return retar(b, 0)
 	}
-	manyMagics := bytes.Repeat(fatbinContainer(1<<62, 2, 90, 1<<62, nil), (4<<20)/80)
+	manyMagics := bytes.Repeat(fatbinContainer(1<<62, 90, 1<<62, nil), (4<<20)/80)
 
 	type hostile struct {
 		name  string
@@ -132,15 +134,15 @@ func TestValidateHostileImages(t *testing.T) {
 	}
 	const unreadable = "could not be read, so their GPU architectures are unknown"
 	cases := []hostile{
-		{"fat binary entry overrunning its container", tarEntry(hostileLib, elfWith(704, good, fatbinContainer(64, 2, 90, 1<<40, nil))), false, "1099511627776-byte payload"},
-		{"fat binary container declaring 2^63 bytes", tarEntry(hostileLib, elfWith(704, fatbinContainer(1<<63, 2, 90, 24, make([]byte, 24)))), false, "size 9223372036854775808"},
+		{"fat binary entry overrunning its container", tarEntry(hostileLib, elfWith(704, good, fatbinContainer(64, 90, 1<<40, nil))), false, "1099511627776-byte payload"},
+		{"fat binary container declaring 2^63 bytes", tarEntry(hostileLib, elfWith(704, fatbinContainer(1<<63, 90, 24, make([]byte, 24)))), false, "size 9223372036854775808"},
 		{"4 MiB of fat binary headers", tarEntry(hostileLib, elfWith(704, manyMagics)), false, unreadable},
 		{"ELF cut short", tarEntry(hostileLib, elfWith(1<<40, good)), false, "truncated ELF"},
 		{"sparse library of 1 TiB of holes", sparse(1 << 40), false, "(sparse files)"},
 		{"tar header declaring 8 GiB", declared8G(), false, "unexpected EOF"},
-		{"zstd layer with a damaged fat binary", tarEntry(hostileLib, elfWith(704, good, fatbinContainer(1<<62, 2, 90, 7, nil))), true, unreadable},
+		{"zstd layer with a damaged fat binary", tarEntry(hostileLib, elfWith(704, good, fatbinContainer(1<<62, 90, 7, nil))), true, unreadable},
 	}
-	rss := func(name, want string, layers ...v1.Layer) (code int, maxRSS int64) {
+	rss := func(name, want string, layers ...v1.Layer) (maxRSS int64) {
 		t.Helper()
 		img, err := mutate.AppendLayers(empty.Image, layers...)
 		must(t, err)
@@ -152,10 +154,10 @@ func TestValidateHostileImages(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err = cmd.Run()
-		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		if _, ok := errors.AsType[*exec.ExitError](err); err != nil && !ok {
 			t.Fatalf("%s: %v", name, err)
 		}
-		code = cmd.ProcessState.ExitCode()
+		code := cmd.ProcessState.ExitCode()
 		if code < 0 || code > 2 || strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "goroutine ") {
 			t.Errorf("%s: exit %d:\n%s", name, code, lastLines(stderr.String(), 20))
 		}
@@ -164,7 +166,7 @@ func TestValidateHostileImages(t *testing.T) {
 			t.Errorf("%s: neither the report nor the error says %q:\n%s%s", name, want, stdout.String(), stderr.String())
 		}
 		t.Logf("%s: exit %d, max RSS %d MiB %s", name, code, maxRSS>>20, strings.TrimSpace(lastLines(stderr.String(), 1)))
-		return code, maxRSS
+		return maxRSS
 	}
 	layerOf := func(b []byte, zstd bool) v1.Layer {
 		var opts []tarball.LayerOption
@@ -176,9 +178,9 @@ func TestValidateHostileImages(t *testing.T) {
 		return l
 	}
 	const limit = 256 << 20
-	_, small := rss("small", `"sm_80"`, layerOf(osRelease, false), layerOf(tarEntry(hostileLib, elfWith(704, good)), false))
+	small := rss("small", `"sm_80"`, layerOf(osRelease, false), layerOf(tarEntry(hostileLib, elfWith(704, good)), false))
 	for _, tc := range cases {
-		if _, m := rss(tc.name, tc.want, layerOf(osRelease, false), layerOf(tc.layer, tc.zstd)); m > limit {
+		if m := rss(tc.name, tc.want, layerOf(osRelease, false), layerOf(tc.layer, tc.zstd)); m > limit {
 			t.Errorf("%s: max RSS %d MiB, over %d MiB", tc.name, m>>20, limit>>20)
 		}
 	}
@@ -204,7 +206,7 @@ func TestValidateHostileImages(t *testing.T) {
 	must(t, f.Close())
 	bigLayer, err := tarball.LayerFromFile(big)
 	must(t, err)
-	_, large := rss("128 MiB library", `"sm_80"`, layerOf(osRelease, false), bigLayer)
+	large := rss("128 MiB library", `"sm_80"`, layerOf(osRelease, false), bigLayer)
 	if large > small+64<<20 || large > limit {
 		t.Errorf("max RSS %d MiB for a 128 MiB layer, %d MiB for a small one: memory grows with the layer", large>>20, small>>20)
 	}
