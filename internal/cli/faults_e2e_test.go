@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -85,26 +84,21 @@ func (s *slowIndex) waitHeld(t *testing.T, n int, what string) {
 	}
 }
 
-// gpuimgBinary builds the gpuimg binary once per test binary, to run as a
-// user would (signals need a process of its own).
-var gpuimgBinary = sync.OnceValues(func() (string, error) {
+// gpuimgBinary builds the gpuimg binary into a temporary directory of
+// t, to run as a user would (signals need a process of its own).
+func gpuimgBinary(t *testing.T) string {
+	t.Helper()
 	root, err := testenv.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "gpuimg-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "gpuimg")
+	must(t, err)
+	bin := filepath.Join(t.TempDir(), "gpuimg")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/gpuimg")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/gpuimg: %w\n%s", err, out)
+		t.Fatalf("go build ./cmd/gpuimg: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // proc is a gpuimg process a test signals.
 type proc struct {
@@ -132,12 +126,10 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// start runs the gpuimg binary with args and a TMPDIR of its own, and
-// kills it (by PID) if the test ends first.
-func start(t *testing.T, env []string, args ...string) *proc {
+// start runs the gpuimg binary bin with args and a TMPDIR of its own,
+// and kills it (by PID) if the test ends first.
+func start(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	bin, err := gpuimgBinary()
-	must(t, err)
 	p := &proc{done: make(chan struct{}), tmp: t.TempDir()}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(append(os.Environ(), "TMPDIR="+p.tmp), env...)
@@ -218,6 +210,7 @@ func withoutArg(args []string, flag string) []string {
 func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string, more ...string) []string) {
 	ctx := t.Context()
 	reg := env.Registry.Host
+	bin := gpuimgBinary(t)
 
 	t.Run("a --copy symlink leaving the context or a .. destination is refused", func(t *testing.T) {
 		proj := t.TempDir()
@@ -336,7 +329,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		slow.hold()
 		defer slow.letGo()
 		ref := reg + "/gpuimg/faults:sigint"
-		p := start(t, nil, slowArgs("-t", ref, "--push")...)
+		p := start(t, bin, nil, slowArgs("-t", ref, "--push")...)
 		slow.waitHeld(t, 1, "gpuimg build")
 		must(t, p.cmd.Process.Signal(syscall.SIGINT))
 		if code := p.wait(t, time.Minute); code != 130 {
@@ -367,7 +360,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		file := filepath.Join(dir, "publish.yaml")
 		repo := reg + "/gpuimg/faults-pub"
 		must(t, os.WriteFile(file, []byte("repository: "+repo+"\ntag: \"{torch}-cu{cuda_short}\"\nmatrix:\n  cuda: [\"12.2\"]\n  torch: [\"2.3\"]\nbuild:\n  pip: [gpuimg-slow==1.0]\nvalidate: {driver: 535.104.05}\n"), 0o644))
-		p := start(t, nil, "publish", "-f", file, "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
+		p := start(t, bin, nil, "publish", "-f", file, "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", slow.URL+"/simple/", "--builder", env.BuildKit.Address(), "--report-dir", filepath.Join(dir, "report"), "--progress", "plain")
 		slow.waitHeld(t, 1, "gpuimg publish")
 		must(t, p.cmd.Process.Signal(syscall.SIGTERM))
@@ -393,15 +386,13 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 			return append(withoutArg(slowArgs("-t", reg+"/gpuimg/faults:"+tag, "--push"), "--builder"), "--state-dir", state)
 		}
 		defer func() {
-			bin, _ := gpuimgBinary()
 			if out, err := exec.Command(bin, "builder", "stop", "--state-dir", state).CombinedOutput(); err != nil {
 				t.Errorf("builder stop after the builds: %v %s", err, out)
 			}
 		}()
-		a := start(t, []string{path}, args("twin-a")...)
-		b := start(t, []string{path}, args("twin-b")...)
+		a := start(t, bin, []string{path}, args("twin-a")...)
+		b := start(t, bin, []string{path}, args("twin-b")...)
 		slow.waitHeld(t, 2, "two gpuimg builds")
-		bin, _ := gpuimgBinary()
 		stop := exec.Command(bin, "builder", "stop", "--state-dir", state)
 		out, err := stop.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "in use by another gpuimg process") {

@@ -188,7 +188,7 @@ func TestImagesFaults(t *testing.T) {
 		})
 		src := p.Host + "/faults/big:1"
 		dsts := []string{b.Host + "/faults/sigint:1", b.Host + "/faults/sigint-mirror:1"}
-		proc := start(t, nil, append([]string{"images", "copy", src, "--read-source-once"}, dsts...)...)
+		proc := start(t, gpuimgBinary(t), nil, append([]string{"images", "copy", src, "--read-source-once"}, dsts...)...)
 		select {
 		case <-held:
 		case <-time.After(time.Minute):

@@ -98,8 +98,7 @@ func TestValidateHostileImages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the gpuimg binary and a 128 MiB image")
 	}
-	bin, err := gpuimgBinary()
-	must(t, err)
+	bin := gpuimgBinary(t)
 	dir := t.TempDir()
 	osRelease := tarEntry("etc/os-release", []byte("ID=ubuntu\nVERSION_ID=\"22.04\"\n"))
 
