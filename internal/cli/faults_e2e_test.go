@@ -269,6 +269,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		if posts.Load() < 5 || puts.Load() < 1 {
 			t.Fatalf("the faults were not hit: %d upload starts, %d manifest puts", posts.Load(), puts.Load())
 		}
+		t.Logf("%d upload starts answered 429; %s", posts.Load(), firstLine(errOut, "trying again"))
 		if !strings.Contains(errOut, "trying again") {
 			t.Errorf("no retry was reported:\n%s", lastLines(errOut, 20))
 		}
@@ -305,6 +306,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		})
 		ref := p.Host + "/gpuimg/faults-down:t"
 		_, errOut, code := run(t, buildArgs("1.0", "-t", ref, "--push", "--retries", "1")...)
+		t.Log(firstLine(errOut, "gpuimg: build"))
 		want := "push to " + p.Host + " failed (try 2 of 2; no tag was written"
 		if code != ExitFailed || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, want 1 with %q:\n%s", code, want, lastLines(errOut, 10))
@@ -335,6 +337,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		if code := p.wait(t, time.Minute); code != 130 {
 			t.Errorf("exit %d, want 130:\n%s", code, lastLines(p.stderr.String(), 10))
 		}
+		t.Log(firstLine(p.stderr.String(), "gpuimg: interrupted"))
 		if errOut := p.stderr.String(); !strings.Contains(errOut, "gpuimg: interrupted by SIGINT") {
 			t.Errorf("stderr does not say it was interrupted:\n%s", lastLines(errOut, 10))
 		}
@@ -395,6 +398,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		slow.waitHeld(t, 2, "two gpuimg builds")
 		stop := exec.Command(bin, "builder", "stop", "--state-dir", state)
 		out, err := stop.CombinedOutput()
+		t.Logf("builder stop under two builds: %s", strings.TrimSpace(string(out)))
 		if err == nil || !strings.Contains(string(out), "in use by another gpuimg process") {
 			t.Errorf("builder stop under two running builds: %v %s", err, out)
 		}
@@ -440,6 +444,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		case <-time.After(2 * time.Minute):
 			t.Fatal("gpuimg build did not return after its buildkitd was killed")
 		}
+		t.Log(firstLine(errOut, "gpuimg: buildkitd"))
 		want := "buildkitd at " + bk.Address() + " stopped during the build"
 		if code != ExitFailed || !strings.Contains(errOut, want) || strings.Count(errOut, "gpuimg: ")-strings.Count(errOut, "gpuimg: stack ") != 1 {
 			t.Errorf("exit %d, want 1 and one line with %q:\n%s", code, want, lastLines(errOut, 10))
@@ -471,4 +476,14 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 			t.Error("the rerun wrote no tag")
 		}
 	})
+}
+
+// firstLine is the first line of s containing sub, for the test log.
+func firstLine(s, sub string) string {
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, sub) {
+			return line
+		}
+	}
+	return ""
 }
