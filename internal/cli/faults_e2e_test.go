@@ -316,6 +316,26 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		}
 	})
 
+	t.Run("disk full while writing an OCI archive output: clean error, no partial file", func(t *testing.T) {
+		full := t.TempDir()
+		if out, err := exec.CommandContext(ctx, "mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", full).CombinedOutput(); err != nil {
+			t.Skipf("mount tmpfs: %v %s", err, out)
+		}
+		defer func() {
+			if out, err := exec.Command("umount", full).CombinedOutput(); err != nil {
+				t.Errorf("umount %s: %v %s", full, err, out)
+			}
+		}()
+		_, errOut, code := run(t, buildArgs("1.0", "--output", "type=oci,dest="+filepath.Join(full, "image.tar"))...)
+		t.Log(firstLine(errOut, "no space"))
+		if code == 0 || !strings.Contains(errOut, "no space left on device") {
+			t.Errorf("exit %d, want a failure saying the disk is full:\n%s", code, lastLines(errOut, 5))
+		}
+		if left, _ := os.ReadDir(full); len(left) > 0 {
+			t.Errorf("a build that filled the disk left %v", left)
+		}
+	})
+
 	slow := startSlowIndex(t, env)
 	slowArgs := func(more ...string) []string {
 		args := buildArgs("1.0", append([]string{"--pip", "gpuimg-slow==1.0"}, more...)...)
