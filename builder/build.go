@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/docker/cli/cli/config"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/cmd/buildctl/build"
@@ -260,11 +262,8 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			return nil, fmt.Errorf("write build context: %w", err)
 		}
 	}
-	for _, cp := range req.Extras.Copy {
-		src, _, _ := strings.Cut(cp, ":")
-		if _, err := os.Stat(filepath.Join(ctxDir, src)); err != nil {
-			return nil, fmt.Errorf("copy %s: %w", cp, err)
-		}
+	if err := checkCopySources(ctxDir, req.Extras.Copy); err != nil {
+		return nil, err
 	}
 	localCtx, err := fsutil.NewFS(tmp)
 	if err != nil {
@@ -381,51 +380,37 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		CacheImports:  cacheFrom,
 		Session:       attach,
 	}
-	mode := req.ProgressMode
-	if mode == "" {
-		mode = string(progressui.AutoMode)
-	}
-	out := req.Progress
-	if out == nil {
-		out, mode = io.Discard, string(progressui.QuietMode)
-	}
-	display, err := progressui.NewDisplay(out, progressui.DisplayMode(mode))
+	backoff, err := images.RetryBackoff(req.Registry...)
 	if err != nil {
-		return nil, fmt.Errorf("progress %s: %w", mode, err)
+		return nil, err
 	}
-	ch := make(chan *client.SolveStatus)    // closed by Solve
-	shown := make(chan *client.SolveStatus) // closed by the counter
+	tries := max(backoff.Steps, 1)
 	start := time.Now()
+	steps := map[string]bool{} // completed step -> cached, from its first run
 	var resp *client.SolveResponse
-	steps := map[string]bool{} // completed step -> cached
-	eg, ectx := errgroup.WithContext(ctx)
-	eg.Go(func() error {
-		var err error
-		resp, err = c.Solve(ectx, nil, opt, ch)
-		return err
-	})
-	eg.Go(func() error {
-		defer close(shown)
-		for st := range ch {
-			for _, v := range st.Vertexes {
-				// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
-				if v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
-					steps[v.Digest.String()] = v.Cached
-				}
-			}
-			select {
-			case shown <- st:
-			case <-ectx.Done(): // the display stopped; keep draining Solve's channel
-			}
+	for try := 1; ; try++ {
+		resp, err = solve(ctx, c, opt, req, steps)
+		if err == nil {
+			break
 		}
-		return nil
-	})
-	eg.Go(func() error {
-		_, err := display.UpdateFrom(context.WithoutCancel(ectx), shown)
-		return err
-	})
-	if err := eg.Wait(); err != nil {
-		return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
+		registry, transient := pushFailure(err)
+		if registry == "" || ctx.Err() != nil {
+			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
+		}
+		if !transient || try >= tries {
+			return nil, fmt.Errorf("build %s: push to %s failed (try %d of %d; no tag was written for an incomplete image): %w; check the registry, or raise --retries",
+				plan.Labels["org.opencontainers.image.version"], registry, try, tries, err)
+		}
+		// Every step is cached now: another solve only pushes again.
+		wait := backoff.Step()
+		if req.Progress != nil && req.ProgressMode != string(progressui.QuietMode) {
+			fmt.Fprintf(req.Progress, "gpuimg: push to %s failed (try %d of %d), trying again in %s: %v\n", registry, try, tries, wait.Round(time.Millisecond), err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], context.Cause(ctx))
+		case <-time.After(wait):
+		}
 	}
 	for tmp, dest := range renames {
 		if err := os.Rename(tmp, dest); err != nil {
@@ -475,4 +460,79 @@ func stageOutputs(outputs []string) ([]string, map[string]string) {
 		renames[tmp] = dest
 	}
 	return staged, renames
+}
+
+// solve runs one solve with BuildKit's progress display, and records in
+// steps each completed Dockerfile step not seen before, and whether it was
+// cached.
+func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Request, steps map[string]bool) (*client.SolveResponse, error) {
+	mode := req.ProgressMode
+	if mode == "" {
+		mode = string(progressui.AutoMode)
+	}
+	out := req.Progress
+	if out == nil {
+		out, mode = io.Discard, string(progressui.QuietMode)
+	}
+	display, err := progressui.NewDisplay(out, progressui.DisplayMode(mode))
+	if err != nil {
+		return nil, fmt.Errorf("progress %s: %w", mode, err)
+	}
+	ch := make(chan *client.SolveStatus)    // closed by Solve
+	shown := make(chan *client.SolveStatus) // closed by the counter
+	var resp *client.SolveResponse
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() error {
+		var err error
+		resp, err = c.Solve(ectx, nil, opt, ch)
+		return err
+	})
+	eg.Go(func() error {
+		defer close(shown)
+		for st := range ch {
+			for _, v := range st.Vertexes {
+				// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
+				if _, seen := steps[v.Digest.String()]; !seen && v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
+					steps[v.Digest.String()] = v.Cached
+				}
+			}
+			select {
+			case shown <- st:
+			case <-ectx.Done(): // the display stopped; keep draining Solve's channel
+			}
+		}
+		return nil
+	})
+	eg.Go(func() error {
+		_, err := display.UpdateFrom(context.WithoutCancel(ectx), shown)
+		return err
+	})
+	return resp, eg.Wait()
+}
+
+// pushRE finds the image BuildKit's exporter failed to push, in the
+// message that reaches the client ("failed to push REF: cause").
+var pushRE = regexp.MustCompile(`failed to push ([^\s]+?):? `)
+
+// transientPushRE matches the causes worth another try: 408, 429 and 5xx
+// answers, and connections refused, reset or cut off (a registry that
+// restarts); the same kinds images retries for a copy.
+// A registry's JSON error body replaces the status in the message with
+// its error code (toomanyrequests, unavailable).
+var transientPushRE = regexp.MustCompile(`\b(408|429|5\d\d)\b|(?i:toomanyrequests|unavailable)|connection refused|connection reset|broken pipe|i/o timeout|unexpected EOF|: EOF\b`)
+
+// pushFailure says whether a solve failed in pushing an image: the
+// registry it failed to push to, and whether the cause is worth a retry.
+// Registry is "" for any other failure.
+func pushFailure(err error) (registry string, transient bool) {
+	msg := err.Error()
+	m := pushRE.FindStringSubmatch(msg)
+	if m == nil {
+		return "", false
+	}
+	registry, _, _ = strings.Cut(m[1], "/")
+	if ref, perr := name.ParseReference(m[1]); perr == nil {
+		registry = ref.Context().RegistryStr()
+	}
+	return registry, transientPushRE.MatchString(msg[strings.Index(msg, m[0])+len(m[0]):])
 }

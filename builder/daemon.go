@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,6 +38,14 @@ func Connect(ctx context.Context, addr string, opts ...client.ClientOpt) (*clien
 	return c, nil
 }
 
+// Alive says whether the daemon behind c still answers (within 10s).
+func Alive(ctx context.Context, c *client.Client) bool {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := c.ListWorkers(pctx)
+	return err == nil
+}
+
 // Local manages a buildkitd that gpuimg starts itself and reuses across
 // runs. It keeps its state (root, socket, config, log, pid) in StateDir.
 type Local struct {
@@ -47,11 +56,18 @@ type Local struct {
 	// Mirrors and InsecureRegistries go into buildkitd.toml.
 	Mirrors            images.Mirrors
 	InsecureRegistries []string
+
+	mu  sync.Mutex
+	use *os.File // holds a shared lock on the daemon while this process uses it
 }
 
 // ErrNeedsRoot is returned when a local buildkitd cannot be started
 // because gpuimg does not run as root.
 var ErrNeedsRoot = errors.New("gpuimg starts a local buildkitd only as root")
+
+// ErrInUse is returned when the local daemon would have to stop (Stop, or
+// Ensure with other settings) while another gpuimg process builds on it.
+var ErrInUse = errors.New("the local buildkitd is in use by another gpuimg process")
 
 func (l *Local) socket() string {
 	p := filepath.Join(l.StateDir, "buildkitd.sock")
@@ -99,20 +115,47 @@ func (l *Local) config() []byte {
 
 // Ensure returns a client for the local daemon, starting it (detached, so
 // later runs reuse it) if it is not running or its settings changed.
+//
+// Several processes may use one daemon at once: Ensure serializes starts
+// with a lock file in StateDir, and from its return until Release (or the
+// process ends) it holds the daemon in use, so that no other process
+// stops it or restarts it with other settings under a running build
+// (those get ErrInUse). If ctx ends while the daemon starts, Ensure stops
+// it again.
 func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
+	c, err := l.ensure(ctx)
+	if err != nil {
+		l.Release() // also an exclusive hold taken to restart
+	}
+	return c, err
+}
+
+func (l *Local) ensure(ctx context.Context) (*client.Client, error) {
 	if err := os.MkdirAll(l.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create buildkitd state dir: %w", err)
 	}
+	unlock, err := lockFile(ctx, filepath.Join(l.StateDir, "start.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	cfgPath := filepath.Join(l.StateDir, "buildkitd.toml")
 	want := l.config()
 	have, _ := os.ReadFile(cfgPath)
 	if pid := l.pid(); pid > 0 {
 		if bytes.Equal(have, want) {
 			if c, err := Connect(ctx, l.Address()); err == nil {
+				if err := l.hold(); err != nil {
+					c.Close()
+					return nil, err
+				}
 				return c, nil
 			}
 		}
-		if err := l.Stop(ctx); err != nil {
+		if err := l.exclusive(); err != nil {
+			return nil, fmt.Errorf("restart buildkitd (pid %d) with this build's settings (mirrors, insecure registries): %w; run again when that build ends, or give this build its own --state-dir", pid, err)
+		}
+		if err := l.stop(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -155,10 +198,16 @@ func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
 	}
 	pid := cmd.Process.Pid
 	if err := os.WriteFile(filepath.Join(l.StateDir, "buildkitd.pid"), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("write buildkitd pid: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	// A daemon that never answered is of no use to a later run: stop what
+	// was started.
+	abandon := func() {
+		_ = l.stop(context.WithoutCancel(ctx))
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
@@ -166,19 +215,108 @@ func (l *Local) Ensure(ctx context.Context) (*client.Client, error) {
 			if err == nil {
 				err = errors.New("exit status 0")
 			}
+			_ = os.Remove(filepath.Join(l.StateDir, "buildkitd.pid"))
 			return nil, fmt.Errorf("buildkitd exited at start (%w): %s", err, l.logTail())
 		case <-ctx.Done():
+			abandon()
 			return nil, context.Cause(ctx)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if _, err := os.Stat(sock); err == nil {
 			if c, err := Connect(ctx, l.Address()); err == nil {
+				if err := l.hold(); err != nil {
+					c.Close()
+					return nil, err
+				}
 				return c, nil
 			}
 		}
 		if time.Now().After(deadline) {
+			abandon()
 			return nil, fmt.Errorf("buildkitd did not answer within 30s: %s", l.logTail())
 		}
+	}
+}
+
+// lockFile takes an exclusive lock on path, waiting for it (or for ctx),
+// and returns its release.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// useLock opens the lock file every user of the daemon holds shared.
+func (l *Local) useLock() (*os.File, error) {
+	if l.use != nil {
+		return l.use, nil
+	}
+	f, err := os.OpenFile(filepath.Join(l.StateDir, "buildkitd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock buildkitd: %w", err)
+	}
+	l.use = f
+	return f, nil
+}
+
+// hold marks the daemon in use by this process (a shared lock), until
+// Release. Starts are serialized, so nobody holds it exclusively now.
+func (l *Local) hold() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := l.useLock()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		return fmt.Errorf("lock buildkitd: %w", err)
+	}
+	return nil
+}
+
+// exclusive takes the daemon for this process alone (to stop it), or
+// returns ErrInUse when another process holds it.
+func (l *Local) exclusive() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := l.useLock()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return ErrInUse
+		}
+		return fmt.Errorf("lock buildkitd: %w", err)
+	}
+	return nil
+}
+
+// Release ends this process's use of the daemon that Ensure began; the
+// daemon keeps running for later runs. It is safe to call more than once.
+func (l *Local) Release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.use != nil {
+		l.use.Close()
+		l.use = nil
 	}
 }
 
@@ -217,8 +355,31 @@ func (l *Local) Running() (int, bool) {
 	return pid, pid > 0
 }
 
-// Stop stops the local daemon if it runs (SIGTERM, then SIGKILL after 10s).
+// Stop stops the local daemon if it runs (SIGTERM, then SIGKILL after
+// 10s). It ends this process's own use first (Release), and returns
+// ErrInUse, leaving the daemon running, while another process builds on it.
 func (l *Local) Stop(ctx context.Context) error {
+	l.Release()
+	if l.pid() == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(l.StateDir, 0o700); err != nil {
+		return fmt.Errorf("stop buildkitd: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(l.StateDir, "start.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := l.exclusive(); err != nil {
+		return fmt.Errorf("stop buildkitd (pid %d): %w; stop it when that build ends", l.pid(), err)
+	}
+	defer l.Release()
+	return l.stop(ctx)
+}
+
+// stop stops the daemon; the caller holds it exclusively.
+func (l *Local) stop(ctx context.Context) error {
 	pid := l.pid()
 	if pid == 0 {
 		return nil

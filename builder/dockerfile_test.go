@@ -131,6 +131,10 @@ func TestExtrasValidate(t *testing.T) {
 		{Extras{Copy: []string{"src:app"}}, "absolute path"},
 		{Extras{Copy: []string{"../secret:/x"}}, "inside the context"},
 		{Extras{Copy: []string{"/etc/passwd:/x"}}, "inside the context"},
+		{Extras{Copy: []string{"a/../../x:/x"}}, "inside the context"},
+		{Extras{Copy: []string{"..data:/x", "a/..b:/app/..b"}}, ""},
+		{Extras{Copy: []string{"app.py:/app/../etc/cron.d/app"}}, `must not contain ".."`},
+		{Extras{Copy: []string{"app.py:/app/.."}}, `must not contain ".."`},
 		{Extras{Env: map[string]string{"1BAD": "x"}}, "not valid"},
 		{Extras{Workdir: "app"}, "absolute path"},
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -121,7 +122,10 @@ func (e Extras) Validate() error {
 		if !path.IsAbs(dst) {
 			return fmt.Errorf("copy %q: the destination must be an absolute path in the image", c)
 		}
-		if path.IsAbs(src) || strings.HasPrefix(path.Clean(src), "..") {
+		if slices.Contains(strings.Split(dst, "/"), "..") {
+			return fmt.Errorf("copy %q: the destination must not contain \"..\"; name the directory it means", c)
+		}
+		if path.IsAbs(src) || slices.Contains(strings.Split(path.Clean(src), "/"), "..") {
 			return fmt.Errorf("copy %q: the source must be inside the context directory", c)
 		}
 	}

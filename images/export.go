@@ -66,7 +66,7 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 			defer os.RemoveAll(dir)
 		}
 		if err := writeLayout(dir, ref, desc); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("export %s to %s: %w", src, dest, err)
 		}
 		if err := verifyLayout(dir, desc.Digest); err != nil {
 			return nil, err

@@ -4,12 +4,19 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -81,12 +88,15 @@ func moreKernels(a, b Kernels) string {
 }
 
 // FuzzInspectLayer builds an image from a fixed base layer and a layer
-// made of the fuzzed tar bytes (gzip'd) and inspects it: whiteouts, PAX
-// headers, huge declared sizes, sparse files, hard and symbolic links
-// anywhere. It must return a report or an error, within bounds.
+// made of the fuzzed tar bytes (gzip'd, or zstd'd when useZstd is set, as
+// an OCI zstd layer read the way go-containerregistry reads a registry's
+// layers) and inspects it: whiteouts, PAX headers, huge declared sizes,
+// sparse files, hard and symbolic links anywhere. It must return a report
+// or an error, within bounds.
 func FuzzInspectLayer(f *testing.F) {
 	for _, seed := range walkSeeds(f) {
-		f.Add(seed)
+		f.Add(seed, false)
+		f.Add(seed, true)
 	}
 	d, err := matrix.Builtin()
 	if err != nil {
@@ -94,13 +104,19 @@ func FuzzInspectLayer(f *testing.F) {
 	}
 	base := layer(f, file{"etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"}, file{"root/", ""}, file{"root/.netrc", "machine x login y password " + strings.Repeat("z", 12) + "\n"},
 		file{"usr/local/cuda-12.2/version.json", `{"cuda":{"version":"12.2.2"}}`})
-	f.Fuzz(func(t *testing.T, tarBytes []byte) {
+	f.Fuzz(func(t *testing.T, tarBytes []byte, useZstd bool) {
 		tarBytes = fixTarChecksums(tarBytes)
-		var gz bytes.Buffer
-		zw := gzip.NewWriter(&gz)
-		_, _ = zw.Write(tarBytes)
-		_ = zw.Close()
-		img := image(t, base, gzLayer{gz.Bytes()})
+		var upper v1.Layer
+		if useZstd {
+			upper = zstdLayer(t, tarBytes)
+		} else {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			_, _ = zw.Write(tarBytes)
+			_ = zw.Close()
+			upper = gzLayer{gz.Bytes()}
+		}
+		img := image(t, base, upper)
 		bounded(t, len(tarBytes), func() {
 			r, err := Inspect(t.Context(), img, Options{DB: d, GPU: "h100", Limits: Limits{MaxEntries: 10000, MinBombBytes: 1 << 20, MaxRatio: 1000}})
 			if err != nil {
@@ -118,6 +134,38 @@ func FuzzInspectLayer(f *testing.F) {
 		})
 	})
 }
+
+// zstdLayer is b zstd-compressed as an OCI zstd layer, through
+// go-containerregistry's partial.CompressedToLayer: its Uncompressed peeks
+// at the magic and decompresses as it does for a registry's layers.
+func zstdLayer(tb testing.TB, b []byte) v1.Layer {
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	l, err := partial.CompressedToLayer(rawLayer{buf.Bytes(), types.OCILayerZStd})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
+// rawLayer is a compressed layer of the given bytes and media type.
+type rawLayer struct {
+	b  []byte
+	mt types.MediaType
+}
+
+func (l rawLayer) Digest() (v1.Hash, error) {
+	h, _, err := v1.SHA256(bytes.NewReader(l.b))
+	return h, err
+}
+func (l rawLayer) Compressed() (io.ReadCloser, error)  { return io.NopCloser(bytes.NewReader(l.b)), nil }
+func (l rawLayer) Size() (int64, error)                { return int64(len(l.b)), nil }
+func (l rawLayer) MediaType() (types.MediaType, error) { return l.mt, nil }
 
 // fixTarChecksums rewrites the checksum of each tar header block in b,
 // found by following the headers' sizes, so that mutated headers reach
@@ -278,4 +326,37 @@ func FuzzSecretsRedacted(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWalkZstdLayer checks that FuzzInspectLayer's zstd layers reach the
+// walker: a zstd upper layer's whiteout and file apply over a gzip base,
+// and a zstd bomb is stopped as one.
+func TestWalkZstdLayer(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{{Name: "etc/.wh.os-release"}, {Name: "opt/app.py", Size: 5}} {
+		h.Typeflag, h.Mode = tar.TypeReg, 0o644
+		must(t, tw.WriteHeader(h))
+		_, _ = tw.Write([]byte("print")[:h.Size])
+	}
+	must(t, tw.Close())
+	img := image(t, layer(t, file{"etc/os-release", "ID=debian\n"}), zstdLayer(t, buf.Bytes()))
+	files, _, err := walkAll(t, img, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := files["etc/os-release"]; ok || files["opt/app.py"] != "print" {
+		t.Errorf("zstd layer not applied: %v", files)
+	}
+
+	buf.Reset()
+	tw = tar.NewWriter(&buf)
+	zeros := make([]byte, 16<<20)
+	must(t, tw.WriteHeader(&tar.Header{Name: "bomb", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(zeros))}))
+	_, _ = tw.Write(zeros)
+	must(t, tw.Close())
+	_, _, err = walkAll(t, image(t, zstdLayer(t, buf.Bytes())), Limits{MinBombBytes: 1 << 20, MaxRatio: 100})
+	if !errors.Is(err, ErrBomb) {
+		t.Fatalf("zstd bomb: err = %v, want ErrBomb", err)
+	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -205,17 +206,27 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		return err
 	}
 	var cl *client.Client
+	addr, rerun := set.Builder, "start it again and run the build again"
 	if set.Builder == "" {
 		local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: req.InsecureRegistries}
 		if cl, err = local.Ensure(ctx); err != nil {
 			return invalid(err, "")
 		}
+		defer local.Release()
+		addr, rerun = local.Address(), "run the build again (gpuimg starts it again)"
 	} else if cl, err = builder.Connect(ctx, set.Builder, o.clientOpts()...); err != nil {
 		return invalid(err, "start buildkitd there, or drop --builder/BUILDKIT_HOST to let gpuimg start one locally")
 	}
 	defer cl.Close()
 	res, err := builder.Build(ctx, cl, req, plan)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, builder.ErrOutsideContext):
+		return invalid(err, "")
+	case ctx.Err() == nil && !builder.Alive(ctx, cl):
+		return &Error{Err: fmt.Errorf("buildkitd at %s stopped during the build; no tag was written (%w)", addr, err),
+			Hint: rerun + ": the steps it finished are cached", Code: ExitFailed}
+	default:
 		return &Error{Err: err, Code: ExitFailed}
 	}
 	if o.Output == "json" {

@@ -111,6 +111,7 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 	if err != nil {
 		return err
 	}
+	defer opts.Local.Release() // Run holds the local buildkitd, if it used it
 	rep, err := publish.Run(cmd.Context(), f, db, opts)
 	if err != nil {
 		return invalid(err, "fix the publish file or the flags (docs/publish.md)")

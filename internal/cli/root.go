@@ -6,10 +6,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -21,6 +23,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		if in, ok := interrupted(ctx); ok {
+			// What was cancelled says "context canceled"; say why.
+			printError(stderr, fmt.Errorf("%w; stopped: %w", in, err))
+			return in.ExitCode()
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			err = &Error{Err: err, Hint: "the disk is full: free space there, or write elsewhere (temporary files go to $TMPDIR); nothing half-written was left", Code: exitCode(err)}
+		}
 		printError(stderr, err)
 		return exitCode(err)
 	}

@@ -395,7 +395,7 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	r.event(i, "building on %s", addr)
 	built, err := builder.Build(ctx, c, req, r.prepared[i])
 	if err != nil {
-		if ctx.Err() == nil && !alive(ctx, c) {
+		if ctx.Err() == nil && !builder.Alive(ctx, c) {
 			return &BuilderError{Addr: addr, Err: err}
 		}
 		r.fail(i, "build", err)
@@ -426,14 +426,6 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	}
 	r.done(i)
 	return nil
-}
-
-// alive says whether the builder still answers.
-func alive(ctx context.Context, c *client.Client) bool {
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := c.ListWorkers(pctx)
-	return err == nil
 }
 
 // validate inspects the pushed image (once per GPU of validate:), attaches

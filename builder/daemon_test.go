@@ -1,0 +1,78 @@
+package builder
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLocalInUse runs a stand-in daemon (sleep, copied under the name
+// buildkitd so pid() accepts it) and checks the use lock: while one Local
+// holds it, another can neither stop it nor restart it with other
+// settings; after Release it stops. Real buildkitds share it in
+// TestBuildFaults (internal/cli).
+func TestLocalInUse(t *testing.T) {
+	dir := t.TempDir()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(dir, "buildkitd")
+	if err := os.WriteFile(fake, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(fake, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "buildkitd.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	building := &Local{StateDir: state}
+	if err := building.hold(); err != nil { // what Ensure leaves held
+		t.Fatal(err)
+	}
+	other := &Local{StateDir: state, InsecureRegistries: []string{"reg.internal:5000"}}
+	if err := other.Stop(t.Context()); !errors.Is(err, ErrInUse) {
+		t.Fatalf("Stop under a running build: %v, want ErrInUse", err)
+	}
+	if _, err := other.Ensure(t.Context()); !errors.Is(err, ErrInUse) {
+		t.Fatalf("Ensure with other settings under a running build: %v, want ErrInUse", err)
+	}
+	if syscall.Kill(cmd.Process.Pid, 0) != nil {
+		t.Fatal("the daemon was stopped under a running build")
+	}
+	// A second user with the same daemon shares it: a shared hold works.
+	second := &Local{StateDir: state}
+	if err := second.hold(); err != nil {
+		t.Fatalf("a second build cannot share the daemon: %v", err)
+	}
+	second.Release()
+
+	building.Release()
+	if err := other.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop after the build ended: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the daemon still runs after Stop")
+	}
+}
