@@ -217,4 +217,55 @@ func TestImagesFaults(t *testing.T) {
 			t.Errorf("temporary files left: %v", left)
 		}
 	})
+
+	t.Run("SIGTERM during an import: reads cancelled, nothing pushed, no temporary files, exit 143", func(t *testing.T) {
+		p, err := testenv.StartFaultProxy("http://" + a.Host)
+		must(t, err)
+		defer p.Close()
+		held := make(chan *http.Request, 8)
+		release := make(chan struct{})
+		defer close(release)
+		var gone atomic.Int32
+		l, _ := big.Layers()
+		second, _ := l[1].Digest()
+		p.SetRule(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+second.String()) {
+				return false
+			}
+			if testenv.Hold(w, r, held, release, 2*time.Minute) {
+				gone.Add(1)
+			}
+			return true
+		})
+		// A fleet that takes anything: the import reads every layer
+		// (validation) and pushes; the signal comes while it reads.
+		mf := filepath.Join(t.TempDir(), "fleet.yaml")
+		must(t, os.WriteFile(mf, []byte("sources: [{id: ours, url: https://wiki.example.com}]\ntargets:\n  - {name: onprem/any, index: true, attestations: true, source: ours}\n"), 0o644))
+		dst := b.Host + "/faults/import:1"
+		proc := start(t, gpuimgBinary(t), nil, "images", "import", p.Host+"/faults/big:1", "--target", "onprem/any", "--to", dst, "--matrix-file", mf)
+		select {
+		case <-held:
+		case <-time.After(time.Minute):
+			t.Fatalf("the import never asked for the held blob:\n%s", proc.stderr.String())
+		}
+		must(t, proc.cmd.Process.Signal(syscall.SIGTERM))
+		if code := proc.wait(t, 30*time.Second); code != 143 {
+			t.Errorf("exit %d, want 143:\n%s", code, proc.stderr.String())
+		}
+		if errOut := proc.stderr.String(); !strings.Contains(errOut, "gpuimg: interrupted by SIGTERM") {
+			t.Errorf("stderr does not say it was interrupted:\n%s", errOut)
+		}
+		for deadline := time.Now().Add(10 * time.Second); gone.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if gone.Load() == 0 {
+			t.Error("the held download was not cancelled")
+		}
+		if tagExists(t, dst) {
+			t.Errorf("an interrupted import wrote %s", dst)
+		}
+		if left := proc.leftovers(); len(left) > 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+	})
 }
