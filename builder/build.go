@@ -67,6 +67,9 @@ type Request struct {
 	// not part of the cache key, so use it after an index changed what it
 	// serves for a pinned version.
 	NoCache bool
+	// Compression is the layers' compression in image, OCI and Docker
+	// outputs: gzip, zstd or estargz (Compressions). Default: gzip.
+	Compression string
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -227,6 +230,9 @@ func (r *Request) PlainHTTP(ref string) bool {
 // Build runs the plan on BuildKit: the generated Dockerfile through the
 // Dockerfile frontend, with the requested outputs, cache and secrets.
 func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Result, error) {
+	if err := CheckCompression(req.Compression); err != nil {
+		return nil, err
+	}
 	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
 		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
 	}
@@ -321,6 +327,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		switch exports[i].Type {
 		case client.ExporterImage, client.ExporterOCI, client.ExporterDocker:
 			exports[i].Attrs["rewrite-timestamp"] = "true"
+			exporterCompression(exports[i].Attrs, req.Compression)
 		}
 	}
 	cacheTo, err := build.ParseExportCache(req.CacheTo)

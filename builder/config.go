@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,9 @@ type Flags struct {
 	CacheFrom, CacheTo []string
 	Builder            string
 	SourceDateEpoch    string
+	// Compression is the layers' compression: gzip, zstd or estargz
+	// (Compressions).
+	Compression string
 
 	// Settings only flags give.
 	ContextDir         string
@@ -148,6 +152,10 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),
 		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
 		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
+		Compression:       m.str("compression", f.Compression, file.Compression),
+	}
+	if err := CheckCompression(r.Compression); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, m.src["compression"])
 	}
 	// An unset flag holds false, its default.
 	m.src["push"] = m.source("push", f.Push, file.Push)
@@ -313,4 +321,35 @@ func GitInfo(ctx context.Context, dir string) (source, revision string) {
 		revision = strings.TrimSpace(string(out))
 	}
 	return source, revision
+}
+
+// Compressions are the layer compressions a build can ask BuildKit's image
+// exporters for: gzip (BuildKit's default, every runtime pulls it), zstd
+// (decompresses faster; containerd ≥ 1.5, Docker ≥ 23, podman) and estargz
+// (gzip that stargz-snapshotter can pull lazily, and that every runtime
+// can still pull whole).
+var Compressions = []string{"gzip", "zstd", "estargz"}
+
+// CheckCompression accepts "" (the default, gzip) and Compressions.
+func CheckCompression(c string) error {
+	if c == "" || slices.Contains(Compressions, c) {
+		return nil
+	}
+	return fmt.Errorf("compression %q: use gzip, zstd or estargz", c)
+}
+
+// exporterCompression sets an image, OCI or Docker exporter's compression
+// attributes for c: compression=c and force-compression=true (so layers
+// BuildKit already holds in another compression, the base image's above
+// all, are recompressed too), and oci-mediatypes=true for zstd and
+// estargz, which Docker's media types cannot express.
+func exporterCompression(attrs map[string]string, c string) {
+	if c == "" {
+		return
+	}
+	attrs["compression"] = c
+	attrs["force-compression"] = "true"
+	if c != "gzip" {
+		attrs["oci-mediatypes"] = "true"
+	}
 }

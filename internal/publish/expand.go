@@ -20,7 +20,7 @@ import (
 // variant's Inputs. Bump it when what gpuimg builds from the same generated
 // Dockerfile changes meaning (the build context it sends, verify.py, the
 // build settings), so that publish rebuilds every variant once.
-const BuildVersion = "gpuimg-build/1"
+const BuildVersion = "gpuimg-build/2" // 2: the layered Python environment (builder.LayeredDockerfile)
 
 // InputsLabel is the image label (and manifest annotation) that holds a
 // variant's Inputs digest.
@@ -45,6 +45,9 @@ type ExpandOptions struct {
 	// and file times, so it is folded into Inputs. The default, 0, leaves
 	// it out (expand, which pins nothing, does not know it).
 	SourceDateEpoch int64
+	// Compression is the build's layer compression (builder.Request's);
+	// gzip and "" (the default) are the same and leave it out of Inputs.
+	Compression string
 }
 
 // Expand turns a publish file into a plan: the product of f.Matrix's axes
@@ -253,6 +256,7 @@ type inputs struct {
 	BaseDigest   string            `json:"base_digest,omitempty"`
 	Files        map[string]string `json:"files,omitempty"`
 	Epoch        int64             `json:"source_date_epoch,omitempty"`
+	Compression  string            `json:"compression,omitempty"`
 }
 
 // Inputs is the digest ("sha256:…") over everything that decides a
@@ -266,6 +270,9 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 		return "", err
 	}
 	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
+	if opts.Compression != "gzip" {
+		in.Compression = opts.Compression
+	}
 	if b, ok := opts.Bases[s.BaseImage]; ok {
 		in.BaseDigest = b.Digest
 	}
