@@ -29,7 +29,6 @@ func (db *DB) Resolve(c Constraints) (Stack, error) {
 type search struct {
 	db     *DB
 	c      Constraints
-	flavor string
 	gpu    *GPU // nil without a GPU constraint
 	cudas  []CUDARelease
 	oses   []OS
@@ -81,11 +80,8 @@ func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
 // newSearch checks the input constraints and lists the candidates of each
 // stage in preference order: each framework's choices, CUDA releases, OSes.
 func (db *DB) newSearch(c Constraints) (*search, [][]fwChoice, error) {
-	s := &search{db: db, c: c, flavor: c.Flavor, fails: &failures{}}
-	if s.flavor == "" {
-		s.flavor = "runtime"
-	}
-	if s.flavor != "runtime" && s.flavor != "devel" && s.flavor != "base" {
+	s := &search{db: db, c: c, fails: &failures{}}
+	if c.Flavor != "" && c.Flavor != "runtime" && c.Flavor != "devel" && c.Flavor != "base" {
 		return nil, nil, fmt.Errorf("unknown flavor %q: use runtime, devel or base", c.Flavor)
 	}
 	if c.GPU != "" {

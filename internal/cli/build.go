@@ -145,6 +145,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
+	c.Apt = set.Request.Extras.Apt // OS packages that use CUDA's libraries need the runtime flavor
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err

@@ -38,7 +38,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := startEnv(t, "gi-")
-	baseDigest, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04")
+	baseDigest, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		if got := info.Labels["org.opencontainers.image.base.digest"]; got != baseDigest {
 			t.Errorf("base.digest label %q, pushed base is %s", got, baseDigest)
 		}
-		if got := info.Labels["org.opencontainers.image.base.name"]; got != "docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04" {
+		if got := info.Labels["org.opencontainers.image.base.name"]; got != "docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04" {
 			t.Errorf("base.name label %q", got)
 		}
 		for _, k := range []string{"org.opencontainers.image.created", "org.opencontainers.image.version"} {
@@ -323,7 +323,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		if code != 0 {
 			t.Fatal(errOut)
 		}
-		if !strings.Contains(out, "FROM "+env.Registry.Host+"/nvidia/cuda:12.2.2-runtime-ubuntu22.04@"+baseDigest) {
+		if !strings.Contains(out, "FROM "+env.Registry.Host+"/nvidia/cuda:12.2.2-base-ubuntu22.04@"+baseDigest) {
 			t.Errorf("FROM is not pinned to %s:\n%s", baseDigest, out)
 		}
 	})
@@ -373,7 +373,7 @@ func TestBuildEndToEnd(t *testing.T) {
 			want string
 		}{
 			{[]string{"--builder", "unix:///tmp/gi-nonexistent.sock"}, "buildkitd at unix:///tmp/gi-nonexistent.sock does not answer"},
-			{[]string{"--registry-mirror", "docker.io=127.0.0.1:1"}, "resolve base image docker.io/nvidia/cuda:12.2.2-runtime-ubuntu22.04"},
+			{[]string{"--registry-mirror", "docker.io=127.0.0.1:1"}, "resolve base image docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04"},
 			{[]string{"-t", "x/y:z"}, "--tag without --push keeps nothing"},
 		}
 		for _, tt := range tests {
