@@ -27,12 +27,12 @@ func (db *DB) Resolve(c Constraints) (Stack, error) {
 
 // search holds what stays fixed while candidate stacks are tried.
 type search struct {
-	db     *DB
-	c      Constraints
-	gpu    *GPU // nil without a GPU constraint
-	cudas  []CUDARelease
-	oses   []OS
-	fails  *failures
+	db    *DB
+	c     Constraints
+	gpu   *GPU // nil without a GPU constraint
+	cudas []CUDARelease
+	oses  []OS
+	fails *failures
 }
 
 func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
