@@ -2,8 +2,10 @@ package builder
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,6 +72,9 @@ type Request struct {
 	// Compression is the layers' compression in image, OCI and Docker
 	// outputs: gzip, zstd or estargz (Compressions). Default: gzip.
 	Compression string
+	// LargeWheel is the installed size from which a distribution gets a
+	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
+	LargeWheel int64
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -78,6 +83,8 @@ type Request struct {
 // Plan is a build ready to run: the pinned base, the generated Dockerfile
 // and the labels.
 type Plan struct {
+	// definition is what Dockerfile was rendered from.
+	definition      Definition
 	Base            images.Base       `json:"base"`
 	Dockerfile      string            `json:"dockerfile"`
 	Labels          map[string]string `json:"labels"`
@@ -98,6 +105,11 @@ type Result struct {
 	// BuildKit's cache.
 	CachedSteps int `json:"cached_steps"`
 	TotalSteps  int `json:"total_steps"`
+	// Dockerfile is the Dockerfile that was built: the plan's, or the
+	// layered one (LayeredDockerfile).
+	Dockerfile string `json:"dockerfile,omitempty"`
+	// Layers are the Python environment's layers of a layered build.
+	Layers []Layer `json:"python_layers,omitempty"`
 }
 
 func (r *Request) pipMirror() bool {
@@ -166,10 +178,11 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 		return nil, err
 	}
 	hasReq := req.Extras.Requirements != ""
-	df, err := Dockerfile(Definition{
+	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
 		PipMirror: req.pipMirror(), Secrets: ids, HasRequirements: hasReq,
-	})
+	}
+	df, err := Dockerfile(def)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +197,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if req.Revision != "" {
 		labels["org.opencontainers.image.revision"] = req.Revision
 	}
-	return &Plan{Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
+	return &Plan{definition: def, Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
 }
 
 // Epoch is a build's SOURCE_DATE_EPOCH: explicit when set, else the base
@@ -241,7 +254,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		return nil, fmt.Errorf("create build context: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy}
+	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy}
 	ctxDir := req.ContextDir
 	if ctxDir == "" {
 		ctxDir = "."
@@ -396,50 +409,78 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if out == nil {
 		out, mode = io.Discard, string(progressui.QuietMode)
 	}
-	display, err := progressui.NewDisplay(out, progressui.DisplayMode(mode))
-	if err != nil {
-		return nil, fmt.Errorf("progress %s: %w", mode, err)
-	}
-	ch := make(chan *client.SolveStatus)    // closed by Solve
-	shown := make(chan *client.SolveStatus) // closed by the counter
 	start := time.Now()
-	var resp *client.SolveResponse
 	steps := map[string]bool{} // completed step -> cached
-	eg, ectx := errgroup.WithContext(ctx)
-	eg.Go(func() error {
-		var err error
-		resp, err = c.Solve(ectx, nil, opt, ch)
-		return err
-	})
-	eg.Go(func() error {
-		defer close(shown)
-		for st := range ch {
-			for _, v := range st.Vertexes {
-				// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
-				if v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
-					steps[v.Digest.String()] = v.Cached
+	// solve runs one solve with its own progress display, counting steps.
+	solve := func(opt client.SolveOpt) (*client.SolveResponse, error) {
+		display, err := progressui.NewDisplay(out, progressui.DisplayMode(mode))
+		if err != nil {
+			return nil, fmt.Errorf("progress %s: %w", mode, err)
+		}
+		ch := make(chan *client.SolveStatus)    // closed by Solve
+		shown := make(chan *client.SolveStatus) // closed by the counter
+		var resp *client.SolveResponse
+		eg, ectx := errgroup.WithContext(ctx)
+		eg.Go(func() error {
+			var err error
+			resp, err = c.Solve(ectx, nil, opt, ch)
+			return err
+		})
+		eg.Go(func() error {
+			defer close(shown)
+			for st := range ch {
+				for _, v := range st.Vertexes {
+					// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
+					if v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
+						steps[v.Digest.String()] = v.Cached
+					}
+				}
+				select {
+				case shown <- st:
+				case <-ectx.Done(): // the display stopped; keep draining Solve's channel
 				}
 			}
-			select {
-			case shown <- st:
-			case <-ectx.Done(): // the display stopped; keep draining Solve's channel
-			}
+			return nil
+		})
+		eg.Go(func() error {
+			_, err := display.UpdateFrom(context.WithoutCancel(ectx), shown)
+			return err
+		})
+		if err := eg.Wait(); err != nil {
+			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
 		}
-		return nil
-	})
-	eg.Go(func() error {
-		_, err := display.UpdateFrom(context.WithoutCancel(ectx), shown)
-		return err
-	})
-	if err := eg.Wait(); err != nil {
-		return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
+		return resp, nil
+	}
+	dockerfile := plan.Dockerfile
+	var layers []Layer
+	if layered(req) && plan.definition.Base != "" { // a Plan from Prepare
+		// First the plan stage (the frameworks' pip installs, as in the
+		// plain Dockerfile), then the layered Dockerfile made from it.
+		dists, err := planDists(opt, solve)
+		if err != nil {
+			return nil, err
+		}
+		if dockerfile, err = LayeredDockerfile(plan.definition, dists, req.LargeWheel); err != nil {
+			return nil, err
+		}
+		layers = LayerPlan(dists, req.LargeWheel)
+		if err := os.WriteFile(filepath.Join(tmp, ctxLayered), []byte(dockerfile), 0o644); err != nil {
+			return nil, fmt.Errorf("write build context: %w", err)
+		}
+		opt.FrontendAttrs = maps.Clone(attrs)
+		opt.FrontendAttrs["filename"] = ctxLayered
+	}
+	resp, err := solve(opt)
+	if err != nil {
+		return nil, err
 	}
 	for tmp, dest := range renames {
 		if err := os.Rename(tmp, dest); err != nil {
 			return nil, fmt.Errorf("output %s: %w", dest, err)
 		}
 	}
-	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps)}
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps),
+		Dockerfile: dockerfile, Layers: layers}
 	for _, cached := range steps {
 		if cached {
 			res.CachedSteps++
@@ -449,6 +490,40 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}
 	return res, nil
+}
+
+// layered says whether the build splits the Python environment into
+// layers (LayeredDockerfile): when the stack has frameworks and one
+// platform is built (the plan is per platform: pip resolves each
+// platform's wheels, and one Dockerfile serves all of them).
+func layered(req Request) bool {
+	return len(req.Stack.Frameworks) > 0 && len(req.Platforms) <= 1
+}
+
+// planDists solves the plan stage of opt's Dockerfile into a temporary
+// directory and reads the plan.
+func planDists(opt client.SolveOpt, solve func(client.SolveOpt) (*client.SolveResponse, error)) ([]PlannedDist, error) {
+	dir, err := os.MkdirTemp("", "gpuimg-plan-")
+	if err != nil {
+		return nil, fmt.Errorf("create plan directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	opt.FrontendAttrs = maps.Clone(opt.FrontendAttrs)
+	opt.FrontendAttrs["target"] = StagePlan
+	opt.Exports = []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}}
+	opt.CacheExports = nil
+	if _, err := solve(opt); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
+	if err != nil {
+		return nil, fmt.Errorf("read the build's plan: %w", err)
+	}
+	var dists []PlannedDist
+	if err := json.Unmarshal(b, &dists); err != nil {
+		return nil, fmt.Errorf("read the build's plan %s: %w", PlanFile, err)
+	}
+	return dists, nil
 }
 
 // stageOutputs points file outputs (type=oci|docker|tar with dest=FILE) at
