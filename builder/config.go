@@ -83,6 +83,9 @@ type Flags struct {
 	// Compression is the layers' compression: gzip, zstd or estargz
 	// (Compressions).
 	Compression string
+	// LargeWheel is the installed size from which a distribution gets a
+	// layer of its own, as ParseSize reads it ("50MB").
+	LargeWheel string
 
 	// Settings only flags give.
 	ContextDir         string
@@ -156,6 +159,11 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	if err := CheckCompression(r.Compression); err != nil {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["compression"])
+	}
+	if lw := m.str("large_wheel", f.LargeWheel, file.LargeWheel); lw != "" {
+		if r.LargeWheel, err = ParseSize(lw); err != nil || r.LargeWheel <= 0 {
+			return nil, fmt.Errorf("large wheel size %q (from %s): give a size such as 50MB", lw, m.src["large_wheel"])
+		}
 	}
 	// An unset flag holds false, its default.
 	m.src["push"] = m.source("push", f.Push, file.Push)
@@ -352,4 +360,25 @@ func exporterCompression(attrs map[string]string, c string) {
 	if c != "gzip" {
 		attrs["oci-mediatypes"] = "true"
 	}
+}
+
+// ParseSize reads a size in bytes with an optional decimal unit: 50MB,
+// 50000kB, 1.5GB, 52428800.
+func ParseSize(s string) (int64, error) {
+	num := strings.TrimSpace(s)
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}, {"KB", 1e3}, {"B", 1}} {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("size %q: want a number of bytes with an optional kB, MB or GB", s)
+	}
+	return int64(f * mult), nil
 }

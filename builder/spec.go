@@ -60,6 +60,7 @@ type Config struct {
 	CacheFrom         []string          `yaml:"cache_from"`
 	CacheTo           []string          `yaml:"cache_to"`
 	Compression       string            `yaml:"compression"`
+	LargeWheel        string            `yaml:"large_wheel"`
 
 	// Path is the file LoadConfig read, for messages.
 	Path string `yaml:"-"`

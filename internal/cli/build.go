@@ -264,8 +264,10 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 	fs.StringArrayVar(&f.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
 }
 
-// addCompressionFlag binds --compression, shared by build and publish.
+// addCompressionFlag binds --compression and --large-wheel, the layer
+// settings shared by build and publish.
 func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
+	fs.StringVar(&f.LargeWheel, "large-wheel", "50MB", "installed size from which a Python distribution gets an image layer of its own (smaller ones share one layer per framework)")
 	fs.StringVar(&f.Compression, "compression", "gzip", "layer compression of the pushed or written image: gzip (every runtime), zstd (faster to unpack; containerd 1.5+, Docker 23+, podman) or estargz (lazy pulls with stargz-snapshotter)")
 }
 
