@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // A build's settings come from four places; the first that gives a
@@ -84,7 +85,7 @@ type Flags struct {
 	// (Compressions).
 	Compression string
 	// LargeWheel is the installed size from which a distribution gets a
-	// layer of its own, as ParseSize reads it ("50MB").
+	// layer of its own, as matrix.ParseSize reads it ("50MB").
 	LargeWheel string
 
 	// Settings only flags give.
@@ -161,7 +162,8 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["compression"])
 	}
 	if lw := m.str("large_wheel", f.LargeWheel, file.LargeWheel); lw != "" {
-		if r.LargeWheel, err = ParseSize(lw); err != nil || r.LargeWheel <= 0 {
+		size, err := matrix.ParseSize(lw)
+		if r.LargeWheel = int64(size); err != nil || size <= 0 {
 			return nil, fmt.Errorf("large wheel size %q (from %s): give a size such as 50MB", lw, m.src["large_wheel"])
 		}
 	}
@@ -336,7 +338,7 @@ func GitInfo(ctx context.Context, dir string) (source, revision string) {
 // (decompresses faster; containerd ≥ 1.5, Docker ≥ 23, podman) and estargz
 // (gzip that stargz-snapshotter can pull lazily, and that every runtime
 // can still pull whole).
-var Compressions = []string{"gzip", "zstd", "estargz"}
+var Compressions = []string{string(matrix.CompressionGzip), string(matrix.CompressionZstd), string(matrix.CompressionEstargz)}
 
 // CheckCompression accepts "" (the default, gzip) and Compressions.
 func CheckCompression(c string) error {
@@ -360,25 +362,4 @@ func exporterCompression(attrs map[string]string, c string) {
 	if c != "gzip" {
 		attrs["oci-mediatypes"] = "true"
 	}
-}
-
-// ParseSize reads a size in bytes with an optional decimal unit: 50MB,
-// 50000kB, 1.5GB, 52428800.
-func ParseSize(s string) (int64, error) {
-	num := strings.TrimSpace(s)
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}, {"KB", 1e3}, {"B", 1}} {
-		if strings.HasSuffix(num, u.suffix) {
-			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f < 0 {
-		return 0, fmt.Errorf("size %q: want a number of bytes with an optional kB, MB or GB", s)
-	}
-	return int64(f * mult), nil
 }

@@ -82,11 +82,12 @@ func LayeredStackWheels(dir, torch, vision, audio, cuda string, pythons []string
 	linux := `; platform_system == "Linux" and platform_machine == "x86_64"`
 	size := func(mb float64) int { return int(mb * 1e6 * scale) }
 	meta := func(dist, version string, requires []string) string {
-		m := fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
+		var m strings.Builder
+		fmt.Fprintf(&m, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
 		for _, r := range requires {
-			m += "Requires-Dist: " + r + "\n"
+			m.WriteString("Requires-Dist: " + r + "\n")
 		}
-		return m
+		return m.String()
 	}
 	info := func(dist, version string) string {
 		return strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/METADATA"
@@ -145,8 +146,8 @@ if not os.path.exists(_cublas):
 		}
 		for _, v := range []struct{ dist, version string }{{"torchvision", vision}, {"torchaudio", audio}} {
 			if _, err := Wheel(dir, v.dist, v.version+local, tag, map[string]string{
-				info(v.dist, v.version+local):  meta(v.dist, v.version+local, []string{"torch==" + torch + local}),
-				v.dist + "/__init__.py": fmt.Sprintf("__version__ = '%s%s'\n", v.version, local),
+				info(v.dist, v.version+local): meta(v.dist, v.version+local, []string{"torch==" + torch + local}),
+				v.dist + "/__init__.py":       fmt.Sprintf("__version__ = '%s%s'\n", v.version, local),
 			}); err != nil {
 				return err
 			}
