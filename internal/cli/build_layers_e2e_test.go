@@ -3,8 +3,8 @@ package cli
 import (
 	"archive/tar"
 	"crypto/sha256"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -153,7 +153,9 @@ os:
 		if code > 1 {
 			t.Fatalf("validate exit %d: %s", code, errOut)
 		}
-		var rep struct{ Checks []struct{ Name, Status, Message string } }
+		var rep struct {
+			Checks []struct{ Name, Status, Message string }
+		}
 		must(t, json.Unmarshal([]byte(out), &rep))
 		found := false
 		for _, c := range rep.Checks {

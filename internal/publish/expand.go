@@ -48,6 +48,9 @@ type ExpandOptions struct {
 	// Compression is the build's layer compression (builder.Request's);
 	// gzip and "" (the default) are the same and leave it out of Inputs.
 	Compression string
+	// LargeWheel is the build's builder.Request.LargeWheel; 0 and
+	// builder.DefaultLargeWheel leave it out of Inputs.
+	LargeWheel int64
 }
 
 // Expand turns a publish file into a plan: the product of f.Matrix's axes
@@ -258,6 +261,7 @@ type inputs struct {
 	Files        map[string]string `json:"files,omitempty"`
 	Epoch        int64             `json:"source_date_epoch,omitempty"`
 	Compression  string            `json:"compression,omitempty"`
+	LargeWheel   int64             `json:"large_wheel,omitempty"`
 }
 
 // Inputs is the digest ("sha256:…") over everything that decides a
@@ -273,6 +277,9 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
 	if opts.Compression != "gzip" {
 		in.Compression = opts.Compression
+	}
+	if opts.LargeWheel != builder.DefaultLargeWheel {
+		in.LargeWheel = opts.LargeWheel
 	}
 	if b, ok := opts.Bases[s.BaseImage]; ok {
 		in.BaseDigest = b.Digest
