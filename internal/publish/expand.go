@@ -332,9 +332,9 @@ func Dockerfile(s matrix.Stack, e builder.Extras, opts ExpandOptions) (string, e
 	if err != nil {
 		return "", err
 	}
-	from := "\nFROM " + d.Base + "\n"
-	if strings.Count(df, from) != 1 {
+	from := "\nFROM " + d.Base // the stages FROM the base (builder.Dockerfile names the first)
+	if !strings.Contains(df, from+" ") && !strings.Contains(df, from+"\n") {
 		return "", fmt.Errorf("generate Dockerfile for %s: FROM line not found", s.BaseImage)
 	}
-	return strings.Replace(df, from, "\nFROM "+s.BaseImage+"\n", 1), nil
+	return strings.ReplaceAll(df, from, "\nFROM "+s.BaseImage), nil
 }

@@ -95,7 +95,7 @@ func TestBake(t *testing.T) {
 			t.Errorf("%s: cache %v %v", v.Name, tg.CacheFrom, tg.CacheTo)
 		}
 		pinned := i == 0 // only the first variant's base is in opts
-		if pinned != strings.Contains(df, "FROM "+base.From+"\n") {
+		if pinned != strings.Contains(df, "FROM "+base.From+" AS gpuimg-python\n") {
 			t.Errorf("%s: pinned %v but Dockerfile:\n%s", v.Name, pinned, df)
 		}
 		if pinned && (tg.Labels["org.opencontainers.image.base.digest"] != base.Digest || tg.Args["SOURCE_DATE_EPOCH"] != "1700000000" || tg.Labels["org.opencontainers.image.created"] != "2023-11-14T22:13:20Z") {
