@@ -68,13 +68,16 @@ os:
     source: gpuimg-testenv-sid
 `), 0o644))
 
+	// The context is not a git checkout: the revision label stays empty,
+	// the same for every build of this test.
+	proj := t.TempDir()
 	build := func(t *testing.T, addr, py, extra, tag string, more ...string) (string, builder.Result) {
 		t.Helper()
 		ref := env.Registry.Host + "/gpuimg/layers:" + tag
 		args := append([]string{"build", "--cuda", "12.8", "--torch", "2.9", "--os", "ubuntu24.04", "--python", py,
 			"--matrix-file", env.MatrixFile, "--matrix-file", mf, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", env.Index.URL, "--builder", addr, "--pip", "gpuimg-extra==" + extra,
-			"--large-wheel", "50kB", "--progress", "plain", "-o", "json", "-t", ref, "--push"}, more...)
+			"--large-wheel", "50kB", "--context", proj, "--progress", "plain", "-o", "json", "-t", ref, "--push"}, more...)
 		out, errOut, code := run(t, args...)
 		if code != 0 {
 			t.Fatalf("gpuimg build exited %d:\n%s", code, lastLines(errOut, 40))
