@@ -2,8 +2,10 @@ package builder
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,6 +71,12 @@ type Request struct {
 	// not part of the cache key, so use it after an index changed what it
 	// serves for a pinned version.
 	NoCache bool
+	// Compression is the layers' compression in image, OCI and Docker
+	// outputs: gzip, zstd or estargz (Compressions). Default: gzip.
+	Compression string
+	// LargeWheel is the installed size from which a distribution gets a
+	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
+	LargeWheel int64
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -77,6 +85,8 @@ type Request struct {
 // Plan is a build ready to run: the pinned base, the generated Dockerfile
 // and the labels.
 type Plan struct {
+	// definition is what Dockerfile was rendered from.
+	definition      Definition
 	Base            images.Base       `json:"base"`
 	Dockerfile      string            `json:"dockerfile"`
 	Labels          map[string]string `json:"labels"`
@@ -97,6 +107,11 @@ type Result struct {
 	// BuildKit's cache.
 	CachedSteps int `json:"cached_steps"`
 	TotalSteps  int `json:"total_steps"`
+	// Dockerfile is the Dockerfile that was built: the plan's, or the
+	// layered one (LayeredDockerfile).
+	Dockerfile string `json:"dockerfile,omitempty"`
+	// Layers are the Python environment's layers of a layered build.
+	Layers []Layer `json:"python_layers,omitempty"`
 }
 
 func (r *Request) pipMirror() bool {
@@ -165,10 +180,11 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 		return nil, err
 	}
 	hasReq := req.Extras.Requirements != ""
-	df, err := Dockerfile(Definition{
+	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
 		PipMirror: req.pipMirror(), Secrets: ids, HasRequirements: hasReq,
-	})
+	}
+	df, err := Dockerfile(def)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +199,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if req.Revision != "" {
 		labels["org.opencontainers.image.revision"] = req.Revision
 	}
-	return &Plan{Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
+	return &Plan{definition: def, Base: base, Dockerfile: df, Labels: labels, SourceDateEpoch: epoch}, nil
 }
 
 // Epoch is a build's SOURCE_DATE_EPOCH: explicit when set, else the base
@@ -229,6 +245,9 @@ func (r *Request) PlainHTTP(ref string) bool {
 // Build runs the plan on BuildKit: the generated Dockerfile through the
 // Dockerfile frontend, with the requested outputs, cache and secrets.
 func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Result, error) {
+	if err := CheckCompression(req.Compression); err != nil {
+		return nil, err
+	}
 	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
 		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
 	}
@@ -237,7 +256,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		return nil, fmt.Errorf("create build context: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy}
+	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy}
 	ctxDir := req.ContextDir
 	if ctxDir == "" {
 		ctxDir = "."
@@ -320,6 +339,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		switch exports[i].Type {
 		case client.ExporterImage, client.ExporterOCI, client.ExporterDocker:
 			exports[i].Attrs["rewrite-timestamp"] = "true"
+			exporterCompression(exports[i].Attrs, req.Compression)
 		}
 	}
 	cacheTo, err := build.ParseExportCache(req.CacheTo)
@@ -380,13 +400,32 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		CacheImports:  cacheFrom,
 		Session:       attach,
 	}
+	start := time.Now()
+	steps := map[string]bool{} // completed step -> cached, from its first run
+	dockerfile := plan.Dockerfile
+	var layers []Layer
+	if layered(req) && plan.definition.Base != "" { // a Plan from Prepare
+		// First the plan stage (the frameworks' pip installs, as in the
+		// plain Dockerfile), then the layered Dockerfile made from it.
+		dists, err := planDists(opt, func(opt client.SolveOpt) (*client.SolveResponse, error) { return solve(ctx, c, opt, req, steps) })
+		if err != nil {
+			return nil, fmt.Errorf("build %s: plan: %w", plan.Labels["org.opencontainers.image.version"], err)
+		}
+		if dockerfile, err = LayeredDockerfile(plan.definition, dists, req.LargeWheel); err != nil {
+			return nil, err
+		}
+		layers = LayerPlan(dists, req.LargeWheel)
+		if err := os.WriteFile(filepath.Join(tmp, ctxLayered), []byte(dockerfile), 0o644); err != nil {
+			return nil, fmt.Errorf("write build context: %w", err)
+		}
+		opt.FrontendAttrs = maps.Clone(attrs)
+		opt.FrontendAttrs["filename"] = ctxLayered
+	}
 	backoff, err := images.RetryBackoff(req.Registry...)
 	if err != nil {
 		return nil, err
 	}
 	tries := max(backoff.Steps, 1)
-	start := time.Now()
-	steps := map[string]bool{} // completed step -> cached, from its first run
 	var resp *client.SolveResponse
 	for try := 1; ; try++ {
 		resp, err = solve(ctx, c, opt, req, steps)
@@ -417,7 +456,8 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			return nil, fmt.Errorf("output %s: %w", dest, err)
 		}
 	}
-	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps)}
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps),
+		Dockerfile: dockerfile, Layers: layers}
 	for _, cached := range steps {
 		if cached {
 			res.CachedSteps++
@@ -427,6 +467,40 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}
 	return res, nil
+}
+
+// layered says whether the build splits the Python environment into
+// layers (LayeredDockerfile): when the stack has frameworks and one
+// platform is built (the plan is per platform: pip resolves each
+// platform's wheels, and one Dockerfile serves all of them).
+func layered(req Request) bool {
+	return len(req.Stack.Frameworks) > 0 && len(req.Platforms) <= 1
+}
+
+// planDists solves the plan stage of opt's Dockerfile into a temporary
+// directory and reads the plan.
+func planDists(opt client.SolveOpt, solve func(client.SolveOpt) (*client.SolveResponse, error)) ([]PlannedDist, error) {
+	dir, err := os.MkdirTemp("", "gpuimg-plan-")
+	if err != nil {
+		return nil, fmt.Errorf("create plan directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	opt.FrontendAttrs = maps.Clone(opt.FrontendAttrs)
+	opt.FrontendAttrs["target"] = StagePlan
+	opt.Exports = []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}}
+	opt.CacheExports = nil
+	if _, err := solve(opt); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
+	if err != nil {
+		return nil, fmt.Errorf("read the build's plan: %w", err)
+	}
+	var dists []PlannedDist
+	if err := json.Unmarshal(b, &dists); err != nil {
+		return nil, fmt.Errorf("read the build's plan %s: %w", PlanFile, err)
+	}
+	return dists, nil
 }
 
 // stageOutputs points file outputs (type=oci|docker|tar with dest=FILE) at

@@ -7,10 +7,12 @@ import (
 	"maps"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // A build's settings come from four places; the first that gives a
@@ -79,6 +81,12 @@ type Flags struct {
 	CacheFrom, CacheTo []string
 	Builder            string
 	SourceDateEpoch    string
+	// Compression is the layers' compression: gzip, zstd or estargz
+	// (Compressions).
+	Compression string
+	// LargeWheel is the installed size from which a distribution gets a
+	// layer of its own, as matrix.ParseSize reads it ("50MB").
+	LargeWheel string
 
 	// Settings only flags give.
 	ContextDir         string
@@ -148,6 +156,16 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),
 		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
 		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
+		Compression:       m.str("compression", f.Compression, file.Compression),
+	}
+	if err := CheckCompression(r.Compression); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, m.src["compression"])
+	}
+	if lw := m.str("large_wheel", f.LargeWheel, file.LargeWheel); lw != "" {
+		size, err := matrix.ParseSize(lw)
+		if r.LargeWheel = int64(size); err != nil || size <= 0 {
+			return nil, fmt.Errorf("large wheel size %q (from %s): give a size such as 50MB", lw, m.src["large_wheel"])
+		}
 	}
 	// An unset flag holds false, its default.
 	m.src["push"] = m.source("push", f.Push, file.Push)
@@ -313,4 +331,35 @@ func GitInfo(ctx context.Context, dir string) (source, revision string) {
 		revision = strings.TrimSpace(string(out))
 	}
 	return source, revision
+}
+
+// Compressions are the layer compressions a build can ask BuildKit's image
+// exporters for: gzip (BuildKit's default, every runtime pulls it), zstd
+// (decompresses faster; containerd ≥ 1.5, Docker ≥ 23, podman) and estargz
+// (gzip that stargz-snapshotter can pull lazily, and that every runtime
+// can still pull whole).
+var Compressions = []string{string(matrix.CompressionGzip), string(matrix.CompressionZstd), string(matrix.CompressionEstargz)}
+
+// CheckCompression accepts "" (the default, gzip) and Compressions.
+func CheckCompression(c string) error {
+	if c == "" || slices.Contains(Compressions, c) {
+		return nil
+	}
+	return fmt.Errorf("compression %q: use gzip, zstd or estargz", c)
+}
+
+// exporterCompression sets an image, OCI or Docker exporter's compression
+// attributes for c: compression=c and force-compression=true (so layers
+// BuildKit already holds in another compression, the base image's above
+// all, are recompressed too), and oci-mediatypes=true for zstd and
+// estargz, which Docker's media types cannot express.
+func exporterCompression(attrs map[string]string, c string) {
+	if c == "" {
+		return
+	}
+	attrs["compression"] = c
+	attrs["force-compression"] = "true"
+	if c != "gzip" {
+		attrs["oci-mediatypes"] = "true"
+	}
 }

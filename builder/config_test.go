@@ -182,3 +182,29 @@ func TestGitInfo(t *testing.T) {
 		t.Errorf("outside a checkout: %q %q", src, rev)
 	}
 }
+
+func TestCompression(t *testing.T) {
+	tests := []struct {
+		c    string
+		want map[string]string
+	}{
+		{"", map[string]string{}},
+		{"gzip", map[string]string{"compression": "gzip", "force-compression": "true"}},
+		{"zstd", map[string]string{"compression": "zstd", "force-compression": "true", "oci-mediatypes": "true"}},
+		{"estargz", map[string]string{"compression": "estargz", "force-compression": "true", "oci-mediatypes": "true"}},
+	}
+	for _, tt := range tests {
+		attrs := map[string]string{}
+		exporterCompression(attrs, tt.c)
+		if !maps.Equal(attrs, tt.want) {
+			t.Errorf("%q: attrs %v, want %v", tt.c, attrs, tt.want)
+		}
+	}
+	if _, err := Merge(Flags{Compression: "lz4"}, Env{}, nil); err == nil || !strings.Contains(err.Error(), `compression "lz4": use gzip, zstd or estargz (set by the command line)`) {
+		t.Errorf("lz4: err = %v", err)
+	}
+	s, err := Merge(Flags{Compression: "gzip", Given: func(string) bool { return false }}, Env{}, &Config{Compression: "zstd"})
+	if err != nil || s.Request.Compression != "zstd" || s.Sources["compression"] != FromFile {
+		t.Errorf("gpuimg.yaml's compression over the flag's default: %+v, %v", s, err)
+	}
+}

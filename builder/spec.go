@@ -60,6 +60,8 @@ type Config struct {
 	PipTrustedHosts   []string          `yaml:"pip_trusted_host"`
 	CacheFrom         []string          `yaml:"cache_from"`
 	CacheTo           []string          `yaml:"cache_to"`
+	Compression       string            `yaml:"compression"`
+	LargeWheel        string            `yaml:"large_wheel"`
 
 	// Path is the file LoadConfig read, for messages.
 	Path string `yaml:"-"`

@@ -35,13 +35,12 @@ func (db *DB) Resolve(c Constraints) (Stack, error) {
 
 // search holds what stays fixed while candidate stacks are tried.
 type search struct {
-	db     *DB
-	c      Constraints
-	flavor string
-	gpus   []GPU // the GPU constraint's GPUs; none without one
-	cudas  []CUDARelease
-	oses   []OS
-	fails  *failures
+	db    *DB
+	c     Constraints
+	gpus  []GPU // the GPU constraint's GPUs; none without one
+	cudas []CUDARelease
+	oses  []OS
+	fails *failures
 }
 
 func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
@@ -89,11 +88,8 @@ func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
 // newSearch checks the input constraints and lists the candidates of each
 // stage in preference order: each framework's choices, CUDA releases, OSes.
 func (db *DB) newSearch(c Constraints) (*search, [][]fwChoice, error) {
-	s := &search{db: db, c: c, flavor: c.Flavor, fails: &failures{}}
-	if s.flavor == "" {
-		s.flavor = "runtime"
-	}
-	if s.flavor != "runtime" && s.flavor != "devel" && s.flavor != "base" {
+	s := &search{db: db, c: c, fails: &failures{}}
+	if c.Flavor != "" && c.Flavor != "runtime" && c.Flavor != "devel" && c.Flavor != "base" {
 		return nil, nil, fmt.Errorf("unknown flavor %q: use runtime, devel or base", c.Flavor)
 	}
 	for _, name := range c.GPUs() {

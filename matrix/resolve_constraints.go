@@ -17,8 +17,15 @@ type Constraints struct {
 	JAX        *Constraint
 	// OS is an NVIDIA OS name (ubuntu22.04) or a family prefix (ubuntu).
 	OS string
-	// Flavor is runtime (the default), devel or base.
+	// Flavor is base, runtime or devel; empty lets the resolver choose
+	// (DefaultFlavor): base when every framework brings CUDA's libraries
+	// as pip wheels and nothing else needs them in the image, else runtime.
 	Flavor string
+	// Apt are the OS packages the build adds on top of the stack (the
+	// builder's extras); those that use CUDA's libraries from the image
+	// (AptNeedsCUDALibs) make the chosen flavor runtime. Not a Field: it
+	// only steers the flavor's default.
+	Apt []string
 	// GPU is a GPU name, alias or architecture the stack must run on, or
 	// several separated by commas (a100,h100): the stack must run on each.
 	GPU string
@@ -174,8 +181,7 @@ func Fields() []Field {
 	return out
 }
 
-// Given returns the constraints c sets, in explanation order. The default
-// flavor (runtime) does not count as given.
+// Given returns the constraints c sets, in explanation order.
 func (c Constraints) Given() []Field {
 	var out []Field
 	for _, f := range Fields() {
@@ -203,7 +209,7 @@ func (c Constraints) has(f Field) bool {
 	case FieldOS:
 		return c.OS != ""
 	case FieldFlavor:
-		return c.Flavor != "" && c.Flavor != "runtime"
+		return c.Flavor != ""
 	case FieldGPU:
 		return c.GPU != ""
 	case FieldDriver:

@@ -49,6 +49,9 @@ type onCUDA struct {
 	rows     []BaseImage // the release's nvidia/cuda images
 	strict   Version     // the release's strict driver floor
 	sysCuDNN bool        // the image must carry cuDNN
+	// flavor is the image flavor (base, runtime, devel) and flavorWhy
+	// says why (pickFlavor).
+	flavor, flavorWhy string
 }
 
 func (o *onCUDA) cuda() Version { return o.release.Version }
@@ -138,6 +141,7 @@ func (s *search) checkCUDA(combo []fwChoice, r CUDARelease) (*onCUDA, bool) {
 	if !s.c.CuDNN.IsZero() && !fwBringsCuDNN {
 		cand.sysCuDNN = true
 	}
+	cand.flavor, cand.flavorWhy = s.pickFlavor(cand)
 	return cand, true
 }
 
@@ -150,7 +154,7 @@ func (s *search) pickImage(cand *onCUDA, o OS) (*BaseImage, string, bool) {
 		}
 		for _, f := range cand.rows[i].Flavors {
 			sys := strings.HasPrefix(f, "cudnn")
-			if sys == cand.sysCuDNN && (f == s.flavor || strings.HasSuffix(f, "-"+s.flavor)) {
+			if sys == cand.sysCuDNN && (f == cand.flavor || strings.HasSuffix(f, "-"+cand.flavor)) {
 				return &cand.rows[i], f, true
 			}
 		}
@@ -162,9 +166,9 @@ func (s *search) pickImage(cand *onCUDA, o OS) (*BaseImage, string, bool) {
 	if !anyOS {
 		s.fails.add(stageOS, "NVIDIA publishes no CUDA %s image for %s", cand.cuda(), o.Name)
 	} else {
-		want := s.flavor
+		want := cand.flavor
 		if cand.sysCuDNN {
-			want = "cudnn " + s.flavor
+			want = "cudnn " + cand.flavor
 		}
 		s.fails.add(stageCuDNN, "NVIDIA publishes no %s image for CUDA %s on %s", want, cand.cuda(), o.Name)
 	}
@@ -412,7 +416,8 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 		NCCL:            p.nccl.String(),
 		Python:          p.python.String(),
 		OS:              o.Name,
-		Flavor:          s.flavor,
+		Flavor:          cand.flavor,
+		FlavorReason:    cand.flavorWhy,
 		SystemCuDNN:     cand.sysCuDNN,
 		BaseImage:       cand.baseImage(),
 		MinDriver:       p.floors.strict.String(),

@@ -47,7 +47,7 @@ func TestResolveRules(t *testing.T) {
 		{
 			name:    "older wheel CUDA runs on newer image CUDA of the same major",
 			c:       Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3")},
-			want:    Stack{CUDA: "12.2.2", MinDriver: "535.104.05", MinDriverCompat: "525.60.13", RequireCUDA: "cuda>=12.2", BaseImage: "nvidia/cuda:12.2.2-runtime-ubuntu22.04", Python: "3.10", OS: "ubuntu22.04", CuDNN: "8.9.2.26", NCCL: "2.20.5"},
+			want:    Stack{CUDA: "12.2.2", MinDriver: "535.104.05", MinDriverCompat: "525.60.13", RequireCUDA: "cuda>=12.2", BaseImage: "nvidia/cuda:12.2.2-base-ubuntu22.04", Python: "3.10", OS: "ubuntu22.04", CuDNN: "8.9.2.26", NCCL: "2.20.5"},
 			fwCUDA:  "12.1",
 			noteHas: []string{"built for CUDA 12.1; they run on the CUDA 12.2.2 image through minor-version compatibility", "experimental"},
 		},
@@ -335,8 +335,11 @@ func TestConstraintFields(t *testing.T) {
 			t.Errorf("Without(%s).with(c) = %+v, want c back", f, back)
 		}
 	}
-	if g := (Constraints{Flavor: "runtime"}).Given(); len(g) != 0 {
-		t.Errorf("the default flavor counts as given: %v", g)
+	if g := (Constraints{Apt: []string{"libcudnn8"}}).Given(); len(g) != 0 {
+		t.Errorf("no constraint, yet given: %v", g)
+	}
+	if g := (Constraints{Flavor: "runtime"}).Given(); !slices.Equal(g, []Field{FieldFlavor}) {
+		t.Errorf("a flavor asked for (runtime too: the default is the resolver's choice) is given: %v", g)
 	}
 	if FieldCuDNN.String() != "cuDNN" || Field(99).String() != "Field(99)" {
 		t.Errorf("names %s %s", FieldCuDNN, Field(99))

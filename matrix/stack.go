@@ -18,6 +18,8 @@ type Stack struct {
 	OS string `json:"os" yaml:"os"`
 	// Flavor is runtime, devel or base.
 	Flavor string `json:"flavor" yaml:"flavor"`
+	// FlavorReason says why the resolver chose Flavor (DefaultFlavor).
+	FlavorReason string `json:"flavor_reason,omitempty" yaml:"flavor_reason,omitempty"`
 	// SystemCuDNN is true when the base image itself carries cuDNN (a
 	// cudnn flavor), because a framework or the user needs it there.
 	SystemCuDNN bool `json:"system_cudnn" yaml:"system_cudnn"`

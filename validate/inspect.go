@@ -470,8 +470,11 @@ func (c *checker) duplicates() {
 			dups = append(dups, fmt.Sprintf("%s (system %s, pip %s)", n, humanize.Bytes(p.sys), humanize.Bytes(p.pip)))
 		}
 	}
-	if len(dups) > 0 {
-		c.add("duplicate-libs", matrix.Warn, "CUDA libraries installed twice, about %s wasted: %s; a base image without them (runtime or base flavor) avoids it", humanize.Bytes(wasted), strings.Join(dups, ", "))
+	switch {
+	case len(dups) > 0:
+		c.add("duplicate-libs", matrix.Warn, "CUDA libraries installed twice, about %s wasted: %s; a base image without them (the base flavor, when the frameworks bring them as pip wheels) avoids it", humanize.Bytes(wasted), strings.Join(dups, ", "))
+	case len(fam) > 0:
+		c.add("duplicate-libs", matrix.Pass, "no CUDA library is installed twice (0 B duplicated)")
 	}
 }
 

@@ -50,7 +50,7 @@ func run(ctx context.Context, runs int, gpuimg string) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04"); err != nil {
+	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04"); err != nil {
 		return err
 	}
 	if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {

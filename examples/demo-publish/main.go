@@ -96,8 +96,8 @@ func run(ctx context.Context, gpuimg, reports string) (err error) {
 	fmt.Fprintf(os.Stderr, "registry %s, buildkitds %s and %s, index %s (ready after %s)\n",
 		env.Registry.Host, env.BuildKit.Address(), second.Address(), env.Index.URL, time.Since(t0).Round(100*time.Millisecond))
 
-	step("pushing fixture bases as nvidia/cuda:12.1.1- and 12.2.2-runtime-ubuntu22.04, and wheels named as PyTorch 2.2 and 2.3's")
-	for _, tag := range []string{"nvidia/cuda:12.1.1-runtime-ubuntu22.04", "nvidia/cuda:12.2.2-runtime-ubuntu22.04"} {
+	step("pushing fixture bases as nvidia/cuda:12.1.1- and 12.2.2-base-ubuntu22.04, and wheels named as PyTorch 2.2 and 2.3's")
+	for _, tag := range []string{"nvidia/cuda:12.1.1-base-ubuntu22.04", "nvidia/cuda:12.2.2-base-ubuntu22.04"} {
 		if _, err := env.PushBase(ctx, tag); err != nil {
 			return err
 		}

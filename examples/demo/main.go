@@ -84,8 +84,8 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	}
 	fmt.Fprintf(os.Stderr, "registry %s, buildkitd %s, index %s (ready after %s)\n", env.Registry.Host, env.BuildKit.Address(), env.Index.URL, time.Since(t0).Round(100*time.Millisecond))
 
-	step("pushing the fixture base image as nvidia/cuda:12.2.2-runtime-ubuntu22.04 and wheels named as PyTorch's")
-	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04"); err != nil {
+	step("pushing the fixture base image as nvidia/cuda:12.2.2-base-ubuntu22.04 and wheels named as PyTorch's")
+	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04"); err != nil {
 		return err
 	}
 	if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {

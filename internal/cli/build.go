@@ -50,6 +50,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Push, "push", false, "push the tags when the build succeeds (the tag is written last, after every blob)")
 	fs.StringArrayVar(&o.Outputs, "output", nil, "extra output in BuildKit's syntax: type=oci,dest=F | type=docker,dest=F | type=local,dest=DIR | type=image,name=REF,push=true (repeatable)")
 	fs.StringSliceVar(&o.Platforms, "platform", nil, "target platforms, e.g. linux/amd64,linux/arm64 (several give a multi-platform index)")
+	addCompressionFlag(fs, &o.Flags)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax: type=registry,ref=R | type=local,src=DIR (repeatable)")
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max | type=local,dest=DIR (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR; ids netrc and pip.conf are put where pip reads them (repeatable)")
@@ -148,6 +149,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
+	c.Apt = set.Request.Extras.Apt // OS packages that use CUDA's libraries need the runtime flavor
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
@@ -274,6 +276,13 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 	fs.StringVar(&f.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the images and their history")
 	fs.StringArrayVar(&f.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
 	fs.StringArrayVar(&f.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
+}
+
+// addCompressionFlag binds --compression and --large-wheel, the layer
+// settings shared by build and publish.
+func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
+	fs.StringVar(&f.LargeWheel, "large-wheel", "50MB", "installed size from which a Python distribution gets an image layer of its own (smaller ones share one layer per framework)")
+	fs.StringVar(&f.Compression, "compression", "gzip", "layer compression of the pushed or written image: gzip (every runtime), zstd (faster to unpack; containerd 1.5+, Docker 23+, podman) or estargz (lazy pulls with stargz-snapshotter)")
 }
 
 func (o *BuilderOptions) clientOpts() []client.ClientOpt {

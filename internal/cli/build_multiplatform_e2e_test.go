@@ -64,7 +64,7 @@ func TestBuildMultiPlatform(t *testing.T) {
 	// PATH and finds the emulator there.
 	t.Setenv("PATH", emu+":"+os.Getenv("PATH"))
 	env := startEnv(t, "gm-")
-	const baseTag = "nvidia/cuda:12.2.2-runtime-ubuntu22.04"
+	const baseTag = "nvidia/cuda:12.2.2-base-ubuntu22.04"
 	baseIndex, err := env.PushBaseIndex(ctx, baseTag, map[string]string{"arm64": arm64Rootfs})
 	if err != nil {
 		t.Fatal(err)

@@ -136,7 +136,7 @@ func TestMatrixExpandBake(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &b); err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Group["default"].Targets) != len(exampleVariants) || b.Target["2_9_1-cu130-py3_12"] == nil || !strings.Contains(b.Target["2_9_1-cu130-py3_12"].DockerfileInline, "\nFROM nvidia/cuda:13.0.2-runtime-ubuntu24.04\n") {
+	if len(b.Group["default"].Targets) != len(exampleVariants) || b.Target["2_9_1-cu130-py3_12"] == nil || !strings.Contains(b.Target["2_9_1-cu130-py3_12"].DockerfileInline, "\nFROM nvidia/cuda:13.0.2-base-ubuntu24.04 AS gpuimg-python\n") {
 		t.Errorf("bake file %s", out)
 	}
 }

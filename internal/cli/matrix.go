@@ -179,6 +179,9 @@ func renderStack(w io.Writer, output string, s matrix.Stack) error {
 	t := newTable(w)
 	t.row("CUDA", s.CUDA)
 	t.row("base image", s.BaseImage)
+	if s.FlavorReason != "" {
+		t.row("flavor", s.FlavorReason)
+	}
 	t.row("OS", s.OS)
 	t.row("Python", s.Python)
 	if s.CuDNN != "" {

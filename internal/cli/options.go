@@ -56,7 +56,7 @@ func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
 	fs.StringVar(&o.JAX, "jax", "", "include JAX with CUDA wheels: version or constraint (0.4.30, latest)")
 	fs.StringVar(&o.Python, "python", "", "CPython version (3.11); default: the OS's python3 if the frameworks support it")
 	fs.StringVar(&o.OS, "os", "", "base OS as NVIDIA names it (ubuntu22.04, rockylinux9) or a family (ubuntu); default: newest Ubuntu that fits")
-	fs.StringVar(&o.Flavor, "flavor", "runtime", "base image flavor: runtime, devel (compilers, headers) or base")
+	fs.StringVar(&o.Flavor, "flavor", "", "base image flavor: base (CUDA runtime only), runtime (CUDA's libraries) or devel (compilers, headers); default base when every framework brings CUDA's libraries as pip wheels, else runtime")
 	if withTarget {
 		o.addTargetFlags(fs)
 	}

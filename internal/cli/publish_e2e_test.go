@@ -30,7 +30,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	}
 	ctx := t.Context()
 	env := startEnv(t, "gp-")
-	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-runtime-ubuntu22.04"); err != nil {
+	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04"); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {

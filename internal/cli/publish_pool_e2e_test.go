@@ -61,7 +61,7 @@ func (k *killOnLine) String() string {
 func testPublishPool(t *testing.T, env *testenv.Env) {
 	ctx := t.Context()
 	t0 := time.Now()
-	for _, tag := range []string{"nvidia/cuda:12.1.1-runtime-ubuntu22.04", "nvidia/cuda:12.2.2-runtime-ubuntu22.04", "nvidia/cuda:12.4.1-runtime-ubuntu22.04"} {
+	for _, tag := range []string{"nvidia/cuda:12.1.1-base-ubuntu22.04", "nvidia/cuda:12.2.2-base-ubuntu22.04", "nvidia/cuda:12.4.1-base-ubuntu22.04"} {
 		if _, err := env.PushBase(ctx, tag); err != nil {
 			t.Fatal(err)
 		}
@@ -227,8 +227,8 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 	t.Logf("rerun: %d variants unchanged in %s", len(rep2.Results), time.Since(t1).Round(100*time.Millisecond))
 
 	// The CUDA 12.1 base moves; torch 2.2.2 leaves the index.
-	oldBase := digest(env.Registry.Host + "/nvidia/cuda:12.1.1-runtime-ubuntu22.04")
-	newBase, err := env.PushBaseLabeled(ctx, "nvidia/cuda:12.1.1-runtime-ubuntu22.04", map[string]string{"dev.gpuimg.test": "moved"})
+	oldBase := digest(env.Registry.Host + "/nvidia/cuda:12.1.1-base-ubuntu22.04")
+	newBase, err := env.PushBaseLabeled(ctx, "nvidia/cuda:12.1.1-base-ubuntu22.04", map[string]string{"dev.gpuimg.test": "moved"})
 	must(t, err)
 	if newBase == oldBase {
 		t.Fatalf("the moved base kept its digest %s", oldBase)

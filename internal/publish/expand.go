@@ -20,7 +20,7 @@ import (
 // variant's Inputs. Bump it when what gpuimg builds from the same generated
 // Dockerfile changes meaning (the build context it sends, verify.py, the
 // build settings), so that publish rebuilds every variant once.
-const BuildVersion = "gpuimg-build/1"
+const BuildVersion = "gpuimg-build/2" // 2: the layered Python environment (builder.LayeredDockerfile)
 
 // InputsLabel is the image label (and manifest annotation) that holds a
 // variant's Inputs digest.
@@ -45,6 +45,12 @@ type ExpandOptions struct {
 	// and file times, so it is folded into Inputs. The default, 0, leaves
 	// it out (expand, which pins nothing, does not know it).
 	SourceDateEpoch int64
+	// Compression is the build's layer compression (builder.Request's);
+	// gzip and "" (the default) are the same and leave it out of Inputs.
+	Compression string
+	// LargeWheel is the build's builder.Request.LargeWheel; 0 and
+	// builder.DefaultLargeWheel leave it out of Inputs.
+	LargeWheel int64
 }
 
 // Expand turns a publish file into a plan: the product of f.Matrix's axes
@@ -84,6 +90,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
 			}
 		}
+		c.Apt = f.Build.Apt // OS packages that use CUDA's libraries need the runtime flavor
 		stack, err := db.Resolve(c)
 		if ce, ok := errors.AsType[*matrix.ConflictError](err); ok {
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: ce.Reason})
@@ -265,6 +272,8 @@ type inputs struct {
 	BaseDigest   string            `json:"base_digest,omitempty"`
 	Files        map[string]string `json:"files,omitempty"`
 	Epoch        int64             `json:"source_date_epoch,omitempty"`
+	Compression  string            `json:"compression,omitempty"`
+	LargeWheel   int64             `json:"large_wheel,omitempty"`
 }
 
 // Inputs is the digest ("sha256:…") over everything that decides a
@@ -278,6 +287,12 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 		return "", err
 	}
 	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
+	if opts.Compression != "gzip" {
+		in.Compression = opts.Compression
+	}
+	if opts.LargeWheel != builder.DefaultLargeWheel {
+		in.LargeWheel = opts.LargeWheel
+	}
 	if b, ok := opts.Bases[s.BaseImage]; ok {
 		in.BaseDigest = b.Digest
 	}
@@ -329,9 +344,9 @@ func Dockerfile(s matrix.Stack, e builder.Extras, opts ExpandOptions) (string, e
 	if err != nil {
 		return "", err
 	}
-	from := "\nFROM " + d.Base + "\n"
-	if strings.Count(df, from) != 1 {
+	from := "\nFROM " + d.Base // the stages FROM the base (builder.Dockerfile names the first)
+	if !strings.Contains(df, from+" ") && !strings.Contains(df, from+"\n") {
 		return "", fmt.Errorf("generate Dockerfile for %s: FROM line not found", s.BaseImage)
 	}
-	return strings.Replace(df, from, "\nFROM "+s.BaseImage+"\n", 1), nil
+	return strings.ReplaceAll(df, from, "\nFROM "+s.BaseImage), nil
 }

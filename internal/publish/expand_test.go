@@ -271,8 +271,8 @@ func TestInputs(t *testing.T) {
 		opts ExpandOptions
 		from string
 	}{
-		{ExpandOptions{}, "\nFROM " + stack.BaseImage + "\n"},
-		{ExpandOptions{Bases: map[string]images.Base{stack.BaseImage: pinned}}, "\nFROM " + pinned.From + "\n"},
+		{ExpandOptions{}, "\nFROM " + stack.BaseImage + " AS gpuimg-python\n"},
+		{ExpandOptions{Bases: map[string]images.Base{stack.BaseImage: pinned}}, "\nFROM " + pinned.From + " AS gpuimg-python\n"},
 	} {
 		df, err := Dockerfile(stack, f.Build, c.opts)
 		if err != nil {

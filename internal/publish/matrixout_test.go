@@ -34,7 +34,7 @@ func TestGitHubMatrix(t *testing.T) {
 	}
 	want := map[string]string{
 		"name": "2.7.1-cu128-py3.12", "tag": "r.example.com/t:2.7.1-cu128-py3.12", "inputs": p.Variants[1].Inputs,
-		"cuda": "12.8.1", "cuda_short": "128", "torch": "2.7.1", "python": "3.12", "os": p.Variants[1].Stack.OS, "flavor": "runtime",
+		"cuda": "12.8.1", "cuda_short": "128", "torch": "2.7.1", "python": "3.12", "os": p.Variants[1].Stack.OS, "flavor": "base",
 	}
 	for k, v := range want {
 		if inc[1][k] != v {
@@ -95,7 +95,7 @@ func TestBake(t *testing.T) {
 			t.Errorf("%s: cache %v %v", v.Name, tg.CacheFrom, tg.CacheTo)
 		}
 		pinned := i == 0 // only the first variant's base is in opts
-		if pinned != strings.Contains(df, "FROM "+base.From+"\n") {
+		if pinned != strings.Contains(df, "FROM "+base.From+" AS gpuimg-python\n") {
 			t.Errorf("%s: pinned %v but Dockerfile:\n%s", v.Name, pinned, df)
 		}
 		if pinned && (tg.Labels["org.opencontainers.image.base.digest"] != base.Digest || tg.Args["SOURCE_DATE_EPOCH"] != "1700000000" || tg.Labels["org.opencontainers.image.created"] != "2023-11-14T22:13:20Z") {

@@ -123,7 +123,7 @@ func (e *Env) PushBaseLabeled(ctx context.Context, tag string, labels map[string
 // Mirror is the --registry-mirror value that reaches the fixture registry.
 func (e *Env) Mirror() string { return "docker.io=" + e.Registry.Host }
 
-// PushBase pushes the fixture rootfs as tag (nvidia/cuda:12.2.2-runtime-ubuntu22.04)
+// PushBase pushes the fixture rootfs as tag (nvidia/cuda:12.2.2-base-ubuntu22.04)
 // to the registry standing in for Docker Hub, with NVIDIA's environment.
 func (e *Env) PushBase(ctx context.Context, tag string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")

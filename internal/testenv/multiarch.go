@@ -142,7 +142,7 @@ func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, 
 	return d.String(), nil
 }
 
-// PushBaseIndex pushes tag (nvidia/cuda:12.2.2-runtime-ubuntu22.04) as a
+// PushBaseIndex pushes tag (nvidia/cuda:12.2.2-base-ubuntu22.04) as a
 // multi-platform base: the environment's amd64 rootfs, plus the given
 // foreign ones (arch → rootfs tar, from ForeignRootfs), with NVIDIA's
 // environment as PushBase sets it. It returns the index digest.
@@ -153,7 +153,7 @@ func (e *Env) PushBaseIndex(ctx context.Context, tag string, foreign map[string]
 	return PushIndex(ctx, e.Registry.Host+"/"+repo+":"+version, all, baseEnv(version))
 }
 
-// baseEnv is NVIDIA's environment for a tag's version (12.2.2-runtime-…).
+// baseEnv is NVIDIA's environment for a tag's version (12.2.2-base-…).
 func baseEnv(version string) []string {
 	cuda, _, _ := strings.Cut(version, "-")
 	mm := strings.Join(strings.SplitN(cuda, ".", 3)[:2], ".")

@@ -22,7 +22,8 @@ import (
 
 // Wheel writes a small but valid wheel for dist==version into dir, named as
 // the real one would be (torch-2.3.1+cu121-cp311-cp311-linux_x86_64.whl),
-// holding files (path → content) and its dist-info, and returns its path.
+// holding files (path → content; a "NAME-VERSION.dist-info/METADATA"
+// there replaces the generated one) and its dist-info, and returns its path.
 // tag is the wheel tag (py3-none-any, cp311-cp311-linux_x86_64).
 func Wheel(dir, dist, version, tag string, files map[string]string) (string, error) {
 	norm := strings.ReplaceAll(dist, "-", "_")
@@ -32,7 +33,9 @@ func Wheel(dir, dist, version, tag string, files map[string]string) (string, err
 	if all == nil {
 		all = map[string]string{}
 	}
-	all[info+"/METADATA"] = fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
+	if _, ok := all[info+"/METADATA"]; !ok { // files may bring their own (Requires-Dist)
+		all[info+"/METADATA"] = fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
+	}
 	all[info+"/WHEEL"] = fmt.Sprintf("Wheel-Version: 1.0\nGenerator: gpuimg-testenv\nRoot-Is-Purelib: %v\nTag: %s\n", strings.HasSuffix(tag, "-any"), tag)
 	names := slices.Sorted(maps.Keys(all))
 	var record strings.Builder

@@ -1,0 +1,209 @@
+package builder
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// DefaultLargeWheel is the installed size from which a distribution gets
+// a layer of its own: 50 MB. Below it, distributions share one layer per
+// pip step (a layer costs a registry round trip and an unpack, and most
+// of a stack's ~40 distributions are a few hundred kB).
+const DefaultLargeWheel = 50_000_000
+
+// SharedSite is where the Python-version-independent distributions (every
+// wheel tag py3-none-*, like all nvidia-* wheels) are installed: a site
+// directory inside the virtual environment (so pip can upgrade and
+// uninstall them) whose path has no Python version, put on sys.path by a
+// .pth file in the venv's own site-packages. Their layers are then
+// byte-identical under any Python version.
+const SharedSite = VenvDir + "/lib/gpuimg-shared/site-packages"
+
+// layerRoot is where a layer stage installs the files of its layer.
+const layerRoot = "/gpuimg/layer"
+
+// PlannedDist is one distribution the framework steps installed, as the
+// build's plan stage (plan.py) lists it.
+type PlannedDist struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Step is the framework step (1 for the first framework of
+	// matrix.Stack.FrameworkList) that installed this version.
+	Step int `json:"step"`
+	// Size is the installed size in bytes.
+	Size int64 `json:"size"`
+	// Shared says the wheel is for any Python 3 (tags py3-none-*) and has
+	// no files outside the site directory: it goes to SharedSite.
+	Shared bool `json:"shared"`
+}
+
+// Layer is one layer of the Python environment in a layered build.
+type Layer struct {
+	// Dists are the distributions in the layer, NAME==VERSION.
+	Dists []string `json:"dists"`
+	// Size is their installed size in bytes.
+	Size int64 `json:"size"`
+	// Shared says the layer is in SharedSite (the same bytes under any
+	// Python version).
+	Shared bool `json:"shared"`
+	// Step is the framework step whose index the layer installs from.
+	Step int `json:"step"`
+}
+
+// LayerPlan splits the plan into the Python environment's layers, most
+// shared first: each shared distribution of at least large bytes alone
+// (by name), then the other shared ones of each step together, then each
+// large version-specific one alone (torch, triton), then the other
+// version-specific ones of each step together. large ≤ 0 means
+// DefaultLargeWheel.
+func LayerPlan(plan []PlannedDist, large int64) []Layer {
+	if large <= 0 {
+		large = DefaultLargeWheel
+	}
+	var out []Layer
+	for _, shared := range []bool{true, false} {
+		var big []PlannedDist
+		small := map[int]*Layer{}
+		for _, p := range plan {
+			if p.Shared != shared {
+				continue
+			}
+			if p.Size >= large {
+				big = append(big, p)
+				continue
+			}
+			l := small[p.Step]
+			if l == nil {
+				l = &Layer{Shared: shared, Step: p.Step}
+				small[p.Step] = l
+			}
+			l.Dists = append(l.Dists, p.Name+"=="+p.Version)
+			l.Size += p.Size
+		}
+		slices.SortFunc(big, func(a, b PlannedDist) int { return cmp.Compare(normName(a.Name), normName(b.Name)) })
+		for _, p := range big {
+			out = append(out, Layer{Dists: []string{p.Name + "==" + p.Version}, Size: p.Size, Shared: shared, Step: p.Step})
+		}
+		for _, step := range slices.Sorted(func(yield func(int) bool) {
+			for k := range small {
+				if !yield(k) {
+					return
+				}
+			}
+		}) {
+			l := small[step]
+			slices.SortFunc(l.Dists, func(a, b string) int { return cmp.Compare(strings.ToLower(a), strings.ToLower(b)) })
+			out = append(out, *l)
+		}
+	}
+	return out
+}
+
+var nameRE = regexp.MustCompile(`[-_.]+`)
+
+func normName(n string) string { return strings.ToLower(nameRE.ReplaceAllString(n, "-")) }
+
+// LayeredDockerfile renders the build of Dockerfile(d) with the Python
+// environment split into content-addressed layers (LayerPlan(plan,
+// large)), plan being what Dockerfile(d)'s plan stage listed. Each shared
+// or large layer is installed with --no-deps in a stage of its own and
+// added with COPY --link, so its digest depends only on its files: the
+// nvidia-* layers are the same for every Python version and on every
+// builder. The image, base first:
+//
+//  1. the shared layers (SharedSite): each large distribution, by name,
+//     then the small ones of each step;
+//  2. the stack's Python and the virtual environment, with the .pth file
+//     that puts SharedSite on sys.path, a link nvidia → SharedSite/nvidia
+//     in the venv's site-packages (torch's libraries find
+//     nvidia/*/lib through their RPATH $ORIGIN/../../nvidia/…), and the
+//     .pyc files of SharedSite for this Python;
+//  3. the version-specific large layers (torch, triton);
+//  4. the other distributions of each framework step, one layer per step;
+//  5. the user's OS packages, pip packages, files and settings, last.
+//
+// The installed set is exactly plan's: what the framework steps' pip
+// installs resolved, each pinned to NAME==VERSION from the step's index.
+func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, error) {
+	g, err := newGen(d)
+	if err != nil {
+		return "", err
+	}
+	fws := d.Stack.FrameworkList()
+	for _, p := range plan {
+		if p.Step < 1 || p.Step > len(fws) {
+			return "", fmt.Errorf("plan: %s %s was installed by step %d; the stack has %d framework steps", p.Name, p.Version, p.Step, len(fws))
+		}
+	}
+	g.python()
+	g.frameworks()
+	layers := LayerPlan(plan, large)
+	nvidia := false
+	for _, l := range layers {
+		for _, dist := range l.Dists {
+			nvidia = nvidia || (l.Shared && strings.HasPrefix(normName(dist), "nvidia-"))
+		}
+	}
+	names := make([]string, len(layers))
+	for i, l := range layers {
+		names[i] = fmt.Sprintf("gpuimg-layer-%d", i+1)
+		if l.Shared || len(l.Dists) == 1 {
+			g.layerStage(names[i], l, fws[l.Step-1].Framework)
+		}
+	}
+
+	g.w("\n# The image: the Python environment in %d layers, most shared first, then what you add.\n", len(layers))
+	g.from("")
+	for i, l := range layers {
+		if l.Shared {
+			g.w("COPY --link --from=%s %s/ /\n", names[i], layerRoot)
+		}
+	}
+	more := fmt.Sprintf("; \\\n    site=$(%[1]s/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'); \\\n    echo %[2]s > \"$site/gpuimg-shared.pth\"", VenvDir, SharedSite)
+	if nvidia {
+		more += fmt.Sprintf("; \\\n    ln -s %s/nvidia \"$(%s/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"platlib\"))')/nvidia\"", SharedSite, VenvDir)
+	}
+	more += fmt.Sprintf("; \\\n    if [ -d %[1]s ]; then %[2]s/bin/python -m compileall -q %[1]s; fi", SharedSite, VenvDir)
+	// The plan stage is mounted so that this build's graph (and its cache
+	// export) holds the steps the plan came from.
+	g.venvRun(fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s", StagePlan, PlanFile, PlanFile), more)
+	for i, l := range layers {
+		switch {
+		case l.Shared:
+		case len(l.Dists) == 1:
+			g.w("COPY --link --from=%s %s/ /\n", names[i], layerRoot)
+		default:
+			index, from := g.indexArgs(fws[l.Step-1].Framework)
+			g.w("\n# %s's other distributions (%d, %s) from %s, as its pip install resolved them.\n", fws[l.Step-1].Name, len(l.Dists), sizeMB(l.Size), from)
+			g.w("RUN%s \\\n    pip install --disable-pip-version-check --no-deps%s %s\n", g.pipMounts, index, strings.Join(quoteAll(l.Dists), " "))
+		}
+	}
+	g.extras()
+	return g.b.String(), nil
+}
+
+// layerStage installs layer l's distributions, without dependencies, from
+// framework fw's index into layerRoot: into SharedSite for a shared layer
+// (no .pyc files: they depend on the Python version), else where the
+// venv's pip puts them (--root).
+func (g *gen) layerStage(name string, l Layer, fw matrix.Framework) {
+	index, from := g.indexArgs(fw)
+	where := "--root " + layerRoot
+	what := "for this Python"
+	if l.Shared {
+		where = "--no-compile --target " + path.Join(layerRoot, SharedSite)
+		what = "for any Python"
+	}
+	g.w("\n# %s (%s, %s) from %s.\n", strings.Join(l.Dists, " "), sizeMB(l.Size), what, from)
+	g.w("FROM %s AS %s\n", stagePython, name)
+	g.args()
+	g.w("RUN%s \\\n    pip install --disable-pip-version-check --no-deps %s%s %s\n", g.pipMounts, where, index, strings.Join(quoteAll(l.Dists), " "))
+}
+
+func sizeMB(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
