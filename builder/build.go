@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -408,8 +409,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		defer close(shown)
 		for st := range ch {
 			for _, v := range st.Vertexes {
-				// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
-				if v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
+				if v.Completed != nil && v.Error == "" && isStep(v.Name) {
 					steps[v.Digest.String()] = v.Cached
 				}
 			}
@@ -443,6 +443,16 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	}
 	return res, nil
 }
+
+// dockerfileStep matches the names BuildKit's Dockerfile frontend gives
+// the steps of a Dockerfile: "[2/7] RUN …", "[stage-1 3/5] COPY …",
+// "[linux/arm64 2/7] RUN …". Its other vertices ("[internal] load
+// metadata for …", "[auth] …", "[context user] load …", "exporting to
+// image") are not steps.
+var dockerfileStep = regexp.MustCompile(`^\[(?:[^\]]* )?[0-9]+/[0-9]+\] `)
+
+// isStep says whether a solve status vertex is a Dockerfile step.
+func isStep(name string) bool { return dockerfileStep.MatchString(name) }
 
 // stageOutputs points file outputs (type=oci|docker|tar with dest=FILE) at
 // a temporary name beside FILE and returns temporary → final names.
