@@ -398,7 +398,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	shown := make(chan *client.SolveStatus) // closed by the counter
 	start := time.Now()
 	var resp *client.SolveResponse
-	steps := map[string]bool{} // completed step -> cached
+	steps := map[string]struct{ done, cached bool }{} // Dockerfile steps by vertex digest
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error {
 		var err error
@@ -409,8 +409,14 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		defer close(shown)
 		for st := range ch {
 			for _, v := range st.Vertexes {
-				if v.Completed != nil && v.Error == "" && isStep(v.Name) {
-					steps[v.Digest.String()] = v.Cached
+				// A step is cached when BuildKit says so in any of its
+				// updates: one answered from an imported cache is reported
+				// CACHED, then again (not cached) as its layer is pulled.
+				if isStep(v.Name) {
+					step := steps[v.Digest.String()]
+					step.cached = step.cached || v.Cached
+					step.done = step.done || (v.Completed != nil && v.Error == "")
+					steps[v.Digest.String()] = step
 				}
 			}
 			select {
@@ -432,10 +438,13 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			return nil, fmt.Errorf("output %s: %w", dest, err)
 		}
 	}
-	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps)}
-	for _, cached := range steps {
-		if cached {
-			res.CachedSteps++
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start)}
+	for _, st := range steps {
+		if st.done {
+			res.TotalSteps++
+			if st.cached {
+				res.CachedSteps++
+			}
 		}
 	}
 	if resp != nil {
