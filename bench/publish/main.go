@@ -155,9 +155,11 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	// oneByOne builds the variants one after the other; with validate,
 	// each pushed image is also checked by gpuimg validate, the static
 	// validation publish runs on every variant before writing its tag.
+	var steps strings.Builder // each one-by-one command's time
 	oneByOne := func(name string, validate bool) (time.Duration, error) {
 		return fresh(name, func(addr string) error {
 			for _, v := range plan.Variants {
+				t0 := time.Now()
 				ref := env.Registry.Host + "/bench/" + name + ":" + v.Name
 				args := []string{"build", "--builder", addr, "-t", ref, "--push"}
 				for _, axis := range []string{"cuda", "torch", "python"} {
@@ -166,11 +168,15 @@ func run(ctx context.Context, gpuimg string) (err error) {
 				if err := gpuimgRun(ctx, gpuimg, append(args, common...)...); err != nil {
 					return err
 				}
+				fmt.Fprintf(&steps, "  %-8s %-22s gpuimg build %6.2fs", name, v.Name, time.Since(t0).Seconds())
 				if validate {
+					t1 := time.Now()
 					if err := gpuimgRun(ctx, gpuimg, "validate", ref, "--matrix-file", env.MatrixFile, "-o", "json"); err != nil {
 						return err
 					}
+					fmt.Fprintf(&steps, ", gpuimg validate %5.2fs", time.Since(t1).Seconds())
 				}
+				steps.WriteString("\n")
 			}
 			return nil
 		})
@@ -193,6 +199,7 @@ func run(ctx context.Context, gpuimg string) (err error) {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(&steps, "  %-8s %-22s gpuimg build %6.2fs (a buildkitd of its own)\n", "apart", v.Name, d.Seconds())
 		apart += d
 	}
 	oneValidated, err := oneByOne("onev", true)
@@ -277,6 +284,7 @@ func run(ctx context.Context, gpuimg string) (err error) {
 			fmt.Sprintf("gpuimg publish --jobs %d", jobs), pub[jobs].Seconds(), pub[jobs].Seconds()/one.Seconds(), pubBuild[jobs].Seconds(),
 			t.Check.Seconds(), t.Wait.Seconds(), t.Build.Seconds(), t.Validate.Seconds(), t.Publish.Seconds())
 	}
+	fmt.Print(steps.String())
 	fmt.Print(profile.String())
 	fmt.Printf("nightly, 8 variants: first publish %.2fs, rerun with nothing changed %.2fs (all unchanged)\n", build8.Seconds(), unchanged.Seconds())
 	best := min(pub[1], pub[2])
