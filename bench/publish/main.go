@@ -10,8 +10,11 @@
 //     state directory, stopped after. publish is measured with --jobs 1
 //     and --jobs 2 (a fresh daemon each). publish also validates every
 //     variant before tagging it, which gpuimg build does not: a third side
-//     runs gpuimg validate after each one-by-one build. Each side pushes to
-//     a repository of its own, so no side finds the other's blobs.
+//     runs gpuimg validate after each one-by-one build. A fourth builds
+//     each variant on a buildkitd of its own, as CI matrix jobs on fresh
+//     runners do (nothing shared). Each side pushes to a repository of its
+//     own, so no side finds the other's blobs. Each side's time per
+//     variant is printed, and publish's step times from its report.
 //   - unchanged: a nightly run with nothing changed, 8 variants (the same
 //     matrix × runtime and devel): publish once (it builds), then time the
 //     same publish again with --since, which must report every variant
