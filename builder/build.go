@@ -401,7 +401,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		Session:       attach,
 	}
 	start := time.Now()
-	steps := map[string]bool{} // completed step -> cached, from its first run
+	steps := map[string]stepState{} // Dockerfile steps by vertex digest, over every solve
 	dockerfile := plan.Dockerfile
 	var layers []Layer
 	if layered(req) && plan.definition.Base != "" { // a Plan from Prepare
@@ -428,7 +428,11 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	tries := max(backoff.Steps, 1)
 	var resp *client.SolveResponse
 	for try := 1; ; try++ {
-		resp, err = solve(ctx, c, opt, req, steps)
+		counted := steps
+		if try > 1 { // a retry only pushes again: its steps are all cached
+			counted = map[string]stepState{}
+		}
+		resp, err = solve(ctx, c, opt, req, counted)
 		if err == nil {
 			break
 		}
@@ -456,11 +460,14 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			return nil, fmt.Errorf("output %s: %w", dest, err)
 		}
 	}
-	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start), TotalSteps: len(steps),
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start),
 		Dockerfile: dockerfile, Layers: layers}
-	for _, cached := range steps {
-		if cached {
-			res.CachedSteps++
+	for _, st := range steps {
+		if st.done {
+			res.TotalSteps++
+			if st.cached {
+				res.CachedSteps++
+			}
 		}
 	}
 	if resp != nil {
@@ -503,6 +510,16 @@ func planDists(opt client.SolveOpt, solve func(client.SolveOpt) (*client.SolveRe
 	return dists, nil
 }
 
+// dockerfileStep matches the names BuildKit's Dockerfile frontend gives
+// the steps of a Dockerfile: "[2/7] RUN …", "[stage-1 3/5] COPY …",
+// "[linux/arm64 2/7] RUN …". Its other vertices ("[internal] load
+// metadata for …", "[auth] …", "[context user] load …", "exporting to
+// image") are not steps.
+var dockerfileStep = regexp.MustCompile(`^\[(?:[^\]]* )?[0-9]+/[0-9]+\] `)
+
+// isStep says whether a solve status vertex is a Dockerfile step.
+func isStep(name string) bool { return dockerfileStep.MatchString(name) }
+
 // stageOutputs points file outputs (type=oci|docker|tar with dest=FILE) at
 // a temporary name beside FILE and returns temporary → final names.
 func stageOutputs(outputs []string) ([]string, map[string]string) {
@@ -539,7 +556,10 @@ func stageOutputs(outputs []string) ([]string, map[string]string) {
 // solve runs one solve with BuildKit's progress display, and records in
 // steps each completed Dockerfile step not seen before, and whether it was
 // cached.
-func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Request, steps map[string]bool) (*client.SolveResponse, error) {
+// stepState is what the solves said of one Dockerfile step.
+type stepState struct{ done, cached bool }
+
+func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Request, steps map[string]stepState) (*client.SolveResponse, error) {
 	mode := req.ProgressMode
 	if mode == "" {
 		mode = string(progressui.AutoMode)
@@ -565,9 +585,14 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 		defer close(shown)
 		for st := range ch {
 			for _, v := range st.Vertexes {
-				// Dockerfile steps are named "[2/7] RUN …" or "[stage 1/3] …".
-				if _, seen := steps[v.Digest.String()]; !seen && v.Completed != nil && v.Error == "" && strings.HasPrefix(v.Name, "[") {
-					steps[v.Digest.String()] = v.Cached
+				// A step is cached when BuildKit says so in any of its
+				// updates: one answered from an imported cache is reported
+				// CACHED, then again (not cached) as its layer is pulled.
+				if isStep(v.Name) {
+					step := steps[v.Digest.String()]
+					step.cached = step.cached || v.Cached
+					step.done = step.done || (v.Completed != nil && v.Error == "")
+					steps[v.Digest.String()] = step
 				}
 			}
 			select {

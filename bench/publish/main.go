@@ -10,8 +10,11 @@
 //     state directory, stopped after. publish is measured with --jobs 1
 //     and --jobs 2 (a fresh daemon each). publish also validates every
 //     variant before tagging it, which gpuimg build does not: a third side
-//     runs gpuimg validate after each one-by-one build. Each side pushes to
-//     a repository of its own, so no side finds the other's blobs.
+//     runs gpuimg validate after each one-by-one build. A fourth builds
+//     each variant on a buildkitd of its own, as CI matrix jobs on fresh
+//     runners do (nothing shared). Each side pushes to a repository of its
+//     own, so no side finds the other's blobs. Each side's time per
+//     variant is printed, and publish's step times from its report.
 //   - unchanged: a nightly run with nothing changed, 8 variants (the same
 //     matrix × runtime and devel): publish once (it builds), then time the
 //     same publish again with --since, which must report every variant
@@ -155,9 +158,11 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	// oneByOne builds the variants one after the other; with validate,
 	// each pushed image is also checked by gpuimg validate, the static
 	// validation publish runs on every variant before writing its tag.
+	var steps strings.Builder // each one-by-one command's time
 	oneByOne := func(name string, validate bool) (time.Duration, error) {
 		return fresh(name, func(addr string) error {
 			for _, v := range plan.Variants {
+				t0 := time.Now()
 				ref := env.Registry.Host + "/bench/" + name + ":" + v.Name
 				args := []string{"build", "--builder", addr, "-t", ref, "--push"}
 				for _, axis := range []string{"cuda", "torch", "python"} {
@@ -166,11 +171,15 @@ func run(ctx context.Context, gpuimg string) (err error) {
 				if err := gpuimgRun(ctx, gpuimg, append(args, common...)...); err != nil {
 					return err
 				}
+				fmt.Fprintf(&steps, "  %-8s %-22s gpuimg build %6.2fs", name, v.Name, time.Since(t0).Seconds())
 				if validate {
+					t1 := time.Now()
 					if err := gpuimgRun(ctx, gpuimg, "validate", ref, "--matrix-file", env.MatrixFile, "-o", "json"); err != nil {
 						return err
 					}
+					fmt.Fprintf(&steps, ", gpuimg validate %5.2fs", time.Since(t1).Seconds())
 				}
+				steps.WriteString("\n")
 			}
 			return nil
 		})
@@ -179,11 +188,30 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	if err != nil {
 		return err
 	}
+	// Each variant on a buildkitd of its own, as CI matrix jobs on fresh
+	// runners build them: nothing is shared, each builds its base's layers.
+	var apart time.Duration
+	for i, v := range plan.Variants {
+		d, err := fresh(fmt.Sprintf("apart%d", i), func(addr string) error {
+			args := []string{"build", "--builder", addr, "-t", env.Registry.Host + "/bench/apart:" + v.Name, "--push"}
+			for _, axis := range []string{"cuda", "torch", "python"} {
+				args = append(args, "--"+axis, v.Axes[axis])
+			}
+			return gpuimgRun(ctx, gpuimg, append(args, common...)...)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&steps, "  %-8s %-22s gpuimg build %6.2fs (a buildkitd of its own)\n", "apart", v.Name, d.Seconds())
+		apart += d
+	}
 	oneValidated, err := oneByOne("onev", true)
 	if err != nil {
 		return err
 	}
 	pub, pubBuild := map[int]time.Duration{}, map[int]time.Duration{}
+	pubSteps := map[int]publish.StepTimes{}
+	var profile strings.Builder
 	for _, jobs := range []int{1, 2} {
 		repo := fmt.Sprintf("%s/bench/pub-j%d", env.Registry.Host, jobs)
 		file, err := writeSpec(fmt.Sprintf("publish-j%d.yaml", jobs), matrixSpec, repo)
@@ -203,9 +231,19 @@ func run(ctx context.Context, gpuimg string) (err error) {
 			return fmt.Errorf("publish --jobs %d: %w", jobs, err)
 		}
 		pub[jobs] = d
+		t := pubSteps[jobs]
 		for _, r := range rep.Results {
 			pubBuild[jobs] += r.BuildTime
+			t.Check += r.Times.Check
+			t.Wait += r.Times.Wait
+			t.Build += r.Times.Build
+			t.Validate += r.Times.Validate
+			t.Publish += r.Times.Publish
+			fmt.Fprintf(&profile, "  --jobs %d %-22s check %5.2fs wait %6.2fs build %6.2fs (%d/%d steps cached) validate %5.2fs publish %5.2fs\n",
+				jobs, r.Variant.Name, r.Times.Check.Seconds(), r.Times.Wait.Seconds(), r.Times.Build.Seconds(), r.CachedSteps, r.TotalSteps,
+				r.Times.Validate.Seconds(), r.Times.Publish.Seconds())
 		}
+		pubSteps[jobs] = t
 	}
 
 	// The nightly: 8 variants on the Env's buildkitd, published once, then
@@ -242,14 +280,20 @@ func run(ctx context.Context, gpuimg string) (err error) {
 	fmt.Printf("%-38s %9s %8s\n", "side", "wall", "ratio")
 	fmt.Printf("%-38s %8.2fs %8.2f\n", "gpuimg build --push, one by one", one.Seconds(), 1.0)
 	fmt.Printf("%-38s %8.2fs %8.2f\n", "the same, each then gpuimg validate", oneValidated.Seconds(), oneValidated.Seconds()/one.Seconds())
+	fmt.Printf("%-38s %8.2fs %8.2f\n", "each on a fresh buildkitd (CI jobs)", apart.Seconds(), apart.Seconds()/one.Seconds())
 	for _, jobs := range []int{1, 2} {
-		fmt.Printf("%-38s %8.2fs %8.2f   (BuildKit solves %.2fs of it, summed over variants)\n", fmt.Sprintf("gpuimg publish --jobs %d", jobs),
-			pub[jobs].Seconds(), pub[jobs].Seconds()/one.Seconds(), pubBuild[jobs].Seconds())
+		t := pubSteps[jobs]
+		fmt.Printf("%-38s %8.2fs %8.2f   (summed over variants: BuildKit solves %.2fs; steps: check %.2fs, wait %.2fs, build %.2fs, validate %.2fs, publish %.2fs)\n",
+			fmt.Sprintf("gpuimg publish --jobs %d", jobs), pub[jobs].Seconds(), pub[jobs].Seconds()/one.Seconds(), pubBuild[jobs].Seconds(),
+			t.Check.Seconds(), t.Wait.Seconds(), t.Build.Seconds(), t.Validate.Seconds(), t.Publish.Seconds())
 	}
+	fmt.Print(steps.String())
+	fmt.Print(profile.String())
 	fmt.Printf("nightly, 8 variants: first publish %.2fs, rerun with nothing changed %.2fs (all unchanged)\n", build8.Seconds(), unchanged.Seconds())
 	best := min(pub[1], pub[2])
-	fmt.Printf("publish: matrix %.2f (publish/one-by-one; --jobs 1 %.2f, --jobs 2 %.2f; vs one-by-one with validate %.2f), unchanged 8 variants %.1fs\n",
-		best.Seconds()/one.Seconds(), pub[1].Seconds()/one.Seconds(), pub[2].Seconds()/one.Seconds(), best.Seconds()/oneValidated.Seconds(), unchanged.Seconds())
+	fmt.Printf("publish: matrix %.2f (publish/one-by-one; --jobs 1 %.2f, --jobs 2 %.2f; vs one-by-one with validate %.2f; vs each on a fresh buildkitd %.2f), unchanged 8 variants %.1fs\n",
+		best.Seconds()/one.Seconds(), pub[1].Seconds()/one.Seconds(), pub[2].Seconds()/one.Seconds(), best.Seconds()/oneValidated.Seconds(),
+		best.Seconds()/apart.Seconds(), unchanged.Seconds())
 	return nil
 }
 

@@ -480,17 +480,20 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		if code != 0 {
 			t.Fatalf("rerun exited %d:\n%s", code, lastLines(progress, 20))
 		}
-		// The venv and framework steps finished before the kill.
-		cached := 0
+		// The venv and framework steps finished before the kill: in the
+		// rerun each of them (in the plan's solve and in the layered
+		// solve made from it) comes from the cache.
+		cached, steps := 0, 0
 		for line := range strings.SplitSeq(progress, "\n") {
 			if strings.Contains(line, "] RUN ") && (strings.Contains(line, "gpuimg-verify.py torch") || strings.Contains(line, "-m venv")) {
+				steps++
 				if step := strings.Fields(line)[0]; strings.Contains(progress, step+" CACHED") {
 					cached++
 				}
 			}
 		}
-		if cached != 2 {
-			t.Errorf("%d of the 2 steps the killed daemon finished came from its cache:\n%s", cached, lastLines(progress, 40))
+		if steps < 2 || cached != steps {
+			t.Errorf("%d of the %d venv and framework steps the killed daemon finished came from its cache:\n%s", cached, steps, lastLines(progress, 40))
 		}
 		if !tagExists(t, ref) {
 			t.Error("the rerun wrote no tag")

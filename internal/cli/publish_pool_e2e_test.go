@@ -101,9 +101,13 @@ validate: {driver: 550.54.15, gpu: [h100]}
 mirrors: [`+mirror+`]
 promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 `), 0o644))
+	// A registry cache shared by the pool: each variant exports to
+	// pool-cache:buildcache-NAME and imports its group's.
+	cacheRef := env.Registry.Host + "/gpuimg/pool-cache:buildcache"
 	args := func(reportDir string, builders ...string) []string {
 		a := []string{"publish", "-f", file, "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
-			"--pip-index-url", env.Index.URL, "--report-dir", reportDir, "--progress", "plain"}
+			"--pip-index-url", env.Index.URL, "--report-dir", reportDir, "--progress", "plain",
+			"--cache-to", "type=registry,ref=" + cacheRef + ",mode=max", "--cache-from", "type=registry,ref=" + cacheRef}
 		for _, b := range builders {
 			a = append(a, "--builder", b)
 		}
@@ -199,6 +203,15 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 			t.Errorf("%s: label %s = %q, report %q", r.Variant.Tag, publish.InputsLabel, l, r.Variant.Inputs)
 		}
 	}
+	// The second builder started empty: its first variant found no step
+	// in its cache (the frontend's own vertices, "[internal] load …", are
+	// not counted), the second reused the steps they share (FROM, the
+	// venv).
+	if a, b := res["2.2.2-cu122-py3.11"], res["2.3.1-cu122-py3.11"]; a.Builder != pool[1].Address() || b.Builder != a.Builder ||
+		a.TotalSteps == 0 || a.CachedSteps != 0 || b.CachedSteps == 0 || b.CachedSteps >= b.TotalSteps {
+		t.Errorf("on the empty builder %s: %s on %s, %d/%d steps cached (want 0); then %s on %s, %d/%d (want some, not all)",
+			pool[1].Address(), a.Variant.Name, a.Builder, a.CachedSteps, a.TotalSteps, b.Variant.Name, b.Builder, b.CachedSteps, b.TotalSteps)
+	}
 	// The killed builder's group (CUDA 12.4, 2 variants) moved to the others.
 	if moved != 2 || used[pool[0].Address()] == 0 || used[pool[1].Address()] == 0 {
 		t.Errorf("%d variants moved (want 2: the killed builder's); builders used %v", moved, used)
@@ -225,6 +238,32 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 		}
 	}
 	t.Logf("rerun: %d variants unchanged in %s", len(rep2.Results), time.Since(t1).Round(100*time.Millisecond))
+
+	// The registry cache: one variant rebuilt (--force) on a builder that
+	// never built its base (the second: env's builder built CUDA 12.2 in
+	// the first half of the test) finds its steps in the cache the first
+	// builder exported, and gives the same image.
+	shared := "2.3.1-cu121-py3.11"
+	other := pool[1].Address()
+	for _, r := range rep.Results {
+		if r.Builder == other && r.Variant.Stack.BaseImage == res[shared].Variant.Stack.BaseImage {
+			t.Fatalf("%s also built %s's base (%s): pick a builder that did not", other, shared, r.Variant.Name)
+		}
+	}
+	out, errOut4, code := run(t, append(args(filepath.Join(dir, "cached"), other), "--force", "--only", shared)...)
+	if code != 0 {
+		t.Fatalf("forced rebuild of %s on %s exited %d:\n%s\n%s", shared, other, code, out, lastLines(errOut4, 40))
+	}
+	rep4, err := publish.ReadReport(filepath.Join(dir, "cached", publish.ReportJSON))
+	must(t, err)
+	// The FROM of a build answered from the cache is not pulled, and not
+	// reported cached: every other step is.
+	if r := rep4.Results[0]; r.Outcome != publish.Published || r.Builder != other || r.TotalSteps < 2 || r.CachedSteps != r.TotalSteps-1 || r.Digest != res[shared].Digest {
+		t.Errorf("%s rebuilt on %s: outcome %s builder %s, %d/%d steps cached (want all but the FROM, from the registry cache), digest %s (first built %s), error %q",
+			shared, other, r.Outcome, r.Builder, r.CachedSteps, r.TotalSteps, r.Digest, res[shared].Digest, r.Error)
+	} else {
+		t.Logf("%s rebuilt on %s from the registry cache: %d/%d steps cached, same digest", shared, other, r.CachedSteps, r.TotalSteps)
+	}
 
 	// The CUDA 12.1 base moves; torch 2.2.2 leaves the index.
 	oldBase := digest(env.Registry.Host + "/nvidia/cuda:12.1.1-base-ubuntu22.04")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,17 +13,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
-	"github.com/gpuimg/gpuimg/validate"
 )
 
 // RunOptions are a publish run's settings beyond the publish file.
@@ -95,7 +91,7 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		}
 	}
 	rep := &Report{Repository: f.Repository, Started: now().UTC(), Results: make([]Result, len(variants)), Skipped: plan.Skipped}
-	r := &runner{f: f, db: db, opts: opts, variants: variants, rep: rep}
+	r := &runner{f: f, db: db, opts: opts, variants: variants, rep: rep, caches: cacheGroups(plan.Variants)}
 	if opts.Progress != nil {
 		r.progress = opts.Progress(len(variants))
 		pctx, stop := context.WithCancelCause(ctx)
@@ -116,6 +112,7 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 	}
 	// Check every variant first: the unchanged ones need no builder.
 	r.prepared = make([]*builder.Plan, len(variants))
+	r.checked = make([]time.Time, len(variants))
 	var todo []task
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -126,7 +123,7 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 			defer func() { <-sem }()
 			if r.check(ctx, i) {
 				mu.Lock()
-				todo = append(todo, task{id: i, key: variants[i].Stack.BaseImage + "|" + variants[i].Stack.Python})
+				todo = append(todo, task{id: i, key: groupKey(variants[i])})
 				mu.Unlock()
 			}
 		})
@@ -150,9 +147,20 @@ type runner struct {
 	// prepared holds each variant's build plan (base pinned, inputs
 	// label set) once checked.
 	prepared []*builder.Plan
+	// checked is when each variant's check ended (its wait for a builder
+	// starts then).
+	checked  []time.Time
 	progress *Progress
 	// promote maps a variant's name to the moving tags it owns.
 	promote map[string][]string
+	// caches maps a variant's name to the variants whose registry caches
+	// it imports (cacheGroups).
+	caches map[string][]string
+	// finishing runs the validation and publication of built variants
+	// while their builders go on to the next build; finishSlots bounds how
+	// many run at once.
+	finishing   sync.WaitGroup
+	finishSlots chan struct{}
 }
 
 func (r *runner) registry() []images.Option { return r.opts.Request.Registry }
@@ -210,6 +218,11 @@ func (r *runner) promotions(all []Variant) error {
 // needs a build; an unchanged variant is finished here (mirrors and
 // promoted tags brought up to date, so an interrupted run resumes).
 func (r *runner) check(ctx context.Context, i int) bool {
+	start := time.Now()
+	defer func() {
+		r.checked[i] = time.Now()
+		r.rep.Results[i].Times.Check = r.checked[i].Sub(start)
+	}()
 	v := &r.variants[i]
 	req := r.request(*v)
 	plan, err := builder.Prepare(ctx, req)
@@ -247,66 +260,6 @@ func (r *runner) check(ctx context.Context, i int) bool {
 	return false
 }
 
-// unchanged says whether v's tag holds an image with v's inputs and a
-// validation report the file's validate: accepts, and returns its digest
-// and the report.
-func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Report, bool) {
-	img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: v.Tag}, append(slices.Clip(r.registry()), images.WithPlatform(r.platform()))...)
-	if err != nil {
-		return "", nil, false // not there (or unreadable): build it
-	}
-	defer img.Close()
-	cfg, err := img.Image.ConfigFile()
-	if err != nil || cfg.Config.Labels[InputsLabel] != v.Inputs {
-		return "", nil, false
-	}
-	dig, reports, err := images.Referrers(ctx, v.Tag, images.ReportArtifactType, r.registry()...)
-	if err != nil {
-		return "", nil, false
-	}
-	var found *validate.Report
-	for _, g := range r.gpus() {
-		policy := r.policy(g)
-		found = nil
-		for _, a := range reports {
-			if ok, _ := policy.Accept(a.ReportFacts()); ok {
-				var rp validate.Report
-				if json.Unmarshal(a.Payload, &rp) == nil {
-					found = &rp
-					break
-				}
-			}
-		}
-		if found == nil {
-			return "", nil, false
-		}
-	}
-	return dig.DigestStr(), found, true
-}
-
-// gpus are the GPUs the file validates for; one empty name when none.
-func (r *runner) gpus() []string {
-	if len(r.f.Validate.GPU) == 0 {
-		return []string{""}
-	}
-	return r.f.Validate.GPU
-}
-
-// policy is what a report must show for the file's validate: on gpu.
-func (r *runner) policy(gpu string) validate.PromotionPolicy {
-	return validate.PromotionPolicy{Require: "static", GPU: gpu, MinDriver: r.f.Validate.Driver, DB: r.db}
-}
-
-// platform is the platform validated: the file's first, else linux/amd64.
-func (r *runner) platform() *v1.Platform {
-	if len(r.f.Platforms) > 0 {
-		if p, err := v1.ParsePlatform(r.f.Platforms[0]); err == nil {
-			return p
-		}
-	}
-	return &v1.Platform{OS: "linux", Architecture: "amd64"}
-}
-
 // request is variant v's build request: the shared settings with v's
 // stack, the file's extras and platforms, no tags.
 func (r *runner) request(v Variant) builder.Request {
@@ -314,6 +267,11 @@ func (r *runner) request(v Variant) builder.Request {
 	req.Stack, req.Extras, req.Platforms = v.Stack, r.f.Build, r.f.Platforms
 	req.Tags, req.Push = nil, false
 	req.Outputs = slices.Clone(req.Outputs)
+	group := r.caches[v.Name]
+	if len(group) == 0 {
+		group = []string{v.Name}
+	}
+	req.CacheFrom, req.CacheTo = variantCaches(req.CacheFrom, req.CacheTo, group)
 	return req
 }
 
@@ -373,16 +331,22 @@ func (r *runner) build(ctx context.Context, todo []task) {
 		},
 		fail: func(id int, err error) { r.fail(id, "build", err) },
 	}
+	r.finishSlots = make(chan struct{}, len(addrs)*max(r.opts.Jobs, 1))
 	s.schedule(ctx, todo)
+	r.finishing.Wait()
 }
 
-// buildOne builds variant i on a builder, pushes it by digest, validates
-// and publishes it. It returns a *BuilderError when the builder failed
-// (the scheduler retries elsewhere); every other failure is recorded.
+// buildOne builds variant i on a builder and pushes it by digest; then,
+// while the builder goes on to its next variant, the image is validated
+// and published (finish). It returns a *BuilderError when the builder
+// failed (the scheduler retries elsewhere); every other failure is
+// recorded.
 func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Client) error {
+	start := time.Now()
 	v := r.variants[i]
 	res := &r.rep.Results[i]
 	res.Variant, res.Builder = v, addr
+	res.Times.Wait = start.Sub(r.checked[i])
 	req := r.request(v)
 	out := "type=image,name=" + r.f.Repository + ",push-by-digest=true,push=true,annotation." + InputsLabel + "=" + v.Inputs
 	if len(r.f.Platforms) > 1 {
@@ -394,6 +358,7 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	req.Outputs = append(req.Outputs, out)
 	r.event(i, "building on %s", addr)
 	built, err := builder.Build(ctx, c, req, r.prepared[i])
+	res.Times.Build = time.Since(start)
 	if err != nil {
 		if ctx.Err() == nil && !builder.Alive(ctx, c) {
 			return &BuilderError{Addr: addr, Err: err}
@@ -407,113 +372,45 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	}
 	res.Digest, res.BuildTime = built.Digest, built.Duration
 	res.CachedSteps, res.TotalSteps = built.CachedSteps, built.TotalSteps
-	digestRef := r.f.Repository + "@" + built.Digest
-	r.event(i, "validating %s", built.Digest)
+	r.finishing.Go(func() {
+		select {
+		case r.finishSlots <- struct{}{}:
+			defer func() { <-r.finishSlots }()
+		case <-ctx.Done():
+		}
+		r.finish(ctx, i, built.Digest)
+	})
+	return nil
+}
+
+// finish validates variant i's pushed image and, only if it passed,
+// publishes it (tag, mirrors, moving tags).
+func (r *runner) finish(ctx context.Context, i int, digest string) {
+	v := r.variants[i]
+	res := &r.rep.Results[i]
+	digestRef := r.f.Repository + "@" + digest
+	start := time.Now()
+	r.event(i, "validating %s", digest)
 	verdict, size, err := r.validate(ctx, v, digestRef)
 	res.Verdict, res.Size = verdict, size
+	res.Times.Validate = time.Since(start)
 	if err != nil {
 		r.fail(i, "validate", err)
-		return nil
+		return
 	}
 	if verdict != matrix.Pass && verdict != matrix.Warn {
 		r.fail(i, "validate", fmt.Errorf("static validation %s (the report is attached to %s); the tag was not written", verdict, digestRef))
-		return nil
+		return
 	}
-	if err := r.publish(ctx, i, built.Digest, true); err == nil {
+	start = time.Now()
+	err = r.publish(ctx, i, digest, true)
+	res.Times.Publish = time.Since(start)
+	if err == nil {
 		res.Outcome = Published
 	} else {
 		res.Outcome = Failed
 	}
 	r.done(i)
-	return nil
-}
-
-// validate inspects the pushed image (once per GPU of validate:), attaches
-// each report, and returns the worst verdict and the compressed size.
-func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (matrix.Status, int64, error) {
-	img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: digestRef}, append(slices.Clip(r.registry()), images.WithPlatform(r.platform()))...)
-	if err != nil {
-		return "", 0, err
-	}
-	defer img.Close()
-	var verdicts []matrix.Finding
-	var size int64
-	var failed []string
-	for _, g := range r.gpus() {
-		rp, err := validate.Inspect(ctx, img.Image, validate.Options{
-			Name: v.Tag, Digest: img.Digest, Platform: img.Platform, DB: r.db, Driver: r.f.Validate.Driver, GPU: g,
-		})
-		if err != nil {
-			return "", 0, err
-		}
-		size = rp.Size.Compressed
-		payload, err := json.Marshal(rp)
-		if err != nil {
-			return "", 0, err
-		}
-		meta := images.ReportMeta{Kind: rp.Kind, Verdict: string(rp.Verdict), Created: rp.Created, GPU: g}
-		if !r.f.Validate.Driver.IsZero() {
-			meta.Driver = r.f.Validate.Driver.String()
-		}
-		if _, err := images.AttachReport(ctx, digestRef, payload, meta, r.registry()...); err != nil {
-			return "", 0, fmt.Errorf("attach report: %w", err)
-		}
-		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
-		for _, c := range rp.Checks {
-			if c.Status == matrix.Fail {
-				failed = append(failed, c.Name+": "+c.Message)
-			}
-		}
-	}
-	verdict := matrix.Verdict(verdicts)
-	if verdict == matrix.Fail && len(failed) > 0 {
-		return verdict, size, fmt.Errorf("static validation failed (%s); the report is attached to %s, the tag was not written", strings.Join(failed, "; "), digestRef)
-	}
-	return verdict, size, nil
-}
-
-// publish points variant i's tag at digest (when tag), copies it to the
-// mirrors and moves the moving tags it owns. A failure is recorded in the
-// result (and returned); steps done stay done.
-func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) error {
-	v := r.variants[i]
-	res := &r.rep.Results[i]
-	digestRef := r.f.Repository + "@" + digest
-	if err := r.importTargets(ctx, i, digestRef); err != nil {
-		return err
-	}
-	if tag {
-		r.event(i, "tagging %s", v.Tag)
-		if _, err := images.Copy(ctx, digestRef, []string{v.Tag}, r.registry()...); err != nil {
-			res.Error = "tag: " + err.Error()
-			return err
-		}
-	}
-	if len(r.f.Mirrors) > 0 {
-		var dsts []string
-		for _, m := range r.f.Mirrors {
-			dsts = append(dsts, m+":"+v.Name)
-		}
-		r.event(i, "copying to %d mirrors", len(dsts))
-		if _, err := images.Copy(ctx, digestRef, dsts, r.registry()...); err != nil {
-			res.Error = "mirror: " + err.Error()
-			return err
-		}
-		res.Mirrors = dsts
-	}
-	gpu := r.gpus()[0]
-	policy := r.policy(gpu)
-	accept := func(a images.Attached) (bool, string) {
-		return policy.Accept(a.ReportFacts())
-	}
-	for _, t := range r.promote[v.Name] {
-		if _, err := images.Promote(ctx, digestRef, t, accept, r.registry()...); err != nil {
-			res.Error = "promote " + t + ": " + err.Error()
-			return err
-		}
-		res.Tags = append(res.Tags, r.f.Repository+":"+t)
-	}
-	return nil
 }
 
 // fileDigests digests the files the extras read (the requirements file,

@@ -83,6 +83,22 @@ type Result struct {
 	// Notes are what happened on the way that did not fail the variant
 	// (a builder that failed and the builder it was retried on).
 	Notes []string `json:"notes,omitempty"`
+	// Times are how long each step of the variant took.
+	Times StepTimes `json:"times,omitzero"`
+}
+
+// StepTimes are the wall times of a variant's steps (nanoseconds in
+// JSON), to see where a run's time goes: Check pins the base, computes the
+// inputs and reads the tag; Wait is the time queued for a builder; Build
+// is the solve (the push by digest included); Validate reads the pushed
+// image and attaches the reports; Publish writes the tag, the mirrors and
+// the moving tags. A step that did not run is zero.
+type StepTimes struct {
+	Check    time.Duration `json:"check,omitempty"`
+	Wait     time.Duration `json:"wait,omitempty"`
+	Build    time.Duration `json:"build,omitempty"`
+	Validate time.Duration `json:"validate,omitempty"`
+	Publish  time.Duration `json:"publish,omitempty"`
 }
 
 // Report is a publish run's result: written as report.json, report.md,

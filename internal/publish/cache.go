@@ -1,0 +1,103 @@
+package publish
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// A registry cache (BuildKit's type=registry) shared by the pool: every
+// variant exports its cache to a reference of its own and imports its own
+// and those of the variants it shares layers with (same base image and
+// Python, the sticky placement's groups), so that whichever builder builds
+// a variant (another daemon after a retry, another CI job with --only)
+// finds the layers another one built, and no two variants overwrite each
+// other's cache manifest.
+
+// groupKey is the key of the variants that share layers (same base image
+// and Python): the scheduler's sticky groups and the registry cache's.
+func groupKey(v Variant) string { return v.Stack.BaseImage + "|" + v.Stack.Python }
+
+// cacheGroups maps each variant's name to the names of the variants of the
+// whole plan (before --only) that share its layers, itself first, then
+// the others in plan order.
+func cacheGroups(all []Variant) map[string][]string {
+	byKey := map[string][]string{}
+	for _, v := range all {
+		byKey[groupKey(v)] = append(byKey[groupKey(v)], v.Name)
+	}
+	out := make(map[string][]string, len(all))
+	for _, v := range all {
+		g := []string{v.Name}
+		for _, n := range byKey[groupKey(v)] {
+			if n != v.Name {
+				g = append(g, n)
+			}
+		}
+		out[v.Name] = g
+	}
+	return out
+}
+
+// variantCaches returns a variant's cache imports and exports from the
+// run's (BuildKit's syntax, as --cache-from and --cache-to take them).
+// Each type=registry entry with a tagged ref R:T (or R, read as
+// R:buildcache) becomes, for an export, R:T-NAME (NAME the variant's
+// name) and, for an import, one entry per variant of the group (its own
+// first). Other entries (type=local, gha, s3, a ref by digest) are passed
+// as they are.
+func variantCaches(from, to []string, group []string) (imports, exports []string) {
+	for _, e := range from {
+		if _, ok := registryCacheRef(e); !ok {
+			imports = append(imports, e)
+			continue
+		}
+		for _, n := range group {
+			imports = append(imports, withCacheTag(e, n))
+		}
+	}
+	for _, e := range to {
+		exports = append(exports, withCacheTag(e, group[0]))
+	}
+	return imports, exports
+}
+
+// registryCacheRef returns the ref= of a type=registry cache entry.
+func registryCacheRef(entry string) (string, bool) {
+	registry, ref := false, ""
+	for f := range strings.SplitSeq(entry, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(f), "=")
+		switch k {
+		case "type":
+			registry = v == "registry"
+		case "ref":
+			ref = v
+		}
+	}
+	return ref, registry && ref != ""
+}
+
+// withCacheTag rewrites a type=registry entry's ref R:T to R:T-name; any
+// other entry, or a ref by digest, is returned as it is.
+func withCacheTag(entry, name string) string {
+	ref, ok := registryCacheRef(entry)
+	if !ok || strings.Contains(ref, "@") {
+		return entry
+	}
+	repo, tag := ref, "buildcache"
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		repo, tag = ref[:i], ref[i+1:]
+	}
+	t := tag + "-" + name
+	if len(t) > 128 { // the distribution spec's limit on a tag
+		sum := sha256.Sum256([]byte(name))
+		t = tag[:min(len(tag), 128-17)] + "-" + hex.EncodeToString(sum[:8])
+	}
+	fields := strings.Split(entry, ",")
+	for i, f := range fields {
+		if k, _, _ := strings.Cut(strings.TrimSpace(f), "="); k == "ref" {
+			fields[i] = "ref=" + repo + ":" + t
+		}
+	}
+	return strings.Join(fields, ",")
+}

@@ -1,0 +1,82 @@
+package publish
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+func TestCacheGroups(t *testing.T) {
+	v := func(name, base, py string) Variant {
+		return Variant{Name: name, Stack: matrix.Stack{BaseImage: base, Python: py}}
+	}
+	got := cacheGroups([]Variant{
+		v("a", "cuda:12.1", "3.11"), v("b", "cuda:12.2", "3.11"), v("c", "cuda:12.1", "3.11"),
+		v("d", "cuda:12.1", "3.12"), v("e", "cuda:12.1", "3.11"),
+	})
+	want := map[string][]string{
+		"a": {"a", "c", "e"}, "c": {"c", "a", "e"}, "e": {"e", "a", "c"},
+		"b": {"b"}, "d": {"d"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cacheGroups = %v, want %v", got, want)
+	}
+}
+
+func TestVariantCaches(t *testing.T) {
+	long := strings.Repeat("x", 130)
+	for _, tc := range []struct {
+		name        string
+		from, to    []string
+		group       []string
+		wantImports []string
+		wantExports []string
+	}{
+		{
+			name:        "registry cache: an export of its own, imports of its group",
+			from:        []string{"type=registry,ref=r.example/ml/cache:buildcache"},
+			to:          []string{"type=registry,ref=r.example/ml/cache:buildcache,mode=max"},
+			group:       []string{"2.3.1-cu122", "2.2.2-cu122"},
+			wantImports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122", "type=registry,ref=r.example/ml/cache:buildcache-2.2.2-cu122"},
+			wantExports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122,mode=max"},
+		},
+		{
+			name:        "no tag, a registry port",
+			from:        []string{"ref=localhost:5000/cache,type=registry"},
+			to:          []string{"type=registry,ref=localhost:5000/cache"},
+			group:       []string{"v1"},
+			wantImports: []string{"ref=localhost:5000/cache:buildcache-v1,type=registry"},
+			wantExports: []string{"type=registry,ref=localhost:5000/cache:buildcache-v1"},
+		},
+		{
+			name:        "other kinds and digests pass as they are",
+			from:        []string{"type=local,src=/cache", "type=registry,ref=r.example/c@sha256:0123"},
+			to:          []string{"type=local,dest=/cache", "type=inline"},
+			group:       []string{"v1", "v2"},
+			wantImports: []string{"type=local,src=/cache", "type=registry,ref=r.example/c@sha256:0123", "type=registry,ref=r.example/c@sha256:0123"},
+			wantExports: []string{"type=local,dest=/cache", "type=inline"},
+		},
+		{
+			name:        "a tag over 128 characters is shortened with a hash",
+			to:          []string{"type=registry,ref=r.example/c:bc"},
+			group:       []string{long},
+			wantExports: []string{"type=registry,ref=r.example/c:bc-3afbb132863c57f0"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			imports, exports := variantCaches(tc.from, tc.to, tc.group)
+			if !reflect.DeepEqual(imports, tc.wantImports) || !reflect.DeepEqual(exports, tc.wantExports) {
+				t.Errorf("imports %q\nwant    %q\nexports %q\nwant    %q", imports, tc.wantImports, exports, tc.wantExports)
+			}
+			for _, e := range append(imports, exports...) {
+				if ref, ok := registryCacheRef(e); ok {
+					if i := strings.LastIndex(ref, ":"); i > 0 && len(ref)-i-1 > 128 {
+						t.Errorf("%s: tag over 128 characters", ref)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,206 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/cache"
+
+	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate"
+)
+
+// unchanged says whether v's tag holds an image with v's inputs and, for
+// every GPU of the file's validate: (and, for a multi-platform file, every
+// platform), a validation report the file's validate: accepts; it returns
+// the image's digest and one of the reports.
+func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Report, bool) {
+	platforms := r.platforms()
+	img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: v.Tag}, append(slices.Clip(r.registry()), images.WithPlatform(platforms[0]))...)
+	if err != nil {
+		return "", nil, false // not there (or unreadable): build it
+	}
+	defer img.Close()
+	cfg, err := img.Image.ConfigFile()
+	if err != nil || cfg.Config.Labels[InputsLabel] != v.Inputs {
+		return "", nil, false
+	}
+	dig, reports, err := images.Referrers(ctx, v.Tag, images.ReportArtifactType, r.registry()...)
+	if err != nil {
+		return "", nil, false
+	}
+	// With one platform any accepted report will do (a single-platform
+	// image's report names no platform); with several, each platform
+	// needs its own.
+	multi := len(platforms) > 1
+	var found *validate.Report
+	for _, p := range platforms {
+		for _, g := range r.gpus() {
+			policy := r.policy(g)
+			found = nil
+			for _, a := range reports {
+				if ok, _ := policy.Accept(a.ReportFacts()); !ok {
+					continue
+				}
+				var rp validate.Report
+				if json.Unmarshal(a.Payload, &rp) == nil && (!multi || rp.Platform == p.String()) {
+					found = &rp
+					break
+				}
+			}
+			if found == nil {
+				return "", nil, false
+			}
+		}
+	}
+	return dig.DigestStr(), found, true
+}
+
+// gpus are the GPUs the file validates for; one empty name when none.
+func (r *runner) gpus() []string {
+	if len(r.f.Validate.GPU) == 0 {
+		return []string{""}
+	}
+	return r.f.Validate.GPU
+}
+
+// policy is what a report must show for the file's validate: on gpu.
+func (r *runner) policy(gpu string) validate.PromotionPolicy {
+	return validate.PromotionPolicy{Require: "static", GPU: gpu, MinDriver: r.f.Validate.Driver, DB: r.db}
+}
+
+// platforms are the platforms validated: the file's, else linux/amd64.
+// Load checked each platform's syntax.
+func (r *runner) platforms() []*v1.Platform {
+	var out []*v1.Platform
+	for _, s := range r.f.Platforms {
+		if p, err := v1.ParsePlatform(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		out = []*v1.Platform{{OS: "linux", Architecture: "amd64"}}
+	}
+	return out
+}
+
+// validate inspects the pushed image, every platform of it, once per GPU
+// of validate:, attaches each report to digestRef, and returns the worst
+// verdict and the compressed size (the largest platform's). With several
+// GPUs, the layers are read from the registry once: a temporary directory
+// keeps them for the following walks.
+func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (matrix.Status, int64, error) {
+	var layerCache cache.Cache
+	if len(r.gpus()) > 1 {
+		dir, err := os.MkdirTemp("", "gpuimg-validate-")
+		if err != nil {
+			return "", 0, fmt.Errorf("validate %s: %w", digestRef, err)
+		}
+		defer os.RemoveAll(dir)
+		layerCache = cache.NewFilesystemCache(dir)
+	}
+	var verdicts []matrix.Finding
+	var size int64
+	var failed []string
+	for _, p := range r.platforms() {
+		img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: digestRef}, append(slices.Clip(r.registry()), images.WithPlatform(p))...)
+		if err != nil {
+			return "", 0, err
+		}
+		layers := img.Image
+		if layerCache != nil {
+			layers = cache.Image(img.Image, layerCache)
+		}
+		for _, g := range r.gpus() {
+			rp, err := validate.Inspect(ctx, layers, validate.Options{
+				Name: v.Tag, Digest: img.Digest, Platform: img.Platform, DB: r.db, Driver: r.f.Validate.Driver, GPU: g,
+			})
+			if err != nil {
+				img.Close()
+				return "", 0, fmt.Errorf("%s: %w", p, err)
+			}
+			size = max(size, rp.Size.Compressed)
+			payload, err := json.Marshal(rp)
+			if err != nil {
+				img.Close()
+				return "", 0, err
+			}
+			meta := images.ReportMeta{Kind: rp.Kind, Verdict: string(rp.Verdict), Created: rp.Created, GPU: g}
+			if !r.f.Validate.Driver.IsZero() {
+				meta.Driver = r.f.Validate.Driver.String()
+			}
+			if _, err := images.AttachReport(ctx, digestRef, payload, meta, r.registry()...); err != nil {
+				img.Close()
+				return "", 0, fmt.Errorf("attach report: %w", err)
+			}
+			verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
+			for _, c := range rp.Checks {
+				if c.Status == matrix.Fail {
+					msg := c.Name + ": " + c.Message
+					if img.Platform != "" {
+						msg = img.Platform + " " + msg
+					}
+					failed = append(failed, msg)
+				}
+			}
+		}
+		if err := img.Close(); err != nil {
+			return "", 0, err
+		}
+	}
+	verdict := matrix.Verdict(verdicts)
+	if verdict == matrix.Fail && len(failed) > 0 {
+		return verdict, size, fmt.Errorf("static validation failed (%s); the report is attached to %s, the tag was not written", strings.Join(failed, "; "), digestRef)
+	}
+	return verdict, size, nil
+}
+
+// publish points variant i's tag at digest (when tag), copies it to the
+// mirrors and moves the moving tags it owns. A failure is recorded in the
+// result (and returned); steps done stay done.
+func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) error {
+	v := r.variants[i]
+	res := &r.rep.Results[i]
+	digestRef := r.f.Repository + "@" + digest
+	if err := r.importTargets(ctx, i, digestRef); err != nil {
+		return err
+	}
+	if tag {
+		r.event(i, "tagging %s", v.Tag)
+		if _, err := images.Copy(ctx, digestRef, []string{v.Tag}, r.registry()...); err != nil {
+			res.Error = "tag: " + err.Error()
+			return err
+		}
+	}
+	if len(r.f.Mirrors) > 0 {
+		var dsts []string
+		for _, m := range r.f.Mirrors {
+			dsts = append(dsts, m+":"+v.Name)
+		}
+		r.event(i, "copying to %d mirrors", len(dsts))
+		if _, err := images.Copy(ctx, digestRef, dsts, r.registry()...); err != nil {
+			res.Error = "mirror: " + err.Error()
+			return err
+		}
+		res.Mirrors = dsts
+	}
+	gpu := r.gpus()[0]
+	policy := r.policy(gpu)
+	accept := func(a images.Attached) (bool, string) {
+		return policy.Accept(a.ReportFacts())
+	}
+	for _, t := range r.promote[v.Name] {
+		if _, err := images.Promote(ctx, digestRef, t, accept, r.registry()...); err != nil {
+			res.Error = "promote " + t + ": " + err.Error()
+			return err
+		}
+		res.Tags = append(res.Tags, r.f.Repository+":"+t)
+	}
+	return nil
+}
