@@ -401,7 +401,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		Session:       attach,
 	}
 	start := time.Now()
-	steps := map[string]stepState{} // Dockerfile steps by vertex digest, over every solve
+	steps := map[string]stepState{} // Dockerfile steps by instruction, as the first solve saw them
 	dockerfile := plan.Dockerfile
 	var layers []Layer
 	if layered(req) && plan.definition.Base != "" { // a Plan from Prepare
@@ -428,11 +428,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	tries := max(backoff.Steps, 1)
 	var resp *client.SolveResponse
 	for try := 1; ; try++ {
-		counted := steps
-		if try > 1 { // a retry only pushes again: its steps are all cached
-			counted = map[string]stepState{}
-		}
-		resp, err = solve(ctx, c, opt, req, counted)
+		resp, err = solve(ctx, c, opt, req, steps)
 		if err == nil {
 			break
 		}
@@ -557,7 +553,20 @@ func stageOutputs(outputs []string) ([]string, map[string]string) {
 // steps each completed Dockerfile step not seen before, and whether it was
 // cached.
 // stepState is what the solves said of one Dockerfile step.
-type stepState struct{ done, cached bool }
+type stepState struct {
+	key          string // the step without its "[stage N/M] " prefix
+	done, cached bool
+}
+
+// stepKey is a step's instruction without the position BuildKit puts
+// before it: the plan's solve and the layered solve name the same step
+// "[4/7] RUN …" and "[gpuimg-python 3/3] RUN …".
+func stepKey(name string) string {
+	if loc := dockerfileStep.FindStringIndex(name); loc != nil {
+		return name[loc[1]:]
+	}
+	return name
+}
 
 func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Request, steps map[string]stepState) (*client.SolveResponse, error) {
 	mode := req.ProgressMode
@@ -581,6 +590,7 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 		resp, err = c.Solve(ectx, nil, opt, ch)
 		return err
 	})
+	seen := map[string]stepState{} // this solve's steps
 	eg.Go(func() error {
 		defer close(shown)
 		for st := range ch {
@@ -589,10 +599,11 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 				// updates: one answered from an imported cache is reported
 				// CACHED, then again (not cached) as its layer is pulled.
 				if isStep(v.Name) {
-					step := steps[v.Digest.String()]
+					step := seen[v.Digest.String()]
+					step.key = stepKey(v.Name)
 					step.cached = step.cached || v.Cached
 					step.done = step.done || (v.Completed != nil && v.Error == "")
-					steps[v.Digest.String()] = step
+					seen[v.Digest.String()] = step
 				}
 			}
 			select {
@@ -606,7 +617,16 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 		_, err := display.UpdateFrom(context.WithoutCancel(ectx), shown)
 		return err
 	})
-	return resp, eg.Wait()
+	err = eg.Wait()
+	// A step counts as its first solve saw it: the layered solve finds
+	// the plan's steps it shares (FROM, the venv) cached by the plan's
+	// solve, and a retried push finds every step cached.
+	for _, st := range seen {
+		if _, ok := steps[st.key]; !ok {
+			steps[st.key] = st
+		}
+	}
+	return resp, err
 }
 
 // pushRE finds the image BuildKit's exporter failed to push, in the
