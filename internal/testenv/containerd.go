@@ -1,0 +1,204 @@
+package testenv
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ContainerdTools builds containerd and ctr (cmd/containerd and cmd/ctr of
+// github.com/containerd/containerd/v2, pinned in tools/go.mod) into bin/
+// of the checkout, unless they are there already, and returns their paths.
+// It is apart from BuildTools because few tests need them.
+func ContainerdTools(ctx context.Context) (containerd, ctr string, err error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", "", err
+	}
+	bin := filepath.Join(root, "bin")
+	containerd, ctr = filepath.Join(bin, "containerd"), filepath.Join(bin, "ctr")
+	_, err1 := os.Stat(containerd)
+	_, err2 := os.Stat(ctr)
+	if err1 == nil && err2 == nil {
+		return containerd, ctr, nil
+	}
+	done := startStep(ctx, "compiling containerd and ctr", "from tools/go.mod into bin/, once (a few minutes on two cores)")
+	defer done()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+"/",
+		"github.com/containerd/containerd/v2/cmd/containerd",
+		"github.com/containerd/containerd/v2/cmd/ctr")
+	cmd.Dir = filepath.Join(root, "tools")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("build containerd from tools/go.mod: %w\n%s", err, out)
+	}
+	return containerd, ctr, nil
+}
+
+// ContainerdOptions configure a containerd started by StartContainerd.
+type ContainerdOptions struct {
+	// MaxConcurrentDownloads is how many layers one pull fetches at once
+	// (the transfer service's max_concurrent_downloads). Default 3,
+	// containerd's own default.
+	MaxConcurrentDownloads int
+	// ProxySnapshotters are external snapshotters (name → gRPC socket),
+	// such as stargz.
+	ProxySnapshotters map[string]string
+}
+
+// Containerd is a containerd started for tests and benchmarks: its own
+// root, state and socket under one directory, no CRI, stopped by PID.
+type Containerd struct {
+	// Address is the gRPC socket (ctr's --address).
+	Address string
+	// Ctr is the ctr binary built with it.
+	Ctr  string
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// containerdConfig is containerd's configuration (version 3, containerd
+// 2.x) for a daemon whose files all live under dir.
+func containerdConfig(dir, sock string, o ContainerdOptions) string {
+	n := o.MaxConcurrentDownloads
+	if n <= 0 {
+		n = 3
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "version = 3\nroot = %q\nstate = %q\n", filepath.Join(dir, "root"), filepath.Join(dir, "state"))
+	b.WriteString("disabled_plugins = [\"io.containerd.grpc.v1.cri\", \"io.containerd.cri.v1.runtime\", \"io.containerd.cri.v1.images\"]\n")
+	fmt.Fprintf(&b, "[grpc]\n  address = %q\n", sock)
+	fmt.Fprintf(&b, "[ttrpc]\n  address = %q\n", sock+".ttrpc")
+	fmt.Fprintf(&b, "[debug]\n  address = %q\n", "")
+	fmt.Fprintf(&b, "[plugins.\"io.containerd.transfer.v1.local\"]\n  max_concurrent_downloads = %d\n", n)
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range o.ProxySnapshotters {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&b, "[proxy_plugins.%q]\n  type = \"snapshot\"\n  address = %q\n", name, o.ProxySnapshotters[name])
+	}
+	return b.String()
+}
+
+// StartContainerd builds containerd and ctr if needed and starts
+// containerd with its root, state and socket under dir (keep dir short:
+// the socket lives there). Stop stops it by PID and removes dir.
+func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Containerd, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("containerd needs root")
+	}
+	if err := EnsurePackages(ctx, "runc"); err != nil {
+		return nil, err
+	}
+	bin, ctr, err := ContainerdTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, "c.sock")
+	if len(sock) > 100 {
+		sum := sha256.Sum256([]byte(dir))
+		sock = filepath.Join(os.TempDir(), fmt.Sprintf("ctd-%x.sock", sum[:6]))
+	}
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte(containerdConfig(dir, sock, o)), 0o644); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--config", cfg, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	c := &Containerd{Address: sock, Ctr: ctr, dir: dir, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(c.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
+			if _, err := c.Run(ctx, "version"); err == nil {
+				return c, nil
+			}
+		}
+		select {
+		case <-c.done:
+			b, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
+			return nil, fmt.Errorf("containerd exited at start: %s", tail(b, 1500))
+		case <-ctx.Done():
+			c.Stop()
+			return nil, context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.Stop()
+			return nil, fmt.Errorf("containerd did not answer on %s within 30s", sock)
+		}
+	}
+}
+
+// Run runs ctr against this containerd (namespace "gpuimg") and returns
+// its combined output.
+func (c *Containerd) Run(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.Ctr, append([]string{"--address", c.Address, "--namespace", "gpuimg"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("ctr %s: %w\n%s", strings.Join(args, " "), err, tail(out, 2000))
+	}
+	return out, nil
+}
+
+// Stop stops containerd by PID (SIGTERM, then SIGKILL to its process
+// group after 20 s), unmounts what is left under its directory and
+// removes it. Containers must be gone already (ctr run --rm).
+func (c *Containerd) Stop() {
+	if c == nil {
+		return
+	}
+	_ = syscall.Kill(c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
+	unmountUnder(c.dir)
+	_ = os.RemoveAll(c.dir)
+	_ = os.Remove(c.Address)
+}
+
+// unmountUnder lazily unmounts every mount point below dir, deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mounts = append(mounts, f[4])
+		}
+	}
+	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) })
+	for _, m := range mounts {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+}
