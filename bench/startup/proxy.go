@@ -203,4 +203,3 @@ func (p *Proxy) pipe(dst, src net.Conn, b *bucket, n *atomic.Int64) {
 		_ = tc.CloseWrite()
 	}
 }
-
