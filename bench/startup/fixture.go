@@ -351,51 +351,91 @@ func appFiles(dir, version string) error {
 // imports each framework (and would initialise CUDA on a GPU node).
 var startCommand = []string{"python", "/app/main.py"}
 
+// runtimeGB is what NVIDIA's runtime flavor adds to base: /usr/local/cuda-11.8
+// of the runtime image, about 2.3 GB on disk
+// (https://github.com/IBM/text-generation-inference/pull/50, read
+// 2026-11-30).
+const runtimeGB = 2.3
+
+// runtimeLibs picks Debian's CUDA 11.8 libraries, in a fixed order
+// (libcublas, libcurand, libcudart), whose size is about runtimeGB/scale:
+// each is taken unless it overshoots the target by more than 15%.
+func runtimeLibs(libs []string, scale float64) ([]string, int64, error) {
+	target := int64(runtimeGB * 1e9 / scale)
+	var picked []string
+	var total int64
+	for _, prefix := range []string{"libcublas.so", "libcurand.so", "libcudart.so"} {
+		for _, l := range libs {
+			if !strings.HasPrefix(filepath.Base(l), prefix) {
+				continue
+			}
+			st, err := os.Stat(l)
+			if err != nil {
+				return nil, 0, err
+			}
+			if float64(total+st.Size()) <= 1.15*float64(target) {
+				picked = append(picked, l)
+				total += st.Size()
+			}
+		}
+	}
+	if len(picked) == 0 {
+		return nil, 0, fmt.Errorf("no Debian CUDA library fits the runtime flavor's %d bytes at scale %g", target, scale)
+	}
+	return picked, total, nil
+}
+
 // pushBases pushes the two fixture bases under NVIDIA's tag names: base is
 // the Debian sid root filesystem with two Pythons, runtime adds Debian's
-// real CUDA 11.8 libraries where NVIDIA's runtime image has its CUDA
-// libraries. It returns the runtime tag's extra bytes (compressed).
-func pushBases(ctx context.Context, host string) (int64, error) {
+// real CUDA 11.8 libraries (runtimeLibs) where NVIDIA's runtime image has
+// its CUDA libraries. It returns the runtime tag's extra bytes
+// (uncompressed, compressed).
+func pushBases(ctx context.Context, host string, scale float64) (raw, compressed int64, err error) {
 	rootfs, err := testenv.TwoPythonsRootfs(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	env := []string{"CUDA_VERSION=" + cudaImage, "NVIDIA_REQUIRE_CUDA=cuda>=12.6", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	baseRef := host + "/nvidia/cuda:" + cudaImage + "-base-" + osName
 	if _, err := testenv.PushImage(ctx, rootfs, baseRef, env, nil); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	root, err := testenv.DebianCUDA(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
-	slices.Sort(libs)
+	all, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
+	slices.Sort(all)
+	libs, raw, err := runtimeLibs(all, scale)
+	if err != nil {
+		return 0, 0, err
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return libsTar(libs, "usr/local/cuda-12.6/targets/x86_64-linux/lib/") })
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	br, err := name.ParseReference(baseRef, name.Insecure)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	base, err := remote.Image(br, remote.WithContext(ctx))
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", baseRef, err)
+		return 0, 0, fmt.Errorf("read %s: %w", baseRef, err)
 	}
 	img, err := mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{CreatedBy: "gpuimg bench: Debian's CUDA 11.8 libraries standing in for the runtime flavor's"}})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	rr, err := name.ParseReference(host+"/nvidia/cuda:"+cudaImage+"-runtime-"+osName, name.Insecure)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := remote.Write(rr, img, remote.WithContext(ctx)); err != nil {
-		return 0, fmt.Errorf("push %s: %w", rr, err)
+		return 0, 0, fmt.Errorf("push %s: %w", rr, err)
 	}
-	return layer.Size()
+	compressed, err = layer.Size()
+	return raw, compressed, err
 }
 
 // libsTar streams a tar of files under prefix.

@@ -35,16 +35,17 @@ func execCommand(ctx context.Context, bin string, args ...string) *exec.Cmd {
 // measure starts a fresh node (containerd, and stargz-snapshotter for
 // eStargz), gives it sc.Have at full speed, then measures sc.Start
 // through the proxy: pull (with unpack) and the start command.
-func measure(ctx context.Context, dir string, o options, host string, proxy *Proxy, k *kind, sc scenario, sg *stargz) (res result, err error) {
+func measure(ctx context.Context, dir string, o options, host string, proxy *Proxy, k *kind, sc scenario) (res result, err error) {
 	res = result{Scenario: sc.Name, Kind: k.Name}
 	copts := testenv.ContainerdOptions{MaxConcurrentDownloads: o.downloads}
+	var sg *testenv.Stargz
 	if k.Snapshotter == "stargz" {
-		node, err := sg.fresh(ctx, filepath.Join(dir, "sg"))
-		if err != nil {
+		if sg, err = testenv.StartStargz(ctx, filepath.Join(dir, "sg")); err != nil {
 			return res, err
 		}
-		defer node.Stop()
-		copts.ProxySnapshotters = map[string]string{"stargz": node.Socket}
+		// Stopped after containerd (deferred first, runs last).
+		defer sg.Stop()
+		copts.ProxySnapshotters = map[string]string{"stargz": sg.Socket}
 	}
 	c, err := testenv.StartContainerd(ctx, filepath.Join(dir, "ctd"), copts)
 	if err != nil {
@@ -52,14 +53,14 @@ func measure(ctx context.Context, dir string, o options, host string, proxy *Pro
 	}
 	defer c.Stop()
 	if sc.Have != nil {
-		if err := pull(ctx, c, host+"/"+k.refs[sc.Have.Name], k, o); err != nil {
+		if err := pull(ctx, c, sg, host+"/"+k.refs[sc.Have.Name], k, o); err != nil {
 			return res, err
 		}
 	}
 	ref := proxy.Addr() + "/" + k.refs[sc.Start.Name]
 	b0 := proxy.Bytes()
 	t0 := time.Now()
-	if err := pull(ctx, c, ref, k, o); err != nil {
+	if err := pull(ctx, c, sg, ref, k, o); err != nil {
 		return res, err
 	}
 	res.Pull = time.Since(t0)
@@ -79,9 +80,9 @@ func measure(ctx context.Context, dir string, o options, host string, proxy *Pro
 
 // pull pulls ref into c and unpacks it for k's snapshotter; eStargz is
 // pulled lazily by the stargz helper.
-func pull(ctx context.Context, c *testenv.Containerd, ref string, k *kind, o options) error {
-	if k.Snapshotter == "stargz" {
-		return rpull(ctx, c, ref)
+func pull(ctx context.Context, c *testenv.Containerd, sg *testenv.Stargz, ref string, k *kind, o options) error {
+	if sg != nil {
+		return sg.Pull(ctx, c, ref)
 	}
 	_, err := c.Run(ctx, "images", "pull", "--plain-http", "--snapshotter", k.Snapshotter, "--max-concurrent-downloads", fmt.Sprint(o.downloads), ref)
 	return err
@@ -111,4 +112,3 @@ func splitLines(s string) []string {
 	}
 	return lines
 }
-

@@ -12,8 +12,9 @@ import (
 // it:
 //
 //   - one shared bottleneck of Rate bytes per second from the registry to
-//     the node (a token bucket with a burst of one chunk, 32 KiB), shared
-//     by every connection, as one NIC or one long-haul path is;
+//     the node (a token bucket with a burst of 10 ms of traffic, at least
+//     one 32 KiB chunk), shared by every connection, as one NIC or one
+//     long-haul path is;
 //   - a one-way delay of RTT/2 on every chunk in each direction, so a
 //     request and its response cost one RTT, as on a real path;
 //   - one RTT more before a new connection carries data (the TCP
@@ -27,22 +28,25 @@ type Link struct {
 	RTT  time.Duration
 }
 
-// chunk is what the proxy forwards at a time, and the bucket's burst.
+// chunk is what the proxy forwards at a time.
 const chunk = 32 << 10
 
-// bucket is a token bucket of rate bytes per second and burst chunk bytes.
+// bucket is a token bucket of rate bytes per second. Its burst (10 ms of
+// traffic) absorbs the sleeps' overshoot, which at 1 Gbit/s is as long as
+// a chunk takes.
 type bucket struct {
 	mu     sync.Mutex
 	rate   float64
+	burst  float64
 	tokens float64
 	last   time.Time
 }
 
-// take waits until n bytes (n ≤ chunk) may pass.
+// take waits until n bytes may pass.
 func (b *bucket) take(n int) {
 	b.mu.Lock()
 	now := time.Now()
-	b.tokens = min(b.tokens+now.Sub(b.last).Seconds()*b.rate, chunk)
+	b.tokens = min(b.tokens+now.Sub(b.last).Seconds()*b.rate, b.burst)
 	b.last = now
 	b.tokens -= float64(n)
 	wait := time.Duration(0)
@@ -78,7 +82,7 @@ func StartProxy(target string, link Link) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", link.Name, err)
 	}
-	p := &Proxy{ln: ln, target: target, link: link, down: &bucket{rate: link.Rate, last: time.Now()}, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, link: link, down: &bucket{rate: link.Rate, burst: max(chunk, link.Rate/100), last: time.Now()}, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil

@@ -17,6 +17,7 @@ type report struct {
 	Kinds        []*kind
 	Trace        *startTrace
 	RuntimeExtra int64 // compressed bytes the runtime fixture adds to base
+	RuntimeRaw   int64 // the same, uncompressed
 	Scale        float64
 	Downloads    int
 	Stargz       bool
@@ -60,7 +61,8 @@ func (r *report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %10s  %.2f of naive\n", k.Name, mb(k.size), float64(k.size)/float64(naive))
 	}
-	fmt.Fprintf(w, "  (the runtime flavor adds %s to base in this fixture)\n", mb(r.RuntimeExtra))
+	fmt.Fprintf(w, "  (the runtime flavor adds %s to base in this fixture, %s uncompressed: Debian's CUDA 11.8 libraries for NVIDIA's %.1f GB / %g)\n",
+		mb(r.RuntimeExtra), mb(r.RuntimeRaw), runtimeGB, r.Scale)
 	if t := r.Trace; t != nil {
 		fmt.Fprintf(w, "start trace of gpuimg A (strace around runc): %d image files opened, %s of files (%.1f%% of the image's %s uncompressed); %s read or mapped\n",
 			len(t.Prioritized), mb(t.OpenedBytes), 100*float64(t.OpenedBytes)/float64(t.ImageBytes), mb(t.ImageBytes), mb(t.ReadBytes))
@@ -100,7 +102,7 @@ func (r *report) save(dir string) error {
 	for _, x := range r.Kinds {
 		ks = append(ks, k{x.Name, x.size, x.refs})
 	}
-	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra,
+	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw,
 		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
 	if err != nil {
 		return err

@@ -72,7 +72,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := writeWheels(env.WheelDir, testenv.TwoPythons, o.scale, pool); err != nil {
 		return err
 	}
-	runtimeExtra, err := pushBases(ctx, host)
+	runtimeRaw, runtimeExtra, err := pushBases(ctx, host, o.scale)
 	if err != nil {
 		return err
 	}
@@ -94,6 +94,7 @@ func run(ctx context.Context, o options) (err error) {
 		if err := appFiles(ctxDir, v.App); err != nil {
 			return err
 		}
+		progress("building variant %s: naive (buildctl), then gpuimg (builder.Build)", v.Name)
 		ref := "bench/naive:" + v.Name
 		if err := buildNaive(ctx, env, ctxDir, v, host+"/"+ref); err != nil {
 			return err
@@ -129,13 +130,12 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	var sg *stargz
+	stargzOK := false
 	if o.stargz {
-		sg, err = startStargz(ctx, dir)
-		if err != nil {
+		if err := stargzCheck(ctx, filepath.Join(dir, "sg-check")); err != nil {
 			progress("eStargz skipped: %v", err)
 		} else {
-			defer sg.Stop()
+			stargzOK = true
 			es := &kind{Name: "gpuimg-estargz", Snapshotter: "stargz", refs: map[string]string{}}
 			for _, v := range []variant{varA, varB, varA2} {
 				ref := "bench/gpuimg-estargz:" + v.Name
@@ -164,7 +164,7 @@ func run(ctx context.Context, o options) (err error) {
 		for _, sc := range scenarios {
 			for _, k := range kinds {
 				progress("%s, %s, %s", l.Name, sc.Name, k.Name)
-				r, err := measure(ctx, dir, o, host, proxy, k, sc, sg)
+				r, err := measure(ctx, dir, o, host, proxy, k, sc)
 				if err != nil {
 					proxy.Close()
 					return err
@@ -175,8 +175,8 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		proxy.Close()
 	}
-	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, Scale: o.scale, Downloads: o.downloads,
-		Stargz: sg != nil, Plan: plans, Took: time.Since(start)}
+	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Scale: o.scale, Downloads: o.downloads,
+		Stargz: stargzOK, Plan: plans, Took: time.Since(start)}
 	if o.keep != "" {
 		if err := rep.save(o.keep); err != nil {
 			return err

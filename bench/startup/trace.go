@@ -45,7 +45,7 @@ var (
 )
 
 // traceStart runs the start command of ref in a container on a fresh
-// containerd with runc wrapped by strace (-f, from runc create on, so the
+// containerd whose shim finds a runc wrapped by strace (-f, from runc create on, so the
 // container's first process is traced from its execve), and measures what
 // it opened and read against the image's files.
 func traceStart(ctx context.Context, dir, ref string, o options) (*startTrace, error) {
@@ -57,14 +57,18 @@ func traceStart(ctx context.Context, dir, ref string, o options) (*startTrace, e
 		return nil, err
 	}
 	out := filepath.Join(dir, "start.strace")
-	wrapper := filepath.Join(dir, "runc-strace")
+	wrapDir := filepath.Join(dir, "runc-strace")
+	if err := os.MkdirAll(wrapDir, 0o755); err != nil {
+		return nil, err
+	}
+	wrapper := filepath.Join(wrapDir, "runc")
 	// strace -D detaches from runc create, which the shim waits for; it
 	// keeps tracing runc init and, after its execve, the start command.
 	script := fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = create ]; then exec strace -D -f -qq -y -s 0 -e trace=open,openat,execve,read,pread64,mmap -o %s %s \"$@\"; fi\ndone\nexec %s \"$@\"\n", out, runc, runc)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		return nil, err
 	}
-	c, err := testenv.StartContainerd(ctx, filepath.Join(dir, "ctd-trace"), testenv.ContainerdOptions{MaxConcurrentDownloads: o.downloads})
+	c, err := testenv.StartContainerd(ctx, filepath.Join(dir, "ctd-trace"), testenv.ContainerdOptions{MaxConcurrentDownloads: o.downloads, PathPrefix: wrapDir})
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +76,7 @@ func traceStart(ctx context.Context, dir, ref string, o options) (*startTrace, e
 	if _, err := c.Run(ctx, "images", "pull", "--plain-http", ref); err != nil {
 		return nil, err
 	}
-	if _, err := c.Run(ctx, append([]string{"run", "--rm", "--runc-binary", wrapper, ref, "trace"}, startCommand...)...); err != nil {
+	if _, err := c.Run(ctx, append([]string{"run", "--rm", ref, "trace"}, startCommand...)...); err != nil {
 		return nil, err
 	}
 	if err := waitStable(ctx, out); err != nil {

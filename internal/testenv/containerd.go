@@ -51,6 +51,9 @@ type ContainerdOptions struct {
 	// ProxySnapshotters are external snapshotters (name → gRPC socket),
 	// such as stargz.
 	ProxySnapshotters map[string]string
+	// PathPrefix is put first in containerd's PATH, where its runc shim
+	// looks for runc: a directory with a runc wrapper (a tracer) in it.
+	PathPrefix string
 }
 
 // Containerd is a containerd started for tests and benchmarks: its own
@@ -123,6 +126,9 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 	}
 	cmd := exec.Command(bin, "--config", cfg, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if o.PathPrefix != "" {
+		cmd.Env = append(os.Environ(), "PATH="+o.PathPrefix+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -201,4 +207,117 @@ func unmountUnder(dir string) {
 	for _, m := range mounts {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
+}
+
+// Stargzd builds tools/stargzd (stargz-snapshotter's service and a lazy
+// pull, from the versions pinned in tools/go.mod) into bin/ of the
+// checkout, unless it is there already, and returns its path.
+func Stargzd(ctx context.Context) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(root, "bin", "stargzd")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	done := startStep(ctx, "compiling stargzd", "tools/stargzd over stargz-snapshotter from tools/go.mod into bin/, once (a minute or two)")
+	defer done()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./stargzd")
+	cmd.Dir = filepath.Join(root, "tools")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build stargzd from tools/go.mod: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Stargz is a stargz-snapshotter (tools/stargzd serve) with its own root
+// and socket under one directory, for a containerd's proxy_plugins.
+type Stargz struct {
+	// Socket is its gRPC socket.
+	Socket string
+	bin    string
+	dir    string
+	cmd    *exec.Cmd
+	done   chan struct{}
+}
+
+// StartStargz builds stargzd if needed and starts a snapshotter under dir.
+// It needs root and /dev/fuse (layers are FUSE mounts). Stop stops it by
+// PID, unmounts its layers and removes dir.
+func StartStargz(ctx context.Context, dir string) (*Stargz, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("stargz-snapshotter needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return nil, fmt.Errorf("stargz-snapshotter needs /dev/fuse: %w", err)
+	}
+	bin, err := Stargzd(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s := &Stargz{Socket: filepath.Join(dir, "sg.sock"), bin: bin, dir: dir, done: make(chan struct{})}
+	logf, err := os.Create(filepath.Join(dir, "stargz.log"))
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(bin, "serve", "-root", filepath.Join(dir, "root"), "-address", s.Socket)
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start stargzd: %w", err)
+	}
+	go func() { _ = s.cmd.Wait(); logf.Close(); close(s.done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if conn, err := net.Dial("unix", s.Socket); err == nil {
+			conn.Close()
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			b, _ := os.ReadFile(filepath.Join(dir, "stargz.log"))
+			return nil, fmt.Errorf("stargzd exited at start: %s", tail(b, 1500))
+		case <-ctx.Done():
+			s.Stop()
+			return nil, context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("stargzd did not listen on %s within 20s", s.Socket)
+		}
+	}
+}
+
+// Pull pulls ref lazily into containerd c through this snapshotter (what
+// ctr-remote image rpull does): only each layer's table of contents and
+// its prefetched files are fetched before the container starts.
+func (s *Stargz) Pull(ctx context.Context, c *Containerd, ref string) error {
+	out, err := exec.CommandContext(ctx, s.bin, "rpull", "-address", c.Address, "-namespace", "gpuimg", ref).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("stargzd rpull %s: %w\n%s", ref, err, tail(out, 2000))
+	}
+	return nil
+}
+
+// Stop stops the snapshotter by PID, unmounts what it left and removes
+// its directory. Stop containerd first.
+func (s *Stargz) Stop() {
+	if s == nil {
+		return
+	}
+	_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	unmountUnder(s.dir)
+	_ = os.RemoveAll(s.dir)
 }
