@@ -213,6 +213,37 @@ func writeWheel(dir, dist, version, tag string, requires []string, files []wfile
 
 func b64(h hash.Hash) string { return base64.RawURLEncoding.EncodeToString(h.Sum(nil)) }
 
+// cachedWheels puts the fixture stack's wheels into dir (hard links to a
+// cache under testenv.CacheDir, made once per scale and fixture
+// definition: writing them takes a minute or two on two CPUs).
+func cachedWheels(ctx context.Context, dir string, pythons []string, scale float64) error {
+	key := sha256.Sum256([]byte(fmt.Sprintf("v1 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
+	cache := filepath.Join(testenv.CacheDir(), fmt.Sprintf("bench-startup-wheels-%x", key[:6]))
+	if _, err := os.Stat(filepath.Join(cache, ".done")); err != nil {
+		p, err := loadPool(ctx)
+		if err != nil {
+			return err
+		}
+		_ = os.RemoveAll(cache)
+		if err := os.MkdirAll(cache, 0o755); err != nil {
+			return err
+		}
+		if err := writeWheels(cache, pythons, scale, p); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cache, ".done"), nil, 0o644); err != nil {
+			return err
+		}
+	}
+	whls, _ := filepath.Glob(filepath.Join(cache, "*.whl"))
+	for _, w := range whls {
+		if err := os.Link(w, filepath.Join(dir, filepath.Base(w))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeWheels writes the fixture stack's wheels for the given CPython
 // versions into dir: each component's files sized so that the wheel is
 // about its real size divided by scale.

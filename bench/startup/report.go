@@ -18,6 +18,7 @@ type report struct {
 	Trace        *startTrace
 	RuntimeExtra int64 // compressed bytes the runtime fixture adds to base
 	RuntimeRaw   int64 // the same, uncompressed
+	Wheels       []wheelSize
 	Scale        float64
 	Downloads    int
 	Stargz       bool
@@ -53,6 +54,11 @@ func (r *report) print(w io.Writer) {
 	if !r.Stargz {
 		fmt.Fprintln(w, "eStargz: not measured (stargz-snapshotter not running here)")
 	}
+	fmt.Fprint(w, "fixture wheels (real MB / scale → fixture wheel):")
+	for _, x := range r.Wheels {
+		fmt.Fprintf(w, " %s %.1f→%.1f MB;", x.Name, x.Target/1e6, float64(x.Size)/1e6)
+	}
+	fmt.Fprintln(w)
 	var naive int64
 	fmt.Fprintln(w, "image sizes, variant A, compressed layers:")
 	for _, k := range r.Kinds {
@@ -102,7 +108,7 @@ func (r *report) save(dir string) error {
 	for _, x := range r.Kinds {
 		ks = append(ks, k{x.Name, x.size, x.refs})
 	}
-	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw,
+	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw, "wheels": r.Wheels,
 		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
 	if err != nil {
 		return err
@@ -114,4 +120,30 @@ func (r *report) save(dir string) error {
 		return os.WriteFile(filepath.Join(dir, "prefetch.txt"), []byte(strings.Join(r.Trace.Prioritized, "\n")+"\n"), 0o644)
 	}
 	return nil
+}
+
+// wheelSize is a fixture wheel's size against its target.
+type wheelSize struct {
+	Name   string  `json:"name"`
+	Target float64 `json:"target"` // real bytes / scale
+	Size   int64   `json:"size"`
+}
+
+// wheelSizes lists the sized fixture wheels in dir (one per component and
+// tag) with their targets.
+func wheelSizes(dir string, scale float64) ([]wheelSize, error) {
+	var out []wheelSize
+	for _, c := range components {
+		whls, _ := filepath.Glob(filepath.Join(dir, strings.ReplaceAll(c.Dist, "-", "_")+"-"+c.Version+"-*.whl"))
+		for _, p := range whls {
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, err
+			}
+			tag := strings.TrimSuffix(filepath.Base(p), ".whl")
+			tag = strings.SplitN(strings.TrimPrefix(tag, strings.ReplaceAll(c.Dist, "-", "_")+"-"+c.Version+"-"), "-", 2)[0]
+			out = append(out, wheelSize{Name: c.Dist + "(" + tag + ")", Target: c.RealMB * 1e6 / scale, Size: st.Size()})
+		}
+	}
+	return out, nil
 }

@@ -65,11 +65,11 @@ func run(ctx context.Context, o options) (err error) {
 	host := env.Registry.Host
 
 	progress("making the fixture: wheels at real size / %g, bases", o.scale)
-	pool, err := loadPool(ctx)
-	if err != nil {
+	if err := cachedWheels(ctx, env.WheelDir, testenv.TwoPythons, o.scale); err != nil {
 		return err
 	}
-	if err := writeWheels(env.WheelDir, testenv.TwoPythons, o.scale, pool); err != nil {
+	wheels, err := wheelSizes(env.WheelDir, o.scale)
+	if err != nil {
 		return err
 	}
 	runtimeRaw, runtimeExtra, err := pushBases(ctx, host, o.scale)
@@ -175,7 +175,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		proxy.Close()
 	}
-	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Scale: o.scale, Downloads: o.downloads,
+	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Wheels: wheels, Scale: o.scale, Downloads: o.downloads,
 		Stargz: stargzOK, Plan: plans, Took: time.Since(start)}
 	if o.keep != "" {
 		if err := rep.save(o.keep); err != nil {
