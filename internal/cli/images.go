@@ -404,7 +404,7 @@ puts those it has first, before its prefetch landmark, so stargz-snapshotter
 fetches them before the container starts.`,
 		Example: `  gpuimg images convert registry.example.com/ml/torch:2.3 registry.example.com/ml/torch:2.3-zstd --compression zstd
   gpuimg images convert registry.example.com/ml/torch:2.3 registry.example.com/ml/torch:2.3-esgz --compression estargz --prioritize prefetch.txt`,
-		Args:    cobra.ExactArgs(2),
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
