@@ -75,9 +75,9 @@ bench-publish: build tools ## gpuimg publish of a 4-variant matrix vs gpuimg bui
 bench-startup: tools bin/containerd ## time to ready on containerd 2 through a modelled 100 Mbit/s and 1 Gbit/s link: naive vs gpuimg, zstd, eStargz (root)
 	$(GO) run ./bench/startup
 
-# containerd, ctr and stargzd (tools/stargzd over stargz-snapshotter) are pinned in tools/go.mod.
+# containerd, its runc shim, ctr and stargzd (tools/stargzd over stargz-snapshotter) are pinned in tools/go.mod.
 bin/containerd: tools/go.mod tools/go.sum
-	cd tools && $(GO) build -o ../bin/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr && $(GO) build -o ../bin/stargzd ./stargzd
+	cd tools && $(GO) build -o ../bin/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr && $(GO) build -o ../bin/stargzd ./stargzd
 
 gpu-bins: ## stripped gpuimg and validate.test in bin/gpu/ (under 64 MiB together: what the GPU machine is sent)
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/gpuimg ./cmd/gpuimg

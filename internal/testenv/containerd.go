@@ -14,10 +14,11 @@ import (
 	"time"
 )
 
-// ContainerdTools builds containerd and ctr (cmd/containerd and cmd/ctr of
-// github.com/containerd/containerd/v2, pinned in tools/go.mod) into bin/
-// of the checkout, unless they are there already, and returns their paths.
-// It is apart from BuildTools because few tests need them.
+// ContainerdTools builds containerd, its runc shim and ctr (cmd/containerd,
+// cmd/containerd-shim-runc-v2 and cmd/ctr of github.com/containerd/containerd/v2,
+// pinned in tools/go.mod) into bin/ of the checkout, unless they are there
+// already, and returns the paths of containerd and ctr (the shim is beside
+// them). It is apart from BuildTools because few tests need them.
 func ContainerdTools(ctx context.Context) (containerd, ctr string, err error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -25,15 +26,20 @@ func ContainerdTools(ctx context.Context) (containerd, ctr string, err error) {
 	}
 	bin := filepath.Join(root, "bin")
 	containerd, ctr = filepath.Join(bin, "containerd"), filepath.Join(bin, "ctr")
-	_, err1 := os.Stat(containerd)
-	_, err2 := os.Stat(ctr)
-	if err1 == nil && err2 == nil {
+	missing := false
+	for _, p := range []string{containerd, ctr, filepath.Join(bin, "containerd-shim-runc-v2")} {
+		if _, err := os.Stat(p); err != nil {
+			missing = true
+		}
+	}
+	if !missing {
 		return containerd, ctr, nil
 	}
-	done := startStep(ctx, "compiling containerd and ctr", "from tools/go.mod into bin/, once (a few minutes on two cores)")
+	done := startStep(ctx, "compiling containerd, its runc shim and ctr", "from tools/go.mod into bin/, once (a few minutes on two cores)")
 	defer done()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+"/",
 		"github.com/containerd/containerd/v2/cmd/containerd",
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
 		"github.com/containerd/containerd/v2/cmd/ctr")
 	cmd.Dir = filepath.Join(root, "tools")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -51,8 +57,9 @@ type ContainerdOptions struct {
 	// ProxySnapshotters are external snapshotters (name → gRPC socket),
 	// such as stargz.
 	ProxySnapshotters map[string]string
-	// PathPrefix is put first in containerd's PATH, where its runc shim
-	// looks for runc: a directory with a runc wrapper (a tracer) in it.
+	// PathPrefix is put first in containerd's PATH (before bin/, where it
+	// finds its shim), where the shim looks for runc: a directory with a
+	// runc wrapper (a tracer) in it.
 	PathPrefix string
 }
 
@@ -126,9 +133,13 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 	}
 	cmd := exec.Command(bin, "--config", cfg, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// containerd finds its shim in PATH: the one built beside it, not a
+	// Debian containerd's.
+	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
 	if o.PathPrefix != "" {
-		cmd.Env = append(os.Environ(), "PATH="+o.PathPrefix+string(os.PathListSeparator)+os.Getenv("PATH"))
+		path = o.PathPrefix + string(os.PathListSeparator) + path
 	}
+	cmd.Env = append(os.Environ(), "PATH="+path)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -161,12 +172,14 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 }
 
 // Run runs ctr against this containerd (namespace "gpuimg") and returns
-// its combined output.
+// its standard output; the error carries its standard error.
 func (c *Containerd) Run(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Ctr, append([]string{"--address", c.Address, "--namespace", "gpuimg"}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("ctr %s: %w\n%s", strings.Join(args, " "), err, tail(out, 2000))
+		return out, fmt.Errorf("ctr %s: %w\n%s%s", strings.Join(args, " "), err, tail(out, 1000), tail([]byte(stderr.String()), 2000))
 	}
 	return out, nil
 }

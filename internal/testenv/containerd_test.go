@@ -1,0 +1,68 @@
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestContainerdRun pulls a fixture image from a real registry into a
+// containerd started by StartContainerd and runs a container from it.
+func TestContainerdRun(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("needs root and the network once (tools, debootstrap); not in -short")
+	}
+	ctx := t.Context()
+	tools, err := BuildTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs, err := BaseRootfs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/tmp", "ctdt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	reg, err := StartRegistry(ctx, tools.Registry, filepath.Join(dir, "reg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	ref := reg.Host + "/fixture/debian:bookworm"
+	if _, err := PushImage(ctx, rootfs, ref, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartContainerd(ctx, filepath.Join(dir, "ctd"), ContainerdOptions{MaxConcurrentDownloads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			c.Stop()
+		}
+	}()
+	cfg, err := os.ReadFile(filepath.Join(dir, "ctd", "config.toml"))
+	if err != nil || !strings.Contains(string(cfg), "max_concurrent_downloads = 1") {
+		t.Fatalf("config %s: %v", cfg, err)
+	}
+	if _, err := c.Run(ctx, "images", "pull", "--plain-http", ref); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Run(ctx, "run", "--rm", ref, "t1", "/bin/sh", "-c", "echo ready; cat /etc/debian_version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), "ready\n12.") {
+		t.Errorf("container printed %q, want ready and Debian 12's version", out)
+	}
+	c.Stop()
+	stopped = true
+	if _, err := os.Stat(filepath.Join(dir, "ctd")); !os.IsNotExist(err) {
+		t.Errorf("Stop left %s: %v", filepath.Join(dir, "ctd"), err)
+	}
+}
