@@ -426,8 +426,8 @@ func pushBases(ctx context.Context, host string, scale float64) (raw, compressed
 	if err != nil {
 		return 0, 0, err
 	}
-	env := []string{"CUDA_VERSION=" + cudaImage, "NVIDIA_REQUIRE_CUDA=cuda>=12.6", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	// PushImage puts NVIDIA's PATH first.
+	env := []string{"CUDA_VERSION=" + cudaImage, "NVIDIA_REQUIRE_CUDA=cuda>=12.6", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}
 	baseRef := host + "/nvidia/cuda:" + cudaImage + "-base-" + osName
 	if _, err := testenv.PushImage(ctx, rootfs, baseRef, env, nil); err != nil {
 		return 0, 0, err

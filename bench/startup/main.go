@@ -33,6 +33,7 @@ func main() {
 	flag.IntVar(&o.downloads, "max-concurrent-downloads", 3, "containerd's layers fetched at once per pull (its default is 3)")
 	flag.BoolVar(&o.stargz, "stargz", true, "also measure eStargz on stargz-snapshotter, when it can run here")
 	flag.StringVar(&o.keep, "keep", "", "keep the trace and the report in this directory")
+	flag.BoolVar(&o.traceOnly, "trace-only", false, "build gpuimg variant A only, trace its start and stop")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
@@ -48,6 +49,7 @@ type options struct {
 	downloads int
 	stargz    bool
 	keep      string
+	traceOnly bool
 }
 
 // links are the two networks measured: a cross-border pull and an

@@ -89,15 +89,21 @@ func run(ctx context.Context, o options) (err error) {
 	naive := &kind{Name: "naive", Snapshotter: "overlayfs", refs: map[string]string{}}
 	gpu := &kind{Name: "gpuimg", Snapshotter: "overlayfs", refs: map[string]string{}}
 	var plans []string
-	for _, v := range []variant{varA, varB, varA2} {
+	variants := []variant{varA, varB, varA2}
+	if o.traceOnly {
+		variants = variants[:1]
+	}
+	for _, v := range variants {
 		ctxDir := filepath.Join(dir, "ctx-"+v.Name)
 		if err := appFiles(ctxDir, v.App); err != nil {
 			return err
 		}
 		progress("building variant %s: naive (buildctl), then gpuimg (builder.Build)", v.Name)
 		ref := "bench/naive:" + v.Name
-		if err := buildNaive(ctx, env, ctxDir, v, host+"/"+ref); err != nil {
-			return err
+		if !o.traceOnly {
+			if err := buildNaive(ctx, env, ctxDir, v, host+"/"+ref); err != nil {
+				return err
+			}
 		}
 		naive.refs[v.Name] = ref
 		ref = "bench/gpuimg:" + v.Name
@@ -109,6 +115,16 @@ func run(ctx context.Context, o options) (err error) {
 			plans = append(plans, plan)
 		}
 		gpu.refs[v.Name] = ref
+	}
+	if o.traceOnly {
+		fmt.Fprintln(os.Stderr, plans[0])
+		tr, err := traceStart(ctx, dir, host+"/"+gpu.refs[varA.Name], o)
+		if err != nil {
+			return err
+		}
+		rep := report{Trace: tr, Scale: o.scale}
+		rep.print(os.Stdout)
+		return nil
 	}
 	zstd := &kind{Name: "gpuimg-zstd", Snapshotter: "overlayfs", refs: map[string]string{}}
 	for _, v := range []variant{varA, varB, varA2} {
