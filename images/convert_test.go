@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -56,11 +57,14 @@ func entryNames(t *testing.T, blob io.Reader) []string {
 
 func TestConvertPrioritizedFiles(t *testing.T) {
 	reg := newRegistry(t, nil)
-	layer := func(names ...string) []byte { return tarOf(t, names...) }
-	l1, err := tarball.LayerFromReader(bytes.NewReader(layer("etc/", "etc/passwd", "usr/", "usr/bin/", "usr/bin/python3.13", "usr/lib/", "usr/lib/os.py")))
-	must(t, err)
-	l2, err := tarball.LayerFromReader(bytes.NewReader(layer("opt/", "opt/venv/", "opt/venv/a.py", "opt/venv/lib/", "opt/venv/lib/libtorch_cuda.so")))
-	must(t, err)
+	layer := func(names ...string) v1.Layer {
+		b := tarOf(t, names...)
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+		must(t, err)
+		return l
+	}
+	l1 := layer("etc/", "etc/passwd", "usr/", "usr/bin/", "usr/bin/python3.13", "usr/lib/", "usr/lib/os.py")
+	l2 := layer("opt/", "opt/venv/", "opt/venv/a.py", "opt/venv/lib/", "opt/venv/lib/libtorch_cuda.so")
 	img, err := mutate.AppendLayers(empty.Image, l1, l2)
 	must(t, err)
 	push(t, reg+"/ml/app:1", img)

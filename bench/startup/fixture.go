@@ -153,8 +153,8 @@ type wfile struct {
 }
 
 // writeWheel writes dist's wheel into dir, named as the real one would be,
-// with requires as Requires-Dist, and returns its path.
-func writeWheel(dir, dist, version, tag string, requires []string, files []wfile, p *pool) (string, error) {
+// with requires as Requires-Dist.
+func writeWheel(dir, dist, version, tag string, requires []string, files []wfile, p *pool) error {
 	norm := strings.ReplaceAll(dist, "-", "_")
 	info := fmt.Sprintf("%s-%s.dist-info", norm, version)
 	var meta strings.Builder
@@ -169,7 +169,7 @@ func writeWheel(dir, dist, version, tag string, requires []string, files []wfile
 	tmp := p0 + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.Remove(tmp)
 	zw := zip.NewWriter(f)
@@ -180,7 +180,7 @@ func writeWheel(dir, dist, version, tag string, requires []string, files []wfile
 		w, err := zw.CreateHeader(&zip.FileHeader{Name: wf.name, Method: zip.Deflate, Modified: mod})
 		if err != nil {
 			f.Close()
-			return "", err
+			return err
 		}
 		var src io.Reader = strings.NewReader(wf.data)
 		if wf.fromSrc {
@@ -190,7 +190,7 @@ func writeWheel(dir, dist, version, tag string, requires []string, files []wfile
 		n, err := io.Copy(io.MultiWriter(w, h), src)
 		if err != nil {
 			f.Close()
-			return "", err
+			return err
 		}
 		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", wf.name, b64(h), n)
 	}
@@ -206,9 +206,9 @@ func writeWheel(dir, dist, version, tag string, requires []string, files []wfile
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("write wheel %s: %w", p0, err)
+		return fmt.Errorf("write wheel %s: %w", p0, err)
 	}
-	return p0, os.Rename(tmp, p0)
+	return os.Rename(tmp, p0)
 }
 
 func b64(h hash.Hash) string { return base64.RawURLEncoding.EncodeToString(h.Sum(nil)) }
@@ -290,7 +290,7 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 			files = append(files, wfile{name: strings.TrimSuffix(c.Dir, "/lib") + "/__init__.py", data: ""})
 		}
 		for _, tag := range tags {
-			if _, err := writeWheel(dir, c.Dist, c.Version, tag, req, files, p); err != nil {
+			if err := writeWheel(dir, c.Dist, c.Version, tag, req, files, p); err != nil {
 				return err
 			}
 		}
@@ -298,10 +298,10 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 	for _, py := range pythons {
 		cp := "cp" + strings.ReplaceAll(py, ".", "")
 		tag := cp + "-" + cp + "-manylinux_2_28_x86_64"
-		if _, err := writeWheel(dir, "torchvision", visionVersion+"+cu126", tag, []string{"torch==" + torchVersion}, []wfile{{name: "torchvision/__init__.py", data: "import torch\n__version__ = '" + visionVersion + "+cu126'\n"}}, p); err != nil {
+		if err := writeWheel(dir, "torchvision", visionVersion+"+cu126", tag, []string{"torch==" + torchVersion}, []wfile{{name: "torchvision/__init__.py", data: "import torch\n__version__ = '" + visionVersion + "+cu126'\n"}}, p); err != nil {
 			return err
 		}
-		if _, err := writeWheel(dir, "torchaudio", audioVersion+"+cu126", tag, []string{"torch==" + torchVersion}, []wfile{{name: "torchaudio/__init__.py", data: "import torch\n__version__ = '" + audioVersion + "+cu126'\n"}}, p); err != nil {
+		if err := writeWheel(dir, "torchaudio", audioVersion+"+cu126", tag, []string{"torch==" + torchVersion}, []wfile{{name: "torchaudio/__init__.py", data: "import torch\n__version__ = '" + audioVersion + "+cu126'\n"}}, p); err != nil {
 			return err
 		}
 	}

@@ -129,11 +129,7 @@ func (p *Proxy) serve() {
 		if err != nil {
 			return
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.handle(c)
-		}()
+		p.wg.Go(func() { p.handle(c) })
 	}
 }
 

@@ -173,8 +173,8 @@ func imageFiles(ctx context.Context, ref string) (map[string]imageFile, error) {
 				}
 				p := "/" + strings.TrimPrefix(path.Clean("/"+h.Name), "/")
 				base := path.Base(p)
-				if strings.HasPrefix(base, ".wh.") {
-					delete(files, path.Join(path.Dir(p), strings.TrimPrefix(base, ".wh.")))
+				if victim, ok := strings.CutPrefix(base, ".wh."); ok {
+					delete(files, path.Join(path.Dir(p), victim))
 					continue
 				}
 				switch h.Typeflag {

@@ -210,7 +210,7 @@ func unmountUnder(dir string) {
 		return
 	}
 	var mounts []string
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.SplitSeq(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
 			mounts = append(mounts, f[4])
