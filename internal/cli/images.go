@@ -452,7 +452,7 @@ func readPrioritized(file, comp string) ([]string, error) {
 		return nil, invalid(fmt.Errorf("read --prioritize file: %w", err), "give a file of paths, one a line (bench-startup -keep DIR writes DIR/prefetch.txt)")
 	}
 	var files []string
-	for _, l := range strings.Split(string(b), "\n") {
+	for l := range strings.SplitSeq(string(b), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
 			files = append(files, l)
 		}
