@@ -53,14 +53,14 @@ func measure(ctx context.Context, dir string, o options, host string, proxy *Pro
 	}
 	defer c.Stop()
 	if sc.Have != nil {
-		if err := pull(ctx, c, sg, host+"/"+k.refs[sc.Have.Name], k, o); err != nil {
+		if err := pull(ctx, c, sg, host+"/"+k.refs[sc.Have.Name], k); err != nil {
 			return res, err
 		}
 	}
 	ref := proxy.Addr() + "/" + k.refs[sc.Start.Name]
 	b0 := proxy.Bytes()
 	t0 := time.Now()
-	if err := pull(ctx, c, sg, ref, k, o); err != nil {
+	if err := pull(ctx, c, sg, ref, k); err != nil {
 		return res, err
 	}
 	res.Pull = time.Since(t0)
@@ -80,11 +80,13 @@ func measure(ctx context.Context, dir string, o options, host string, proxy *Pro
 
 // pull pulls ref into c and unpacks it for k's snapshotter; eStargz is
 // pulled lazily by the stargz helper.
-func pull(ctx context.Context, c *testenv.Containerd, sg *testenv.Stargz, ref string, k *kind, o options) error {
+func pull(ctx context.Context, c *testenv.Containerd, sg *testenv.Stargz, ref string, k *kind) error {
 	if sg != nil {
 		return sg.Pull(ctx, c, ref)
 	}
-	_, err := c.Run(ctx, "images", "pull", "--plain-http", "--snapshotter", k.Snapshotter, "--max-concurrent-downloads", fmt.Sprint(o.downloads), ref)
+	// Through the transfer service: its max_concurrent_downloads is in
+	// containerd's configuration (o.downloads).
+	_, err := c.Run(ctx, "images", "pull", "--plain-http", "--snapshotter", k.Snapshotter, ref)
 	return err
 }
 
