@@ -140,6 +140,16 @@ func (p *pool) slice(off, n int64) io.Reader {
 	return io.MultiReader(rs...)
 }
 
+// deflated is how many bytes n bytes of the pool from off deflate to, as
+// the wheels are written.
+func (p *pool) deflated(off, n int64) int64 {
+	var c countWriter
+	w, _ := kflate.NewWriter(&c, 5)
+	_, _ = io.Copy(w, p.slice(off, n))
+	_ = w.Close()
+	return c.n
+}
+
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
@@ -217,7 +227,7 @@ func b64(h hash.Hash) string { return base64.RawURLEncoding.EncodeToString(h.Sum
 // cache under testenv.CacheDir, made once per scale and fixture
 // definition: writing them takes a minute or two on two CPUs).
 func cachedWheels(ctx context.Context, dir string, pythons []string, scale float64) error {
-	key := sha256.Sum256([]byte(fmt.Sprintf("v1 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
+	key := sha256.Sum256([]byte(fmt.Sprintf("v2 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
 	cache := filepath.Join(testenv.CacheDir(), fmt.Sprintf("bench-startup-wheels-%x", key[:6]))
 	if _, err := os.Stat(filepath.Join(cache, ".done")); err != nil {
 		p, err := loadPool(ctx)
@@ -262,10 +272,16 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 	}
 	var off int64
 	for i, c := range components {
-		raw := int64(c.RealMB * 1e6 / scale / p.ratio)
+		target := c.RealMB * 1e6 / scale
 		var files []wfile
 		for _, l := range c.Libs {
-			n := int64(float64(raw) * l.Weight)
+			// The pool compresses unevenly: size each cut by what it
+			// deflates to (twice, the second on the corrected cut).
+			want := target * l.Weight
+			n := int64(want / p.ratio)
+			for range 2 {
+				n = int64(float64(n) * want / float64(max(p.deflated(off, n), 1)))
+			}
 			files = append(files, wfile{name: c.Dir + "/" + l.Name, off: off, n: n, fromSrc: true})
 			off += n + int64(i)*4099 // different cuts for every file
 		}
