@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuimg/gpuimg/images"
 )
 
 // TestContainerdRun pulls a fixture image from a real registry into a
@@ -64,5 +66,73 @@ func TestContainerdRun(t *testing.T) {
 	stopped = true
 	if _, err := os.Stat(filepath.Join(dir, "ctd")); !os.IsNotExist(err) {
 		t.Errorf("Stop left %s: %v", filepath.Join(dir, "ctd"), err)
+	}
+}
+
+// TestStargzLazyPull converts a fixture image to eStargz, pulls it lazily
+// through a stargz-snapshotter into containerd (its layers become FUSE
+// mounts, not unpacked copies) and runs a container from it.
+func TestStargzLazyPull(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("needs root, /dev/fuse and the network once; not in -short")
+	}
+	ctx := t.Context()
+	tools, err := BuildTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs, err := BaseRootfs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("/tmp", "sgt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	reg, err := StartRegistry(ctx, tools.Registry, filepath.Join(dir, "reg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	if _, err := PushImage(ctx, rootfs, reg.Host+"/fixture/debian:gzip", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Host + "/fixture/debian:estargz"
+	if _, err := images.Convert(ctx, reg.Host+"/fixture/debian:gzip", ref, images.Estargz, images.WithPrioritizedFiles("bin/sh")); err != nil {
+		t.Fatal(err)
+	}
+	sg, err := StartStargz(ctx, filepath.Join(dir, "sg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sg.Stop()
+	c, err := StartContainerd(ctx, filepath.Join(dir, "ctd"), ContainerdOptions{ProxySnapshotters: map[string]string{"stargz": sg.Socket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := sg.Pull(ctx, c, ref); err != nil {
+		t.Fatal(err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fuse := 0
+	for line := range strings.SplitSeq(string(mi), "\n") {
+		if strings.Contains(line, filepath.Join(dir, "sg")) && strings.Contains(line, "fuse") {
+			fuse++
+		}
+	}
+	if fuse == 0 {
+		t.Errorf("no FUSE mount under %s after the lazy pull: the layer was not mounted lazily", filepath.Join(dir, "sg"))
+	}
+	out, err := c.Run(ctx, "run", "--rm", "--snapshotter", "stargz", ref, "t1", "/bin/sh", "-c", "echo ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "ready\n" {
+		t.Errorf("container printed %q, want ready", out)
 	}
 }
