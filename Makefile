@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish gpu-bins gpu-check clean
+.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish bench-startup gpu-bins gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -71,6 +71,13 @@ bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a
 
 bench-publish: build tools ## gpuimg publish of a 4-variant matrix vs gpuimg build one by one; an unchanged nightly of 8 variants (root)
 	$(GO) run ./bench/publish -gpuimg $(BIN)
+
+bench-startup: tools bin/containerd ## time to ready on containerd 2 through a modelled 100 Mbit/s and 1 Gbit/s link: naive vs gpuimg, zstd, eStargz (root)
+	$(GO) run ./bench/startup
+
+# containerd, its runc shim, ctr and stargzd (tools/stargzd over stargz-snapshotter) are pinned in tools/go.mod.
+bin/containerd: tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o ../bin/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr && $(GO) build -o ../bin/stargzd ./stargzd
 
 gpu-bins: ## stripped gpuimg and validate.test in bin/gpu/ (under 64 MiB together: what the GPU machine is sent)
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o bin/gpu/gpuimg ./cmd/gpuimg

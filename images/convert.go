@@ -43,7 +43,8 @@ type ConvertResult struct {
 // WithPlatform or linux/amd64) and pushes the result to dst as an OCI
 // image. The files are unchanged; the layer digests change, and for
 // eStargz the diff IDs too (it rewrites each tar with a table of
-// contents). Layers are staged one at a time in a directory under
+// contents; WithPrioritizedFiles puts files first, before the prefetch
+// landmark). Layers are staged one at a time in a directory under
 // WithTempDir's.
 func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Option) (*ConvertResult, error) {
 	if comp != Gzip && comp != Zstd && comp != Estargz {
@@ -85,7 +86,7 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 			return nil, err
 		}
 		res.SizeBefore += size
-		nl, ann, err := recompress(l, comp, work, i)
+		nl, ann, err := recompress(l, comp, work, i, r.prioritized)
 		if err != nil {
 			return nil, fmt.Errorf("recompress layer %d: %w", i, err)
 		}
@@ -122,7 +123,7 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 }
 
 // recompress stages one layer's tar in dir and returns it compressed anew.
-func recompress(l v1.Layer, comp Compression, dir string, i int) (v1.Layer, map[string]string, error) {
+func recompress(l v1.Layer, comp Compression, dir string, i int, prioritized []string) (v1.Layer, map[string]string, error) {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return nil, nil, err
@@ -175,7 +176,9 @@ func recompress(l v1.Layer, comp Compression, dir string, i int) (v1.Layer, map[
 		f.Close()
 		return nil, nil, err
 	}
-	blob, err := estargz.Build(io.NewSectionReader(f, 0, n))
+	var missed []string // files of other layers
+	blob, err := estargz.Build(io.NewSectionReader(f, 0, n),
+		estargz.WithPrioritizedFiles(prioritized), estargz.WithAllowPrioritizeNotFound(&missed))
 	if err != nil {
 		f.Close()
 		return nil, nil, err

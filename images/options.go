@@ -43,6 +43,7 @@ type options struct {
 	dryRun        bool
 	readOnce      bool
 	tempDir       string
+	prioritized   []string
 
 	// rt is the transport with the TLS settings applied (CA file,
 	// insecure hosts); ggcr's remote adds retries, the user agent and
@@ -258,6 +259,19 @@ func WithReadSourceOnce(once bool) Option {
 func WithTempDir(dir string) Option {
 	return func(o *options) error {
 		o.tempDir = dir
+		return nil
+	}
+}
+
+// WithPrioritizedFiles lists files (paths in the image, such as
+// usr/bin/python3.13, as a start trace records them) that Convert to
+// eStargz puts first in each layer that has them, followed by the prefetch
+// landmark, so that stargz-snapshotter fetches them before the container
+// starts. Files a layer does not have are skipped. Other compressions
+// ignore it. The default is none: no layer is prefetched.
+func WithPrioritizedFiles(files ...string) Option {
+	return func(o *options) error {
+		o.prioritized = append(o.prioritized, files...)
 		return nil
 	}
 }

@@ -384,7 +384,7 @@ not count.`,
 
 func newConvertCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var comp, platform, output string
+	var comp, platform, output, prioritize string
 	cmd := &cobra.Command{
 		Use:   "convert SRC DST --compression zstd|estargz|gzip",
 		Short: "Recompress an image's layers for faster pulls or lazy pulling",
@@ -396,9 +396,15 @@ rewrites each tar with a table of contents).
   zstd     decompresses several times faster than gzip (containerd 1.5+, Docker 23+)
   estargz  gzip-compatible layers with a table of contents, so the stargz
            snapshotter can start containers before the whole image is pulled
-  gzip     back to the most compatible form`,
-		Example: `  gpuimg images convert registry.example.com/ml/torch:2.3 registry.example.com/ml/torch:2.3-zstd --compression zstd`,
-		Args:    cobra.ExactArgs(2),
+  gzip     back to the most compatible form
+
+--prioritize FILE (estargz only) lists the files a container reads at start,
+one path per line as a start trace records them (docs/startup.md); each layer
+puts those it has first, before its prefetch landmark, so stargz-snapshotter
+fetches them before the container starts.`,
+		Example: `  gpuimg images convert registry.example.com/ml/torch:2.3 registry.example.com/ml/torch:2.3-zstd --compression zstd
+  gpuimg images convert registry.example.com/ml/torch:2.3 registry.example.com/ml/torch:2.3-esgz --compression estargz --prioritize prefetch.txt`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "text", "json"); err != nil {
 				return err
@@ -406,6 +412,13 @@ rewrites each tar with a table of contents).
 			opts, err := ro.optionsFor(platform)
 			if err != nil {
 				return err
+			}
+			if prioritize != "" {
+				files, err := readPrioritized(prioritize, comp)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, images.WithPrioritizedFiles(files...))
 			}
 			res, err := images.Convert(cmd.Context(), args[0], args[1], images.Compression(comp), opts...)
 			if err != nil {
@@ -424,5 +437,25 @@ rewrites each tar with a table of contents).
 	cmd.Flags().StringVar(&comp, "compression", "zstd", "zstd, estargz or gzip")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to convert from an index (default linux/amd64)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
+	cmd.Flags().StringVar(&prioritize, "prioritize", "", "estargz: file listing the paths to put first and prefetch, one a line")
 	return cmd
+}
+
+// readPrioritized reads --prioritize's file: one path a line; blank lines
+// and lines starting with # are skipped.
+func readPrioritized(file, comp string) ([]string, error) {
+	if comp != string(images.Estargz) {
+		return nil, invalid(fmt.Errorf("--prioritize applies to --compression estargz, not %s", comp), "drop --prioritize or use --compression estargz")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, invalid(fmt.Errorf("read --prioritize file: %w", err), "give a file of paths, one a line (bench-startup -keep DIR writes DIR/prefetch.txt)")
+	}
+	var files []string
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			files = append(files, l)
+		}
+	}
+	return files, nil
 }

@@ -1,0 +1,60 @@
+// Command startup measures how fast a node is ready to work with a gpuimg
+// image against the same stack built the way most Dockerfiles do it, on a
+// real container runtime (containerd 2, built from tools/go.mod) pulling
+// through a loopback proxy that models the network (see Link).
+//
+// Time to ready is the pull, the unpack and the start command (the user's
+// code, which imports each framework) finishing. Scenarios: a cold node; a
+// variant switch (the node has variant A, Python 3.13, and starts B, the
+// same torch on Python 3.14); a code update (only the user's files
+// changed). The fixture stack's wheels and bases have the sizes of what
+// they stand for, divided by -scale (docs/startup.md says what stands for
+// what).
+//
+// Run it with `make bench-startup` (as root on Debian 12). The last line
+// is machine-readable:
+//
+//	startup: size 0.NN, cold 0.NN, switch 0.NN, update 0.NN (gpuimg/naive; lower is better)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.Float64Var(&o.scale, "scale", 24, "divide every real size (wheels, runtime libraries) by this constant")
+	flag.IntVar(&o.downloads, "max-concurrent-downloads", 3, "containerd's layers fetched at once per pull (its default is 3)")
+	flag.BoolVar(&o.stargz, "stargz", true, "also measure eStargz on stargz-snapshotter, when it can run here")
+	flag.StringVar(&o.keep, "keep", "", "keep the trace and the report in this directory")
+	flag.BoolVar(&o.traceOnly, "trace-only", false, "build gpuimg variant A only, trace its start and stop")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-startup:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	scale     float64
+	downloads int
+	stargz    bool
+	keep      string
+	traceOnly bool
+}
+
+// links are the two networks measured: a cross-border pull and an
+// in-region one.
+var links = []Link{
+	{Name: "100Mbit/s,150ms", Rate: 100e6 / 8, RTT: 150 * time.Millisecond},
+	{Name: "1Gbit/s,2ms", Rate: 1e9 / 8, RTT: 2 * time.Millisecond},
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// report is what a run measured.
+type report struct {
+	Results      []result
+	Kinds        []*kind
+	Trace        *startTrace
+	RuntimeExtra int64 // compressed bytes the runtime fixture adds to base
+	RuntimeRaw   int64 // the same, uncompressed
+	Wheels       []wheelSize
+	Scale        float64
+	Downloads    int
+	Stargz       bool
+	Plan         []string // the gpuimg Dockerfile of variant A
+	Took         time.Duration
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+// find is the result of kind k in scenario sc on link l.
+func (r *report) find(l, sc, k string) (result, bool) {
+	for _, x := range r.Results {
+		if x.Link == l && x.Scenario == sc && x.Kind == k {
+			return x, true
+		}
+	}
+	return result{}, false
+}
+
+func (r *report) ratio(sc, k string) float64 {
+	g, ok1 := r.find(links[0].Name, sc, k)
+	n, ok2 := r.find(links[0].Name, sc, "naive")
+	if !ok1 || !ok2 || n.Took == 0 {
+		return 0
+	}
+	return g.Took.Seconds() / n.Took.Seconds()
+}
+
+func (r *report) print(w io.Writer) {
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(w, "startup benchmark: containerd 2 (ctr pull, overlayfs, max concurrent downloads %d) on %d CPUs, load %s; fixture sizes = real / %g; took %s\n",
+		r.Downloads, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), r.Scale, r.Took.Round(time.Second))
+	if !r.Stargz {
+		fmt.Fprintln(w, "eStargz: not measured (stargz-snapshotter not running here)")
+	}
+	fmt.Fprint(w, "fixture wheels (real MB / scale → fixture wheel):")
+	for _, x := range r.Wheels {
+		fmt.Fprintf(w, " %s %.1f→%.1f MB;", x.Name, x.Target/1e6, float64(x.Size)/1e6)
+	}
+	fmt.Fprintln(w)
+	var naive int64
+	fmt.Fprintln(w, "image sizes, variant A, compressed layers:")
+	for _, k := range r.Kinds {
+		if k.Name == "naive" {
+			naive = k.size
+		}
+		fmt.Fprintf(w, "  %-16s %10s  %.2f of naive\n", k.Name, mb(k.size), float64(k.size)/float64(naive))
+	}
+	fmt.Fprintf(w, "  (the runtime flavor adds %s to base in this fixture, %s uncompressed: Debian's CUDA 11.8 libraries for NVIDIA's %.1f GB / %g)\n",
+		mb(r.RuntimeExtra), mb(r.RuntimeRaw), runtimeGB, r.Scale)
+	if t := r.Trace; t != nil {
+		fmt.Fprintf(w, "start trace of gpuimg A (strace around runc): %d image files opened, %s of files (%.1f%% of the image's %s uncompressed); %s read or mapped\n",
+			len(t.Prioritized), mb(t.OpenedBytes), 100*float64(t.OpenedBytes)/float64(t.ImageBytes), mb(t.ImageBytes), mb(t.ReadBytes))
+		fmt.Fprintf(w, "  bytes read at start / bytes pulled: %.3f (%s / %s; Slacker's figure); files opened / pulled: %.2f\n",
+			float64(t.ReadBytes)/float64(t.Pulled), mb(t.ReadBytes), mb(t.Pulled), float64(t.OpenedBytes)/float64(t.Pulled))
+	}
+	fmt.Fprintf(w, "%-16s %-7s %-15s %8s %8s %8s %10s %9s\n", "link", "scenario", "kind", "ready", "pull", "run", "pulled", "vs naive")
+	for _, x := range r.Results {
+		n, _ := r.find(x.Link, x.Scenario, "naive")
+		rel := ""
+		if n.Took > 0 {
+			rel = fmt.Sprintf("%.2f", x.Took.Seconds()/n.Took.Seconds())
+		}
+		fmt.Fprintf(w, "%-16s %-7s %-15s %7.2fs %7.2fs %7.2fs %10s %9s\n", x.Link, x.Scenario, x.Kind, x.Took.Seconds(), x.Pull.Seconds(), x.Run.Seconds(), mb(x.Pulled), rel)
+	}
+	var gsize int64
+	for _, k := range r.Kinds {
+		if k.Name == "gpuimg" {
+			gsize = k.size
+		}
+	}
+	fmt.Fprintf(w, "startup: size %.2f, cold %.2f, switch %.2f, update %.2f (gpuimg/naive; lower is better)\n",
+		float64(gsize)/float64(naive), r.ratio("cold", "gpuimg"), r.ratio("switch", "gpuimg"), r.ratio("update", "gpuimg"))
+}
+
+// save writes the report as JSON and the prefetch list into dir.
+func (r *report) save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	type k struct {
+		Name string            `json:"name"`
+		Size int64             `json:"size"`
+		Refs map[string]string `json:"refs"`
+	}
+	var ks []k
+	for _, x := range r.Kinds {
+		ks = append(ks, k{x.Name, x.size, x.refs})
+	}
+	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw, "wheels": r.Wheels,
+		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
+		return err
+	}
+	if r.Trace != nil {
+		return os.WriteFile(filepath.Join(dir, "prefetch.txt"), []byte(strings.Join(r.Trace.Prioritized, "\n")+"\n"), 0o644)
+	}
+	return nil
+}
+
+// wheelSize is a fixture wheel's size against its target.
+type wheelSize struct {
+	Name   string  `json:"name"`
+	Target float64 `json:"target"` // real bytes / scale
+	Size   int64   `json:"size"`
+}
+
+// wheelSizes lists the sized fixture wheels in dir (one per component and
+// tag) with their targets.
+func wheelSizes(dir string, scale float64) ([]wheelSize, error) {
+	var out []wheelSize
+	for _, c := range components {
+		whls, _ := filepath.Glob(filepath.Join(dir, strings.ReplaceAll(c.Dist, "-", "_")+"-"+c.Version+"-*.whl"))
+		for _, p := range whls {
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, err
+			}
+			tag := strings.TrimSuffix(filepath.Base(p), ".whl")
+			tag = strings.SplitN(strings.TrimPrefix(tag, strings.ReplaceAll(c.Dist, "-", "_")+"-"+c.Version+"-"), "-", 2)[0]
+			out = append(out, wheelSize{Name: c.Dist + "(" + tag + ")", Target: c.RealMB * 1e6 / scale, Size: st.Size()})
+		}
+	}
+	return out, nil
+}
