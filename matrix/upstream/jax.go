@@ -36,24 +36,14 @@ var cudaExtraRE = regexp.MustCompile(`^cuda([0-9]+)$`)
 // nvidia-* minimums. Releases older than the DB's oldest jax row, and
 // releases without a cudaNN extra, are skipped.
 func (o *options) updateJAX(ctx context.Context, db *matrix.DB, ov *Overlay) error {
-	projURL := o.pypiURL + "/pypi/jax/json"
-	o.progress(SourceJAX, "reading "+projURL)
-	var proj pypiProject
-	if err := o.getJSON(ctx, projURL, &proj); err != nil {
+	have := make([]matrix.Version, 0, len(db.JAX))
+	for _, r := range db.JAX {
+		have = append(have, r.Version)
+	}
+	projURL, versions, err := o.pypiNewReleases(ctx, SourceJAX, "jax", have)
+	if err != nil {
 		return err
 	}
-	if proj.Releases == nil {
-		return &FormatError{URL: projURL, Err: fmt.Errorf("no \"releases\" object; not a PyPI project response")}
-	}
-	known := map[string]bool{}
-	var floor matrix.Version
-	for _, j := range db.JAX {
-		known[j.Version.String()] = true
-		if floor.IsZero() || j.Version.Less(floor) {
-			floor = j.Version
-		}
-	}
-	versions := newReleases(proj, known, floor)
 	srcID := "upstream-pypi-jax-" + ov.Date
 	added := 0
 	for _, v := range versions {

@@ -19,24 +19,14 @@ import (
 // the DB's oldest tensorflow row are skipped; a release without an
 // and-cuda extra (before 2.14) cannot be a row and is reported.
 func (o *options) updateTensorFlow(ctx context.Context, db *matrix.DB, ov *Overlay) error {
-	projURL := o.pypiURL + "/pypi/tensorflow/json"
-	o.progress(SourceTensorFlow, "reading "+projURL)
-	var proj pypiProject
-	if err := o.getJSON(ctx, projURL, &proj); err != nil {
+	have := make([]matrix.Version, 0, len(db.TensorFlow))
+	for _, r := range db.TensorFlow {
+		have = append(have, r.Version)
+	}
+	projURL, versions, err := o.pypiNewReleases(ctx, SourceTensorFlow, "tensorflow", have)
+	if err != nil {
 		return err
 	}
-	if proj.Releases == nil {
-		return &FormatError{URL: projURL, Err: fmt.Errorf("no \"releases\" object; not a PyPI project response")}
-	}
-	known := map[string]bool{}
-	var floor matrix.Version
-	for _, r := range db.TensorFlow {
-		known[r.Version.String()] = true
-		if floor.IsZero() || r.Version.Less(floor) {
-			floor = r.Version
-		}
-	}
-	versions := newReleases(proj, known, floor)
 	srcID := "upstream-pypi-tensorflow-" + ov.Date
 	added := 0
 	for _, v := range versions {
@@ -64,6 +54,29 @@ func (o *options) updateTensorFlow(ctx context.Context, db *matrix.DB, ov *Overl
 
 // newReleases lists a PyPI project's final releases that have a file that
 // is not yanked, are not known and are not older than floor, oldest first.
+// pypiNewReleases reads project's PyPI JSON and lists its final releases
+// that the data lacks (have) and that are newer than the oldest it has.
+func (o *options) pypiNewReleases(ctx context.Context, src Source, project string, have []matrix.Version) (string, []matrix.Version, error) {
+	projURL := o.pypiURL + "/pypi/" + project + "/json"
+	o.progress(src, "reading "+projURL)
+	var proj pypiProject
+	if err := o.getJSON(ctx, projURL, &proj); err != nil {
+		return projURL, nil, err
+	}
+	if proj.Releases == nil {
+		return projURL, nil, &FormatError{URL: projURL, Err: fmt.Errorf("no \"releases\" object; not a PyPI project response")}
+	}
+	known := map[string]bool{}
+	var floor matrix.Version
+	for _, v := range have {
+		known[v.String()] = true
+		if floor.IsZero() || v.Less(floor) {
+			floor = v
+		}
+	}
+	return projURL, newReleases(proj, known, floor), nil
+}
+
 func newReleases(proj pypiProject, known map[string]bool, floor matrix.Version) []matrix.Version {
 	var out []matrix.Version
 	for s, files := range proj.Releases {
