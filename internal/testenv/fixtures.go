@@ -38,9 +38,18 @@ func BaseRootfs(ctx context.Context, include ...string) (string, error) {
 		include = []string{"python3", "python3-venv"}
 	}
 	include = slices.Sorted(slices.Values(include)) // a copy: the caller's slice stays as it was
-	sum := sha256.Sum256([]byte("bookworm minbase " + strings.Join(include, ",")))
+	return minbaseRootfs(ctx, "bookworm", include, "making a Debian bookworm root filesystem",
+		"debootstrap --variant=minbase with "+strings.Join(include, ", ")+", once (2 to 3 minutes; cached in %s)")
+}
+
+// minbaseRootfs returns a tar of debootstrap --variant=minbase of suite
+// with include, cached under CacheDir by suite and package list; step and
+// detail (with %s for the cache directory) are the progress line shown
+// while it is made.
+func minbaseRootfs(ctx context.Context, suite string, include []string, step, detail string) (string, error) {
+	sum := sha256.Sum256([]byte(suite + " minbase " + strings.Join(include, ",")))
 	dir := CacheDir()
-	out := filepath.Join(dir, fmt.Sprintf("rootfs-bookworm-%x.tar", sum[:6]))
+	out := filepath.Join(dir, fmt.Sprintf("rootfs-%s-%x.tar", suite, sum[:6]))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
@@ -55,12 +64,11 @@ func BaseRootfs(ctx context.Context, include ...string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(root)
-	done := startStep(ctx, "making a Debian bookworm root filesystem",
-		fmt.Sprintf("debootstrap --variant=minbase with %s, once (2 to 3 minutes; cached in %s)", strings.Join(include, ", "), dir))
+	done := startStep(ctx, step, fmt.Sprintf(detail, dir))
 	defer done()
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), "bookworm", root, DebianMirror)
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), suite, root, DebianMirror)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("debootstrap: %w\n%s", err, tail(b, 2000))
+		return "", fmt.Errorf("debootstrap %s: %w\n%s", suite, err, tail(b, 2000))
 	}
 	return out, tarRootfs(ctx, root, out)
 }

@@ -2,11 +2,6 @@ package testenv
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 )
 
@@ -24,29 +19,6 @@ func TwoPythonsRootfs(ctx context.Context) (string, error) {
 	for _, v := range TwoPythons {
 		include = append(include, "python"+v, "python"+v+"-venv")
 	}
-	sum := sha256.Sum256([]byte("sid minbase " + strings.Join(include, ",")))
-	dir := CacheDir()
-	out := filepath.Join(dir, fmt.Sprintf("rootfs-sid-%x.tar", sum[:6]))
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
-	}
-	if err := EnsurePackages(ctx, "debootstrap"); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	root, err := os.MkdirTemp(dir, "rootfs-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(root)
-	done := startStep(ctx, "making a Debian sid root filesystem with Python "+strings.Join(TwoPythons, " and "),
-		fmt.Sprintf("debootstrap --variant=minbase, once (2 to 3 minutes; cached in %s)", dir))
-	defer done()
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), "sid", root, DebianMirror)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("debootstrap sid: %w\n%s", err, tail(b, 2000))
-	}
-	return out, tarRootfs(ctx, root, out)
+	return minbaseRootfs(ctx, "sid", include, "making a Debian sid root filesystem with Python "+strings.Join(TwoPythons, " and "),
+		"debootstrap --variant=minbase, once (2 to 3 minutes; cached in %s)")
 }
