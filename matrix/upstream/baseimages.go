@@ -52,14 +52,7 @@ func (o *options) updateImages(ctx context.Context, db *matrix.DB, ov *Overlay) 
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
-	var floor matrix.Version
-	for _, b := range db.BaseImages {
-		known[b.CUDA.String()] = true
-		if floor.IsZero() || b.CUDA.Less(floor) {
-			floor = b.CUDA
-		}
-	}
+	known, floor := knownVersions(db.BaseImages, func(b matrix.BaseImage) matrix.Version { return b.CUDA })
 	osRows := map[string]bool{}
 	for _, s := range db.OS {
 		osRows[s.Name] = true

@@ -34,14 +34,7 @@ func (o *options) updateCUDA(ctx context.Context, db *matrix.DB, ov *Overlay) er
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
-	var floor matrix.Version
-	for _, r := range db.CUDA {
-		known[r.Version.String()] = true
-		if floor.IsZero() || r.Version.Less(floor) {
-			floor = r.Version
-		}
-	}
+	known, floor := knownVersions(db.CUDA, func(r matrix.CUDARelease) matrix.Version { return r.Version })
 	added := 0
 	for _, v := range versions {
 		if known[v.String()] || (!floor.IsZero() && v.Less(floor)) {

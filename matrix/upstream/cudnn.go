@@ -44,7 +44,7 @@ func (o *options) updateCuDNN(ctx context.Context, db *matrix.DB, ov *Overlay) e
 	if err != nil {
 		return err
 	}
-	known, floor := libraryVersions(db.CuDNN)
+	known, floor := knownVersions(db.CuDNN, libraryVersion)
 	added := 0
 	for _, v := range versions {
 		if known[v.String()] || (!floor.IsZero() && v.Less(floor)) {
@@ -67,19 +67,24 @@ func (o *options) updateCuDNN(ctx context.Context, db *matrix.DB, ov *Overlay) e
 	return nil
 }
 
-// libraryVersions returns the versions of a cuDNN or NCCL list and the
-// oldest of them.
-func libraryVersions(rows []matrix.Library) (map[string]bool, matrix.Version) {
+// knownVersions returns the versions of rows (as version reads them)
+// and the oldest of them: the updaters add rows for releases not known
+// and not older than that floor.
+func knownVersions[T any](rows []T, version func(T) matrix.Version) (map[string]bool, matrix.Version) {
 	known := map[string]bool{}
 	var floor matrix.Version
 	for _, r := range rows {
-		known[r.Version.String()] = true
-		if floor.IsZero() || r.Version.Less(floor) {
-			floor = r.Version
+		v := version(r)
+		known[v.String()] = true
+		if floor.IsZero() || v.Less(floor) {
+			floor = v
 		}
 	}
 	return known, floor
 }
+
+// libraryVersion is a cuDNN or NCCL row's version.
+func libraryVersion(r matrix.Library) matrix.Version { return r.Version }
 
 func (o *options) cudnnRow(ctx context.Context, u string, v matrix.Version, date string) (matrix.Library, matrix.Source, error) {
 	var m cudnnManifest

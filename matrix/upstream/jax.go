@@ -36,11 +36,8 @@ var cudaExtraRE = regexp.MustCompile(`^cuda([0-9]+)$`)
 // nvidia-* minimums. Releases older than the DB's oldest jax row, and
 // releases without a cudaNN extra, are skipped.
 func (o *options) updateJAX(ctx context.Context, db *matrix.DB, ov *Overlay) error {
-	have := make([]matrix.Version, 0, len(db.JAX))
-	for _, r := range db.JAX {
-		have = append(have, r.Version)
-	}
-	projURL, versions, err := o.pypiNewReleases(ctx, SourceJAX, "jax", have)
+	known, floor := knownVersions(db.JAX, func(r matrix.JAX) matrix.Version { return r.Version })
+	projURL, versions, err := o.pypiNewReleases(ctx, SourceJAX, "jax", known, floor)
 	if err != nil {
 		return err
 	}

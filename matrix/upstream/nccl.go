@@ -41,7 +41,7 @@ func (o *options) updateNCCL(ctx context.Context, db *matrix.DB, ov *Overlay) er
 	if len(dirs) == 0 {
 		return &FormatError{URL: top, Err: fmt.Errorf("links no vX.Y.Z/ directory; is this NVIDIA's NCCL redist directory?")}
 	}
-	known, floor := libraryVersions(db.NCCL)
+	known, floor := knownVersions(db.NCCL, libraryVersion)
 	minorKnown := map[string]bool{}
 	for _, r := range db.NCCL {
 		minorKnown[r.Version.Trunc(2).String()] = true

@@ -19,11 +19,8 @@ import (
 // the DB's oldest tensorflow row are skipped; a release without an
 // and-cuda extra (before 2.14) cannot be a row and is reported.
 func (o *options) updateTensorFlow(ctx context.Context, db *matrix.DB, ov *Overlay) error {
-	have := make([]matrix.Version, 0, len(db.TensorFlow))
-	for _, r := range db.TensorFlow {
-		have = append(have, r.Version)
-	}
-	projURL, versions, err := o.pypiNewReleases(ctx, SourceTensorFlow, "tensorflow", have)
+	known, floor := knownVersions(db.TensorFlow, func(r matrix.TensorFlow) matrix.Version { return r.Version })
+	projURL, versions, err := o.pypiNewReleases(ctx, SourceTensorFlow, "tensorflow", known, floor)
 	if err != nil {
 		return err
 	}
@@ -52,11 +49,9 @@ func (o *options) updateTensorFlow(ctx context.Context, db *matrix.DB, ov *Overl
 	return nil
 }
 
-// newReleases lists a PyPI project's final releases that have a file that
-// is not yanked, are not known and are not older than floor, oldest first.
-// pypiNewReleases reads project's PyPI JSON and lists its final releases
-// that the data lacks (have) and that are newer than the oldest it has.
-func (o *options) pypiNewReleases(ctx context.Context, src Source, project string, have []matrix.Version) (string, []matrix.Version, error) {
+// pypiNewReleases reads project's PyPI JSON and lists its new releases
+// (newReleases), with the URL it read.
+func (o *options) pypiNewReleases(ctx context.Context, src Source, project string, known map[string]bool, floor matrix.Version) (string, []matrix.Version, error) {
 	projURL := o.pypiURL + "/pypi/" + project + "/json"
 	o.progress(src, "reading "+projURL)
 	var proj pypiProject
@@ -66,17 +61,11 @@ func (o *options) pypiNewReleases(ctx context.Context, src Source, project strin
 	if proj.Releases == nil {
 		return projURL, nil, &FormatError{URL: projURL, Err: fmt.Errorf("no \"releases\" object; not a PyPI project response")}
 	}
-	known := map[string]bool{}
-	var floor matrix.Version
-	for _, v := range have {
-		known[v.String()] = true
-		if floor.IsZero() || v.Less(floor) {
-			floor = v
-		}
-	}
 	return projURL, newReleases(proj, known, floor), nil
 }
 
+// newReleases lists a PyPI project's final releases that have a file that
+// is not yanked, are not known and are not older than floor, oldest first.
 func newReleases(proj pypiProject, known map[string]bool, floor matrix.Version) []matrix.Version {
 	var out []matrix.Version
 	for s, files := range proj.Releases {
