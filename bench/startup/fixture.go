@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"context"
@@ -489,29 +488,7 @@ func pushBases(ctx context.Context, host string, scale float64) (raw, compressed
 func libsTar(files []string, prefix string) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
 	go func() {
-		tw := tar.NewWriter(pw)
-		err := func() error {
-			for _, f := range files {
-				st, err := os.Stat(f)
-				if err != nil {
-					return err
-				}
-				h := &tar.Header{Name: prefix + filepath.Base(f), Mode: 0o644, Size: st.Size(), Typeflag: tar.TypeReg, ModTime: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-				if err := tw.WriteHeader(h); err != nil {
-					return err
-				}
-				in, err := os.Open(f)
-				if err != nil {
-					return err
-				}
-				_, err = io.Copy(tw, in)
-				in.Close()
-				if err != nil {
-					return err
-				}
-			}
-			return tw.Close()
-		}()
+		err := testenv.WriteFilesTar(pw, prefix, files, time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
 		pw.CloseWithError(err)
 	}()
 	return pr, nil

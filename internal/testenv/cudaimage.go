@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -49,17 +50,26 @@ func writeLibLayer(p string, i int, libs []string) error {
 		return err
 	}
 	defer f.Close()
-	tw := tar.NewWriter(f)
-	for _, lib := range libs {
-		st, err := os.Stat(lib)
+	if err := WriteFilesTar(f, fmt.Sprintf("opt/stack%d/lib/", i), libs, time.Time{}); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// WriteFilesTar writes a tar of files (regular files, 0644, modified at
+// mtime) to w, each named prefix + its base name.
+func WriteFilesTar(w io.Writer, prefix string, files []string, mtime time.Time) error {
+	tw := tar.NewWriter(w)
+	for _, file := range files {
+		st, err := os.Stat(file)
 		if err != nil {
 			return err
 		}
-		h := &tar.Header{Name: fmt.Sprintf("opt/stack%d/lib/%s", i, filepath.Base(lib)), Mode: 0o644, Size: st.Size(), Typeflag: tar.TypeReg}
+		h := &tar.Header{Name: prefix + filepath.Base(file), Mode: 0o644, Size: st.Size(), Typeflag: tar.TypeReg, ModTime: mtime}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		in, err := os.Open(lib)
+		in, err := os.Open(file)
 		if err != nil {
 			return err
 		}
