@@ -163,51 +163,14 @@ func TestImagesFaults(t *testing.T) {
 	})
 
 	t.Run("SIGINT during a copy: uploads cancelled, no tag, no temporary files, exit 130", func(t *testing.T) {
-		p, err := testenv.StartFaultProxy("http://" + a.Host)
-		must(t, err)
-		defer p.Close()
-		held := make(chan *http.Request, 8)
-		release := make(chan struct{})
-		defer close(release)
-		var gone atomic.Int32
-		p.SetRule(func(w http.ResponseWriter, r *http.Request) bool {
-			// Hand out the first layer, hold the second: one blob is
-			// spooled (and uploading) when the signal comes.
-			if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/sha256:") {
-				return false
-			}
-			l, _ := big.Layers()
-			d, _ := l[1].Digest()
-			if !strings.HasSuffix(r.URL.Path, d.String()) {
-				return false
-			}
-			if testenv.Hold(w, r, held, release, 2*time.Minute) {
-				gone.Add(1)
-			}
-			return true
-		})
-		src := p.Host + "/faults/big:1"
+		// Hand out the first layer, hold the second: one blob is spooled
+		// (and uploading) when the signal comes.
+		l, _ := big.Layers()
+		second, _ := l[1].Digest()
+		h := holdBlob(t, "http://"+a.Host, second)
 		dsts := []string{b.Host + "/faults/sigint:1", b.Host + "/faults/sigint-mirror:1"}
-		proc := start(t, gpuimgBinary(t), nil, append([]string{"images", "copy", src, "--read-source-once"}, dsts...)...)
-		select {
-		case <-held:
-		case <-time.After(time.Minute):
-			t.Fatalf("the copy never asked for the held blob:\n%s", proc.stderr.String())
-		}
-		must(t, proc.cmd.Process.Signal(syscall.SIGINT))
-		if code := proc.wait(t, 30*time.Second); code != 130 {
-			t.Errorf("exit %d, want 130:\n%s", code, proc.stderr.String())
-		}
-		t.Logf("copy: %s", strings.TrimSpace(proc.stderr.String()))
-		if errOut := proc.stderr.String(); !strings.Contains(errOut, "gpuimg: interrupted by SIGINT") {
-			t.Errorf("stderr does not say it was interrupted:\n%s", errOut)
-		}
-		for deadline := time.Now().Add(10 * time.Second); gone.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if gone.Load() == 0 {
-			t.Error("the held download was not cancelled")
-		}
+		proc := start(t, gpuimgBinary(t), nil, append([]string{"images", "copy", h.host + "/faults/big:1", "--read-source-once"}, dsts...)...)
+		h.interrupt(t, proc, "copy", syscall.SIGINT, "SIGINT", 130)
 		for _, d := range dsts {
 			if tagExists(t, d) {
 				t.Errorf("an interrupted copy wrote %s", d)
@@ -219,48 +182,16 @@ func TestImagesFaults(t *testing.T) {
 	})
 
 	t.Run("SIGTERM during an import: reads cancelled, nothing pushed, no temporary files, exit 143", func(t *testing.T) {
-		p, err := testenv.StartFaultProxy("http://" + a.Host)
-		must(t, err)
-		defer p.Close()
-		held := make(chan *http.Request, 8)
-		release := make(chan struct{})
-		defer close(release)
-		var gone atomic.Int32
 		l, _ := big.Layers()
 		second, _ := l[1].Digest()
-		p.SetRule(func(w http.ResponseWriter, r *http.Request) bool {
-			if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+second.String()) {
-				return false
-			}
-			if testenv.Hold(w, r, held, release, 2*time.Minute) {
-				gone.Add(1)
-			}
-			return true
-		})
+		h := holdBlob(t, "http://"+a.Host, second)
 		// A fleet that takes anything: the import reads every layer
 		// (validation) and pushes; the signal comes while it reads.
 		mf := filepath.Join(t.TempDir(), "fleet.yaml")
 		must(t, os.WriteFile(mf, []byte("sources: [{id: ours, url: https://wiki.example.com}]\ntargets:\n  - {name: onprem/any, index: true, attestations: true, source: ours}\n"), 0o644))
 		dst := b.Host + "/faults/import:1"
-		proc := start(t, gpuimgBinary(t), nil, "images", "import", p.Host+"/faults/big:1", "--target", "onprem/any", "--to", dst, "--matrix-file", mf)
-		select {
-		case <-held:
-		case <-time.After(time.Minute):
-			t.Fatalf("the import never asked for the held blob:\n%s", proc.stderr.String())
-		}
-		must(t, proc.cmd.Process.Signal(syscall.SIGTERM))
-		if code := proc.wait(t, 30*time.Second); code != 143 {
-			t.Errorf("exit %d, want 143:\n%s", code, proc.stderr.String())
-		}
-		if errOut := proc.stderr.String(); !strings.Contains(errOut, "gpuimg: interrupted by SIGTERM") {
-			t.Errorf("stderr does not say it was interrupted:\n%s", errOut)
-		}
-		for deadline := time.Now().Add(10 * time.Second); gone.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if gone.Load() == 0 {
-			t.Error("the held download was not cancelled")
-		}
+		proc := start(t, gpuimgBinary(t), nil, "images", "import", h.host+"/faults/big:1", "--target", "onprem/any", "--to", dst, "--matrix-file", mf)
+		h.interrupt(t, proc, "import", syscall.SIGTERM, "SIGTERM", 143)
 		if tagExists(t, dst) {
 			t.Errorf("an interrupted import wrote %s", dst)
 		}
@@ -268,4 +199,58 @@ func TestImagesFaults(t *testing.T) {
 			t.Errorf("temporary files left: %v", left)
 		}
 	})
+}
+
+// heldBlob is a fault proxy in front of a registry that holds every GET
+// of one blob until the test ends.
+type heldBlob struct {
+	host string             // the proxy's host:port
+	held chan *http.Request // a request for the blob arrived
+	gone atomic.Int32       // held requests the client gave up
+}
+
+func holdBlob(t *testing.T, upstream string, blob v1.Hash) *heldBlob {
+	t.Helper()
+	p, err := testenv.StartFaultProxy(upstream)
+	must(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	h := &heldBlob{host: p.Host, held: make(chan *http.Request, 8)}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	p.SetRule(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+blob.String()) {
+			return false
+		}
+		if testenv.Hold(w, r, h.held, release, 2*time.Minute) {
+			h.gone.Add(1)
+		}
+		return true
+	})
+	return h
+}
+
+// interrupt waits until proc asks for the held blob, sends it sig, and
+// checks that it exits with code, says it was interrupted by name, and
+// gave up the held request.
+func (h *heldBlob) interrupt(t *testing.T, proc *proc, what string, sig syscall.Signal, name string, code int) {
+	t.Helper()
+	select {
+	case <-h.held:
+	case <-time.After(time.Minute):
+		t.Fatalf("the %s never asked for the held blob:\n%s", what, proc.stderr.String())
+	}
+	must(t, proc.cmd.Process.Signal(sig))
+	if got := proc.wait(t, 30*time.Second); got != code {
+		t.Errorf("exit %d, want %d:\n%s", got, code, proc.stderr.String())
+	}
+	t.Logf("%s: %s", what, strings.TrimSpace(proc.stderr.String()))
+	if errOut := proc.stderr.String(); !strings.Contains(errOut, "gpuimg: interrupted by "+name) {
+		t.Errorf("stderr does not say it was interrupted:\n%s", errOut)
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.gone.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.gone.Load() == 0 {
+		t.Error("the held download was not cancelled")
+	}
 }
