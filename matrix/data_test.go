@@ -71,7 +71,9 @@ func TestBuiltinLoads(t *testing.T) {
 	has("NCCL rows", len(db.NCCL) > 0)
 	// Every source has a URL; every GPU has its peaks (validation compares
 	// to them), unless a note says no datasheet gave them: then it records
-	// none, so the note cannot go stale.
+	// none, so the note cannot go stale. A row whose sources give only some
+	// of memory, bandwidth and FP32 says so in a note starting "peaks partly
+	// unknown" and records at least one peak.
 	for id, s := range db.Sources {
 		if !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://") {
 			t.Errorf("source %s has no URL", id)
@@ -79,20 +81,24 @@ func TestBuiltinLoads(t *testing.T) {
 	}
 	for _, g := range db.GPUs {
 		anyPeak := g.MemoryBandwidthGBs != 0 || g.FP32TFLOPS != 0 || g.TF32TFLOPS != 0 || g.FP16TFLOPS != 0 || g.BF16TFLOPS != 0
-		switch unknown := peaksUnknown(g); {
-		case unknown && anyPeak:
+		complete := g.MemoryGB != 0 && g.MemoryBandwidthGBs != 0 && g.FP32TFLOPS != 0
+		switch {
+		case notePrefixed(g, "peaks unknown") && anyPeak:
 			t.Errorf("GPU %s (%s) says its peaks are unknown but records some", g.Name, g.At)
-		case !unknown && (g.MemoryGB == 0 || g.MemoryBandwidthGBs == 0 || g.FP32TFLOPS == 0):
-			t.Errorf("GPU %s (%s) lacks memory, bandwidth or FP32 peak and has no 'peaks unknown' note", g.Name, g.At)
+		case notePrefixed(g, "peaks partly unknown") && (complete || !anyPeak):
+			t.Errorf("GPU %s (%s) says its peaks are partly unknown but records all or none of memory, bandwidth and FP32", g.Name, g.At)
+		case !notePrefixed(g, "peaks unknown") && !notePrefixed(g, "peaks partly unknown") && !complete:
+			t.Errorf("GPU %s (%s) lacks memory, bandwidth or FP32 peak and has no 'peaks unknown' or 'peaks partly unknown' note", g.Name, g.At)
 		}
 	}
 }
 
-// peaksUnknown says whether a GPU row declares that no datasheet gave its
-// peaks (a note starting "peaks unknown").
-func peaksUnknown(g GPU) bool {
+// notePrefixed says whether one of a GPU row's notes starts with prefix:
+// "peaks unknown" (no datasheet gave its peaks) or "peaks partly unknown"
+// (its sources give only some of them).
+func notePrefixed(g GPU, prefix string) bool {
 	for _, n := range g.Notes {
-		if strings.HasPrefix(n, "peaks unknown") {
+		if strings.HasPrefix(n, prefix) {
 			return true
 		}
 	}
