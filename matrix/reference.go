@@ -141,11 +141,15 @@ var encodingEfficiency = map[string]float64{"8b/10b": 8.0 / 10, "128b/130b": 128
 func (l Link) LaneGBs() float64 { return l.GTs * encodingEfficiency[l.Encoding] / 8 }
 
 // NVLink is the NVLink row for a generation on a GPU of architecture arch:
-// a row naming the architecture wins over one for any GPU.
+// a row naming the architecture wins over one for any GPU. Version 0 (a
+// GPU none of whose links is up to ask) is the row naming arch.
 func (db *DB) NVLink(version int, arch string) (Link, bool) {
 	var generic *Link
 	for i, l := range db.Links {
-		if l.Link != "nvlink" || l.Version != version {
+		if l.Link != "nvlink" || (l.Version != version && version != 0) {
+			continue
+		}
+		if version == 0 && !slices.Contains(l.Archs, arch) {
 			continue
 		}
 		if slices.Contains(l.Archs, arch) {

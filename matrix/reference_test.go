@@ -83,6 +83,8 @@ func TestLinks(t *testing.T) {
 		{2, "sm_75", 0, false}, // Turing's NVLink: no source read
 		{1, "sm_60", 0, false},
 		{6, "sm_100", 0, false},
+		{0, "sm_90", 25, true}, // no active link to ask: the architecture's row
+		{0, "sm_75", 0, false},
 	} {
 		l, ok := db.NVLink(tt.version, tt.arch)
 		if ok != tt.ok || l.GBsPerLink != tt.want || (ok && l.Source == "") {
