@@ -173,10 +173,10 @@ func checkNVLink(g GPUInfo, add func(string, Status, string, ...any)) {
 	if n.SpeedMBps > 0 {
 		speed = fmt.Sprintf(", %d MB/s each as NVML reports", n.SpeedMBps)
 	}
-	switch {
-	case n.Active == n.Links:
+	switch n.Active {
+	case n.Links:
 		add(name, matrix.Pass, "%d NVLink %s links active%s", n.Links, orNA(n.Version), speed)
-	case n.Active == 0:
+	case 0:
 		add(name, matrix.Warn, "none of its %d NVLinks is active: NCCL between GPUs goes over PCIe. On an NVLink board (SXM, NVSwitch) the links are down (nvidia-smi nvlink -s -i %d; on NVSwitch systems the fabric manager); a PCIe card may have no NVLink bridge", n.Links, g.Index)
 	default:
 		add(name, matrix.Fail, "%d of %d NVLink %s links active (%s inactive): a degraded NVLink (a GPU, bridge or baseboard to service, nvidia-smi nvlink -s -i %d); every all-reduce ring through this GPU runs at its remaining links' pace", n.Active, n.Links, orNA(n.Version), linkList(n.Inactive), g.Index)
