@@ -175,6 +175,7 @@ type File struct {
 	GPUs         []GPU         `yaml:"gpus"`
 	Targets      []Target      `yaml:"targets"`
 	References   []Reference   `yaml:"references"`
+	Links        []Link        `yaml:"links"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

@@ -37,6 +37,9 @@ type DB struct {
 	Targets []Target
 	// References are published performance figures per GPU row.
 	References []Reference
+	// Links are the per-link bandwidths of NVLink generations and PCIe
+	// generations (Link).
+	Links []Link
 	// Replaced says which built-in rows matrix files replaced.
 	Replaced []string
 }
@@ -131,8 +134,9 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
+		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu, &tgt, &ref} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu, &tgt, &ref, &lnk} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -153,6 +157,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		gpu.add(f.GPUs, i, builtinCount, seen())
 		tgt.add(f.Targets, i, builtinCount, seen())
 		ref.add(f.References, i, builtinCount, seen())
+		lnk.add(f.Links, i, builtinCount, seen())
 		if len(f.BaseImages) > 0 {
 			mine := map[string]bool{}
 			for _, b := range f.BaseImages {
@@ -175,7 +180,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	}
 	db.CUDA, db.Archs, db.CuDNN, db.NCCL = cuda.rows, arch.rows, dnn.rows, nccl.rows
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
-	db.Targets, db.References = tgt.rows, ref.rows
+	db.Targets, db.References, db.Links = tgt.rows, ref.rows, lnk.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -307,6 +312,12 @@ func (db *DB) validate() []error {
 		checkRow(r.Row, "reference "+r.Key())
 		for _, m := range db.validateReference(r) {
 			bad(r.At, "%s", m)
+		}
+	}
+	for _, l := range db.Links {
+		checkRow(l.Row, "link "+l.Key())
+		for _, m := range validateLink(l) {
+			bad(l.At, "%s", m)
 		}
 	}
 	for _, t := range db.Targets {

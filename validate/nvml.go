@@ -1,8 +1,10 @@
 package validate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -51,6 +53,9 @@ type GPUInfo struct {
 	MIGDevices []MIGDevice `json:"mig_devices,omitempty"`
 	// DuringBench is what NVML reported while the benchmarks ran.
 	DuringBench *BenchSample `json:"during_bench,omitempty"`
+	// NVLink is what NVML reports of the GPU's NVLinks; nil for a GPU
+	// without any (or a driver that cannot say).
+	NVLink *NVLinkInfo `json:"nvlink,omitempty"`
 	// Error says why NVML could not open this GPU (lost, blocked by
 	// cgroups); the other fields are then empty but for Index.
 	Error string `json:"error,omitempty"`
@@ -79,6 +84,35 @@ type Health struct {
 	// ClockEvents are the reasons NVML gave for holding clocks down
 	// (nvmlClocksEventReasons) at the moment the GPU was probed.
 	ClockEvents []string `json:"clock_events,omitempty"`
+}
+
+// NVLinkInfo is what NVML reports of a GPU's NVLinks: NCCL between GPUs
+// runs over the active ones, or over PCIe when none is.
+type NVLinkInfo struct {
+	// Links is how many the GPU has: NVML_FI_DEV_NVLINK_LINK_COUNT, else
+	// the links whose state NVML answers for.
+	Links int `json:"links"`
+	// Active counts the links that are up; Inactive lists the others by
+	// number.
+	Active   int   `json:"active"`
+	Inactive []int `json:"inactive,omitempty"`
+	// Version is the first active link's NVLink version ("4.0", from
+	// nvmlNvlinkVersion_t).
+	Version string `json:"version,omitempty"`
+	// SpeedMBps is NVML's common speed of the active links
+	// (NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON), recorded beside the matrix's
+	// rate, not judged.
+	SpeedMBps uint64 `json:"speed_mbps,omitempty"`
+}
+
+// Major is the NVLink generation of Version (3 for "3.1"), 0 when unknown.
+func (n *NVLinkInfo) Major() int {
+	if n == nil {
+		return 0
+	}
+	m, _, _ := strings.Cut(n.Version, ".")
+	v, _ := strconv.Atoi(m)
+	return v
 }
 
 // MIGDevice is one MIG instance of a GPU: its slice of the card.
@@ -145,7 +179,47 @@ type nvmlLib struct {
 	maxMIGCount       func(uintptr, *uint32) int32
 	migByIndex        func(uintptr, uint32, *uintptr) int32
 	attributes        func(uintptr, *nvmlAttributes) int32
+	nvlinkState       func(uintptr, uint32, *uint32) int32
+	nvlinkVersion     func(uintptr, uint32, *uint32) int32
+	fieldValues       func(uintptr, int32, *nvmlFieldValue) int32
 }
+
+// nvmlFieldValue is nvmlFieldValue_t (nvml.h): the field's id and scope,
+// two timestamps, the value's type and return code, and an 8-byte union.
+type nvmlFieldValue struct {
+	FieldID, ScopeID       uint32
+	Timestamp, LatencyUsec int64
+	ValueType, Return      int32
+	Value                  [8]byte
+}
+
+// uint is the field's value as an unsigned integer, by its
+// nvmlValueType_t (0 is a double).
+func (f nvmlFieldValue) uint() uint64 {
+	switch f.ValueType {
+	case 0:
+		return uint64(math.Float64frombits(binary.LittleEndian.Uint64(f.Value[:])))
+	case 1, 5: // unsigned int, int
+		return uint64(binary.LittleEndian.Uint32(f.Value[:]))
+	case 6: // unsigned short
+		return uint64(binary.LittleEndian.Uint16(f.Value[:]))
+	}
+	return binary.LittleEndian.Uint64(f.Value[:]) // unsigned long, long long
+}
+
+// NVML field ids (nvml.h) and the most links a GPU may have
+// (NVML_NVLINK_MAX_LINKS in NVML 13; a GPU has fewer, which
+// NVML_FI_DEV_NVLINK_LINK_COUNT tells).
+const (
+	nvmlFieldNVLinkSpeedCommon = 90
+	nvmlFieldNVLinkLinkCount   = 91
+	nvmlNVLinkMaxLinks         = 36
+)
+
+// nvlinkVersions are nvmlNvlinkVersion_t's values: an enumeration, not
+// the version (an A100 answers 5, NVLink 3.1; open-mpi/hwloc#658), named
+// so in nvml.h since NVML 12.8.
+var nvlinkVersions = map[uint32]string{1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 
 // nvmlAttributes is nvmlDeviceAttributes_t (nvml.h): eight unsigned ints
 // and the memory size in MB.
@@ -174,6 +248,9 @@ func (l *nvmlLib) healthSymbols() map[string]any {
 		"nvmlDeviceGetMaxMigDeviceCount":            &l.maxMIGCount,
 		"nvmlDeviceGetMigDeviceHandleByIndex":       &l.migByIndex,
 		"nvmlDeviceGetAttributes_v2":                &l.attributes,
+		"nvmlDeviceGetNvLinkState":                  &l.nvlinkState,
+		"nvmlDeviceGetNvLinkVersion":                &l.nvlinkVersion,
+		"nvmlDeviceGetFieldValues":                  &l.fieldValues,
 	}
 }
 
@@ -339,6 +416,7 @@ func (l *nvmlLib) devices(n uint32) []GPUInfo {
 		}
 		g.Health = l.health(h)
 		l.sharing(h, &g)
+		g.NVLink = l.nvlinks(h)
 		gpus = append(gpus, g)
 	}
 	return gpus
@@ -468,6 +546,50 @@ func (l *nvmlLib) sharing(h uintptr, g *GPUInfo) {
 		}
 		g.MIGDevices = append(g.MIGDevices, d)
 	}
+}
+
+// nvlinks reads the device's NVLinks: how many it has, which are active,
+// their version and speed; nil when it has none or NVML cannot say. The
+// link count comes from NVML_FI_DEV_NVLINK_LINK_COUNT where the driver
+// has it: NVML answers some queries for every index below
+// NVML_NVLINK_MAX_LINKS, links the GPU does not have included.
+func (l *nvmlLib) nvlinks(h uintptr) *NVLinkInfo {
+	if l.nvlinkState == nil {
+		return nil
+	}
+	count := nvmlNVLinkMaxLinks
+	n := &NVLinkInfo{}
+	if l.fieldValues != nil {
+		vals := []nvmlFieldValue{{FieldID: nvmlFieldNVLinkLinkCount}, {FieldID: nvmlFieldNVLinkSpeedCommon}}
+		if l.fieldValues(h, int32(len(vals)), &vals[0]) == nvmlSuccess {
+			if vals[0].Return == nvmlSuccess {
+				count = min(int(vals[0].uint()), nvmlNVLinkMaxLinks)
+			}
+			if vals[1].Return == nvmlSuccess {
+				n.SpeedMBps = vals[1].uint()
+			}
+		}
+	}
+	for link := range count {
+		var st uint32
+		if l.nvlinkState(h, uint32(link), &st) != nvmlSuccess {
+			continue // no such link, or not an NVLink GPU
+		}
+		n.Links++
+		if st == 0 { // NVML_FEATURE_DISABLED
+			n.Inactive = append(n.Inactive, link)
+			continue
+		}
+		n.Active++
+		var v uint32
+		if n.Version == "" && l.nvlinkVersion != nil && l.nvlinkVersion(h, uint32(link), &v) == nvmlSuccess {
+			n.Version = nvlinkVersions[v]
+		}
+	}
+	if n.Links == 0 {
+		return nil
+	}
+	return n
 }
 
 // Sampler polls NVML while the benchmarks run. Stop ends it and returns

@@ -185,6 +185,7 @@ func judgePyBench(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string
 	if g, ok := benchGPU(gpus, pp, add); ok {
 		judgeBench(opt, g, pp.Bench, pp.Env, add)
 	}
+	judgeNCCL(opt, gpus, pp, add)
 }
 
 // RuntimeRefused is the result of a container the NVIDIA container
@@ -273,6 +274,7 @@ func checkHealth(g GPUInfo, add func(string, Status, string, ...any)) {
 		add(name+"clocks", matrix.Warn, "clocks held down when probed: %s (SM %d of %d MHz)", strings.Join(hot, ", "), h.SMClockMHz, h.MaxSMClockMHz)
 	}
 	checkSharing(g, add)
+	checkNVLink(g, add)
 }
 
 // checkSharing reports what shares the GPU: other processes, a vGPU, a

@@ -347,6 +347,16 @@ func judgeReference(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add fu
 			key, peak, peakName = "gemm_fp16_tflops", row.FP16TFLOPS, "fp16"
 		case "memory_bandwidth_share":
 			key, peak, peakName = "memory_bandwidth_gbs", row.MemoryBandwidthGBs, "memory bandwidth"
+		case "nccl_allreduce_busbw_share":
+			// The share of the links the GPUs have, active or not: what
+			// a whole card reaches, as the reference measured it.
+			key, peakName = ncclBusBW, "link"
+			link, why := ncclLink(opt.DB, ncclGPUs(res.GPUs, res.Python.Conditions[ncclBusBW].GPUs, res.Python.Env), true)
+			if _, measured := res.Python.Bench[key]; measured && why != "" {
+				add("accept/"+fig, matrix.Warn, "the link NCCL ran on is not known, so the reference share cannot be applied: %s", why)
+				continue
+			}
+			peak, peakName = link.gbs, link.what
 		}
 		got, measured := res.Python.Bench[key]
 		cond := res.Python.Conditions[key]
@@ -362,6 +372,9 @@ func judgeReference(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add fu
 			}
 			want = r.Value * peak
 			of = fmt.Sprintf("the reference %.1f%% of %.1f (%s, %s", 100*r.Value, peak, r.Precision, r.Software)
+			if key == ncclBusBW {
+				of = fmt.Sprintf("the reference %.1f%% of %.1f, %s (%s, %s", 100*r.Value, peak, peakName, r.Precision, r.Software)
+			}
 		}
 		if r.Batch != 0 {
 			of += fmt.Sprintf(", batch %d", r.Batch)

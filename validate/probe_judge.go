@@ -17,7 +17,11 @@ import (
 // Pinned host<->device copies (h2d, d2h) are judged against the PCIe link
 // NVML reports as the most the GPU and its slot can do; a GPU in a slot
 // with fewer lanes, or behind a shared switch, falls below.
-var DefaultMinEfficiency = map[string]float64{"gemm_bf16": 0.5, "gemm_fp16": 0.5, "gemm_fp32": 0.5, "memory_bandwidth": 0.6, "h2d": 0.5, "d2h": 0.5}
+//
+// NCCL's all-reduce bus bandwidth (nccl_busbw) is judged against the link
+// it ran on (judgeNCCL). Its 50% is gpuimg's own default, not a published
+// share: below it only warns, unless --min-efficiency sets it.
+var DefaultMinEfficiency = map[string]float64{"gemm_bf16": 0.5, "gemm_fp16": 0.5, "gemm_fp32": 0.5, "memory_bandwidth": 0.6, "h2d": 0.5, "d2h": 0.5, "nccl_busbw": 0.5}
 
 // ArchMinEfficiency replace DefaultMinEfficiency on some architectures
 // (--min-efficiency still wins). On sm_86 and sm_89 (A10, A40, L4, L40S,
@@ -39,15 +43,17 @@ const MaxOverPeak = 1.05
 // whatever the framework asked for (NGC images set the first).
 var tf32Overrides = []string{"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "TORCH_ALLOW_TF32_CNMATMUL_OVERRIDE", "NVIDIA_TF32_OVERRIDE"}
 
-// pcieLaneGBs is PCI Express's usable bandwidth per lane and direction in
-// GB/s: the transfer rate (2.5, 5, 8, 16, 32 GT/s) times the encoding's
-// efficiency (8b/10b for 1.x and 2.x, 128b/130b for 3.0 to 5.0), over 8
-// bits. Generation 6 (PAM4, FLIT framing) is left out: published
-// per-lane figures for it differ by the overhead they count.
-var pcieLaneGBs = map[int]float64{1: 2.5 * 8 / 10 / 8, 2: 5.0 * 8 / 10 / 8, 3: 8 * 128.0 / 130 / 8, 4: 16 * 128.0 / 130 / 8, 5: 32 * 128.0 / 130 / 8}
-
-// PCIePeakGBs is the link's usable bandwidth per direction, 0 when unknown.
-func PCIePeakGBs(gen, width int) float64 { return pcieLaneGBs[gen] * float64(width) }
+// PCIePeakGBs is a PCIe link's usable bandwidth per direction in GB/s:
+// the matrix's rate per lane for the generation (links.yaml: transfer
+// rate times encoding efficiency) times the width; 0 when the matrix has
+// no rate for the generation (gen 6) or db is nil.
+func PCIePeakGBs(db *matrix.DB, gen, width int) float64 {
+	if db == nil {
+		return 0
+	}
+	lane, _ := db.PCIeLaneGBs(gen)
+	return lane * float64(width)
+}
 
 // hostLinkIsC2C says whether the GPU reaches its host over NVLink-C2C
 // (Grace Hopper, Grace Blackwell) rather than PCIe: its host copies are not
@@ -150,7 +156,7 @@ func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, env map[s
 				add("bench/"+k, matrix.Pass, "%.1f GB/s over NVLink-C2C: %s reaches its host without PCIe, so the figure is recorded, not judged against the PCIe link", got, g.Name)
 			}
 		}
-	} else if link := PCIePeakGBs(g.PCIeMaxGen, g.PCIeMaxWidth); link > 0 {
+	} else if link := PCIePeakGBs(opt.DB, g.PCIeMaxGen, g.PCIeMaxWidth); link > 0 {
 		of := fmt.Sprintf("PCIe gen%d x%d", g.PCIeMaxGen, g.PCIeMaxWidth)
 		peaks = append(peaks, benchPeak{"h2d", "h2d_gbs", "GB/s", of, link}, benchPeak{"d2h", "d2h_gbs", "GB/s", of, link})
 	}

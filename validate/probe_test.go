@@ -190,7 +190,7 @@ func TestJudgeBench(t *testing.T) {
 		gen, width int
 		want       float64
 	}{{3, 16, 15.75}, {4, 16, 31.51}, {4, 8, 15.75}, {1, 1, 0.25}, {6, 16, 0}, {0, 16, 0}} {
-		if got := PCIePeakGBs(tt.gen, tt.width); got < tt.want-0.01 || got > tt.want+0.01 {
+		if got := PCIePeakGBs(db, tt.gen, tt.width); got < tt.want-0.01 || got > tt.want+0.01 {
 			t.Errorf("PCIePeakGBs(%d, %d) = %.3f, want %.2f", tt.gen, tt.width, got, tt.want)
 		}
 	}

@@ -16,7 +16,8 @@
 # no MIG).
 #
 # Results (commit them under validate/testdata/gpu-<card>/):
-#   env.txt            date, kernel, nvidia-smi, nvidia-smi -q, torch versions
+#   env.txt            date, kernel, nvidia-smi, nvidia-smi -q, nvidia-smi
+#                      nvlink -s, torch versions
 #   probe-bench.json   gpuimg probe --bench -o json (the fixture for tests),
 #                      a cold start: torch, TensorFlow and JAX imported for
 #                      the first time
@@ -46,6 +47,9 @@ status() { echo "$1 exit $2" | tee -a "$out/status.txt"; }
 	uname -a
 	timeout 10 nvidia-smi
 	timeout 15 nvidia-smi -q
+	# NVLink state as nvidia-smi sees it, to set beside what the probe read
+	# through NVML (gpuN/nvlink): links, active ones, speed.
+	timeout 5 nvidia-smi nvlink -s
 	timeout 25 python3 -c 'import sys, torch; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "archs", torch.cuda.get_arch_list())
 try:
     import torchvision; print("torchvision", torchvision.__version__)
@@ -69,6 +73,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 for g in r.get("gpus", []):
     print("GPU", g["index"], g["name"], g["arch"], g["memory_bytes"], "MIG", g["mig"], "PCIe", g.get("pcie_gen"), g.get("pcie_width"), "max", g.get("pcie_max_gen"), g.get("pcie_max_width"))
+    print("  NVLink", g.get("nvlink") or "none NVML reports")
 for k, v in sorted(((r.get("python") or {}).get("bench") or {}).items()):
     print("bench %-24s %10.1f" % (k, v))
 for c in r["checks"]:

@@ -30,7 +30,7 @@ func parseEfficiency(pairs []string) (map[string]float64, error) {
 		k, v, ok := strings.Cut(p, "=")
 		f, err := strconv.ParseFloat(v, 64)
 		if _, known := validate.DefaultMinEfficiency[k]; !ok || err != nil || f < 0 || f > 1 || !known {
-			return nil, invalid(fmt.Errorf("--min-efficiency %q", p), "write KEY=FRACTION with KEY one of gemm_bf16, gemm_fp16, gemm_fp32, memory_bandwidth, h2d, d2h, e.g. gemm_bf16=0.7")
+			return nil, invalid(fmt.Errorf("--min-efficiency %q", p), "write KEY=FRACTION with KEY one of gemm_bf16, gemm_fp16, gemm_fp32, memory_bandwidth, h2d, d2h, nccl_busbw, e.g. gemm_bf16=0.7")
 		}
 		out[k] = f
 	}
