@@ -77,6 +77,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"compat needs driver", []string{"matrix", "resolve", "--compat"}, 2, "--compat needs --driver", "", true},
 		{"list torch", []string{"matrix", "list", "torch"}, 0, "", "2.3.1", false},
 		{"list sources", []string{"matrix", "list", "sources"}, 0, "", "https://", false},
+		{"list links", []string{"matrix", "list", "links"}, 0, "", "128b/130b  3.938", false},
 		{"version", []string{"version", "-o", "json"}, 0, "", `"go"`, false},
 		{"completion", []string{"completion", "bash"}, 0, "", "bash completion", false},
 	}

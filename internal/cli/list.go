@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ import (
 // listKinds are the tables `matrix list` shows, frameworks in matrix order.
 func listKinds() []string {
 	kinds := append([]string{"cuda", "archs", "cudnn", "nccl"}, matrix.FrameworkNames()...)
-	return append(kinds, "gpus", "targets", "references", "os", "images", "sources")
+	return append(kinds, "gpus", "targets", "references", "links", "os", "images", "sources")
 }
 
 func newListCmd(mo *MatrixOptions) *cobra.Command {
@@ -28,13 +29,16 @@ GPU architectures, cuDNN and NCCL releases, PyTorch/TensorFlow/JAX releases
 and their wheel variants, GPUs with their datasheet peaks, the fleets images
 are imported into (targets: driver, GPUs, formats, limits; a trailing '?' marks
 a fact no source confirmed), published performance references per GPU
-(gpuimg probe --reference), operating systems, NVIDIA base image tags, and the
+(gpuimg probe --reference), the per-link bandwidth of NVLink generations and
+PCIe generations (what NCCL's bus bandwidth and the host copies are judged
+against), operating systems, NVIDIA base image tags, and the
 public sources all of it was read from.`,
 		Example: `  gpuimg matrix list cuda
   gpuimg matrix list torch -o json | jq '.[0]'
   gpuimg matrix list gpus
   gpuimg matrix list targets
   gpuimg matrix list targets -o json | jq '.[] | select(.name == "sagemaker/p5")'
+  gpuimg matrix list links
   gpuimg matrix list sources`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: listKinds(),
@@ -161,6 +165,22 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		t.row("GPU", "FIGURE", "VALUE", "PRECISION", "BATCH", "SOFTWARE", "SOURCE")
 		for _, r := range db.References {
 			t.row(r.GPU, r.Figure, fmt.Sprintf("%g", r.Value), r.Precision, num(float64(r.Batch)), r.Software, r.Source)
+		}
+	case "links":
+		rows = db.Links
+		t.row("LINK", "VERSION", "ARCHS", "GB/s A LINK A DIRECTION", "GT/s A LANE", "ENCODING", "GB/s A LANE A DIRECTION", "SOURCE")
+		for _, l := range db.Links {
+			perLink, gts, enc, lane := "-", "-", "-", "-"
+			if l.Link == "pcie" {
+				gts, enc, lane = fmt.Sprintf("%g", l.GTs), l.Encoding, fmt.Sprintf("%.3f", l.LaneGBs())
+			} else {
+				perLink = fmt.Sprintf("%g", l.GBsPerLink)
+			}
+			archs := "any"
+			if len(l.Archs) > 0 {
+				archs = strings.Join(l.Archs, ",")
+			}
+			t.row(l.Link, strconv.Itoa(l.Version), archs, perLink, gts, enc, lane, l.Source)
 		}
 	case "os":
 		rows = db.OS
