@@ -329,6 +329,49 @@ func TestImagesImport(t *testing.T) {
 		}
 	})
 
+	t.Run("export keeps the attestations; skopeo reads the layout", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, tt := range []struct{ format, file, skopeo string }{
+			{"oci", "model-layout", "oci:"},
+			{"oci-archive", "model.oci.tar", "oci-archive:"},
+		} {
+			p := filepath.Join(dir, tt.file)
+			out, errOut, code := run(t, "images", "export", src, p, "--format", tt.format)
+			if code != 0 || !strings.Contains(out, "digests verified") || !strings.Contains(out, "kept 2 attestation manifests") {
+				t.Fatalf("export %s: exit %d %s %s", tt.format, code, out, errOut)
+			}
+			raw, err := exec.Command("skopeo", "inspect", "--raw", tt.skopeo+p).Output()
+			if err != nil {
+				t.Fatalf("skopeo inspect --raw %s%s: %v", tt.skopeo, p, err)
+			}
+			var ix v1.IndexManifest
+			must(t, json.Unmarshal(raw, &ix))
+			att := 0
+			for _, d := range ix.Manifests {
+				if images.IsAttestation(d) {
+					att++
+				}
+			}
+			if digestOf(raw) != srcDigest.String() || len(ix.Manifests) != 4 || att != 2 {
+				t.Errorf("%s: skopeo reads %s (%d manifests, %d attestations), want %s with 2", tt.format, digestOf(raw), len(ix.Manifests), att, srcDigest)
+			}
+			// skopeo picks the linux/amd64 image out of the index and
+			// reads its config: the layer diff IDs are the source's.
+			out2, err := exec.Command("skopeo", "inspect", "--override-os", "linux", "--override-arch", "amd64", tt.skopeo+p).Output()
+			if err != nil {
+				t.Fatalf("skopeo inspect %s%s: %v", tt.skopeo, p, err)
+			}
+			var info struct {
+				Architecture string
+				Layers       []string
+			}
+			must(t, json.Unmarshal(out2, &info))
+			if info.Architecture != "amd64" || len(info.Layers) != 2 {
+				t.Errorf("%s: skopeo inspect %s", tt.format, out2)
+			}
+		}
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		_, errOut, code := run(t, "images", "import", src, "--target", "test/sagemakr", "--to", dst, "--matrix-file", mf)
 		if code != ExitInvalid || !strings.Contains(errOut, "did you mean test/sagemaker") {
