@@ -82,6 +82,24 @@ func serveBinary(t *testing.T) []byte {
 	return b
 }
 
+// skopeoIndex is the raw index skopeo reads at ref (any transport), its
+// number of manifests and of attestation manifests among them.
+func skopeoIndex(t *testing.T, ref string) (raw []byte, manifests, attestations int) {
+	t.Helper()
+	raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", ref).Output()
+	if err != nil {
+		t.Fatalf("skopeo inspect --raw %s: %v", ref, err)
+	}
+	var ix v1.IndexManifest
+	must(t, json.Unmarshal(raw, &ix))
+	for _, d := range ix.Manifests {
+		if images.IsAttestation(d) {
+			attestations++
+		}
+	}
+	return raw, len(ix.Manifests), attestations
+}
+
 // catalogHas says whether the registry holds repository repo.
 func catalogHas(t *testing.T, host, repo string) bool {
 	t.Helper()
@@ -343,20 +361,9 @@ func TestImagesImport(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "digests verified") || !strings.Contains(out, "kept 2 attestation manifests") {
 				t.Fatalf("export %s: exit %d %s %s", tt.format, code, out, errOut)
 			}
-			raw, err := exec.Command("skopeo", "inspect", "--raw", tt.skopeo+p).Output()
-			if err != nil {
-				t.Fatalf("skopeo inspect --raw %s%s: %v", tt.skopeo, p, err)
-			}
-			var ix v1.IndexManifest
-			must(t, json.Unmarshal(raw, &ix))
-			att := 0
-			for _, d := range ix.Manifests {
-				if images.IsAttestation(d) {
-					att++
-				}
-			}
-			if digestOf(raw) != srcDigest.String() || len(ix.Manifests) != 4 || att != 2 {
-				t.Errorf("%s: skopeo reads %s (%d manifests, %d attestations), want %s with 2", tt.format, digestOf(raw), len(ix.Manifests), att, srcDigest)
+			raw, n, att := skopeoIndex(t, tt.skopeo+p)
+			if digestOf(raw) != srcDigest.String() || n != 4 || att != 2 {
+				t.Errorf("%s: skopeo reads %s (%d manifests, %d attestations), want %s with 2", tt.format, digestOf(raw), n, att, srcDigest)
 			}
 			// skopeo picks the linux/amd64 image out of the index and
 			// reads its config: the layer diff IDs are the source's.
@@ -403,18 +410,9 @@ func TestImagesImport(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("buildctl build: %v\n%s", err, out)
 		}
-		raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "docker://"+built).Output()
-		must(t, err)
-		var pushed v1.IndexManifest
-		must(t, json.Unmarshal(raw, &pushed))
-		att := 0
-		for _, d := range pushed.Manifests {
-			if images.IsAttestation(d) {
-				att++
-			}
-		}
-		if att != 2 || len(pushed.Manifests) != 4 {
-			t.Fatalf("BuildKit pushed %d manifests, %d attestations: %s", len(pushed.Manifests), att, raw)
+		raw, n, att := skopeoIndex(t, "docker://"+built)
+		if att != 2 || n != 4 {
+			t.Fatalf("BuildKit pushed %d manifests, %d attestations: %s", n, att, raw)
 		}
 
 		layout := filepath.Join(dir, "layout")
