@@ -49,7 +49,9 @@ type Env struct {
 type StackSpec struct {
 	CUDA, CuDNN, Torch, TensorFlow, JAX string
 	Python, OS, Flavor, GPU, Driver     string
-	MatrixFiles                         []string
+	// Target is a fleet's name (matrix.Constraints.Target).
+	Target      string
+	MatrixFiles []string
 }
 
 // Flags are a build's settings as given on the command line (or by a
@@ -130,7 +132,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		JAX: m.str("jax", st.JAX, file.JAX), Python: m.str("python", st.Python, file.Python),
 		OS: m.str("os", st.OS, file.OS), Flavor: m.str("flavor", st.Flavor, file.Flavor),
 		GPU: m.str("gpu", st.GPU, file.GPU), Driver: m.str("driver", st.Driver, file.Driver),
-		MatrixFiles: m.list("matrix_files", st.MatrixFiles, file.MatrixFile),
+		Target: m.str("target", st.Target, file.Target), MatrixFiles: m.list("matrix_files", st.MatrixFiles, file.MatrixFile),
 	}
 	ex := Extras{
 		Pip: m.list("pip", f.Extras.Pip, file.Pip), Requirements: m.str("requirements", f.Extras.Requirements, file.Requirements),

@@ -18,7 +18,7 @@ func given(keys ...string) func(string) bool {
 // the environment, which beats gpuimg.yaml, which beats the default; each
 // merged value names its source.
 func TestMergePrecedence(t *testing.T) {
-	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Tag: []string{"r.example.com/a:file"}, Push: true,
+	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Target: "gke/cos-latest", Tag: []string{"r.example.com/a:file"}, Push: true,
 		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"},
 		Extras: Extras{Env: map[string]string{"A": "file", "B": "file"}, Entrypoint: []string{"python", "-m", "file"}}}
 	tests := []struct {
@@ -53,6 +53,9 @@ func TestMergePrecedence(t *testing.T) {
 		{"entrypoint from file", Flags{}, Env{}, file, "entrypoint", "python -m file", FromFile},
 		{"mirror flags replace file's", Flags{Mirrors: []string{"quay.io=flag-mirror"}, Given: given("registry_mirrors")}, Env{}, file, "registry_mirrors", "quay.io=flag-mirror", FromFlag},
 		{"mirrors from file", Flags{Given: given()}, Env{}, file, "registry_mirrors", "index.docker.io=file-mirror.example.com", FromFile},
+		{"target flag beats file", Flags{Stack: StackSpec{Target: "sagemaker/p5"}, Given: given("target")}, Env{}, file, "target", "sagemaker/p5", FromFlag},
+		{"target from file", Flags{Given: given()}, Env{}, file, "target", "gke/cos-latest", FromFile},
+		{"no target without file", Flags{Given: given()}, Env{}, nil, "target", "", FromDefault},
 		{"nil Given: a non-zero value is given", Flags{Stack: StackSpec{CUDA: "12.4"}}, Env{}, file, "cuda", "12.4", FromFlag},
 		{"nil Given: a zero value is not", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
 	}
@@ -80,6 +83,8 @@ func get(s *Settings, key string) string {
 		return s.Stack.CUDA
 	case "flavor":
 		return s.Stack.Flavor
+	case "target":
+		return s.Stack.Target
 	case "matrix_files":
 		return strings.Join(s.Stack.MatrixFiles, " ")
 	case "tag":

@@ -47,6 +47,7 @@ type Config struct {
 	Flavor     string   `yaml:"flavor"`
 	GPU        string   `yaml:"gpu"`
 	Driver     string   `yaml:"driver"`
+	Target     string   `yaml:"target"` // a fleet (gpuimg matrix list targets): its driver and GPUs unless driver or gpu is given
 	MatrixFile []string `yaml:"matrix_files"`
 
 	Extras `yaml:",inline"`

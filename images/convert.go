@@ -111,8 +111,8 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 	if out, err = mutate.ConfigFile(out, keep); err != nil {
 		return nil, err
 	}
-	if err := remote.Write(dstRef, out, r.remote(ctx)...); err != nil {
-		return nil, explain("push", dstRef, err)
+	if err := push(ctx, r, dstRef, out, nil); err != nil {
+		return nil, err
 	}
 	d, err := out.Digest()
 	if err != nil {

@@ -185,42 +185,7 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 			if opt.dryRun {
 				return nil
 			}
-			var extra []remote.Option
-			var updates chan v1.Update
-			done := make(chan struct{})
-			if progress != nil {
-				updates = make(chan v1.Update, 16) // closed below, once Push returns (Pusher does not close it)
-				extra = append(extra, remote.WithProgress(updates))
-				go func() {
-					defer close(done)
-					last := time.Time{}
-					for u := range updates {
-						if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
-							fmt.Fprintf(progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
-							last = time.Now()
-						}
-					}
-				}()
-			} else {
-				close(done)
-			}
-			pusher, err := remote.NewPusher(opt.remote(gctx, extra...)...)
-			if err != nil {
-				if updates != nil {
-					close(updates) // the progress goroutine ends
-				}
-				<-done
-				return err
-			}
-			err = pusher.Push(gctx, dst, src)
-			if updates != nil {
-				close(updates)
-			}
-			<-done
-			if err != nil {
-				return explain("push", dst, err)
-			}
-			return nil
+			return push(gctx, opt, dst, src, progress)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -228,6 +193,44 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	}
 	res.Duration = time.Since(start).Seconds()
 	return res, nil
+}
+
+// push pushes an image or index to dst with the options' retries and
+// credentials, reporting progress to progress (nil: none); the manifest
+// is put by tag after every blob (and child manifest) is in place, so the
+// tag is written last. It is the one push of Copy, Import and Convert.
+func push(ctx context.Context, opt *options, dst name.Reference, t remote.Taggable, progress io.Writer) error {
+	var extra []remote.Option
+	var updates chan v1.Update
+	done := make(chan struct{})
+	if progress != nil {
+		updates = make(chan v1.Update, 16) // closed below, once Push returns (Pusher does not close it)
+		extra = append(extra, remote.WithProgress(updates))
+		go func() {
+			defer close(done)
+			last := time.Time{}
+			for u := range updates {
+				if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
+					fmt.Fprintf(progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
+					last = time.Now()
+				}
+			}
+		}()
+	} else {
+		close(done)
+	}
+	pusher, err := remote.NewPusher(opt.remote(ctx, extra...)...)
+	if err == nil {
+		err = pusher.Push(ctx, dst, t)
+	}
+	if updates != nil {
+		close(updates)
+	}
+	<-done
+	if err != nil {
+		return explain("push", dst, err)
+	}
+	return nil
 }
 
 // descriptorBlobs lists the blobs (configs, layers, child manifests) of an

@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -125,6 +124,18 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 	if res.DigestChanged {
 		res.SourceLabel = SourceDigestLabel
 	}
+	// Validation reads every layer of the image and the push (or the
+	// recompression) reads them again: a registry source is spooled, so
+	// each blob crosses the network once. A destination on the source's
+	// registry that takes the image as it is mounts the blobs instead.
+	if r.Transport == Registry && check != nil && !opt.dryRun && (res.DigestChanged || !sameRegistry(opt, r, dstRef)) {
+		dir, err := os.MkdirTemp(opt.tempDir, "gpuimg-import-src-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		s.spoolTo(newSpool(dir))
+	}
 	img, err := s.Image(p.Platform)
 	if err != nil {
 		return nil, err
@@ -190,12 +201,18 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 		return nil, err
 	}
 	res.Digest, res.MediaType = d.String(), string(mt)
-	if err := push(ctx, opt, dstRef, out); err != nil {
+	if err := push(ctx, opt, dstRef, out, opt.progress); err != nil {
 		return nil, err
 	}
 	res.Ref = dstRef.Context().Digest(res.Digest).String()
 	res.Duration = time.Since(start).Seconds()
 	return res, nil
+}
+
+// sameRegistry says whether a registry source is on dst's registry.
+func sameRegistry(opt *options, r Ref, dst name.Reference) bool {
+	src, err := opt.parse(r.Name)
+	return err == nil && src.Context().RegistryStr() == dst.Context().RegistryStr()
 }
 
 // refuse sets the verdict and returns a *RefusedError when a check failed.
@@ -369,41 +386,4 @@ func pushedBytes(t remote.Taggable) (int64, error) {
 		return most, nil
 	}
 	return 0, fmt.Errorf("unknown image type %T", t)
-}
-
-// push pushes an image or index to dst with the options' retries and
-// credentials; the manifest is put by tag after every blob (and child
-// manifest) is in place, so the tag is written last.
-func push(ctx context.Context, opt *options, dst name.Reference, t remote.Taggable) error {
-	var extra []remote.Option
-	var updates chan v1.Update
-	done := make(chan struct{})
-	if opt.progress != nil {
-		updates = make(chan v1.Update, 16) // closed below, once Push returns
-		extra = append(extra, remote.WithProgress(updates))
-		go func() {
-			defer close(done)
-			last := time.Time{}
-			for u := range updates {
-				if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
-					fmt.Fprintf(opt.progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
-					last = time.Now()
-				}
-			}
-		}()
-	} else {
-		close(done)
-	}
-	pusher, err := remote.NewPusher(opt.remote(ctx, extra...)...)
-	if err == nil {
-		err = pusher.Push(ctx, dst, t)
-	}
-	if updates != nil {
-		close(updates)
-	}
-	<-done
-	if err != nil {
-		return explain("push", dst, err)
-	}
-	return nil
 }

@@ -3,7 +3,10 @@ package images_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -207,5 +210,76 @@ func TestLoginHint(t *testing.T) {
 		if got := images.LoginHint(host); !strings.Contains(got, want) {
 			t.Errorf("LoginHint(%s) = %s", host, got)
 		}
+	}
+}
+
+// readAll is an ImportCheck that reads every layer of the image to its
+// end, as validate.Inspect does.
+func readAll(_ context.Context, img v1.Image, _ matrix.Packaging) ([]matrix.Finding, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// TestImportReadsTheSourceOnce: validation and the push (or the
+// recompression) read each layer blob of a registry source once, whether
+// the image is pushed as it is or converted; the blobs of the other
+// platform, which validation does not read, are read once by the push.
+func TestImportReadsTheSourceOnce(t *testing.T) {
+	rec := &recorder{}
+	src := newRegistry(t, rec.wrap)
+	dst := newRegistry(t, nil)
+	tars := [][]byte{tarOf(t, map[string]string{"etc/os-release": "ID=debian\n"}), tarOf(t, map[string]string{"app/serve": strings.Repeat("x", 4096)})}
+	idx, err := testenv.AttestedIndex(tars, []string{"amd64", "arm64"}, nil)
+	must(t, err)
+	push(t, src+"/ml/model:oci", idx)
+	ociIndex := matrix.Target{Name: "test/oci-any", Platforms: []string{"linux/amd64", "linux/arm64"}, Index: true, Attestations: true}
+	for _, tt := range []struct {
+		name   string
+		target matrix.Target
+	}{
+		{"pushed as it is", ociIndex},
+		{"converted", dockerTarget},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(rec.requests())
+			_, err := images.Import(t.Context(), src+"/ml/model:oci", tt.target, dst+"/sm/"+strings.ReplaceAll(tt.name, " ", "-")+":v1", readAll, images.WithTempDir(t.TempDir()))
+			must(t, err)
+			gets := map[string]int{}
+			for _, r := range rec.requests()[before:] {
+				if r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/") {
+					gets[r.Path[strings.LastIndex(r.Path, "/")+1:]]++
+				}
+			}
+			im, err := idx.IndexManifest()
+			must(t, err)
+			img, err := idx.Image(im.Manifests[0].Digest) // linux/amd64, which validation reads
+			must(t, err)
+			m, err := img.Manifest()
+			must(t, err)
+			for _, l := range m.Layers {
+				if gets[l.Digest.String()] != 1 {
+					t.Errorf("layer %s read %d times, want once (%v)", l.Digest, gets[l.Digest.String()], gets)
+				}
+			}
+			for d, n := range gets {
+				if n > 1 && d != m.Config.Digest.String() {
+					t.Errorf("blob %s read %d times", d, n)
+				}
+			}
+		})
 	}
 }

@@ -129,6 +129,16 @@ func OpenSource(ctx context.Context, r Ref, opts ...Option) (*Source, error) {
 	return s, nil
 }
 
+// spoolTo makes the source's layers read through sp: the first reader
+// fetches each blob into sp's directory, later readers read that file.
+func (s *Source) spoolTo(sp *spool) {
+	if s.index != nil {
+		s.index = newSpooledIndex(s.index, sp)
+	} else {
+		s.image = spooledImage{Image: s.image, s: sp}
+	}
+}
+
 // IsAttestation says whether an index entry is an attestation manifest
 // rather than a platform image: BuildKit marks them with
 // vnd.docker.reference.type=attestation-manifest and platform

@@ -8,11 +8,14 @@ import (
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // spool fetches each source blob once, into a temporary file that every
-// destination of a copy then reads, so copying to N registries reads the
-// source 1 time instead of N. Blobs are verified against their digest as
+// later reader then reads: the destinations of a copy (copying to N
+// registries reads the source 1 time instead of N), or an import's
+// validation and then its push. Blobs are verified against their digest as
 // they are fetched (go-containerregistry's remote layers check on EOF).
 type spool struct {
 	dir string
@@ -74,6 +77,27 @@ type spooledLayer struct {
 }
 
 func (l spooledLayer) Compressed() (io.ReadCloser, error) { return l.s.open(l.Layer) }
+
+// Uncompressed decompresses the spooled bytes (gzip, zstd or none, as
+// go-containerregistry detects them), so a reader of the content, such as
+// validation, does not fetch the blob again.
+func (l spooledLayer) Uncompressed() (io.ReadCloser, error) {
+	cl, err := partial.CompressedToLayer(compressedOnly{l})
+	if err != nil {
+		return nil, err
+	}
+	return cl.Uncompressed()
+}
+
+// compressedOnly hides a layer's own Uncompressed from
+// partial.CompressedToLayer, which then reads Compressed.
+type compressedOnly struct{ l spooledLayer }
+
+func (c compressedOnly) Digest() (v1.Hash, error)            { return c.l.Digest() }
+func (c compressedOnly) Compressed() (io.ReadCloser, error)  { return c.l.Compressed() }
+func (c compressedOnly) Size() (int64, error)                { return c.l.Size() }
+func (c compressedOnly) MediaType() (types.MediaType, error) { return c.l.MediaType() }
+func (c compressedOnly) DiffID() (v1.Hash, error)            { return c.l.DiffID() }
 
 // spooledImage hands out spooled layers; manifests and configs are small
 // and read as they are.

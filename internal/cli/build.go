@@ -136,7 +136,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	f := o.Flags
 	f.InsecureRegistries = o.Registry.InsecureRegistries
 	f.Stack = builder.StackSpec{CUDA: so.CUDA, CuDNN: so.CuDNN, Torch: so.Torch, TensorFlow: so.TensorFlow, JAX: so.JAX,
-		Python: so.Python, OS: so.OS, Flavor: so.Flavor, GPU: so.GPU, Driver: so.Driver, MatrixFiles: mo.Files}
+		Python: so.Python, OS: so.OS, Flavor: so.Flavor, GPU: so.GPU, Driver: so.Driver, Target: so.Target, MatrixFiles: mo.Files}
 	f.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
 	set, err := builder.Merge(f, environment(), cfg)
 	if err != nil {
@@ -145,6 +145,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	st := set.Stack
 	so.CUDA, so.CuDNN, so.Torch, so.TensorFlow, so.JAX = st.CUDA, st.CuDNN, st.Torch, st.TensorFlow, st.JAX
 	so.Python, so.OS, so.Flavor, so.GPU, so.Driver, mo.Files = st.Python, st.OS, st.Flavor, st.GPU, st.Driver, st.MatrixFiles
+	so.Target = st.Target
 	c, err := so.Constraints()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err

@@ -45,3 +45,19 @@ func TestBuildMergeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildTargetFromFile: gpuimg.yaml's target: reaches the resolver
+// (a misspelt one is refused with the nearest names before anything is
+// built), and --target wins over it.
+func TestBuildTargetFromFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gpuimg.yaml")
+	must(t, os.WriteFile(cfg, []byte("torch: latest\ntarget: sagemaker/p6\n"), 0o644))
+	_, errOut, code := run(t, "build", "-f", cfg, "--dockerfile-only")
+	if code != ExitInvalid || !strings.Contains(errOut, `unknown target "sagemaker/p6": did you mean`) {
+		t.Errorf("target from gpuimg.yaml: exit %d %q", code, errOut)
+	}
+	_, errOut, code = run(t, "build", "-f", cfg, "--dockerfile-only", "--target", "gke/cos-lates")
+	if code != ExitInvalid || !strings.Contains(errOut, `unknown target "gke/cos-lates"`) {
+		t.Errorf("--target over gpuimg.yaml: exit %d %q", code, errOut)
+	}
+}

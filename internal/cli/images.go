@@ -206,7 +206,8 @@ func newExportCmd() *cobra.Command {
 the result back and checks every blob against its digest. The file appears
 only when complete.
 
-  oci             an OCI image layout directory (whole index kept)
+  oci             an OCI image layout directory (whole index kept, with
+                  BuildKit's attestation manifests: provenance, SBOM)
   oci-archive     the same as one tar file (whole index kept)
   docker-archive  docker save's format: docker load, and cloud providers'
                   custom image import (one platform, --platform)`,
@@ -229,6 +230,9 @@ only when complete.
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s) to %s as %s, %s, digests verified\n", res.Source, res.Digest, res.Path, res.Format, humanize.Bytes(res.Size))
+			if res.Attestations > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "kept %d attestation manifests (provenance, SBOM) in the index; gpuimg images import --target drops them for a target that refuses them\n", res.Attestations)
+			}
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -32,6 +34,7 @@ targets:
   - {name: test/sagemaker, driver: 535.104.05, gpus: [a100], platforms: [linux/amd64], media_types: [docker], index: false, attestations: false, compressions: [gzip], registry: any, runtime: {args: [serve, train], port: 8080, health: /ping, user: root}, source: t}
   - {name: test/old-driver, driver: 470.57.02, gpus: [a100], platforms: [linux/amd64], media_types: [docker], compressions: [gzip], registry: any, source: t}
   - {name: test/tiny, driver: 535.104.05, platforms: [linux/amd64], media_types: [docker], compressions: [gzip], max_size: 1MB, size_of: uncompressed, registry: any, source: t}
+  - {name: test/docker-any, platforms: [linux/amd64], media_types: [docker], index: false, attestations: false, compressions: [gzip], registry: any, source: t}
 `
 
 // layerTar is a layer holding files (path → content) with their modes.
@@ -77,6 +80,24 @@ func serveBinary(t *testing.T) []byte {
 	b, err := os.ReadFile(filepath.Join(dir, "serve"))
 	must(t, err)
 	return b
+}
+
+// skopeoIndex is the raw index skopeo reads at ref (any transport), its
+// number of manifests and of attestation manifests among them.
+func skopeoIndex(t *testing.T, ref string) (raw []byte, manifests, attestations int) {
+	t.Helper()
+	raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", ref).Output()
+	if err != nil {
+		t.Fatalf("skopeo inspect --raw %s: %v", ref, err)
+	}
+	var ix v1.IndexManifest
+	must(t, json.Unmarshal(raw, &ix))
+	for _, d := range ix.Manifests {
+		if images.IsAttestation(d) {
+			attestations++
+		}
+	}
+	return raw, len(ix.Manifests), attestations
 }
 
 // catalogHas says whether the registry holds repository repo.
@@ -326,6 +347,110 @@ func TestImagesImport(t *testing.T) {
 		must(t, json.Unmarshal([]byte(out), &r))
 		if len(r.Changes) != 0 || r.DigestChanged || r.Digest != r.SourceDigest {
 			t.Errorf("result %s", out)
+		}
+	})
+
+	t.Run("export keeps the attestations; skopeo reads the layout", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, tt := range []struct{ format, file, skopeo string }{
+			{"oci", "model-layout", "oci:"},
+			{"oci-archive", "model.oci.tar", "oci-archive:"},
+		} {
+			p := filepath.Join(dir, tt.file)
+			out, errOut, code := run(t, "images", "export", src, p, "--format", tt.format)
+			if code != 0 || !strings.Contains(out, "digests verified") || !strings.Contains(out, "kept 2 attestation manifests") {
+				t.Fatalf("export %s: exit %d %s %s", tt.format, code, out, errOut)
+			}
+			raw, n, att := skopeoIndex(t, tt.skopeo+p)
+			if digestOf(raw) != srcDigest.String() || n != 4 || att != 2 {
+				t.Errorf("%s: skopeo reads %s (%d manifests, %d attestations), want %s with 2", tt.format, digestOf(raw), n, att, srcDigest)
+			}
+			// skopeo picks the linux/amd64 image out of the index and
+			// reads its config: the layer diff IDs are the source's.
+			out2, err := exec.Command("skopeo", "inspect", "--override-os", "linux", "--override-arch", "amd64", tt.skopeo+p).Output()
+			if err != nil {
+				t.Fatalf("skopeo inspect %s%s: %v", tt.skopeo, p, err)
+			}
+			var info struct {
+				Architecture string
+				Layers       []string
+			}
+			must(t, json.Unmarshal(out2, &info))
+			if info.Architecture != "amd64" || len(info.Layers) != 2 {
+				t.Errorf("%s: skopeo inspect %s", tt.format, out2)
+			}
+		}
+	})
+
+	t.Run("a BuildKit-built index with provenance exports and imports", func(t *testing.T) {
+		// A real buildkitd builds FROM scratch for two platforms with
+		// max-mode provenance, zstd layers and OCI media types, and pushes
+		// the index (with its attestation manifests) to the registry.
+		dir, err := os.MkdirTemp("/tmp", "gx-")
+		must(t, err)
+		defer os.RemoveAll(dir)
+		bk := &builder.Local{StateDir: filepath.Join(dir, "bk"), Buildkitd: tools.Buildkitd, InsecureRegistries: []string{reg.Host}}
+		c, err := bk.Ensure(ctx)
+		must(t, err)
+		c.Close()
+		defer func() {
+			if err := bk.Stop(context.WithoutCancel(ctx)); err != nil {
+				t.Errorf("stop buildkitd: %v", err)
+			}
+		}()
+		bctx := filepath.Join(dir, "ctx")
+		must(t, os.MkdirAll(bctx, 0o755))
+		must(t, os.WriteFile(filepath.Join(bctx, "serve"), serveBinary(t), 0o755))
+		must(t, os.WriteFile(filepath.Join(bctx, "Dockerfile"), []byte("FROM scratch\nCOPY serve /serve\nEXPOSE 8080\nENTRYPOINT [\"/serve\"]\n"), 0o644))
+		built := reg.Host + "/bk/model:v1"
+		cmd := exec.CommandContext(ctx, tools.Buildctl, "--addr", bk.Address(), "build", "--frontend", "dockerfile.v0",
+			"--local", "context="+bctx, "--local", "dockerfile="+bctx, "--opt", "platform=linux/amd64,linux/arm64",
+			"--opt", "attest:provenance=mode=max",
+			"--output", "type=image,name="+built+",push=true,registry.insecure=true,oci-mediatypes=true,compression=zstd,force-compression=true")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("buildctl build: %v\n%s", err, out)
+		}
+		raw, n, att := skopeoIndex(t, "docker://"+built)
+		if att != 2 || n != 4 {
+			t.Fatalf("BuildKit pushed %d manifests, %d attestations: %s", n, att, raw)
+		}
+
+		layout := filepath.Join(dir, "layout")
+		out, errOut, code := run(t, "images", "export", built, layout, "--format", "oci")
+		if code != 0 || !strings.Contains(out, "kept 2 attestation manifests") {
+			t.Fatalf("export: exit %d %s %s", code, out, errOut)
+		}
+		back, err := exec.Command("skopeo", "inspect", "--raw", "oci:"+layout).Output()
+		if err != nil || digestOf(back) != digestOf(raw) {
+			t.Fatalf("skopeo reads the layout as %s (%v), the registry's index is %s", digestOf(back), err, digestOf(raw))
+		}
+		if out, err := exec.Command("skopeo", "inspect", "--override-os", "linux", "--override-arch", "arm64", "oci:"+layout).CombinedOutput(); err != nil || !strings.Contains(string(out), `"Architecture": "arm64"`) {
+			t.Errorf("skopeo inspect oci:%s (arm64): %v\n%s", layout, err, out)
+		}
+		// skopeo copies it on, attestations and all.
+		if out, err := exec.Command("skopeo", "copy", "--all", "--dest-tls-verify=false", "oci:"+layout, "docker://"+reg.Host+"/bk/model:copied").CombinedOutput(); err != nil {
+			t.Errorf("skopeo copy --all oci:%s: %v\n%s", layout, err, out)
+		}
+
+		// Imported from the layout for a Docker-schema2/gzip fleet:
+		// the attestations go with the index.
+		jout, errOut, code := run(t, "images", "import", "oci:"+layout, "--target", "test/docker-any", "--to", reg.Host+"/sm/bk:v1", "--matrix-file", mf, "-o", "json")
+		if code != 0 {
+			t.Fatalf("import: exit %d %s %s", code, jout, errOut)
+		}
+		var r images.ImportResult
+		must(t, json.Unmarshal([]byte(jout), &r))
+		var whats []string
+		for _, ch := range r.Changes {
+			whats = append(whats, ch.What)
+		}
+		if r.SourceDigest != digestOf(raw) || strings.Join(whats, ",") != "platform,media-type,compression" {
+			t.Errorf("import of the BuildKit index: %s", jout)
+		}
+		m, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "docker://"+reg.Host+"/sm/bk:v1").Output()
+		must(t, err)
+		if !strings.Contains(string(m), "application/vnd.docker.distribution.manifest.v2+json") || !strings.Contains(string(m), "application/vnd.docker.image.rootfs.diff.tar.gzip") {
+			t.Errorf("imported manifest: %s", m)
 		}
 	})
 

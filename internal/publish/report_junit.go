@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // The JUnit XML below follows the schema CI tools share (Jenkins' and the
@@ -65,7 +67,8 @@ func junitSeconds(d time.Duration) string {
 	return fmt.Sprintf("%.3f", d.Seconds())
 }
 
-// writeReportJUnit writes one test case per variant: a failed variant
+// writeReportJUnit writes one test case per variant, and one per target
+// import after it (junitTarget): a failed variant
 // fails with its error, a planned one (--dry-run) is skipped, published
 // and unchanged ones pass. The skipped combinations are the suite's
 // system-out (they are not variants, so not test cases).
@@ -95,6 +98,13 @@ func writeReportJUnit(w io.Writer, r *Report) error {
 		}
 		tc.SystemOut = junitOut(res)
 		s.Cases = append(s.Cases, tc)
+		for _, tr := range res.Targets {
+			s.Cases = append(s.Cases, junitTarget(res, tr))
+			s.Tests++
+			if tr.Verdict == matrix.Fail {
+				s.Failures++
+			}
+		}
 	}
 	if len(r.Skipped) > 0 {
 		var b strings.Builder
@@ -115,6 +125,32 @@ func writeReportJUnit(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitTarget is the test case of one variant's import for one target,
+// named "VARIANT → TARGET", classname gpuimg.publish.target: it fails
+// when the target refused the variant, with the failed checks as the
+// message and text; its system-out lists every check of the target, as
+// gpuimg validate -o junit does, and the reference pushed.
+func junitTarget(res Result, tr TargetResult) junitTestcase {
+	tc := junitTestcase{Name: res.Variant.Name + " → " + tr.Target, ClassName: "gpuimg.publish.target"}
+	var failed, lines []string
+	for _, c := range tr.Checks {
+		name := targetCheckName(tr.Target, c.Name)
+		lines = append(lines, fmt.Sprintf("%s %s: %s", c.Status, name, c.Message))
+		if c.Status == matrix.Fail {
+			failed = append(failed, name+": "+c.Message)
+		}
+	}
+	if tr.Verdict == matrix.Fail {
+		tc.Failure = &junitMessage{Message: "refused by " + tr.Target + ": " + strings.Join(failed, "; "), Type: "refused", Text: strings.Join(failed, "\n")}
+	}
+	head := []string{"target: " + tr.Target, "verdict: " + string(tr.Verdict)}
+	if tr.Ref != "" {
+		head = append(head, "ref: "+tr.Ref, "changes: "+targetChanges(tr))
+	}
+	tc.SystemOut = strings.Join(append(head, lines...), "\n") + "\n"
+	return tc
 }
 
 // junitOut is a test case's system-out: what happened to the variant.

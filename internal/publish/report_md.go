@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuimg/gpuimg/internal/humanize"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // MarkdownLimit is the most report.md holds: GitHub Actions refuses a step
@@ -98,6 +99,29 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 		b.WriteString("\n")
 	}
 
+	var targets []string
+	for _, res := range failuresFirst(r.Results) {
+		for _, tr := range res.Targets {
+			targets = append(targets, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |",
+				mdCell(res.Variant.Name), mdCell(tr.Target), mdVerdict(tr.Verdict), mdCell(mdClip(targetChanges(tr))),
+				mdCell(tr.Ref), mdCell(mdClip(targetChecks(tr)))))
+		}
+	}
+	if len(targets) > 0 {
+		b.WriteString("### Targets\n\n")
+		b.WriteString("| Variant | Target | Verdict | Changes | Reference | Checks |\n")
+		b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+		for i, row := range targets {
+			if i == lim.rows {
+				b.WriteString("\n")
+				mdMore(&b, len(targets)-i, "target import")
+				break
+			}
+			b.WriteString(row + "\n")
+		}
+		b.WriteString("\n")
+	}
+
 	var notes []string
 	for _, res := range r.Results {
 		for _, n := range res.Notes {
@@ -167,6 +191,56 @@ func mdOutcome(o Outcome) string {
 		return "📝 planned"
 	}
 	return mdCell(string(o))
+}
+
+// mdVerdict is a target's verdict with its mark.
+func mdVerdict(v matrix.Status) string {
+	switch v {
+	case matrix.Pass:
+		return "✅ pass"
+	case matrix.Warn:
+		return "⚠️ warn"
+	case matrix.Fail:
+		return "❌ fail"
+	}
+	return mdCell(string(v))
+}
+
+// targetChanges is what an import changed, "none" when it pushed the
+// image byte for byte.
+func targetChanges(tr TargetResult) string {
+	if tr.Verdict == matrix.Fail {
+		return ""
+	}
+	if len(tr.Changes) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(tr.Changes))
+	for i, c := range tr.Changes {
+		parts[i] = c.What + " " + c.From + " → " + c.To
+	}
+	return strings.Join(parts, ", ")
+}
+
+// targetChecks names the target's checks that did not pass, with their
+// messages, or counts the passed ones when all passed.
+func targetChecks(tr TargetResult) string {
+	var bad []string
+	for _, c := range tr.Checks {
+		if c.Status != matrix.Pass {
+			bad = append(bad, string(c.Status)+" "+targetCheckName(tr.Target, c.Name)+": "+c.Message)
+		}
+	}
+	if len(bad) == 0 {
+		return reportPlural(len(tr.Checks), "check") + " passed"
+	}
+	return strings.Join(bad, "; ")
+}
+
+// targetCheckName is a target check's name without its target:NAME:
+// prefix (the row names the target).
+func targetCheckName(target, check string) string {
+	return strings.TrimPrefix(check, "target:"+target+":")
 }
 
 // changeText says one change in words.

@@ -520,3 +520,79 @@ func TestProgressConcurrentAndErrors(t *testing.T) {
 type progressWriterFunc func([]byte) (int, error)
 
 func (f progressWriterFunc) Write(b []byte) (int, error) { return f(b) }
+
+// targetsFixture is a night with targets: the first variant imported
+// for sagemaker/p5 (converted to Docker media types), the second refused
+// by huawei/modelarts (over its size limit) after sagemaker/p5 took it.
+func targetsFixture() *Report {
+	r := reportFixture()
+	pass := func(target, what string) matrix.Finding {
+		return matrix.Finding{Name: "target:" + target + ":" + what, Status: matrix.Pass, Message: what + " ok"}
+	}
+	sm := TargetResult{Target: "sagemaker/p5", Ref: "123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch@sha256:" + strings.Repeat("5a", 32),
+		Digest:  "sha256:" + strings.Repeat("5a", 32),
+		Changes: []matrix.Change{{What: "media-type", From: "oci", To: "docker"}},
+		Verdict: matrix.Pass, Checks: []matrix.Finding{pass("sagemaker/p5", "driver"), pass("sagemaker/p5", "platform")}}
+	r.Results[0].Targets = []TargetResult{sm}
+	r.Results[1].Outcome = Failed
+	r.Results[1].Error = "target huawei/modelarts: import refused for huawei/modelarts, nothing pushed (1 reasons): over 9.5 GB"
+	r.Results[1].Targets = []TargetResult{sm, {Target: "huawei/modelarts", Verdict: matrix.Fail, Checks: []matrix.Finding{
+		pass("huawei/modelarts", "platform"),
+		{Name: "target:huawei/modelarts:user", Status: matrix.Warn, Message: "runs as root; ModelArts runs UID 1101"},
+		{Name: "target:huawei/modelarts:size", Status: matrix.Fail, Message: "10.2 GB uncompressed is over the 9.5 GB limit"},
+	}}}
+	return r
+}
+
+// TestReportTargets: each target a variant was imported into (or refused
+// by) shows its verdict in report.md and junit.xml, with the checks that
+// did not pass.
+func TestReportTargets(t *testing.T) {
+	r := targetsFixture()
+	md := renderReportString(t, writeReportMarkdown, r)
+	for _, w := range []string{
+		"### Targets\n\n| Variant | Target | Verdict | Changes | Reference | Checks |\n",
+		"| 2.6.0-cu124-py3.11 | huawei/modelarts | ❌ fail |  |  | warn user: runs as root; ModelArts runs UID 1101; fail size: 10.2 GB uncompressed is over the 9.5 GB limit |\n",
+		"| 2.6.0-cu124-py3.11 | sagemaker/p5 | ✅ pass | media-type oci → docker | 123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch@sha256:5a5a",
+		"| 2.7.1-cu128-py3.12 | sagemaker/p5 | ✅ pass | media-type oci → docker |",
+		" | 2 checks passed |\n",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+	if strings.Contains(renderReportString(t, writeReportMarkdown, reportFixture()), "### Targets") {
+		t.Error("report.md has a Targets section without targets")
+	}
+
+	out := renderReportString(t, writeReportJUnit, r)
+	var doc junitDoc
+	if err := xml.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("junit.xml does not parse: %v\n%s", err, out)
+	}
+	s := doc.Suites[0]
+	// 3 variants (2 failed) and 3 target imports (1 refused).
+	if *s.Tests != 6 || *s.Failures != 3 || *doc.Tests != 6 || *doc.Failures != 3 || len(s.Cases) != 6 {
+		t.Fatalf("tests/failures = %d/%d (%d cases), want 6/3", *s.Tests, *s.Failures, len(s.Cases))
+	}
+	byName := map[string]int{}
+	for i, c := range s.Cases {
+		byName[*c.Name] = i
+	}
+	refused, ok := byName["2.6.0-cu124-py3.11 → huawei/modelarts"]
+	if !ok {
+		t.Fatalf("no test case for the refused import: %v", byName)
+	}
+	c := s.Cases[refused]
+	if c.Failure == nil || c.Failure.Message != "refused by huawei/modelarts: size: 10.2 GB uncompressed is over the 9.5 GB limit" ||
+		!strings.Contains(c.Out, "verdict: fail\n") || !strings.Contains(c.Out, "warn user: runs as root") || !strings.Contains(c.Out, "pass platform: platform ok") {
+		t.Errorf("refused import: failure %+v, system-out %q", c.Failure, c.Out)
+	}
+	c = s.Cases[byName["2.7.1-cu128-py3.12 → sagemaker/p5"]]
+	if c.Failure != nil || !strings.Contains(c.Out, "verdict: pass\nref: 123456789012.dkr.ecr") || !strings.Contains(c.Out, "changes: media-type oci → docker") || !strings.Contains(c.Out, "pass driver: driver ok") {
+		t.Errorf("imported: failure %+v, system-out %q", c.Failure, c.Out)
+	}
+	if byName["2.7.1-cu128-py3.12 → sagemaker/p5"] != byName["2.7.1-cu128-py3.12"]+1 {
+		t.Errorf("a target's test case does not follow its variant's: %v", byName)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 )
 
@@ -25,8 +26,8 @@ func (r *runner) importTargets(ctx context.Context, i int, digestRef string) err
 				r.event(i, "importing for %s to %s", t.Name, dst)
 				var ir *images.ImportResult
 				ir, err = images.Import(ctx, digestRef, t, dst, validate.TargetCheck(t, validate.Options{Name: digestRef, DB: r.db}), r.registry()...)
-				if err == nil {
-					res.Targets = append(res.Targets, TargetResult{Target: t.Name, Ref: ir.Ref, Digest: ir.Digest, Changes: ir.Changes})
+				if ir != nil && (err == nil || ir.Verdict == matrix.Fail) { // pushed, or refused: the checks say why
+					res.Targets = append(res.Targets, TargetResult{Target: t.Name, Ref: ir.Ref, Digest: ir.Digest, Changes: ir.Changes, Verdict: ir.Verdict, Checks: ir.Checks})
 				}
 			}
 		}

@@ -129,6 +129,12 @@ func TestRunTargets(t *testing.T) {
 	if res := rep.Results[0]; res.Outcome != Failed || !strings.Contains(res.Error, "target t/tiny: import refused") {
 		t.Errorf("refused by t/tiny: %+v", res)
 	}
+	// The report has each target's verdict and checks, the refusing one's too.
+	if tr := rep.Results[0].Targets; len(tr) != 3 || tr[0].Verdict != matrix.Pass || len(tr[0].Checks) == 0 || tr[2].Target != "t/tiny" || tr[2].Verdict != matrix.Fail || tr[2].Ref != "" {
+		t.Errorf("targets in the report: %+v", tr)
+	} else if failed := matrix.Verdict(tr[2].Checks); failed != matrix.Fail {
+		t.Errorf("t/tiny's checks: %+v", tr[2].Checks)
+	}
 	if _, err := remote.Head(mustRef(t, host+"/tiny/torch:"+v.Name)); err == nil {
 		t.Error("the refusing target got the image")
 	}

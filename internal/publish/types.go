@@ -150,12 +150,19 @@ type Changes struct {
 	List []Change `json:"list"`
 }
 
-// TargetResult is one variant imported for one target (images import).
+// TargetResult is one variant imported for one target (images import),
+// or refused by it.
 type TargetResult struct {
 	Target string `json:"target"`
-	// Ref is REPOSITORY@DIGEST, what to paste into the provider.
-	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
+	// Ref is REPOSITORY@DIGEST, what to paste into the provider (empty
+	// when refused).
+	Ref    string `json:"ref,omitempty"`
+	Digest string `json:"digest,omitempty"`
 	// Changes are what the conversion changed (none: byte for byte).
 	Changes []matrix.Change `json:"changes,omitempty"`
+	// Verdict and Checks are the target's checks as the import ran them
+	// (validate --target's target:NAME:WHAT checks); fail: refused,
+	// nothing pushed to the target.
+	Verdict matrix.Status    `json:"verdict,omitempty"`
+	Checks  []matrix.Finding `json:"checks,omitempty"`
 }

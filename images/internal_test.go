@@ -1,0 +1,4 @@
+package images
+
+// VerifyLayout is verifyLayout, for the tests of package images_test.
+var VerifyLayout = verifyLayout
