@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,21 +33,13 @@ func writeWheel(t *testing.T, dir, dist, version string, files map[string]string
 	if scripts != "" {
 		all[info+"entry_points.txt"] = "[console_scripts]\n" + scripts + "\n"
 	}
-	for k, v := range files {
-		all[k] = v
-	}
+	maps.Copy(all, files)
 	var record strings.Builder
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range all {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(all)) {
 		mode := fs.FileMode(0o644)
-		path := name
-		if strings.HasSuffix(name, "*") {
-			path, mode = strings.TrimSuffix(name, "*"), 0o755
+		path, exec := strings.CutSuffix(name, "*")
+		if exec {
+			mode = 0o755
 		}
 		h := &zip.FileHeader{Name: path, Method: zip.Deflate}
 		h.SetMode(mode)
@@ -141,7 +134,7 @@ func TestPlanPyCopy(t *testing.T) {
 	}
 	got, want := tree(t, shared), tree(t, target)
 	if len(got) == 0 || len(got) != len(want) {
-		t.Errorf("copy --shared gave %d files, pip install --target %d:\n%v\n%v", len(got), len(want), slices.Sorted(keys(got)), slices.Sorted(keys(want)))
+		t.Errorf("copy --shared gave %d files, pip install --target %d:\n%v\n%v", len(got), len(want), slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
 	for p, w := range want {
 		if got[p] != w {
@@ -168,7 +161,7 @@ func TestPlanPyCopy(t *testing.T) {
 		}
 	}
 	if _, ok := copied["bin/gpuimg-tool"]; !ok || pyc == 0 {
-		t.Errorf("copy of gpuimg-tool: %d .pyc files, bin/gpuimg-tool copied %v: %v", pyc, ok, slices.Sorted(keys(copied)))
+		t.Errorf("copy of gpuimg-tool: %d .pyc files, bin/gpuimg-tool copied %v: %v", pyc, ok, slices.Sorted(maps.Keys(copied)))
 	}
 
 	for _, tt := range []struct {
@@ -182,16 +175,6 @@ func TestPlanPyCopy(t *testing.T) {
 		out, err := runPy(t, vpy, append([]string{"-B", script}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.msg) {
 			t.Errorf("plan.py %s: err %v, output %q (want an error with %q)", strings.Join(tt.args, " "), err, out, tt.msg)
-		}
-	}
-}
-
-func keys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
