@@ -207,13 +207,17 @@ func (g *gen) from(as string) {
 		s.CUDA, dockerQuote(s.RequireCUDA))
 }
 
-// venvCmd installs the stack's Python if the base lacks it and makes the
-// virtual environment, then runs more (shell commands, may be empty).
-func (g *gen) venvRun(mounts, more string) {
+// venvRun installs the stack's Python if the base lacks it and makes the
+// virtual environment with venv (python -m venv when empty), then runs
+// more (shell commands, may be empty).
+func (g *gen) venvRun(mounts, venv, more string) {
 	s := g.d.Stack
 	py := s.Python
-	g.w("RUN%s%s%s \\\n    set -eu; \\\n    if ! python%s -c 'import ensurepip, venv' 2>/dev/null; then %s; fi; \\\n    python%s -m venv %s%s\n",
-		pkgCacheMounts(g.k, s.OS), g.secrets, mounts, py, installCmd(g.k, pythonPackages(s.OS, py)), py, VenvDir, more)
+	if venv == "" {
+		venv = fmt.Sprintf("python%s -m venv %s", py, VenvDir)
+	}
+	g.w("RUN%s%s%s \\\n    set -eu; \\\n    if ! python%s -c 'import ensurepip, venv' 2>/dev/null; then %s; fi; \\\n    %s%s\n",
+		pkgCacheMounts(g.k, s.OS), g.secrets, mounts, py, installCmd(g.k, pythonPackages(s.OS, py)), venv, more)
 	g.w("ENV VIRTUAL_ENV=%s \\\n    PATH=%s/bin:$PATH\n", VenvDir, VenvDir)
 }
 
@@ -222,7 +226,7 @@ func (g *gen) python() {
 	s := g.d.Stack
 	g.w("\n# Python %s from %s's own packages, in a virtual environment at %s.\n", s.Python, s.OS, VenvDir)
 	g.from(stagePython)
-	g.venvRun(fmt.Sprintf(" --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan),
+	g.venvRun(fmt.Sprintf(" --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan), "",
 		fmt.Sprintf("; \\\n    %s/bin/python -B /tmp/gpuimg-plan.py record 0 %s", VenvDir, planState))
 }
 

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // DefaultLargeWheel is the installed size from which a distribution gets
@@ -52,7 +50,7 @@ type Layer struct {
 	// Shared says the layer is in SharedSite (the same bytes under any
 	// Python version).
 	Shared bool `json:"shared"`
-	// Step is the framework step whose index the layer installs from.
+	// Step is the framework step that installed the distributions.
 	Step int `json:"step"`
 }
 
@@ -111,8 +109,11 @@ func normName(n string) string { return strings.ToLower(nameRE.ReplaceAllString(
 
 // LayeredDockerfile renders the build of Dockerfile(d) with the Python
 // environment split into content-addressed layers (LayerPlan(plan,
-// large)), plan being what Dockerfile(d)'s plan stage listed. Each shared
-// or large layer is installed with --no-deps in a stage of its own and
+// large)), plan being what Dockerfile(d)'s plan stage listed. Nothing is
+// installed twice: each layer's files are copied (plan.py copy, file by
+// file from each distribution's RECORD) from the environment the
+// framework steps' pip installs made, and the venv from the stage that
+// made it. Each shared or large layer is copied in a stage of its own and
 // added with COPY --link, so its digest depends only on its files: the
 // nvidia-* layers are the same for every Python version and on every
 // builder. The image, base first:
@@ -128,8 +129,8 @@ func normName(n string) string { return strings.ToLower(nameRE.ReplaceAllString(
 //  4. the other distributions of each framework step, one layer per step;
 //  5. the user's OS packages, pip packages, files and settings, last.
 //
-// The installed set is exactly plan's: what the framework steps' pip
-// installs resolved, each pinned to NAME==VERSION from the step's index.
+// The installed set is exactly plan's: the files the framework steps'
+// pip installs left, each distribution once.
 func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, error) {
 	g, err := newGen(d)
 	if err != nil {
@@ -154,7 +155,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	for i, l := range layers {
 		names[i] = fmt.Sprintf("gpuimg-layer-%d", i+1)
 		if l.Shared || len(l.Dists) == 1 {
-			g.layerStage(names[i], l, fws[l.Step-1].Framework)
+			g.layerStage(names[i], l)
 		}
 	}
 
@@ -170,40 +171,41 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 		more += fmt.Sprintf("; \\\n    ln -s %s/nvidia \"$(%s/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"platlib\"))')/nvidia\"", SharedSite, VenvDir)
 	}
 	more += fmt.Sprintf("; \\\n    if [ -d %[1]s ]; then %[2]s/bin/python -m compileall -q %[1]s; fi", SharedSite, VenvDir)
-	// The plan stage is mounted so that this build's graph (and its cache
-	// export) holds the steps the plan came from.
-	g.venvRun(fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s", StagePlan, PlanFile, PlanFile), more)
+	// The venv is the one the python stage made (its pip included),
+	// copied. The plan stage is mounted so that this build's graph (and
+	// its cache export) holds the steps the plan came from.
+	g.venvRun(fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s --mount=type=bind,from=%s,source=%s,target=%s", StagePlan, PlanFile, PlanFile, stagePython, VenvDir, stageVenv),
+		fmt.Sprintf("mkdir -p %[2]s; cp -a %[1]s/. %[2]s/; rm %[3]s", stageVenv, VenvDir, planState), more)
 	for i, l := range layers {
 		switch {
 		case l.Shared:
 		case len(l.Dists) == 1:
 			g.w("COPY --link --from=%s %s/ /\n", names[i], layerRoot)
 		default:
-			index, from := g.indexArgs(fws[l.Step-1].Framework)
-			g.w("\n# %s's other distributions (%d, %s) from %s, as its pip install resolved them.\n", fws[l.Step-1].Name, len(l.Dists), sizeMB(l.Size), from)
-			g.w("RUN%s \\\n    pip install --disable-pip-version-check --no-deps%s %s\n", g.pipMounts, index, strings.Join(quoteAll(l.Dists), " "))
+			g.w("\n# %s's other distributions (%d, %s), as its pip install put them.\n", fws[l.Step-1].Name, len(l.Dists), sizeMB(l.Size))
+			g.w("RUN --mount=type=bind,from=%s,source=%s,target=%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy %s / %s\n",
+				stageFrameworks, VenvDir, stageVenv, ctxPlan, stageVenv, strings.Join(quoteAll(l.Dists), " "))
 		}
 	}
 	g.extras()
 	return g.b.String(), nil
 }
 
-// layerStage installs layer l's distributions, without dependencies, from
-// framework fw's index into layerRoot: into SharedSite for a shared layer
-// (no .pyc files: they depend on the Python version), else where the
-// venv's pip puts them (--root).
-func (g *gen) layerStage(name string, l Layer, fw matrix.Framework) {
-	index, from := g.indexArgs(fw)
-	where := "--root " + layerRoot
-	what := "for this Python"
+// stageVenv is where a step mounts another stage's venv.
+const stageVenv = "/tmp/gpuimg-venv"
+
+// layerStage copies layer l's distributions, as the framework steps' pip
+// installs left them in the venv, into layerRoot: into SharedSite for a
+// shared layer (no .pyc files: they depend on the Python version), else
+// to where they were installed (under layerRoot).
+func (g *gen) layerStage(name string, l Layer) {
+	dest, what, shared := layerRoot, "for this Python", ""
 	if l.Shared {
-		where = "--no-compile --target " + path.Join(layerRoot, SharedSite)
-		what = "for any Python"
+		dest, what, shared = path.Join(layerRoot, SharedSite), "for any Python", " --shared"
 	}
-	g.w("\n# %s (%s, %s) from %s.\n", strings.Join(l.Dists, " "), sizeMB(l.Size), what, from)
-	g.w("FROM %s AS %s\n", stagePython, name)
-	g.args()
-	g.w("RUN%s \\\n    pip install --disable-pip-version-check --no-deps %s%s %s\n", g.pipMounts, where, index, strings.Join(quoteAll(l.Dists), " "))
+	g.w("\n# %s (%s, %s), as the framework step's pip install put it.\n", strings.Join(l.Dists, " "), sizeMB(l.Size), what)
+	g.w("FROM %s AS %s\n", stageFrameworks, name)
+	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy%s %s %s %s\n", ctxPlan, shared, VenvDir, dest, strings.Join(quoteAll(l.Dists), " "))
 }
 
 func sizeMB(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -76,8 +76,8 @@ func TestLayeredDockerfile(t *testing.T) {
 	// Order: shared COPY --link layers, the venv (with the .pth file and
 	// the nvidia link), torch, the rest of torch's step, the user's.
 	final := got[strings.LastIndex(got, "\nFROM "):]
-	order := []string{"COPY --link --from=gpuimg-layer-1 /gpuimg/layer/ /", "COPY --link --from=gpuimg-layer-3", "-m venv /opt/venv", "gpuimg-shared.pth", "ln -s /opt/venv/lib/gpuimg-shared/site-packages/nvidia",
-		"COPY --link --from=gpuimg-layer-4", "COPY --link --from=gpuimg-layer-5", "cu121 MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121", "numpy==1.26.4", `COPY --link --from=user "app"`}
+	order := []string{"COPY --link --from=gpuimg-layer-1 /gpuimg/layer/ /", "COPY --link --from=gpuimg-layer-3", "cp -a /tmp/gpuimg-venv/. /opt/venv/", "gpuimg-shared.pth", "ln -s /opt/venv/lib/gpuimg-shared/site-packages/nvidia",
+		"COPY --link --from=gpuimg-layer-4", "COPY --link --from=gpuimg-layer-5", "copy /tmp/gpuimg-venv / MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121", "numpy==1.26.4", `COPY --link --from=user "app"`}
 	last := -1
 	for _, s := range order {
 		i := strings.Index(final, s)
@@ -86,8 +86,8 @@ func TestLayeredDockerfile(t *testing.T) {
 		}
 		last = i
 	}
-	for _, s := range []string{"--no-compile --target /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages --index-url https://download.pytorch.org/whl/cu121 nvidia-cudnn-cu12==8.9.2.26",
-		"--no-deps --root /gpuimg/layer --index-url https://download.pytorch.org/whl/cu121 torch==2.3.1+cu121"} {
+	for _, s := range []string{"FROM gpuimg-frameworks AS gpuimg-layer-2\n", "copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages nvidia-cudnn-cu12==8.9.2.26\n",
+		"copy /opt/venv /gpuimg/layer torch==2.3.1+cu121\n", "--mount=type=bind,from=gpuimg-python,source=/opt/venv,target=/tmp/gpuimg-venv"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("layered Dockerfile lacks %q", s)
 		}

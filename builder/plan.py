@@ -5,6 +5,14 @@ can live in the shared, Python-version-independent site directory.
 Usage:
   python -B plan.py record STEP STATE   after pip step STEP (0: the new venv)
   python -B plan.py finish STATE OUT    write the plan (JSON) to OUT
+  python -B plan.py copy VENV ROOT NAME==VERSION...
+  python -B plan.py copy --shared VENV SITE NAME==VERSION...
+                                        copy what pip installed of each
+                                        distribution in the venv VENV (the
+                                        framework steps' environment) into a
+                                        layer: to ROOT/<this venv's path>/…,
+                                        or, --shared, into the site directory
+                                        SITE without .pyc files
 
 The state file maps each distribution to the step that installed its
 current version; a later step that replaces a version takes it over, one
@@ -12,11 +20,15 @@ that removes a distribution drops it, so the plan lists exactly what the
 sequence of pip installs left in the environment.
 """
 
+import csv
 import importlib.metadata
 import json
 import os
 import re
+import shutil
+import stat
 import sys
+import sysconfig
 
 
 def norm(name):
@@ -85,13 +97,84 @@ def finish(state, out):
         json.dump(plan, f, indent=1)
 
 
+def fail(msg):
+    print("plan.py: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def copy(venv, dest, wanted, shared_site):
+    """Copy each distribution NAME==VERSION of wanted, as pip installed it
+    in venv (this Python's venv, mounted elsewhere), file by file from its
+    RECORD: the same bytes and modes one pip install gave, installed once.
+
+    Without shared_site, a file at venv/P goes to dest/<sys.prefix>/P (where
+    it was installed, under a root). With shared_site, the distribution
+    must lie entirely in the site directory; its files go to dest/P (P
+    relative to site-packages), without .pyc files (they depend on the
+    Python version), and its RECORD loses their rows."""
+    venv = os.path.normpath(venv)
+    sites = []
+    for key in ("purelib", "platlib"):
+        rel = os.path.relpath(sysconfig.get_path(key), sys.prefix)
+        site = os.path.join(venv, rel)
+        if site not in sites:
+            sites.append(site)
+    found = {}
+    for d in importlib.metadata.distributions(path=sites):
+        name = d.metadata["Name"]
+        if name and norm(name) not in found:
+            found[norm(name)] = d
+    for want in wanted:
+        name, sep, version = want.partition("==")
+        d = found.get(norm(name))
+        if not sep or d is None:
+            fail("%s is not installed in %s (the plan and the framework steps disagree)" % (want, venv))
+        if d.version != version:
+            fail("%s: %s has version %s (the plan and the framework steps disagree)" % (want, venv, d.version))
+        if d.files is None:
+            fail("%s: no RECORD file in %s" % (want, venv))
+        for f in d.files:
+            src = os.path.normpath(str(d.locate_file(f)))
+            if os.path.commonpath([src, venv]) != venv:
+                fail("%s: %s lies outside %s" % (want, f, venv))
+            pyc = src.endswith(".pyc")
+            if shared_site:
+                site = next((s for s in sites if os.path.commonpath([src, s]) == s), None)
+                if site is None:
+                    fail("%s: %s lies outside the site directory; it cannot be shared" % (want, f))
+                if pyc:
+                    continue
+                dst = os.path.join(dest, os.path.relpath(src, site))
+            else:
+                dst = os.path.join(dest, sys.prefix.lstrip("/"), os.path.relpath(src, venv))
+            if not os.path.lexists(src):
+                if pyc:  # listed but not compiled: nothing to copy
+                    continue
+                fail("%s: RECORD lists %s, which is missing" % (want, f))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if shared_site and f.name == "RECORD" and f.parent.name.endswith(".dist-info"):
+                with open(src, "rb") as r:
+                    lines = r.read().splitlines(keepends=True)
+                kept = [line for line in lines if not next(csv.reader([line.decode("utf-8")]), [""])[0].endswith(".pyc")]
+                with open(dst, "wb") as w:
+                    w.writelines(kept)
+            else:
+                shutil.copyfile(src, dst, follow_symlinks=False)
+            if not os.path.islink(dst):
+                os.chmod(dst, stat.S_IMODE(os.lstat(src).st_mode))
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "record":
         record(int(argv[2]), argv[3])
     elif len(argv) == 4 and argv[1] == "finish":
         finish(argv[2], argv[3])
+    elif len(argv) >= 5 and argv[1] == "copy" and argv[2] == "--shared":
+        copy(argv[3], argv[4], argv[5:], True)
+    elif len(argv) >= 4 and argv[1] == "copy":
+        copy(argv[2], argv[3], argv[4:], False)
     else:
-        print("usage: plan.py record STEP STATE | finish STATE OUT", file=sys.stderr)
+        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION...", file=sys.stderr)
         sys.exit(2)
 
 

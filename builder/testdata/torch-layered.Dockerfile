@@ -33,40 +33,30 @@ RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
 FROM scratch AS gpuimg-plan
 COPY --from=gpuimg-plan-files /gpuimg-plan.json /gpuimg-plan.json
 
-# nvidia-cublas-cu12==12.1.3.1 (730.0 MB, for any Python) from https://download.pytorch.org/whl/cu121.
-FROM gpuimg-python AS gpuimg-layer-1
-ARG SOURCE_DATE_EPOCH
-ARG TARGETARCH
-RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    pip install --disable-pip-version-check --no-deps --no-compile --target /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages --index-url https://download.pytorch.org/whl/cu121 nvidia-cublas-cu12==12.1.3.1
+# nvidia-cublas-cu12==12.1.3.1 (730.0 MB, for any Python), as the framework step's pip install put it.
+FROM gpuimg-frameworks AS gpuimg-layer-1
+RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+    python -B /tmp/gpuimg-plan.py copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages nvidia-cublas-cu12==12.1.3.1
 
-# nvidia-cudnn-cu12==8.9.2.26 (880.0 MB, for any Python) from https://download.pytorch.org/whl/cu121.
-FROM gpuimg-python AS gpuimg-layer-2
-ARG SOURCE_DATE_EPOCH
-ARG TARGETARCH
-RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    pip install --disable-pip-version-check --no-deps --no-compile --target /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages --index-url https://download.pytorch.org/whl/cu121 nvidia-cudnn-cu12==8.9.2.26
+# nvidia-cudnn-cu12==8.9.2.26 (880.0 MB, for any Python), as the framework step's pip install put it.
+FROM gpuimg-frameworks AS gpuimg-layer-2
+RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+    python -B /tmp/gpuimg-plan.py copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages nvidia-cudnn-cu12==8.9.2.26
 
-# filelock==3.15.4 nvidia-nvtx-cu12==12.1.105 (0.3 MB, for any Python) from https://download.pytorch.org/whl/cu121.
-FROM gpuimg-python AS gpuimg-layer-3
-ARG SOURCE_DATE_EPOCH
-ARG TARGETARCH
-RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    pip install --disable-pip-version-check --no-deps --no-compile --target /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages --index-url https://download.pytorch.org/whl/cu121 filelock==3.15.4 nvidia-nvtx-cu12==12.1.105
+# filelock==3.15.4 nvidia-nvtx-cu12==12.1.105 (0.3 MB, for any Python), as the framework step's pip install put it.
+FROM gpuimg-frameworks AS gpuimg-layer-3
+RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+    python -B /tmp/gpuimg-plan.py copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages filelock==3.15.4 nvidia-nvtx-cu12==12.1.105
 
-# torch==2.3.1+cu121 (2300.0 MB, for this Python) from https://download.pytorch.org/whl/cu121.
-FROM gpuimg-python AS gpuimg-layer-4
-ARG SOURCE_DATE_EPOCH
-ARG TARGETARCH
-RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    pip install --disable-pip-version-check --no-deps --root /gpuimg/layer --index-url https://download.pytorch.org/whl/cu121 torch==2.3.1+cu121
+# torch==2.3.1+cu121 (2300.0 MB, for this Python), as the framework step's pip install put it.
+FROM gpuimg-frameworks AS gpuimg-layer-4
+RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+    python -B /tmp/gpuimg-plan.py copy /opt/venv /gpuimg/layer torch==2.3.1+cu121
 
-# triton==2.3.1 (450.0 MB, for this Python) from https://download.pytorch.org/whl/cu121.
-FROM gpuimg-python AS gpuimg-layer-5
-ARG SOURCE_DATE_EPOCH
-ARG TARGETARCH
-RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    pip install --disable-pip-version-check --no-deps --root /gpuimg/layer --index-url https://download.pytorch.org/whl/cu121 triton==2.3.1
+# triton==2.3.1 (450.0 MB, for this Python), as the framework step's pip install put it.
+FROM gpuimg-frameworks AS gpuimg-layer-5
+RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+    python -B /tmp/gpuimg-plan.py copy /opt/venv /gpuimg/layer triton==2.3.1
 
 # The image: the Python environment in 6 layers, most shared first, then what you add.
 FROM docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000
@@ -79,10 +69,10 @@ ENV CUDA_VERSION=12.2.2 \
 COPY --link --from=gpuimg-layer-1 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-2 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-3 /gpuimg/layer/ /
-RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-ubuntu22.04-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked --mount=type=bind,from=gpuimg-plan,source=/gpuimg-plan.json,target=/tmp/gpuimg-plan.json \
+RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-ubuntu22.04-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked --mount=type=bind,from=gpuimg-plan,source=/gpuimg-plan.json,target=/tmp/gpuimg-plan.json --mount=type=bind,from=gpuimg-python,source=/opt/venv,target=/tmp/gpuimg-venv \
     set -eu; \
     if ! python3.10 -c 'import ensurepip, venv' 2>/dev/null; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.10 python3.10-venv; fi; \
-    python3.10 -m venv /opt/venv; \
+    mkdir -p /opt/venv; cp -a /tmp/gpuimg-venv/. /opt/venv/; rm /opt/venv/gpuimg-steps.json; \
     site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
     echo /opt/venv/lib/gpuimg-shared/site-packages > "$site/gpuimg-shared.pth"; \
     ln -s /opt/venv/lib/gpuimg-shared/site-packages/nvidia "$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/nvidia"; \
@@ -92,9 +82,9 @@ ENV VIRTUAL_ENV=/opt/venv \
 COPY --link --from=gpuimg-layer-4 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-5 /gpuimg/layer/ /
 
-# torch's other distributions (3, 45.1 MB) from https://download.pytorch.org/whl/cu121, as its pip install resolved them.
-RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    pip install --disable-pip-version-check --no-deps --index-url https://download.pytorch.org/whl/cu121 MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121
+# torch's other distributions (3, 45.1 MB), as its pip install put them.
+RUN --mount=type=bind,from=gpuimg-frameworks,source=/opt/venv,target=/tmp/gpuimg-venv --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+    python -B /tmp/gpuimg-plan.py copy /tmp/gpuimg-venv / MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121
 
 # Extra Python packages.
 RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \

@@ -257,11 +257,12 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 	rep4, err := publish.ReadReport(filepath.Join(dir, "cached", publish.ReportJSON))
 	must(t, err)
 	// The FROM of a build answered from the cache is not pulled, and not
-	// reported cached. Since the Python environment is layered (a plan
-	// solve, then the layered solve), two more steps are not answered
-	// from the registry cache: at most 3 steps run, and never all.
-	if r := rep4.Results[0]; r.Outcome != publish.Published || r.Builder != other || r.TotalSteps < 4 || r.CachedSteps < r.TotalSteps-3 || r.Digest != res[shared].Digest {
-		t.Errorf("%s rebuilt on %s: outcome %s builder %s, %d/%d steps cached (want all but the FROM and at most 2 more, from the registry cache), digest %s (first built %s), error %q",
+	// reported cached: every other step is, in the plan's solve and the
+	// layered one (the variant imports its own cache alone: with its
+	// group mate's too, BuildKit could follow the shared steps into the
+	// mate's cache and rebuild the variant's pip install).
+	if r := rep4.Results[0]; r.Outcome != publish.Published || r.Builder != other || r.TotalSteps < 4 || r.CachedSteps != r.TotalSteps-1 || r.Digest != res[shared].Digest {
+		t.Errorf("%s rebuilt on %s: outcome %s builder %s, %d/%d steps cached (want all but the FROM, from the registry cache), digest %s (first built %s), error %q",
 			shared, other, r.Outcome, r.Builder, r.CachedSteps, r.TotalSteps, r.Digest, res[shared].Digest, r.Error)
 	} else {
 		t.Logf("%s rebuilt on %s from the registry cache: %d/%d steps cached, same digest", shared, other, r.CachedSteps, r.TotalSteps)

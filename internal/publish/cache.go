@@ -43,13 +43,28 @@ func cacheGroups(all []Variant) map[string][]string {
 // run's (BuildKit's syntax, as --cache-from and --cache-to take them).
 // Each type=registry entry with a tagged ref R:T (or R, read as
 // R:buildcache) becomes, for an export, R:T-NAME (NAME the variant's
-// name) and, for an import, one entry per variant of the group (its own
-// first). Other entries (type=local, gha, s3, a ref by digest) are passed
-// as they are.
-func variantCaches(from, to []string, group []string) (imports, exports []string) {
+// name) and, for an import, R:T-NAME alone when has says that cache
+// exists, else one entry per variant of the group (its own first). Other
+// entries (type=local, gha, s3, a ref by digest) are passed as they are.
+// has may be nil (nothing is known to exist).
+//
+// Why not always the whole group: the group's caches all hold the steps
+// its variants share (the base, the venv), and BuildKit matches a step
+// found in several imported caches in only one of them (whichever answers
+// first; solver.combinedCacheManager.Query keeps the first key of an ID)
+// and then looks for the next steps in that one alone. With a group
+// mate's cache chosen, the variant's own later steps (its frameworks'
+// pip installs) were rebuilt although its own cache held them: 2 of 7
+// steps, in about half the runs.
+func variantCaches(from, to []string, group []string, has func(ref string) bool) (imports, exports []string) {
 	for _, e := range from {
 		if _, ok := registryCacheRef(e); !ok {
 			imports = append(imports, e)
+			continue
+		}
+		own := withCacheTag(e, group[0])
+		if ref, _ := registryCacheRef(own); has != nil && has(ref) {
+			imports = append(imports, own)
 			continue
 		}
 		for _, n := range group {

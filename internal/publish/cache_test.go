@@ -2,6 +2,7 @@ package publish
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestVariantCaches(t *testing.T) {
 		name        string
 		from, to    []string
 		group       []string
+		has         []string // the registry caches that exist
 		wantImports []string
 		wantExports []string
 	}{
@@ -41,6 +43,22 @@ func TestVariantCaches(t *testing.T) {
 			group:       []string{"2.3.1-cu122", "2.2.2-cu122"},
 			wantImports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122", "type=registry,ref=r.example/ml/cache:buildcache-2.2.2-cu122"},
 			wantExports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122,mode=max"},
+		},
+		{
+			name:        "its own cache exists: imported alone",
+			from:        []string{"type=registry,ref=r.example/ml/cache:buildcache", "type=local,src=/cache"},
+			to:          []string{"type=registry,ref=r.example/ml/cache:buildcache,mode=max"},
+			group:       []string{"2.3.1-cu122", "2.2.2-cu122"},
+			has:         []string{"r.example/ml/cache:buildcache-2.3.1-cu122", "r.example/ml/cache:buildcache-2.2.2-cu122"},
+			wantImports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122", "type=local,src=/cache"},
+			wantExports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122,mode=max"},
+		},
+		{
+			name:        "only a group mate's cache exists: the group's",
+			from:        []string{"type=registry,ref=r.example/ml/cache:buildcache"},
+			group:       []string{"2.3.1-cu122", "2.2.2-cu122"},
+			has:         []string{"r.example/ml/cache:buildcache-2.2.2-cu122"},
+			wantImports: []string{"type=registry,ref=r.example/ml/cache:buildcache-2.3.1-cu122", "type=registry,ref=r.example/ml/cache:buildcache-2.2.2-cu122"},
 		},
 		{
 			name:        "no tag, a registry port",
@@ -66,7 +84,7 @@ func TestVariantCaches(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			imports, exports := variantCaches(tc.from, tc.to, tc.group)
+			imports, exports := variantCaches(tc.from, tc.to, tc.group, func(ref string) bool { return slices.Contains(tc.has, ref) })
 			if !reflect.DeepEqual(imports, tc.wantImports) || !reflect.DeepEqual(exports, tc.wantExports) {
 				t.Errorf("imports %q\nwant    %q\nexports %q\nwant    %q", imports, tc.wantImports, exports, tc.wantExports)
 			}

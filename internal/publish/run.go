@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,7 +225,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 		r.rep.Results[i].Times.Check = r.checked[i].Sub(start)
 	}()
 	v := &r.variants[i]
-	req := r.request(*v)
+	req := r.request(*v, nil)
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {
 		r.fail(i, "pin base image", err)
@@ -261,8 +262,9 @@ func (r *runner) check(ctx context.Context, i int) bool {
 }
 
 // request is variant v's build request: the shared settings with v's
-// stack, the file's extras and platforms, no tags.
-func (r *runner) request(v Variant) builder.Request {
+// stack, the file's extras and platforms, no tags; has says which
+// registry caches exist (variantCaches; nil: none known).
+func (r *runner) request(v Variant, has func(ref string) bool) builder.Request {
 	req := r.opts.Request
 	req.Stack, req.Extras, req.Platforms = v.Stack, r.f.Build, r.f.Platforms
 	req.Tags, req.Push = nil, false
@@ -271,8 +273,21 @@ func (r *runner) request(v Variant) builder.Request {
 	if len(group) == 0 {
 		group = []string{v.Name}
 	}
-	req.CacheFrom, req.CacheTo = variantCaches(req.CacheFrom, req.CacheTo, group)
+	req.CacheFrom, req.CacheTo = variantCaches(req.CacheFrom, req.CacheTo, group, has)
 	return req
+}
+
+// cacheExists says whether a registry cache ref (R:T) exists, by listing
+// R's tags; when the registry cannot say, it does not.
+func (r *runner) cacheExists(ctx context.Context) func(ref string) bool {
+	return func(ref string) bool {
+		i := strings.LastIndex(ref, ":")
+		if i < 0 || i < strings.LastIndex(ref, "/") {
+			return false
+		}
+		tags, err := images.Tags(ctx, ref[:i], r.registry()...)
+		return err == nil && slices.Contains(tags, ref[i+1:])
+	}
 }
 
 // build runs the variants that need it on the pool.
@@ -347,7 +362,7 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	res := &r.rep.Results[i]
 	res.Variant, res.Builder = v, addr
 	res.Times.Wait = start.Sub(r.checked[i])
-	req := r.request(v)
+	req := r.request(v, r.cacheExists(ctx))
 	out := "type=image,name=" + r.f.Repository + ",push-by-digest=true,push=true,annotation." + InputsLabel + "=" + v.Inputs
 	if len(r.f.Platforms) > 1 {
 		out += ",annotation-index." + InputsLabel + "=" + v.Inputs

@@ -1,0 +1,180 @@
+package builder
+
+import (
+	"archive/zip"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// writeWheel writes a wheel of dist==version (tag py3-none-any) holding
+// files (path → content; a path ending in "*" is written executable,
+// without the "*") and an entry_points.txt when scripts is set.
+func writeWheel(t *testing.T, dir, dist, version string, files map[string]string, scripts string) string {
+	t.Helper()
+	info := strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/"
+	p := filepath.Join(dir, strings.ReplaceAll(dist, "-", "_")+"-"+version+"-py3-none-any.whl")
+	f, err := os.Create(p)
+	must(t, err)
+	defer f.Close()
+	z := zip.NewWriter(f)
+	all := map[string]string{
+		info + "METADATA": fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", dist, version),
+		info + "WHEEL":    "Wheel-Version: 1.0\nGenerator: gpuimg-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+	}
+	if scripts != "" {
+		all[info+"entry_points.txt"] = "[console_scripts]\n" + scripts + "\n"
+	}
+	maps.Copy(all, files)
+	var record strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		mode := fs.FileMode(0o644)
+		path, exec := strings.CutSuffix(name, "*")
+		if exec {
+			mode = 0o755
+		}
+		h := &zip.FileHeader{Name: path, Method: zip.Deflate}
+		h.SetMode(mode)
+		w, err := z.CreateHeader(h)
+		must(t, err)
+		_, err = w.Write([]byte(all[name]))
+		must(t, err)
+		sum := sha256.Sum256([]byte(all[name]))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", path, base64.RawURLEncoding.EncodeToString(sum[:]), len(all[name]))
+	}
+	w, err := z.Create(info + "RECORD")
+	must(t, err)
+	_, err = w.Write([]byte(record.String() + info + "RECORD,,\n"))
+	must(t, err)
+	must(t, z.Close())
+	return p
+}
+
+// tree lists the files under dir with their modes and contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if st.Mode()&fs.ModeSymlink != 0 {
+			dest, err := os.Readlink(p)
+			out[rel] = "-> " + dest
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[rel] = fmt.Sprintf("%v %s", st.Mode(), b)
+		return nil
+	}))
+	return out
+}
+
+// TestPlanPyCopy installs two wheels into a real venv with its pip, as a
+// framework step does, and checks what plan.py copy makes of them: a
+// shared distribution's files are exactly what `pip install --no-deps
+// --no-compile --target` gives (no .pyc files, none in RECORD), a
+// distribution with a script goes to its installed place under a root,
+// .pyc files included, and is refused as shared; a version the venv does
+// not hold is an error.
+func TestPlanPyCopy(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "plan.py")
+	must(t, os.WriteFile(script, planPy, 0o644))
+	venv := filepath.Join(dir, "venv")
+	runPy := func(t *testing.T, name string, args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=1700000000", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONDONTWRITEBYTECODE=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := runPy(t, py, "-m", "venv", venv); err != nil {
+		t.Skipf("python3 -m venv: %v\n%s", err, out)
+	}
+	vpy := filepath.Join(venv, "bin", "python")
+	nv := writeWheel(t, dir, "nvidia-fake-cu12", "1.0", map[string]string{
+		"nvidia/__init__.py":            "",
+		"nvidia/fake/__init__.py":       "X = 1\n",
+		"nvidia/fake/lib/libfake.so.1*": "\x7fELF fake library",
+		"nvidia/fake/include/fake.h":    "int fake(void);\n",
+	}, "")
+	tool := writeWheel(t, dir, "gpuimg-tool", "2.0", map[string]string{"gpuimg_tool/__init__.py": "def main():\n    return 0\n"}, "gpuimg-tool = gpuimg_tool:main")
+	if out, err := runPy(t, vpy, "-m", "pip", "install", "--no-index", "--no-deps", nv, tool); err != nil {
+		t.Fatalf("pip install: %v\n%s", err, out)
+	}
+
+	shared := filepath.Join(dir, "shared")
+	if out, err := runPy(t, vpy, "-B", script, "copy", "--shared", venv, shared, "nvidia-fake-cu12==1.0"); err != nil {
+		t.Fatalf("copy --shared: %v\n%s", err, out)
+	}
+	target := filepath.Join(dir, "target")
+	if out, err := runPy(t, vpy, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile", "--target", target, nv); err != nil {
+		t.Fatalf("pip install --target: %v\n%s", err, out)
+	}
+	got, want := tree(t, shared), tree(t, target)
+	if len(got) == 0 || len(got) != len(want) {
+		t.Errorf("copy --shared gave %d files, pip install --target %d:\n%v\n%v", len(got), len(want), slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: copy --shared gave %q, pip install --no-compile --target %q", p, got[p], w)
+		}
+	}
+	if !strings.HasPrefix(got["nvidia/fake/lib/libfake.so.1"], "-rwxr-xr-x ") {
+		t.Errorf("libfake.so.1 lost its mode: %q", got["nvidia/fake/lib/libfake.so.1"])
+	}
+
+	root := filepath.Join(dir, "root")
+	if out, err := runPy(t, vpy, "-B", script, "copy", venv, root, "gpuimg-tool==2.0"); err != nil {
+		t.Fatalf("copy: %v\n%s", err, out)
+	}
+	copied := tree(t, filepath.Join(root, venv))
+	installed := tree(t, venv)
+	pyc := 0
+	for p, c := range copied {
+		if installed[p] != c {
+			t.Errorf("%s: copied %q, installed %q", p, c, installed[p])
+		}
+		if strings.HasSuffix(p, ".pyc") {
+			pyc++
+		}
+	}
+	if _, ok := copied["bin/gpuimg-tool"]; !ok || pyc == 0 {
+		t.Errorf("copy of gpuimg-tool: %d .pyc files, bin/gpuimg-tool copied %v: %v", pyc, ok, slices.Sorted(maps.Keys(copied)))
+	}
+
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"copy", "--shared", venv, filepath.Join(dir, "x"), "gpuimg-tool==2.0"}, "lies outside the site directory"},
+		{[]string{"copy", venv, filepath.Join(dir, "y"), "gpuimg-tool==2.1"}, "gpuimg-tool==2.1: " + venv + " has version 2.0"},
+		{[]string{"copy", venv, filepath.Join(dir, "z"), "numpy==2.1.3"}, "numpy==2.1.3 is not installed"},
+	} {
+		out, err := runPy(t, vpy, append([]string{"-B", script}, tt.args...)...)
+		if err == nil || !strings.Contains(out, tt.msg) {
+			t.Errorf("plan.py %s: err %v, output %q (want an error with %q)", strings.Join(tt.args, " "), err, out, tt.msg)
+		}
+	}
+}
