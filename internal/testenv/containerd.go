@@ -61,6 +61,10 @@ type ContainerdOptions struct {
 	// finds its shim), where the shim looks for runc: a directory with a
 	// runc wrapper (a tracer) in it.
 	PathPrefix string
+	// LogLevel is containerd's --log-level (default "warn"); "debug" logs
+	// each layer's unpack ("diff applied", with its duration d), which
+	// LogPath's file then holds.
+	LogLevel string
 }
 
 // Containerd is a containerd started for tests and benchmarks: its own
@@ -131,7 +135,11 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", cfg, "--log-level", "warn")
+	level := o.LogLevel
+	if level == "" {
+		level = "warn"
+	}
+	cmd := exec.Command(bin, "--config", cfg, "--log-level", level)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// containerd finds its shim in PATH: the one built beside it, not a
 	// Debian containerd's.
@@ -170,6 +178,9 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 		}
 	}
 }
+
+// LogPath is containerd's log file (removed by Stop).
+func (c *Containerd) LogPath() string { return filepath.Join(c.dir, "containerd.log") }
 
 // Run runs ctr against this containerd (namespace "gpuimg") and returns
 // its standard output; the error carries its standard error.
