@@ -264,7 +264,7 @@ func b64(h hash.Hash) string { return base64.RawURLEncoding.EncodeToString(h.Sum
 // cache under testenv.CacheDir, made once per scale and fixture
 // definition: writing them takes a minute or two on two CPUs).
 func cachedWheels(ctx context.Context, dir string, pythons []string, scale float64) error {
-	key := sha256.Sum256([]byte(fmt.Sprintf("v3 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
+	key := sha256.Sum256([]byte(fmt.Sprintf("v4 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
 	cache := filepath.Join(testenv.CacheDir(), fmt.Sprintf("bench-startup-wheels-%x", key[:6]))
 	if _, err := os.Stat(filepath.Join(cache, ".done")); err != nil {
 		p, err := loadPool(ctx)
@@ -313,11 +313,16 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 		var files []wfile
 		for _, l := range c.Libs {
 			// The pool compresses unevenly: size each cut by what it
-			// deflates to (twice, the second on the corrected cut).
+			// deflates to, correcting it until it is within 2% (at most
+			// six times; two were not enough for every cut).
 			want := target * l.Weight
 			n := int64(want / p.ratio)
-			for range 2 {
-				n = int64(float64(n) * want / float64(max(p.deflated(off, n), 1)))
+			for range 6 {
+				d := float64(max(p.deflated(off, n), 1))
+				if d > 0.98*want && d < 1.02*want {
+					break
+				}
+				n = int64(float64(n) * want / d)
 			}
 			files = append(files, wfile{name: c.Dir + "/" + l.Name, off: off, n: n, fromSrc: true})
 			off += n + int64(i)*4099 // different cuts for every file

@@ -147,7 +147,7 @@ func execCommand(ctx context.Context, bin string, args ...string) *exec.Cmd {
 // through the proxy: pull (with unpack) and the start command.
 func measure(ctx context.Context, dir string, o options, host string, proxy *Proxy, k *kind, sc scenario) (res result, err error) {
 	res = result{Scenario: sc.Name, Kind: k.Name}
-	copts := testenv.ContainerdOptions{MaxConcurrentDownloads: o.downloads, LogLevel: "debug"}
+	copts := testenv.ContainerdOptions{MaxConcurrentDownloads: o.downloads, MaxConcurrentUnpacks: o.unpacks, LogLevel: "debug"}
 	var sg *testenv.Stargz
 	if k.Snapshotter == "stargz" {
 		if sg, err = testenv.StartStargz(ctx, filepath.Join(dir, "sg")); err != nil {

@@ -191,7 +191,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		proxy.Close()
 	}
-	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads,
+	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads, Unpacks: o.unpacks,
 		Stargz: stargzOK, Plan: plans, Took: time.Since(start)}
 	if o.keep != "" {
 		if err := rep.save(o.keep); err != nil {

@@ -54,6 +54,10 @@ type ContainerdOptions struct {
 	// (the transfer service's max_concurrent_downloads). Default 3,
 	// containerd's own default.
 	MaxConcurrentDownloads int
+	// MaxConcurrentUnpacks is how many layers one pull unpacks at once
+	// (the transfer service's max_concurrent_unpacks). Default 1,
+	// containerd's own default: each layer waits for the one below it.
+	MaxConcurrentUnpacks int
 	// ProxySnapshotters are external snapshotters (name → gRPC socket),
 	// such as stargz.
 	ProxySnapshotters map[string]string
@@ -92,7 +96,11 @@ func containerdConfig(dir, sock string, o ContainerdOptions) string {
 	fmt.Fprintf(&b, "[grpc]\n  address = %q\n", sock)
 	fmt.Fprintf(&b, "[ttrpc]\n  address = %q\n", sock+".ttrpc")
 	fmt.Fprintf(&b, "[debug]\n  address = %q\n", "")
-	fmt.Fprintf(&b, "[plugins.\"io.containerd.transfer.v1.local\"]\n  max_concurrent_downloads = %d\n", n)
+	u := o.MaxConcurrentUnpacks
+	if u <= 0 {
+		u = 1
+	}
+	fmt.Fprintf(&b, "[plugins.\"io.containerd.transfer.v1.local\"]\n  max_concurrent_downloads = %d\n  max_concurrent_unpacks = %d\n", n, u)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range o.ProxySnapshotters {
 			if !yield(k) {
