@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"context"
@@ -49,30 +50,67 @@ type lib struct {
 	Loaded bool
 }
 
-// The fixture stack stands for a CUDA 12 PyTorch stack from PyPI. Each row
-// is a real wheel whose size was read on the page in Source on
-// 2026-11-30 (manylinux x86_64 files). The versions are those of the
-// pages read; they are not one release's pins.
+// The fixture stack stands for one real install: `pip install torch`
+// of torch 2.7.1 from PyPI (the CUDA 12.6 build, cp310 manylinux_2_28
+// x86_64), every wheel it brings, at the sizes pip printed downloading
+// them. The pins (Requires-Dist of torch 2.7.1) were read in
+// skypilotSource; the sizes in pip logs of that install (three public
+// logs found with the project's code search gave the same sizes; torch's
+// 821 MB also in torchSizeSource). The fixture keeps the names and
+// versions of the real wheels, except torch, torchvision and torchaudio,
+// which carry the version the bench's matrix resolves (torchVersion):
+// only the sizes stand for 2.7.1's.
+const (
+	skypilotSource  = "https://github.com/skypilot-org/skypilot/pull/6177 (pip log of torch 2.7.1's install: its nvidia-* and triton pins)"
+	torchSizeSource = "https://github.com/pytorch/pytorch/issues/157265 (torch-2.7.1-cp310-cp310-manylinux_2_28_x86_64.whl, the CUDA 12.6 build on PyPI, 821 MB)"
+	pipLogSource    = "pip's download log of torch 2.7.1's install (sizes as pip printed them from PyPI; pypi.org/project/NAME/VERSION/ has the file)"
+)
+
 var components = []component{
-	{Dist: "torch", Version: torchVersion + "+cu126", PerPython: true, RealMB: 821, Import: true,
-		Source: "https://github.com/pytorch/pytorch/issues/157265 (torch-2.7.1-cp310-cp310-manylinux_2_28_x86_64.whl, the CUDA 12.6 build on PyPI, 821 MB)",
-		Dir:    "torch/lib", Libs: []lib{{"libtorch_cuda.so", 0.70, true}, {"libtorch_cpu.so", 0.25, true}, {"libc10.so", 0.01, true}, {"libtorch_python.so", 0.04, true}}},
-	{Dist: "triton", Version: "3.8.0", PerPython: true, RealMB: 248.0,
-		Source: "https://pypi.org/project/triton/3.8.0/ (cp313 and cp314 manylinux_2_27_x86_64, 248.0 MB)",
-		Dir:    "triton/_C", Libs: []lib{{"libtriton.so", 1, false}}},
-	{Dist: "nvidia-cudnn-cu12", Version: "9.26.0.51", RealMB: 770.5, Import: true,
-		Source: "https://pypi.org/project/nvidia-cudnn-cu12/9.26.0.51/ (py3-none-manylinux_2_27_x86_64, 770.5 MB)",
-		Dir:    "nvidia/cudnn/lib", Libs: []lib{{"libcudnn.so.9", 0.01, true}, {"libcudnn_engines_precompiled.so.9", 0.74, false}, {"libcudnn_adv.so.9", 0.15, false}, {"libcudnn_graph.so.9", 0.10, true}}},
-	{Dist: "nvidia-cublas", Version: "13.6.2.16", RealMB: 410.5, Import: true,
-		Source: "https://pypi.org/project/nvidia-cublas/13.6.2.16/ (py3-none-manylinux_2_27_x86_64, 410.5 MB)",
-		Dir:    "nvidia/cublas/lib", Libs: []lib{{"libcublasLt.so", 0.75, true}, {"libcublas.so", 0.25, true}}},
-	{Dist: "nvidia-cusparse-cu12", Version: "12.5.10.65", RealMB: 366.5, Import: true,
-		Source: "https://pypi.org/project/nvidia-cusparse-cu12/ (12.5.10.65, py3-none-manylinux2014_x86_64, 366.5 MB)",
-		Dir:    "nvidia/cusparse/lib", Libs: []lib{{"libcusparse.so.12", 1, true}}},
-	{Dist: "nvidia-nccl-cu12", Version: "2.32.3", RealMB: 351.5, Import: true,
-		Source: "https://pypi.org/project/nvidia-nccl-cu12/2.32.3/ (py3-none-manylinux_2_27_x86_64, 351.5 MB)",
-		Dir:    "nvidia/nccl/lib", Libs: []lib{{"libnccl.so.2", 1, true}}},
+	{Dist: "torch", Version: torchVersion + "+cu126", PerPython: true, RealMB: 821.2, Import: true, Source: torchSizeSource,
+		Dir: "torch/lib", Libs: []lib{{"libtorch_cuda.so", 0.70, true}, {"libtorch_cpu.so", 0.25, true}, {"libc10.so", 0.01, true}, {"libtorch_python.so", 0.04, true}}},
+	{Dist: "triton", Version: "3.3.1", PerPython: true, RealMB: 155.6, Source: pipLogSource,
+		Dir: "triton/_C", Libs: []lib{{"libtriton.so", 1, false}}},
+	{Dist: "nvidia-cudnn-cu12", Version: "9.5.1.17", RealMB: 571.0, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cudnn/lib", Libs: []lib{{"libcudnn.so.9", 0.01, true}, {"libcudnn_engines_precompiled.so.9", 0.74, false}, {"libcudnn_adv.so.9", 0.15, false}, {"libcudnn_graph.so.9", 0.10, true}}},
+	{Dist: "nvidia-cublas-cu12", Version: "12.6.4.1", RealMB: 393.1, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cublas/lib", Libs: []lib{{"libcublasLt.so.12", 0.75, true}, {"libcublas.so.12", 0.25, true}}},
+	{Dist: "nvidia-cusparse-cu12", Version: "12.5.4.2", RealMB: 216.6, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cusparse/lib", Libs: []lib{{"libcusparse.so.12", 1, true}}},
+	{Dist: "nvidia-nccl-cu12", Version: "2.26.2", RealMB: 201.3, Import: true, Source: pipLogSource,
+		Dir: "nvidia/nccl/lib", Libs: []lib{{"libnccl.so.2", 1, true}}},
+	{Dist: "nvidia-cufft-cu12", Version: "11.3.0.4", RealMB: 200.2, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cufft/lib", Libs: []lib{{"libcufft.so.11", 0.95, true}, {"libcufftw.so.11", 0.05, false}}},
+	{Dist: "nvidia-cusolver-cu12", Version: "11.7.1.2", RealMB: 158.2, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cusolver/lib", Libs: []lib{{"libcusolver.so.11", 0.7, true}, {"libcusolverMg.so.11", 0.3, false}}},
+	{Dist: "nvidia-cusparselt-cu12", Version: "0.6.3", RealMB: 156.8, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cusparselt/lib", Libs: []lib{{"libcusparseLt.so.0", 1, true}}},
+	{Dist: "nvidia-curand-cu12", Version: "10.3.7.77", RealMB: 56.3, Import: true, Source: pipLogSource,
+		Dir: "nvidia/curand/lib", Libs: []lib{{"libcurand.so.10", 1, true}}},
+	{Dist: "nvidia-cuda-nvrtc-cu12", Version: "12.6.77", RealMB: 23.7, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cuda_nvrtc/lib", Libs: []lib{{"libnvrtc.so.12", 0.8, true}, {"libnvrtc-builtins.so.12.6", 0.2, false}}},
+	{Dist: "nvidia-nvjitlink-cu12", Version: "12.6.85", RealMB: 19.7, Import: true, Source: pipLogSource,
+		Dir: "nvidia/nvjitlink/lib", Libs: []lib{{"libnvJitLink.so.12", 1, true}}},
+	{Dist: "nvidia-cuda-cupti-cu12", Version: "12.6.80", RealMB: 8.9, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cuda_cupti/lib", Libs: []lib{{"libcupti.so.12", 1, true}}},
+	{Dist: "nvidia-cufile-cu12", Version: "1.11.1.6", RealMB: 1.1, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cufile/lib", Libs: []lib{{"libcufile.so.0", 1, true}}},
+	{Dist: "nvidia-cuda-runtime-cu12", Version: "12.6.77", RealMB: 0.9, Import: true, Source: pipLogSource,
+		Dir: "nvidia/cuda_runtime/lib", Libs: []lib{{"libcudart.so.12", 1, true}}},
+	{Dist: "nvidia-nvtx-cu12", Version: "12.6.77", RealMB: 0.09, Import: true, Source: pipLogSource,
+		Dir: "nvidia/nvtx/lib", Libs: []lib{{"libnvToolsExt.so.1", 1, true}}},
+	// torchvision and torchaudio require torch; they are not in torch's
+	// Requires-Dist. torchvision 0.22.1 (torch 2.7.1's) is 7.5 MB in the
+	// same log; torchaudio's 3.5 MB is from another pip log whose
+	// version was not shown (unconfirmed).
+	{Dist: "torchvision", Version: visionVersion + "+cu126", PerPython: true, RealMB: 7.5, Source: pipLogSource,
+		Dir: "torchvision", Libs: []lib{{"_C.so", 1, false}}},
+	{Dist: "torchaudio", Version: audioVersion + "+cu126", PerPython: true, RealMB: 3.5, Source: pipLogSource + "; version not shown in the log read (unconfirmed)",
+		Dir: "torchaudio/lib", Libs: []lib{{"libtorchaudio.so", 1, false}}},
 }
+
+// addon reports whether c is installed beside torch rather than by it.
+func (c component) addon() bool { return c.Dist == "torchvision" || c.Dist == "torchaudio" }
 
 const (
 	torchVersion  = "2.9.1"
@@ -226,7 +264,7 @@ func b64(h hash.Hash) string { return base64.RawURLEncoding.EncodeToString(h.Sum
 // cache under testenv.CacheDir, made once per scale and fixture
 // definition: writing them takes a minute or two on two CPUs).
 func cachedWheels(ctx context.Context, dir string, pythons []string, scale float64) error {
-	key := sha256.Sum256([]byte(fmt.Sprintf("v2 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
+	key := sha256.Sum256([]byte(fmt.Sprintf("v4 %+v %v %g %d %d", components, pythons, scale, torchModules, loadBytes)))
 	cache := filepath.Join(testenv.CacheDir(), fmt.Sprintf("bench-startup-wheels-%x", key[:6]))
 	if _, err := os.Stat(filepath.Join(cache, ".done")); err != nil {
 		p, err := loadPool(ctx)
@@ -260,7 +298,7 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 	var requires []string
 	var loads []string // library paths relative to site-packages, in load order
 	for _, c := range components {
-		if c.Dist != "torch" {
+		if c.Dist != "torch" && !c.addon() {
 			requires = append(requires, c.Dist+"=="+c.Version)
 		}
 		for _, l := range c.Libs {
@@ -275,11 +313,16 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 		var files []wfile
 		for _, l := range c.Libs {
 			// The pool compresses unevenly: size each cut by what it
-			// deflates to (twice, the second on the corrected cut).
+			// deflates to, correcting it until it is within 2% (at most
+			// six times; two were not enough for every cut).
 			want := target * l.Weight
 			n := int64(want / p.ratio)
-			for range 2 {
-				n = int64(float64(n) * want / float64(max(p.deflated(off, n), 1)))
+			for range 6 {
+				d := float64(max(p.deflated(off, n), 1))
+				if d > 0.98*want && d < 1.02*want {
+					break
+				}
+				n = int64(float64(n) * want / d)
 			}
 			files = append(files, wfile{name: c.Dir + "/" + l.Name, off: off, n: n, fromSrc: true})
 			off += n + int64(i)*4099 // different cuts for every file
@@ -300,6 +343,11 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 		if c.Dist == "triton" {
 			files = append(files, wfile{name: "triton/__init__.py", data: "__version__ = '" + c.Version + "'\n"})
 		}
+		if c.addon() {
+			pkg, _, _ := strings.Cut(c.Dir, "/")
+			files = append(files, wfile{name: pkg + "/__init__.py", data: "import torch\n__version__ = '" + c.Version + "'\n"})
+			req = []string{"torch==" + torchVersion}
+		}
 		if strings.HasPrefix(c.Dist, "nvidia-") {
 			// nvidia/ is a namespace package: no nvidia/__init__.py, as in the real wheels.
 			files = append(files, wfile{name: strings.TrimSuffix(c.Dir, "/lib") + "/__init__.py", data: ""})
@@ -308,16 +356,6 @@ func writeWheels(dir string, pythons []string, scale float64, p *pool) error {
 			if err := writeWheel(dir, c.Dist, c.Version, tag, req, files, p); err != nil {
 				return err
 			}
-		}
-	}
-	for _, py := range pythons {
-		cp := "cp" + strings.ReplaceAll(py, ".", "")
-		tag := cp + "-" + cp + "-manylinux_2_28_x86_64"
-		if err := writeWheel(dir, "torchvision", visionVersion+"+cu126", tag, []string{"torch==" + torchVersion}, []wfile{{name: "torchvision/__init__.py", data: "import torch\n__version__ = '" + visionVersion + "+cu126'\n"}}, p); err != nil {
-			return err
-		}
-		if err := writeWheel(dir, "torchaudio", audioVersion+"+cu126", tag, []string{"torch==" + torchVersion}, []wfile{{name: "torchaudio/__init__.py", data: "import torch\n__version__ = '" + audioVersion + "+cu126'\n"}}, p); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -431,57 +469,133 @@ func runtimeLibs(libs []string, scale float64) ([]string, int64, error) {
 	return picked, total, nil
 }
 
+// stripped are the parts of the Debian root filesystem the fixture base
+// leaves out, to come closer to real size / scale (see docs/startup.md):
+// documentation, translations, manual pages, glibc's iconv modules and
+// the Pythons' test suites and pydoc data. Nothing the builds or the
+// start command run reads them (dpkg, apt, perl and ensurepip stay).
+var stripped = []string{
+	"./usr/share/doc/", "./usr/share/locale/", "./usr/share/man/", "./usr/share/info/",
+	"./usr/lib/x86_64-linux-gnu/gconv/",
+	"./usr/lib/python3.13/test/", "./usr/lib/python3.14/test/",
+	"./usr/lib/python3.13/pydoc_data/", "./usr/lib/python3.14/pydoc_data/",
+}
+
+// stripRootfs copies the root filesystem tar src to dst without the
+// files under stripped (their directories stay, empty), and returns the
+// bytes of file content kept and dropped.
+func stripRootfs(src, dst string) (kept, dropped int64, err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return 0, 0, err
+	}
+	tr, tw := tar.NewReader(in), tar.NewWriter(out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			out.Close()
+			return 0, 0, fmt.Errorf("read %s: %w", src, err)
+		}
+		drop := false
+		for _, p := range stripped {
+			if strings.HasPrefix(h.Name, p) && h.Name != p {
+				drop = true
+			}
+		}
+		if drop {
+			dropped += h.Size
+			continue
+		}
+		kept += h.Size
+		if err := tw.WriteHeader(h); err != nil {
+			out.Close()
+			return 0, 0, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			out.Close()
+			return 0, 0, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		out.Close()
+		return 0, 0, err
+	}
+	return kept, dropped, out.Close()
+}
+
+// baseSizes is the fixture base: bytes of files kept and left out of the
+// Debian root filesystem, and the base layer's compressed size.
+type baseSizes struct {
+	Kept, Dropped, Compressed int64
+}
+
 // pushBases pushes the two fixture bases under NVIDIA's tag names: base is
-// the Debian sid root filesystem with two Pythons, runtime adds Debian's
+// the Debian sid root filesystem with two Pythons (without stripped),
+// runtime adds Debian's
 // real CUDA 11.8 libraries (runtimeLibs) where NVIDIA's runtime image has
 // its CUDA libraries. It returns the runtime tag's extra bytes
 // (uncompressed, compressed).
-func pushBases(ctx context.Context, host string, scale float64) (raw, compressed int64, err error) {
-	rootfs, err := testenv.TwoPythonsRootfs(ctx)
+func pushBases(ctx context.Context, dir, host string, scale float64) (raw, compressed int64, bs baseSizes, err error) {
+	full, err := testenv.TwoPythonsRootfs(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
+	}
+	rootfs := filepath.Join(dir, "base-rootfs.tar")
+	if bs.Kept, bs.Dropped, err = stripRootfs(full, rootfs); err != nil {
+		return 0, 0, bs, err
 	}
 	// PushImage puts NVIDIA's PATH first.
 	env := []string{"CUDA_VERSION=" + cudaImage, "NVIDIA_REQUIRE_CUDA=cuda>=12.6", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}
 	baseRef := host + "/nvidia/cuda:" + cudaImage + "-base-" + osName
 	if _, err := testenv.PushImage(ctx, rootfs, baseRef, env, nil); err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	root, err := testenv.DebianCUDA(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	all, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
 	slices.Sort(all)
 	libs, raw, err := runtimeLibs(all, scale)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return libsTar(libs, "usr/local/cuda-12.6/targets/x86_64-linux/lib/") })
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	br, err := name.ParseReference(baseRef, name.Insecure)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	base, err := remote.Image(br, remote.WithContext(ctx))
 	if err != nil {
-		return 0, 0, fmt.Errorf("read %s: %w", baseRef, err)
+		return 0, 0, bs, fmt.Errorf("read %s: %w", baseRef, err)
 	}
 	img, err := mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{CreatedBy: "gpuimg bench: Debian's CUDA 11.8 libraries standing in for the runtime flavor's"}})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	rr, err := name.ParseReference(host+"/nvidia/cuda:"+cudaImage+"-runtime-"+osName, name.Insecure)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bs, err
 	}
 	if err := remote.Write(rr, img, remote.WithContext(ctx)); err != nil {
-		return 0, 0, fmt.Errorf("push %s: %w", rr, err)
+		return 0, 0, bs, fmt.Errorf("push %s: %w", rr, err)
+	}
+	if bs.Compressed, err = imageSize(ctx, baseRef); err != nil {
+		return 0, 0, bs, err
 	}
 	compressed, err = layer.Size()
-	return raw, compressed, err
+	return raw, compressed, bs, err
 }
 
 // libsTar streams a tar of files under prefix.

@@ -29,8 +29,9 @@ import (
 
 func main() {
 	var o options
-	flag.Float64Var(&o.scale, "scale", 24, "divide every real size (wheels, runtime libraries) by this constant")
+	flag.Float64Var(&o.scale, "scale", 12, "divide every real size (wheels, runtime libraries, the builder's large-wheel threshold) by this constant; 12 is the smallest the runtime flavor's stand-in (Debian's CUDA 11.8 libraries, 197 MB) can follow")
 	flag.IntVar(&o.downloads, "max-concurrent-downloads", 3, "containerd's layers fetched at once per pull (its default is 3)")
+	flag.IntVar(&o.unpacks, "max-concurrent-unpacks", 1, "containerd's layers unpacked at once per pull (its default is 1: each layer waits for the one below)")
 	flag.BoolVar(&o.stargz, "stargz", true, "also measure eStargz on stargz-snapshotter, when it can run here")
 	flag.StringVar(&o.keep, "keep", "", "keep the trace and the report in this directory")
 	flag.BoolVar(&o.traceOnly, "trace-only", false, "build gpuimg variant A only, trace its start and stop")
@@ -47,6 +48,7 @@ func main() {
 type options struct {
 	scale     float64
 	downloads int
+	unpacks   int
 	stargz    bool
 	keep      string
 	traceOnly bool

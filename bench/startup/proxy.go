@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,15 +63,33 @@ func (b *bucket) take(n int) {
 // Proxy forwards TCP connections from a loopback port to target through
 // a Link. Safe for concurrent use.
 type Proxy struct {
-	ln     net.Listener
-	target string
-	link   Link
-	down   *bucket
-	bytes  atomic.Int64 // registry → node, all connections
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
+	ln      net.Listener
+	target  string
+	link    Link
+	down    *bucket
+	bytes   atomic.Int64 // registry → node, all connections
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	nconn   int
+	fetches []*Fetch // every request seen, in order of arrival (under mu)
+	start   time.Time
+}
+
+// Fetch is one HTTP request that went through the proxy and its response:
+// when it was sent, when its response's first and last byte reached the
+// node, and how many bytes the response carried. It attributes the
+// response bytes of a connection to the last request sent on it (Go's
+// HTTP/1.1 clients do not pipeline).
+type Fetch struct {
+	Conn      int           `json:"conn"`
+	Method    string        `json:"method"`
+	Path      string        `json:"path"`
+	Sent      time.Duration `json:"sent"` // since the proxy started
+	FirstByte time.Duration `json:"first_byte"`
+	LastByte  time.Duration `json:"last_byte"`
+	Bytes     int64         `json:"bytes"`
 }
 
 // StartProxy listens on 127.0.0.1 and forwards to target through link.
@@ -82,7 +101,7 @@ func StartProxy(target string, link Link) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", link.Name, err)
 	}
-	p := &Proxy{ln: ln, target: target, link: link, down: &bucket{rate: link.Rate, burst: max(chunk, link.Rate/100), last: time.Now()}, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, link: link, down: &bucket{rate: link.Rate, burst: max(chunk, link.Rate/100), last: time.Now()}, conns: map[net.Conn]struct{}{}, start: time.Now()}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -93,6 +112,23 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Bytes is how many bytes went from the registry to the node so far.
 func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
+
+// Fetches returns a copy of the requests seen since the proxy started
+// whose request was sent at or after since (a time from Since).
+func (p *Proxy) Fetches(since time.Duration) []Fetch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Fetch
+	for _, f := range p.fetches {
+		if f.Sent >= since {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+// Since is the time since the proxy started, the clock of Fetch.
+func (p *Proxy) Since() time.Duration { return time.Since(p.start) }
 
 // Close stops accepting, closes every connection and waits for them.
 func (p *Proxy) Close() {
@@ -151,9 +187,13 @@ func (p *Proxy) handle(client net.Conn) {
 	}
 	defer p.untrack(server)
 	defer server.Close()
+	p.mu.Lock()
+	p.nconn++
+	cl := &connLog{p: p, id: p.nconn}
+	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(server, client, nil, nil); done <- struct{}{} }()
-	go func() { p.pipe(client, server, p.down, &p.bytes); done <- struct{}{} }()
+	go func() { p.pipe(server, client, nil, nil, cl.request); done <- struct{}{} }()
+	go func() { p.pipe(client, server, p.down, &p.bytes, cl.response); done <- struct{}{} }()
 	<-done
 	// One side finished: close both so the other copy ends too.
 	client.Close()
@@ -166,9 +206,45 @@ type stamped struct {
 	at time.Time
 }
 
+// connLog records the requests of one proxied connection (see Fetch).
+type connLog struct {
+	p   *Proxy
+	id  int
+	cur *Fetch
+}
+
+// request notes a chunk from the node: a new request if it starts with
+// an HTTP method.
+func (c *connLog) request(b []byte) {
+	line, _, _ := strings.Cut(string(b[:min(len(b), 512)]), "\r\n")
+	f := strings.Fields(line)
+	if len(f) != 3 || !strings.HasPrefix(f[2], "HTTP/") {
+		return
+	}
+	c.p.mu.Lock()
+	c.cur = &Fetch{Conn: c.id, Method: f[0], Path: f[1], Sent: time.Since(c.p.start)}
+	c.p.fetches = append(c.p.fetches, c.cur)
+	c.p.mu.Unlock()
+}
+
+// response notes a chunk delivered to the node.
+func (c *connLog) response(b []byte) {
+	c.p.mu.Lock()
+	if f := c.cur; f != nil {
+		now := time.Since(c.p.start)
+		if f.Bytes == 0 {
+			f.FirstByte = now
+		}
+		f.LastByte = now
+		f.Bytes += int64(len(b))
+	}
+	c.p.mu.Unlock()
+}
+
 // pipe copies src to dst, each chunk first through bucket (if any) and
-// then delayed by RTT/2; it counts the bytes into n.
-func (p *Proxy) pipe(dst, src net.Conn, b *bucket, n *atomic.Int64) {
+// then delayed by RTT/2; it counts the bytes into n and hands each chunk
+// to note when it is delivered (for the request log).
+func (p *Proxy) pipe(dst, src net.Conn, b *bucket, n *atomic.Int64, note func([]byte)) {
 	q := make(chan stamped, 1024)
 	go func() {
 		defer close(q)
@@ -189,6 +265,11 @@ func (p *Proxy) pipe(dst, src net.Conn, b *bucket, n *atomic.Int64) {
 	for s := range q {
 		if d := time.Until(s.at); d > 0 {
 			time.Sleep(d)
+		}
+		// Noted before the write, so that a reader who has the bytes
+		// finds them in the log.
+		if note != nil {
+			note(s.b)
 		}
 		if _, err := dst.Write(s.b); err != nil {
 			for range q { // drain so the reader ends

@@ -18,9 +18,11 @@ type report struct {
 	Trace        *startTrace
 	RuntimeExtra int64 // compressed bytes the runtime fixture adds to base
 	RuntimeRaw   int64 // the same, uncompressed
+	Base         baseSizes
 	Wheels       []wheelSize
 	Scale        float64
 	Downloads    int
+	Unpacks      int
 	Stargz       bool
 	Plan         []string // the gpuimg Dockerfile of variant A
 	Took         time.Duration
@@ -49,8 +51,8 @@ func (r *report) ratio(sc, k string) float64 {
 
 func (r *report) print(w io.Writer) {
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(w, "startup benchmark: containerd 2 (ctr pull, overlayfs, max concurrent downloads %d) on %d CPUs, load %s; fixture sizes = real / %g; took %s\n",
-		r.Downloads, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), r.Scale, r.Took.Round(time.Second))
+	fmt.Fprintf(w, "startup benchmark: containerd 2 (ctr pull, overlayfs, max concurrent downloads %d, unpacks %d) on %d CPUs, load %s; fixture sizes = real / %g; took %s\n",
+		r.Downloads, r.Unpacks, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), r.Scale, r.Took.Round(time.Second))
 	if !r.Stargz {
 		fmt.Fprintln(w, "eStargz: not measured (stargz-snapshotter not running here)")
 	}
@@ -69,20 +71,37 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  (the runtime flavor adds %s to base in this fixture, %s uncompressed: Debian's CUDA 11.8 libraries for NVIDIA's %.1f GB / %g)\n",
 		mb(r.RuntimeExtra), mb(r.RuntimeRaw), runtimeGB, r.Scale)
+	if b := r.Base; b.Compressed > 0 {
+		fmt.Fprintf(w, "  (the base, the same layer in every kind, is %s compressed, %s of files; %s of docs, translations and tests left out; not scaled: see docs/startup.md)\n",
+			mb(b.Compressed), mb(b.Kept), mb(b.Dropped))
+		var g int64
+		for _, k := range r.Kinds {
+			if k.Name == "gpuimg" {
+				g = k.size
+			}
+		}
+		if naive > b.Compressed && g > b.Compressed {
+			fmt.Fprintf(w, "  size without the base layer: gpuimg %s / naive %s = %.2f\n", mb(g-b.Compressed), mb(naive-b.Compressed), float64(g-b.Compressed)/float64(naive-b.Compressed))
+		}
+	}
 	if t := r.Trace; t != nil {
 		fmt.Fprintf(w, "start trace of gpuimg A (strace around runc): %d image files opened, %s of files (%.1f%% of the image's %s uncompressed); %s read or mapped\n",
 			len(t.Prioritized), mb(t.OpenedBytes), 100*float64(t.OpenedBytes)/float64(t.ImageBytes), mb(t.ImageBytes), mb(t.ReadBytes))
 		fmt.Fprintf(w, "  bytes read at start / bytes pulled: %.3f (%s / %s; Slacker's figure); files opened / pulled: %.2f\n",
 			float64(t.ReadBytes)/float64(t.Pulled), mb(t.ReadBytes), mb(t.Pulled), float64(t.OpenedBytes)/float64(t.Pulled))
 	}
-	fmt.Fprintf(w, "%-16s %-7s %-15s %8s %8s %8s %10s %9s\n", "link", "scenario", "kind", "ready", "pull", "run", "pulled", "vs naive")
+	fmt.Fprintln(w, "pull timing: blobs = blob requests with a body; last byte = the last blob byte at the node; busy = blob bytes / (link rate × last byte);")
+	fmt.Fprintln(w, "  unpack Σ = containerd's layer unpacks (\"diff applied\"), one after another; after = pull − last byte (unpack and bookkeeping after the link went quiet)")
+	fmt.Fprintf(w, "%-16s %-7s %-15s %8s %8s %8s %10s %9s | %5s %9s %5s %8s %8s\n", "link", "scenario", "kind", "ready", "pull", "run", "pulled", "vs naive", "blobs", "last byte", "busy", "unpack Σ", "after")
 	for _, x := range r.Results {
 		n, _ := r.find(x.Link, x.Scenario, "naive")
 		rel := ""
 		if n.Took > 0 {
 			rel = fmt.Sprintf("%.2f", x.Took.Seconds()/n.Took.Seconds())
 		}
-		fmt.Fprintf(w, "%-16s %-7s %-15s %7.2fs %7.2fs %7.2fs %10s %9s\n", x.Link, x.Scenario, x.Kind, x.Took.Seconds(), x.Pull.Seconds(), x.Run.Seconds(), mb(x.Pulled), rel)
+		t := x.timing(linkRate(x.Link))
+		fmt.Fprintf(w, "%-16s %-7s %-15s %7.2fs %7.2fs %7.2fs %10s %9s | %5d %8.2fs %4.0f%% %7.2fs %7.2fs\n", x.Link, x.Scenario, x.Kind, x.Took.Seconds(), x.Pull.Seconds(), x.Run.Seconds(), mb(x.Pulled), rel,
+			t.Blobs, t.LastByte.Seconds(), 100*t.Busy, t.UnpackSum.Seconds(), t.AfterLast.Seconds())
 	}
 	var gsize int64
 	for _, k := range r.Kinds {
@@ -92,6 +111,16 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "startup: size %.2f, cold %.2f, switch %.2f, update %.2f (gpuimg/naive; lower is better)\n",
 		float64(gsize)/float64(naive), r.ratio("cold", "gpuimg"), r.ratio("switch", "gpuimg"), r.ratio("update", "gpuimg"))
+}
+
+// linkRate is the rate of the link named name (bytes per second).
+func linkRate(name string) float64 {
+	for _, l := range links {
+		if l.Name == name {
+			return l.Rate
+		}
+	}
+	return 1
 }
 
 // save writes the report as JSON and the prefetch list into dir.
@@ -108,8 +137,8 @@ func (r *report) save(dir string) error {
 	for _, x := range r.Kinds {
 		ks = append(ks, k{x.Name, x.size, x.refs})
 	}
-	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw, "wheels": r.Wheels,
-		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw, "base": r.Base, "wheels": r.Wheels,
+		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "max_concurrent_unpacks": r.Unpacks, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	runtimeRaw, runtimeExtra, err := pushBases(ctx, host, o.scale)
+	runtimeRaw, runtimeExtra, base, err := pushBases(ctx, dir, host, o.scale)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		naive.refs[v.Name] = ref
 		ref = "bench/gpuimg:" + v.Name
-		plan, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref)
+		plan, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale)
 		if err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		proxy.Close()
 	}
-	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Wheels: wheels, Scale: o.scale, Downloads: o.downloads,
+	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads, Unpacks: o.unpacks,
 		Stargz: stargzOK, Plan: plans, Took: time.Since(start)}
 	if o.keep != "" {
 		if err := rep.save(o.keep); err != nil {
@@ -234,8 +234,11 @@ ENV PATH=/opt/venv/bin:$PATH
 
 // buildGpuimg builds variant v through the builder package, as gpuimg
 // build does (same resolver, same plan: the layer plan is the builder's),
-// and pushes it to ref. It returns the generated Dockerfile.
-func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string) (string, error) {
+// and pushes it to ref. The builder's large-wheel threshold is a size
+// like the others, so it is divided by scale too: the fixture's wheels
+// get the layers the real wheels would get. It returns the generated
+// Dockerfile.
+func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64) (string, error) {
 	cuda, err := matrix.ParseConstraint("12.6")
 	if err != nil {
 		return "", err
@@ -261,6 +264,7 @@ func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir st
 		Mirrors:     images.Mirrors{"index.docker.io": env.Registry.Host},
 		PipIndexURL: env.Index.URL,
 		Progress:    io.Discard,
+		LargeWheel:  int64(float64(builder.DefaultLargeWheel) / scale),
 	}
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {

@@ -54,6 +54,10 @@ type ContainerdOptions struct {
 	// (the transfer service's max_concurrent_downloads). Default 3,
 	// containerd's own default.
 	MaxConcurrentDownloads int
+	// MaxConcurrentUnpacks is how many layers one pull unpacks at once
+	// (the transfer service's max_concurrent_unpacks). Default 1,
+	// containerd's own default: each layer waits for the one below it.
+	MaxConcurrentUnpacks int
 	// ProxySnapshotters are external snapshotters (name → gRPC socket),
 	// such as stargz.
 	ProxySnapshotters map[string]string
@@ -61,6 +65,10 @@ type ContainerdOptions struct {
 	// finds its shim), where the shim looks for runc: a directory with a
 	// runc wrapper (a tracer) in it.
 	PathPrefix string
+	// LogLevel is containerd's --log-level (default "warn"); "debug" logs
+	// each layer's unpack ("diff applied", with its duration d), which
+	// LogPath's file then holds.
+	LogLevel string
 }
 
 // Containerd is a containerd started for tests and benchmarks: its own
@@ -88,7 +96,11 @@ func containerdConfig(dir, sock string, o ContainerdOptions) string {
 	fmt.Fprintf(&b, "[grpc]\n  address = %q\n", sock)
 	fmt.Fprintf(&b, "[ttrpc]\n  address = %q\n", sock+".ttrpc")
 	fmt.Fprintf(&b, "[debug]\n  address = %q\n", "")
-	fmt.Fprintf(&b, "[plugins.\"io.containerd.transfer.v1.local\"]\n  max_concurrent_downloads = %d\n", n)
+	u := o.MaxConcurrentUnpacks
+	if u <= 0 {
+		u = 1
+	}
+	fmt.Fprintf(&b, "[plugins.\"io.containerd.transfer.v1.local\"]\n  max_concurrent_downloads = %d\n  max_concurrent_unpacks = %d\n", n, u)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range o.ProxySnapshotters {
 			if !yield(k) {
@@ -131,7 +143,11 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", cfg, "--log-level", "warn")
+	level := o.LogLevel
+	if level == "" {
+		level = "warn"
+	}
+	cmd := exec.Command(bin, "--config", cfg, "--log-level", level)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// containerd finds its shim in PATH: the one built beside it, not a
 	// Debian containerd's.
@@ -170,6 +186,9 @@ func StartContainerd(ctx context.Context, dir string, o ContainerdOptions) (*Con
 		}
 	}
 }
+
+// LogPath is containerd's log file (removed by Stop).
+func (c *Containerd) LogPath() string { return filepath.Join(c.dir, "containerd.log") }
 
 // Run runs ctr against this containerd (namespace "gpuimg") and returns
 // its standard output; the error carries its standard error.

@@ -42,7 +42,7 @@ func TestContainerd(t *testing.T) {
 	}
 
 	t.Run("overlayfs", func(t *testing.T) {
-		c, err := StartContainerd(ctx, filepath.Join(dir, "ctd"), ContainerdOptions{MaxConcurrentDownloads: 1})
+		c, err := StartContainerd(ctx, filepath.Join(dir, "ctd"), ContainerdOptions{MaxConcurrentDownloads: 1, MaxConcurrentUnpacks: 2, LogLevel: "debug"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,11 +53,16 @@ func TestContainerd(t *testing.T) {
 			}
 		}()
 		cfg, err := os.ReadFile(filepath.Join(dir, "ctd", "config.toml"))
-		if err != nil || !strings.Contains(string(cfg), "max_concurrent_downloads = 1") {
+		if err != nil || !strings.Contains(string(cfg), "max_concurrent_downloads = 1\n  max_concurrent_unpacks = 2") {
 			t.Fatalf("config %s: %v", cfg, err)
 		}
 		if _, err := c.Run(ctx, "images", "pull", "--plain-http", ref); err != nil {
 			t.Fatal(err)
+		}
+		// At debug level containerd logs each layer it unpacked, with its
+		// duration (what bench/startup reads).
+		if log, err := os.ReadFile(c.LogPath()); err != nil || !strings.Contains(string(log), `msg="diff applied" d=`) {
+			t.Errorf("containerd's debug log has no \"diff applied\" line (%v):\n%s", err, log)
 		}
 		out, err := c.Run(ctx, "run", "--rm", ref, "t1", "/bin/sh", "-c", "echo ready; cat /etc/debian_version")
 		if err != nil {
