@@ -174,8 +174,11 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	// The venv is the one the python stage made (its pip included),
 	// copied. The plan stage is mounted so that this build's graph (and
 	// its cache export) holds the steps the plan came from.
-	g.venvRun(fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s --mount=type=bind,from=%s,source=%s,target=%s", StagePlan, PlanFile, PlanFile, stagePython, VenvDir, stageVenv),
-		fmt.Sprintf("mkdir -p %[2]s; cp -a %[1]s/. %[2]s/; rm %[3]s", stageVenv, VenvDir, planState), more)
+	// Each distribution the framework steps upgraded (pip, setuptools) is
+	// removed from the copy first (plan.py prune), as pip uninstall would:
+	// its layer brings the new version, and the image holds one.
+	g.venvRun(fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s --mount=type=bind,from=%s,source=%s,target=%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", StagePlan, PlanFile, PlanFile, stagePython, VenvDir, stageVenv, ctxPlan),
+		fmt.Sprintf("mkdir -p %[2]s; cp -a %[1]s/. %[2]s/; rm %[3]s; \\\n    %[2]s/bin/python -B /tmp/gpuimg-plan.py prune %[2]s /tmp/%[4]s", stageVenv, VenvDir, planState, PlanFile), more)
 	for i, l := range layers {
 		switch {
 		case l.Shared:

@@ -12,7 +12,14 @@ Usage:
                                         framework steps' environment) into a
                                         layer: to ROOT/<this venv's path>/…,
                                         or, --shared, into the site directory
-                                        SITE without .pyc files
+                                        SITE without the .pyc files pip
+                                        compiled
+  python -B plan.py prune VENV PLAN     remove from VENV (this Python's venv
+                                        as the python stage made it) every
+                                        distribution that PLAN lists at
+                                        another version, as pip uninstall
+                                        would: a framework step upgraded it,
+                                        and its layer brings the new one
 
 The state file maps each distribution to the step that installed its
 current version; a later step that replaces a version takes it over, one
@@ -64,7 +71,10 @@ def record(step, state):
 def shared(d):
     """A wheel for any Python 3 and ABI (every tag py3-none-PLATFORM) whose
     files all lie in the site directory (no scripts, headers or data
-    elsewhere): its files are the same under any Python version."""
+    elsewhere) and that has no .pth file at its top (site only reads .pth
+    files in the venv's own site directory, not in the shared one, which a
+    .pth line puts on sys.path): its files are the same, and work the
+    same, under any Python version."""
     wheel = d.read_text("WHEEL") or ""
     tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
     if not tags:
@@ -76,7 +86,15 @@ def shared(d):
     for f in d.files or []:
         if str(f).startswith("..") or os.path.isabs(str(f)):
             return False
+        if len(f.parts) == 1 and f.name.endswith(".pth"):
+            return False
     return True
+
+
+def compiled(f):
+    """A .pyc file pip compiled at install: RECORD lists it without a hash
+    (one the wheel itself ships has one)."""
+    return f.name.endswith(".pyc") and f.hash is None
 
 
 def finish(state, out):
@@ -110,20 +128,16 @@ def copy(venv, dest, wanted, shared_site):
     Without shared_site, a file at venv/P goes to dest/<sys.prefix>/P (where
     it was installed, under a root). With shared_site, the distribution
     must lie entirely in the site directory; its files go to dest/P (P
-    relative to site-packages), without .pyc files (they depend on the
-    Python version), and its RECORD loses their rows."""
+    relative to site-packages), without the .pyc files pip compiled (they
+    depend on the Python version), and its RECORD loses their rows.
+
+    A file RECORD lists that is gone was removed by a later step (pip
+    uninstalling an older version of another distribution that shipped
+    the same path, such as nvidia/__init__.py): the layer holds what the
+    environment holds, so it is skipped; a missing file of its .dist-info
+    directory is an error."""
     venv = os.path.normpath(venv)
-    sites = []
-    for key in ("purelib", "platlib"):
-        rel = os.path.relpath(sysconfig.get_path(key), sys.prefix)
-        site = os.path.join(venv, rel)
-        if site not in sites:
-            sites.append(site)
-    found = {}
-    for d in importlib.metadata.distributions(path=sites):
-        name = d.metadata["Name"]
-        if name and norm(name) not in found:
-            found[norm(name)] = d
+    sites, found = installed(venv)
     for want in wanted:
         name, sep, version = want.partition("==")
         d = found.get(norm(name))
@@ -137,7 +151,7 @@ def copy(venv, dest, wanted, shared_site):
             src = os.path.normpath(str(d.locate_file(f)))
             if os.path.commonpath([src, venv]) != venv:
                 fail("%s: %s lies outside %s" % (want, f, venv))
-            pyc = src.endswith(".pyc")
+            pyc = compiled(f)
             if shared_site:
                 site = next((s for s in sites if os.path.commonpath([src, s]) == s), None)
                 if site is None:
@@ -148,20 +162,74 @@ def copy(venv, dest, wanted, shared_site):
             else:
                 dst = os.path.join(dest, sys.prefix.lstrip("/"), os.path.relpath(src, venv))
             if not os.path.lexists(src):
-                if pyc:  # listed but not compiled: nothing to copy
-                    continue
-                fail("%s: RECORD lists %s, which is missing" % (want, f))
+                if f.parent.name.endswith(".dist-info"):
+                    fail("%s: RECORD lists %s, which is missing" % (want, f))
+                continue  # not compiled, or removed by a later step
+
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if shared_site and f.name == "RECORD" and f.parent.name.endswith(".dist-info"):
                 with open(src, "rb") as r:
                     lines = r.read().splitlines(keepends=True)
-                kept = [line for line in lines if not next(csv.reader([line.decode("utf-8")]), [""])[0].endswith(".pyc")]
+                kept = [line for line in lines if not pip_compiled_row(line)]
                 with open(dst, "wb") as w:
                     w.writelines(kept)
             else:
                 shutil.copyfile(src, dst, follow_symlinks=False)
             if not os.path.islink(dst):
                 os.chmod(dst, stat.S_IMODE(os.lstat(src).st_mode))
+
+
+def pip_compiled_row(line):
+    row = next(csv.reader([line.decode("utf-8")]), [""])
+    return row[0].endswith(".pyc") and (len(row) < 2 or row[1] == "")
+
+
+def installed(venv):
+    """The site directories of venv (for this Python) and the
+    distributions installed there, by normalised name."""
+    sites = []
+    for key in ("purelib", "platlib"):
+        rel = os.path.relpath(sysconfig.get_path(key), sys.prefix)
+        site = os.path.join(venv, rel)
+        if site not in sites:
+            sites.append(site)
+    found = {}
+    for d in importlib.metadata.distributions(path=sites):
+        name = d.metadata["Name"]
+        if name and norm(name) not in found:
+            found[norm(name)] = d
+    return sites, found
+
+
+def prune(venv, plan_file):
+    """Remove from venv each distribution plan_file lists at a version
+    other than the one installed there, file by file from its RECORD, then
+    the directories that leaves empty, as pip uninstall does; only paths
+    inside venv are touched."""
+    venv = os.path.normpath(venv)
+    with open(plan_file, encoding="utf-8") as f:
+        plan = json.load(f)
+    sites, found = installed(venv)
+    for p in plan:
+        d = found.get(norm(p["name"]))
+        if d is None or d.version == p["version"]:
+            continue
+        version, dirs = d.version, set()
+        for f in d.files or []:
+            src = os.path.normpath(str(d.locate_file(f)))
+            if os.path.commonpath([src, venv]) != venv:
+                fail("%s %s: %s lies outside %s" % (p["name"], version, f, venv))
+            if os.path.lexists(src) and not os.path.isdir(src):
+                os.remove(src)
+            dirs.add(os.path.dirname(src))
+        for path in sorted(dirs, key=len, reverse=True):
+            while path != venv and path not in sites and os.path.commonpath([path, venv]) == venv:
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
+                path = os.path.dirname(path)
+        print("plan.py: removed %s %s from %s (the framework steps installed %s)" % (p["name"], version, venv, p["version"]))
 
 
 def main(argv):
@@ -173,8 +241,10 @@ def main(argv):
         copy(argv[3], argv[4], argv[5:], True)
     elif len(argv) >= 4 and argv[1] == "copy":
         copy(argv[2], argv[3], argv[4:], False)
+    elif len(argv) == 4 and argv[1] == "prune":
+        prune(argv[2], argv[3])
     else:
-        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION...", file=sys.stderr)
+        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | prune VENV PLAN", file=sys.stderr)
         sys.exit(2)
 
 

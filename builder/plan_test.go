@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -56,6 +57,16 @@ func writeWheel(t *testing.T, dir, dist, version string, files map[string]string
 	must(t, err)
 	must(t, z.Close())
 	return p
+}
+
+// site returns venv's site-packages directory.
+func site(t *testing.T, venv string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("site-packages of %s: %v %v", venv, m, err)
+	}
+	return m[0]
 }
 
 // tree lists the files under dir with their modes and contents.
@@ -118,9 +129,16 @@ func TestPlanPyCopy(t *testing.T) {
 		"nvidia/fake/__init__.py":       "X = 1\n",
 		"nvidia/fake/lib/libfake.so.1*": "\x7fELF fake library",
 		"nvidia/fake/include/fake.h":    "int fake(void);\n",
+		// A .pyc the wheel itself ships (RECORD has its hash) is one of
+		// its files: only those pip compiles are left out of a shared layer.
+		"nvidia/fake/__pycache__/shipped.cpython-39.pyc": "shipped bytecode",
+	}, "")
+	pth := writeWheel(t, dir, "gpuimg-pth", "1.0", map[string]string{
+		"gpuimg_pth/__init__.py": "",
+		"gpuimg-pth-hook.pth":    "import os\n",
 	}, "")
 	tool := writeWheel(t, dir, "gpuimg-tool", "2.0", map[string]string{"gpuimg_tool/__init__.py": "def main():\n    return 0\n"}, "gpuimg-tool = gpuimg_tool:main")
-	if out, err := runPy(t, vpy, "-m", "pip", "install", "--no-index", "--no-deps", nv, tool); err != nil {
+	if out, err := runPy(t, vpy, "-m", "pip", "install", "--no-index", "--no-deps", nv, tool, pth); err != nil {
 		t.Fatalf("pip install: %v\n%s", err, out)
 	}
 
@@ -164,6 +182,56 @@ func TestPlanPyCopy(t *testing.T) {
 		t.Errorf("copy of gpuimg-tool: %d .pyc files, bin/gpuimg-tool copied %v: %v", pyc, ok, slices.Sorted(maps.Keys(copied)))
 	}
 
+	// finish: a wheel with a .pth file at its top is not shared (site
+	// reads .pth files only in the venv's own site directory).
+	state, planOut := filepath.Join(dir, "state.json"), filepath.Join(dir, "plan.json")
+	must(t, os.WriteFile(state, []byte(`{"nvidia-fake-cu12": {"version": "1.0", "step": 1}, "gpuimg-tool": {"version": "2.0", "step": 1}, "gpuimg-pth": {"version": "1.0", "step": 1}}`), 0o644))
+	if out, err := runPy(t, vpy, "-B", script, "finish", state, planOut); err != nil {
+		t.Fatalf("finish: %v\n%s", err, out)
+	}
+	var plan []PlannedDist
+	b, err := os.ReadFile(planOut)
+	must(t, err)
+	must(t, json.Unmarshal(b, &plan))
+	isShared := map[string]bool{}
+	for _, p := range plan {
+		isShared[p.Name] = p.Shared
+	}
+	if want := map[string]bool{"nvidia-fake-cu12": true, "gpuimg-tool": false, "gpuimg-pth": false}; !maps.Equal(isShared, want) {
+		t.Errorf("finish: shared %v, want %v", isShared, want)
+	}
+
+	// A file a later step removed (pip uninstalling an older distribution
+	// that shipped the same path) is skipped; a missing file of the
+	// .dist-info directory is not (below).
+	must(t, os.Remove(filepath.Join(site(t, venv), "nvidia", "__init__.py")))
+	if out, err := runPy(t, vpy, "-B", script, "copy", "--shared", venv, filepath.Join(dir, "shared2"), "nvidia-fake-cu12==1.0"); err != nil {
+		t.Errorf("copy --shared with nvidia/__init__.py removed: %v\n%s", err, out)
+	}
+
+	// prune removes what the plan lists at another version, files, script
+	// and dist-info, and leaves the rest.
+	pruned := filepath.Join(dir, "pruned")
+	if out, err := runPy(t, "cp", "-a", venv, pruned); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	must(t, os.WriteFile(planOut, []byte(`[{"name": "gpuimg-tool", "version": "3.0"}, {"name": "nvidia-fake-cu12", "version": "1.0"}]`), 0o644))
+	before := tree(t, pruned)
+	if out, err := runPy(t, vpy, "-B", script, "prune", pruned, planOut); err != nil || !strings.Contains(out, "removed gpuimg-tool 2.0") {
+		t.Fatalf("prune: %v\n%s", err, out)
+	}
+	after := tree(t, pruned)
+	for p := range before {
+		_, kept := after[p]
+		tool := strings.Contains(p, "gpuimg_tool") || strings.HasSuffix(p, "bin/gpuimg-tool")
+		if kept == tool {
+			t.Errorf("prune: %s kept %v", p, kept)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(site(t, pruned), "gpuimg_tool")); !os.IsNotExist(err) {
+		t.Errorf("prune left the package directory gpuimg_tool: %v", err)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		msg  string
@@ -171,7 +239,11 @@ func TestPlanPyCopy(t *testing.T) {
 		{[]string{"copy", "--shared", venv, filepath.Join(dir, "x"), "gpuimg-tool==2.0"}, "lies outside the site directory"},
 		{[]string{"copy", venv, filepath.Join(dir, "y"), "gpuimg-tool==2.1"}, "gpuimg-tool==2.1: " + venv + " has version 2.0"},
 		{[]string{"copy", venv, filepath.Join(dir, "z"), "numpy==2.1.3"}, "numpy==2.1.3 is not installed"},
+		{[]string{"copy", venv, filepath.Join(dir, "w"), "gpuimg-pth==1.0"}, "RECORD lists gpuimg_pth-1.0.dist-info/INSTALLER, which is missing"},
 	} {
+		if strings.Contains(tt.msg, "INSTALLER") {
+			must(t, os.Remove(filepath.Join(site(t, venv), "gpuimg_pth-1.0.dist-info", "INSTALLER")))
+		}
 		out, err := runPy(t, vpy, append([]string{"-B", script}, tt.args...)...)
 		if err == nil || !strings.Contains(out, tt.msg) {
 			t.Errorf("plan.py %s: err %v, output %q (want an error with %q)", strings.Join(tt.args, " "), err, out, tt.msg)

@@ -44,9 +44,10 @@ func cacheGroups(all []Variant) map[string][]string {
 // Each type=registry entry with a tagged ref R:T (or R, read as
 // R:buildcache) becomes, for an export, R:T-NAME (NAME the variant's
 // name) and, for an import, R:T-NAME alone when has says that cache
-// exists, else one entry per variant of the group (its own first). Other
-// entries (type=local, gha, s3, a ref by digest) are passed as they are.
-// has may be nil (nothing is known to exist).
+// exists (has is given the rewritten entry), else one entry per variant
+// of the group (its own first). Other entries (type=local, gha, s3, a ref
+// by digest) are passed as they are. has may be nil (nothing is known to
+// exist).
 //
 // Why not always the whole group: the group's caches all hold the steps
 // its variants share (the base, the venv), and BuildKit matches a step
@@ -56,6 +57,14 @@ func cacheGroups(all []Variant) map[string][]string {
 // mate's cache chosen, the variant's own later steps (its frameworks'
 // pip installs) were rebuilt although its own cache held them: 2 of 7
 // steps, in about half the runs.
+//
+// What this gives up: a variant whose own cache exists but is stale (its
+// base image moved since it was exported) does not import the fresh
+// caches its group mates exported earlier in the same run. Within one run
+// that costs nothing, since the scheduler's sticky groups build the mates
+// on the same builder, whose local cache holds their layers. Only a
+// variant that moved to another builder (a retry, a CI job with --only)
+// rebuilds those shared steps once, and exports its own cache fresh.
 func variantCaches(from, to []string, group []string, has func(ref string) bool) (imports, exports []string) {
 	for _, e := range from {
 		if _, ok := registryCacheRef(e); !ok {
@@ -63,7 +72,7 @@ func variantCaches(from, to []string, group []string, has func(ref string) bool)
 			continue
 		}
 		own := withCacheTag(e, group[0])
-		if ref, _ := registryCacheRef(own); has != nil && has(ref) {
+		if has != nil && has(own) {
 			imports = append(imports, own)
 			continue
 		}

@@ -1,10 +1,20 @@
 package publish
 
 import (
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -84,7 +94,7 @@ func TestVariantCaches(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			imports, exports := variantCaches(tc.from, tc.to, tc.group, func(ref string) bool { return slices.Contains(tc.has, ref) })
+			imports, exports := variantCaches(tc.from, tc.to, tc.group, func(entry string) bool { ref, _ := registryCacheRef(entry); return slices.Contains(tc.has, ref) })
 			if !reflect.DeepEqual(imports, tc.wantImports) || !reflect.DeepEqual(exports, tc.wantExports) {
 				t.Errorf("imports %q\nwant    %q\nexports %q\nwant    %q", imports, tc.wantImports, exports, tc.wantExports)
 			}
@@ -96,5 +106,60 @@ func TestVariantCaches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCacheExists lists a cache repository on a real (in-process)
+// registry: once for all the variants of a run, whatever they ask, and a
+// registry that does not answer says no.
+func TestCacheExists(t *testing.T) {
+	var lists atomic.Int32
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/tags/list") {
+			lists.Add(1)
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host + "/ml/cache:buildcache-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	has := (&runner{}).cacheExists(t.Context())
+	entry := func(ref string) string { return "type=registry,ref=" + ref + ",mode=max" }
+	for _, tc := range []struct {
+		entry string
+		want  bool
+	}{
+		{entry(host + "/ml/cache:buildcache-a"), true},
+		{entry(host + "/ml/cache:buildcache-b"), false},
+		{entry(host + "/ml/cache:buildcache-a"), true},
+		{"type=local,src=/tmp/x", false},
+		{entry("127.0.0.1:1/ml/cache:buildcache-a"), false},
+	} {
+		if got := has(tc.entry); got != tc.want {
+			t.Errorf("cacheExists(%q) = %v, want %v", tc.entry, got, tc.want)
+		}
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("the cache repository's tags were listed %d times, want once", n)
+	}
+	for entry, want := range map[string]bool{
+		"type=registry,ref=r/c:t,registry.insecure=true":  true,
+		"type=registry,ref=r/c:t,registry.insecure=false": false,
+		"type=registry,ref=r/c:t":                         false,
+	} {
+		if got := cacheInsecure(entry); got != want {
+			t.Errorf("cacheInsecure(%q) = %v", entry, got)
+		}
 	}
 }

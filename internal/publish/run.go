@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -157,6 +158,8 @@ type runner struct {
 	// caches maps a variant's name to the variants whose registry caches
 	// it imports (cacheGroups).
 	caches map[string][]string
+	// cacheTags lists each cache repository's tags once (cacheExists).
+	cacheTags tagLists
 	// finishing runs the validation and publication of built variants
 	// while their builders go on to the next build; finishSlots bounds how
 	// many run at once.
@@ -264,7 +267,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 // request is variant v's build request: the shared settings with v's
 // stack, the file's extras and platforms, no tags; has says which
 // registry caches exist (variantCaches; nil: none known).
-func (r *runner) request(v Variant, has func(ref string) bool) builder.Request {
+func (r *runner) request(v Variant, has func(entry string) bool) builder.Request {
 	req := r.opts.Request
 	req.Stack, req.Extras, req.Platforms = v.Stack, r.f.Build, r.f.Platforms
 	req.Tags, req.Push = nil, false
@@ -277,17 +280,74 @@ func (r *runner) request(v Variant, has func(ref string) bool) builder.Request {
 	return req
 }
 
-// cacheExists says whether a registry cache ref (R:T) exists, by listing
-// R's tags; when the registry cannot say, it does not.
-func (r *runner) cacheExists(ctx context.Context) func(ref string) bool {
-	return func(ref string) bool {
+// cacheExists says whether a type=registry cache entry's ref (R:T)
+// exists, by listing R's tags: once per repository in a run, given at
+// most cacheListTimeout, over plain HTTP when the entry says
+// registry.insecure=true. When the registry cannot say, it does not (the
+// variant then imports its group's caches, which costs nothing when they
+// are missing too).
+func (r *runner) cacheExists(ctx context.Context) func(entry string) bool {
+	return func(entry string) bool {
+		ref, ok := registryCacheRef(entry)
 		i := strings.LastIndex(ref, ":")
-		if i < 0 || i < strings.LastIndex(ref, "/") {
+		if !ok || i < 0 || i < strings.LastIndex(ref, "/") {
 			return false
 		}
-		tags, err := images.Tags(ctx, ref[:i], r.registry()...)
+		repo, insecure := ref[:i], cacheInsecure(entry)
+		tags, err := r.cacheTags.get(repo+"|"+strconv.FormatBool(insecure), func() ([]string, error) {
+			ctx, cancel := context.WithTimeout(ctx, cacheListTimeout)
+			defer cancel()
+			opts := slices.Clone(r.registry())
+			if insecure {
+				opts = append(opts, images.WithInsecure(true))
+			}
+			return images.Tags(ctx, repo, opts...)
+		})
 		return err == nil && slices.Contains(tags, ref[i+1:])
 	}
+}
+
+// cacheListTimeout bounds the listing of a cache repository's tags: a
+// registry that does not answer delays no build by more.
+const cacheListTimeout = 10 * time.Second
+
+// cacheInsecure says whether a cache entry sets registry.insecure=true.
+func cacheInsecure(entry string) bool {
+	for f := range strings.SplitSeq(entry, ",") {
+		if k, v, _ := strings.Cut(strings.TrimSpace(f), "="); k == "registry.insecure" {
+			b, _ := strconv.ParseBool(v)
+			return b
+		}
+	}
+	return false
+}
+
+// tagLists holds one tag listing per key for a run: the first caller
+// lists, the others wait for its answer.
+type tagLists struct {
+	mu sync.Mutex
+	m  map[string]*tagList
+}
+
+type tagList struct {
+	once sync.Once
+	tags []string
+	err  error
+}
+
+func (l *tagLists) get(key string, list func() ([]string, error)) ([]string, error) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*tagList{}
+	}
+	t := l.m[key]
+	if t == nil {
+		t = &tagList{}
+		l.m[key] = t
+	}
+	l.mu.Unlock()
+	t.once.Do(func() { t.tags, t.err = list() })
+	return t.tags, t.err
 }
 
 // build runs the variants that need it on the pool.
