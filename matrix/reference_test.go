@@ -80,11 +80,14 @@ func TestLinks(t *testing.T) {
 		{3, "sm_86", 14.0625, true}, // GA102's narrower links
 		{5, "sm_100", 50, true},
 		{2, "sm_70", 25, true},
-		{2, "sm_75", 0, false}, // Turing's NVLink: no source read
-		{1, "sm_60", 0, false},
+		{2, "sm_75", 25, true}, // Turing's NVLink 2.2
+		{1, "sm_60", 20, true}, // Pascal's NVLink 1.0
+		{1, "sm_70", 0, false},
+		{2, "sm_89", 0, false}, // Ada has no NVLink
 		{6, "sm_100", 0, false},
 		{0, "sm_90", 25, true}, // no active link to ask: the architecture's row
-		{0, "sm_75", 0, false},
+		{0, "sm_60", 20, true},
+		{0, "sm_89", 0, false},
 	} {
 		l, ok := db.NVLink(tt.version, tt.arch)
 		if ok != tt.ok || l.GBsPerLink != tt.want || (ok && l.Source == "") {

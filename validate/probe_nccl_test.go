@@ -100,11 +100,18 @@ func TestNCCLBusBW(t *testing.T) {
 		// Slow on good links: below gpuimg's default floor only warns.
 		{"busbw 40% of the links", false, func(r *ProbeResult) { r.Python.Bench[ncclBusBW] = 180 }, nil, "bench/nccl_busbw", matrix.Warn,
 			"180.0 GB/s over 8 GPUs = 40% of NVLink 4.0", "accept"},
+		// Turing's NVLink 2.2 (TU102: two links) against its own row.
+		{"Turing: two NVLink 2.2 links", false, func(r *ProbeResult) {
+			for i := range r.GPUs {
+				r.GPUs[i].Arch, r.GPUs[i].NVLink = "sm_75", &NVLinkInfo{Links: 2, Active: 2, Version: "2.2", SpeedMBps: 25781}
+			}
+			r.Python.Bench[ncclBusBW] = 40.0
+		}, nil, "bench/nccl_busbw", matrix.Pass, "40.0 GB/s over 8 GPUs = 80% of NVLink 2.2, 2 active links x 25.0 GB/s: 50.0 GB/s a direction", "accept"},
 		{"a generation the matrix has no rate for", false, func(r *ProbeResult) {
 			for i := range r.GPUs {
-				r.GPUs[i].Arch, r.GPUs[i].NVLink.Version = "sm_75", "2.2"
+				r.GPUs[i].Arch, r.GPUs[i].NVLink.Version = "sm_89", "4.0"
 			}
-		}, nil, "bench/nccl_busbw", matrix.Warn, "436.2 GB/s recorded; the matrix has no per-link rate for NVLink 2.2 on NVIDIA H200 (sm_75)", "accept"},
+		}, nil, "bench/nccl_busbw", matrix.Warn, "436.2 GB/s recorded; the matrix has no per-link rate for NVLink 4.0 on NVIDIA H200 (sm_89)", "accept"},
 		{"2 of 8 GPUs measured", false, func(r *ProbeResult) {
 			oneLinkDown(r)
 			r.Python.Bench[ncclBusBW] = 440
