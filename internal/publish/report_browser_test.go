@@ -127,6 +127,29 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("%d skipped rows, want %d", got, len(r.Skipped))
 	}
 
+	// A run with target imports: the browser shows each in #targets.
+	tdir := filepath.Join(dir, "targets")
+	if err := WriteReports(tdir, targetsFixture(), nil); err != nil {
+		t.Fatal(err)
+	}
+	tdom, err := html.Parse(bytes.NewReader(run("--dump-dom", "file://"+filepath.Join(tdir, ReportHTML))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs := domFindAll(tdom, func(n *html.Node) bool { return n.Data == "tr" && domHasClass(n, "target") })
+	refused := 0
+	for _, tr := range trs {
+		if domHasClass(tr, "verdict-fail") {
+			refused++
+			if !strings.Contains(domText(tr), "over the 9.5 GB limit") {
+				t.Errorf("the refused import's row does not say why: %q", domText(tr))
+			}
+		}
+	}
+	if len(trs) != 3 || refused != 1 {
+		t.Errorf("#targets has %d rows (%d refused), want 3 (1)", len(trs), refused)
+	}
+
 	// The screenshot: the page's size, and drawn (many colours, the
 	// failure summary's red background among them).
 	run("--screenshot="+shot, page)

@@ -18,16 +18,18 @@ var reportHTMLText string
 // reportHTML is report.html's template: one page, its CSS inline, nothing
 // fetched from elsewhere; html/template escapes every value.
 var reportHTML = template.Must(template.New("report.html").Funcs(template.FuncMap{
-	"short":      reportShortDigest,
-	"bytes":      humanize.Bytes,
-	"duration":   reportDuration,
-	"cache":      cacheReuse,
-	"label":      VariantLabel,
-	"axes":       reportAxes,
-	"change":     changeText,
-	"join":       func(s []string) string { return strings.Join(s, ", ") },
-	"time":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
-	"frameworks": htmlFrameworks,
+	"short":         reportShortDigest,
+	"bytes":         humanize.Bytes,
+	"duration":      reportDuration,
+	"cache":         cacheReuse,
+	"label":         VariantLabel,
+	"axes":          reportAxes,
+	"change":        changeText,
+	"join":          func(s []string) string { return strings.Join(s, ", ") },
+	"time":          func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+	"frameworks":    htmlFrameworks,
+	"targetChanges": targetChanges,
+	"targetChecks":  targetChecks,
 }).Parse(reportHTMLText))
 
 // htmlData is what the template renders.
@@ -38,6 +40,14 @@ type htmlData struct {
 	Took     string
 	Failures []Result
 	Rows     []Result
+	// Targets are the target imports of every variant, in Rows' order.
+	Targets []htmlTarget
+}
+
+// htmlTarget is one variant's import for one target.
+type htmlTarget struct {
+	Variant string
+	TargetResult
 }
 
 func writeReportHTML(w io.Writer, r *Report) error {
@@ -49,6 +59,11 @@ func writeReportHTML(w io.Writer, r *Report) error {
 	for _, res := range r.Results {
 		if res.Outcome == Failed {
 			d.Failures = append(d.Failures, res)
+		}
+	}
+	for _, res := range d.Rows {
+		for _, tr := range res.Targets {
+			d.Targets = append(d.Targets, htmlTarget{Variant: res.Variant.Name, TargetResult: tr})
 		}
 	}
 	return reportHTML.Execute(w, d)

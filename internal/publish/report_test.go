@@ -545,8 +545,8 @@ func targetsFixture() *Report {
 }
 
 // TestReportTargets: each target a variant was imported into (or refused
-// by) shows its verdict in report.md and junit.xml, with the checks that
-// did not pass.
+// by) shows its verdict in report.md, report.html and junit.xml, with the
+// checks that did not pass.
 func TestReportTargets(t *testing.T) {
 	r := targetsFixture()
 	md := renderReportString(t, writeReportMarkdown, r)
@@ -563,6 +563,26 @@ func TestReportTargets(t *testing.T) {
 	}
 	if strings.Contains(renderReportString(t, writeReportMarkdown, reportFixture()), "### Targets") {
 		t.Error("report.md has a Targets section without targets")
+	}
+
+	page := renderReportString(t, writeReportHTML, r)
+	for _, w := range []string{
+		`<section id="targets">`,
+		`<tr class="target verdict-fail" data-variant="2.6.0-cu124-py3.11" data-target="huawei/modelarts">`,
+		`<td>warn user: runs as root; ModelArts runs UID 1101; fail size: 10.2 GB uncompressed is over the 9.5 GB limit</td>`,
+		`<td class="mono">123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch@sha256:5a5a`,
+		`<td>media-type oci → docker</td>`,
+		`<td>2 checks passed</td>`,
+	} {
+		if !strings.Contains(page, w) {
+			t.Errorf("report.html lacks %q", w)
+		}
+	}
+	if strings.Count(page, `<tr class="target `) != 3 {
+		t.Errorf("report.html has %d target rows, want 3", strings.Count(page, `<tr class="target `))
+	}
+	if strings.Contains(renderReportString(t, writeReportHTML, reportFixture()), `id="targets"`) {
+		t.Error("report.html has a Targets section without targets")
 	}
 
 	out := renderReportString(t, writeReportJUnit, r)
