@@ -73,7 +73,11 @@ func (e *RefusedError) Error() string {
 	for i, r := range e.Reasons {
 		msgs[i] = r.Message
 	}
-	return fmt.Sprintf("%s for %s, nothing pushed (%d reasons): %s", ErrRefused, e.Target, len(e.Reasons), strings.Join(msgs, "; "))
+	reasons := "reasons"
+	if len(e.Reasons) == 1 {
+		reasons = "reason"
+	}
+	return fmt.Sprintf("%s for %s, nothing pushed (%d %s): %s", ErrRefused, e.Target, len(e.Reasons), reasons, strings.Join(msgs, "; "))
 }
 
 func (e *RefusedError) Unwrap() error { return ErrRefused }

@@ -139,7 +139,7 @@ func TestReportInBrowser(t *testing.T) {
 	trs := domFindAll(tdom, func(n *html.Node) bool { return n.Data == "tr" && domHasClass(n, "target") })
 	refused := 0
 	for _, tr := range trs {
-		if domHasClass(tr, "verdict-fail") {
+		if domHasClass(tr, "fail") {
 			refused++
 			if !strings.Contains(domText(tr), "over the 9.5 GB limit") {
 				t.Errorf("the refused import's row does not say why: %q", domText(tr))

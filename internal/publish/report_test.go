@@ -535,7 +535,7 @@ func targetsFixture() *Report {
 		Verdict: matrix.Pass, Checks: []matrix.Finding{pass("sagemaker/p5", "driver"), pass("sagemaker/p5", "platform")}}
 	r.Results[0].Targets = []TargetResult{sm}
 	r.Results[1].Outcome = Failed
-	r.Results[1].Error = "target huawei/modelarts: import refused for huawei/modelarts, nothing pushed (1 reasons): over 9.5 GB"
+	r.Results[1].Error = "target huawei/modelarts: import refused for huawei/modelarts, nothing pushed (1 reason): over 9.5 GB"
 	r.Results[1].Targets = []TargetResult{sm, {Target: "huawei/modelarts", Verdict: matrix.Fail, Checks: []matrix.Finding{
 		pass("huawei/modelarts", "platform"),
 		{Name: "target:huawei/modelarts:user", Status: matrix.Warn, Message: "runs as root; ModelArts runs UID 1101"},
@@ -568,9 +568,9 @@ func TestReportTargets(t *testing.T) {
 	page := renderReportString(t, writeReportHTML, r)
 	for _, w := range []string{
 		`<section id="targets">`,
-		`<tr class="target verdict-fail" data-variant="2.6.0-cu124-py3.11" data-target="huawei/modelarts">`,
+		`<tr class="target fail" data-variant="2.6.0-cu124-py3.11" data-target="huawei/modelarts">`,
 		`<td>warn user: runs as root; ModelArts runs UID 1101; fail size: 10.2 GB uncompressed is over the 9.5 GB limit</td>`,
-		`<td class="mono">123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch@sha256:5a5a`,
+		`<td class="mono ref">123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch@sha256:5a5a`,
 		`<td>media-type oci → docker</td>`,
 		`<td>2 checks passed</td>`,
 	} {
