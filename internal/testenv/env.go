@@ -154,8 +154,9 @@ func (e *Env) TorchWheels(torch, vision, audio, cuda string, machine ...string) 
 	return err
 }
 
-// Stop stops everything Start started, by PID, and removes the daemon's
-// state (buildkitd is stopped first).
+// Stop stops everything Start started, by PID, unmounts what is still
+// mounted below e.Dir, and removes the daemon's state (buildkitd is
+// stopped first). Stop the buildkitds of StartBuildKit before.
 func (e *Env) Stop(ctx context.Context) error {
 	if e == nil {
 		return nil
@@ -170,6 +171,11 @@ func (e *Env) Stop(ctx context.Context) error {
 		}
 	}
 	e.Registry.Stop()
+	// A buildkitd killed mid-build (the faults test does it on purpose)
+	// leaves its build container's root filesystem mounted, which its
+	// restart does not unmount: without this, each run left one overlay
+	// mount, and its directory, behind.
+	unmountUnder(e.Dir)
 	if firstErr == nil && e.BuildKit != nil {
 		if err := os.RemoveAll(e.BuildKit.StateDir); err != nil {
 			firstErr = err
