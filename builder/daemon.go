@@ -191,6 +191,14 @@ func (l *Local) ensure(ctx context.Context) (*client.Client, error) {
 		"--config", cfgPath,
 		"--oci-worker-net", "host",
 	)
+	// Its temporary mounts (buildkit-mount*, the buildkit-secrets* tmpfs)
+	// go below its state too, not in /tmp: the ones a daemon leaves when
+	// it is killed mid-build stay with its state, and leave with it.
+	tmp := filepath.Join(l.StateDir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("make buildkitd's temporary directory: %w", err)
+	}
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive gpuimg, for reuse
 	if err := cmd.Start(); err != nil {
