@@ -97,6 +97,11 @@ def compiled(f):
     return f.name.endswith(".pyc") and f.hash is None
 
 
+def inside(path, root):
+    """Whether the normalised path lies in root (or is root)."""
+    return os.path.commonpath([path, root]) == root
+
+
 def finish(state, out):
     with open(state, encoding="utf-8") as f:
         known = json.load(f)
@@ -147,13 +152,16 @@ def copy(venv, dest, wanted, shared_site):
             fail("%s: %s has version %s (the plan and the framework steps disagree)" % (want, venv, d.version))
         if d.files is None:
             fail("%s: no RECORD file in %s" % (want, venv))
+        # The rows a shared copy leaves out of RECORD: those of the files
+        # it leaves out.
+        dropped = {str(f) for f in d.files if compiled(f)}
         for f in d.files:
             src = os.path.normpath(str(d.locate_file(f)))
-            if os.path.commonpath([src, venv]) != venv:
+            if not inside(src, venv):
                 fail("%s: %s lies outside %s" % (want, f, venv))
             pyc = compiled(f)
             if shared_site:
-                site = next((s for s in sites if os.path.commonpath([src, s]) == s), None)
+                site = next((s for s in sites if inside(src, s)), None)
                 if site is None:
                     fail("%s: %s lies outside the site directory; it cannot be shared" % (want, f))
                 if pyc:
@@ -165,23 +173,17 @@ def copy(venv, dest, wanted, shared_site):
                 if f.parent.name.endswith(".dist-info"):
                     fail("%s: RECORD lists %s, which is missing" % (want, f))
                 continue  # not compiled, or removed by a later step
-
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if shared_site and f.name == "RECORD" and f.parent.name.endswith(".dist-info"):
                 with open(src, "rb") as r:
                     lines = r.read().splitlines(keepends=True)
-                kept = [line for line in lines if not pip_compiled_row(line)]
+                kept = [line for line in lines if (next(csv.reader([line.decode("utf-8")]), None) or [""])[0] not in dropped]
                 with open(dst, "wb") as w:
                     w.writelines(kept)
             else:
                 shutil.copyfile(src, dst, follow_symlinks=False)
             if not os.path.islink(dst):
                 os.chmod(dst, stat.S_IMODE(os.lstat(src).st_mode))
-
-
-def pip_compiled_row(line):
-    row = next(csv.reader([line.decode("utf-8")]), [""])
-    return row[0].endswith(".pyc") and (len(row) < 2 or row[1] == "")
 
 
 def installed(venv):
@@ -217,13 +219,13 @@ def prune(venv, plan_file):
         version, dirs = d.version, set()
         for f in d.files or []:
             src = os.path.normpath(str(d.locate_file(f)))
-            if os.path.commonpath([src, venv]) != venv:
+            if not inside(src, venv):
                 fail("%s %s: %s lies outside %s" % (p["name"], version, f, venv))
             if os.path.lexists(src) and not os.path.isdir(src):
                 os.remove(src)
             dirs.add(os.path.dirname(src))
         for path in sorted(dirs, key=len, reverse=True):
-            while path != venv and path not in sites and os.path.commonpath([path, venv]) == venv:
+            while path != venv and path not in sites and inside(path, venv):
                 try:
                     os.rmdir(path)
                 except OSError:
