@@ -3,6 +3,7 @@ package publish
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -86,19 +87,37 @@ func variantCaches(from, to []string, group []string, has func(ref string) bool)
 	return imports, exports
 }
 
-// registryCacheRef returns the ref= of a type=registry cache entry.
-func registryCacheRef(entry string) (string, bool) {
-	registry, ref := false, ""
+// cacheAttr returns the value of key in a cache entry (BuildKit's
+// key=value,… syntax; the last one when key repeats).
+func cacheAttr(entry, key string) string {
+	val := ""
 	for f := range strings.SplitSeq(entry, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(f), "=")
-		switch k {
-		case "type":
-			registry = v == "registry"
-		case "ref":
-			ref = v
+		if k, v, _ := strings.Cut(strings.TrimSpace(f), "="); k == key {
+			val = v
 		}
 	}
-	return ref, registry && ref != ""
+	return val
+}
+
+// registryCacheRef returns the ref= of a type=registry cache entry.
+func registryCacheRef(entry string) (string, bool) {
+	ref := cacheAttr(entry, "ref")
+	return ref, cacheAttr(entry, "type") == "registry" && ref != ""
+}
+
+// cacheInsecure says whether a cache entry sets registry.insecure=true.
+func cacheInsecure(entry string) bool {
+	b, _ := strconv.ParseBool(cacheAttr(entry, "registry.insecure"))
+	return b
+}
+
+// splitCacheTag splits a cache ref R:T into R and T; T is "" when the ref
+// has no tag.
+func splitCacheTag(ref string) (repo, tag string) {
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, ""
 }
 
 // withCacheTag rewrites a type=registry entry's ref R:T to R:T-name; any
@@ -108,9 +127,9 @@ func withCacheTag(entry, name string) string {
 	if !ok || strings.Contains(ref, "@") {
 		return entry
 	}
-	repo, tag := ref, "buildcache"
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		repo, tag = ref[:i], ref[i+1:]
+	repo, tag := splitCacheTag(ref)
+	if tag == "" {
+		tag = "buildcache"
 	}
 	t := tag + "-" + name
 	if len(t) > 128 { // the distribution spec's limit on a tag

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -289,11 +288,11 @@ func (r *runner) request(v Variant, has func(entry string) bool) builder.Request
 func (r *runner) cacheExists(ctx context.Context) func(entry string) bool {
 	return func(entry string) bool {
 		ref, ok := registryCacheRef(entry)
-		i := strings.LastIndex(ref, ":")
-		if !ok || i < 0 || i < strings.LastIndex(ref, "/") {
+		repo, tag := splitCacheTag(ref)
+		if !ok || tag == "" {
 			return false
 		}
-		repo, insecure := ref[:i], cacheInsecure(entry)
+		insecure := cacheInsecure(entry)
 		tags, err := r.cacheTags.get(repo+"|"+strconv.FormatBool(insecure), func() ([]string, error) {
 			ctx, cancel := context.WithTimeout(ctx, cacheListTimeout)
 			defer cancel()
@@ -303,24 +302,13 @@ func (r *runner) cacheExists(ctx context.Context) func(entry string) bool {
 			}
 			return images.Tags(ctx, repo, opts...)
 		})
-		return err == nil && slices.Contains(tags, ref[i+1:])
+		return err == nil && slices.Contains(tags, tag)
 	}
 }
 
 // cacheListTimeout bounds the listing of a cache repository's tags: a
 // registry that does not answer delays no build by more.
 const cacheListTimeout = 10 * time.Second
-
-// cacheInsecure says whether a cache entry sets registry.insecure=true.
-func cacheInsecure(entry string) bool {
-	for f := range strings.SplitSeq(entry, ",") {
-		if k, v, _ := strings.Cut(strings.TrimSpace(f), "="); k == "registry.insecure" {
-			b, _ := strconv.ParseBool(v)
-			return b
-		}
-	}
-	return false
-}
 
 // tagLists holds one tag listing per key for a run: the first caller
 // lists, the others wait for its answer.
