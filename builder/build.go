@@ -72,7 +72,8 @@ type Request struct {
 	// serves for a pinned version.
 	NoCache bool
 	// Compression is the layers' compression in image, OCI and Docker
-	// outputs: gzip, zstd or estargz (Compressions). Default: gzip.
+	// outputs: zstd, gzip or estargz (Compressions). Default ("") zstd,
+	// and gzip for type=docker outputs (exporterCompression).
 	Compression string
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
@@ -339,7 +340,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		switch exports[i].Type {
 		case client.ExporterImage, client.ExporterOCI, client.ExporterDocker:
 			exports[i].Attrs["rewrite-timestamp"] = "true"
-			exporterCompression(exports[i].Attrs, req.Compression)
+			exporterCompression(exports[i].Attrs, req.Compression, exports[i].Type)
 		}
 	}
 	cacheTo, err := build.ParseExportCache(req.CacheTo)

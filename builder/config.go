@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/buildkit/client"
+
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -336,28 +338,59 @@ func GitInfo(ctx context.Context, dir string) (source, revision string) {
 }
 
 // Compressions are the layer compressions a build can ask BuildKit's image
-// exporters for: gzip (BuildKit's default, every runtime pulls it), zstd
-// (decompresses faster; containerd ≥ 1.5, Docker ≥ 23, podman) and estargz
-// (gzip that stargz-snapshotter can pull lazily, and that every runtime
-// can still pull whole).
-var Compressions = []string{string(matrix.CompressionGzip), string(matrix.CompressionZstd), string(matrix.CompressionEstargz)}
+// exporters for: zstd (the default: decompresses several times faster
+// than gzip and is smaller; containerd ≥ 1.5, Docker ≥ 23, podman, CRI-O),
+// gzip (every runtime pulls it, Debian 12's Docker 20.10 included) and
+// estargz (gzip that stargz-snapshotter can pull lazily, and that every
+// runtime can still pull whole).
+var Compressions = []string{string(matrix.CompressionZstd), string(matrix.CompressionGzip), string(matrix.CompressionEstargz)}
 
-// CheckCompression accepts "" (the default, gzip) and Compressions.
+// DefaultCompression is the layer compression of pushed images and OCI
+// outputs when a build names none (docs/startup.md measures why). A
+// type=docker output, which is for docker load, gets gzip, and so does a
+// build for a target that does not take zstd (CompressionFor).
+const DefaultCompression = string(matrix.CompressionZstd)
+
+// CheckCompression accepts "" (the default, DefaultCompression) and
+// Compressions.
 func CheckCompression(c string) error {
 	if c == "" || slices.Contains(Compressions, c) {
 		return nil
 	}
-	return fmt.Errorf("compression %q: use gzip, zstd or estargz", c)
+	return fmt.Errorf("compression %q: use zstd, gzip or estargz", c)
+}
+
+// CompressionFor is the compression a build for target t (nil: none)
+// uses when it names none: "" (DefaultCompression), or gzip when t does
+// not take zstd layers: its compressions leave zstd out, or it takes
+// Docker manifests only, whose schema has no zstd layer type.
+func CompressionFor(t *matrix.Target) string {
+	if t == nil {
+		return ""
+	}
+	if len(t.Compressions) > 0 && !slices.Contains(t.Compressions, matrix.CompressionZstd) {
+		return string(matrix.CompressionGzip)
+	}
+	if len(t.MediaTypes) > 0 && !slices.Contains(t.MediaTypes, matrix.FormatOCI) {
+		return string(matrix.CompressionGzip)
+	}
+	return ""
 }
 
 // exporterCompression sets an image, OCI or Docker exporter's compression
-// attributes for c: compression=c and force-compression=true (so layers
-// BuildKit already holds in another compression, the base image's above
-// all, are recompressed too), and oci-mediatypes=true for zstd and
-// estargz, which Docker's media types cannot express.
-func exporterCompression(attrs map[string]string, c string) {
+// attributes for c ("" is the default: DefaultCompression, but gzip for
+// the Docker exporter, whose archives are for docker load): compression
+// and force-compression=true (so layers BuildKit already holds in another
+// compression, the base image's above all, are recompressed too), and
+// oci-mediatypes=true for zstd and estargz, which Docker's media types
+// cannot express. The Docker exporter with no compression named keeps
+// BuildKit's defaults (gzip, Docker media types).
+func exporterCompression(attrs map[string]string, c, typ string) {
 	if c == "" {
-		return
+		if typ == client.ExporterDocker {
+			return
+		}
+		c = DefaultCompression
 	}
 	attrs["compression"] = c
 	attrs["force-compression"] = "true"

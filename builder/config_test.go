@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moby/buildkit/client"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // given is a Flags.Given that says yes for keys.
@@ -189,23 +193,43 @@ func TestGitInfo(t *testing.T) {
 }
 
 func TestCompression(t *testing.T) {
+	zstd := map[string]string{"compression": "zstd", "force-compression": "true", "oci-mediatypes": "true"}
 	tests := []struct {
-		c    string
-		want map[string]string
+		c, typ string
+		want   map[string]string
 	}{
-		{"", map[string]string{}},
-		{"gzip", map[string]string{"compression": "gzip", "force-compression": "true"}},
-		{"zstd", map[string]string{"compression": "zstd", "force-compression": "true", "oci-mediatypes": "true"}},
-		{"estargz", map[string]string{"compression": "estargz", "force-compression": "true", "oci-mediatypes": "true"}},
+		{"", client.ExporterImage, zstd},
+		{"", client.ExporterOCI, zstd},
+		{"", client.ExporterDocker, map[string]string{}}, // docker load: BuildKit's gzip and Docker media types
+		{"gzip", client.ExporterImage, map[string]string{"compression": "gzip", "force-compression": "true"}},
+		{"zstd", client.ExporterImage, zstd},
+		{"zstd", client.ExporterDocker, zstd}, // named: the user's choice wins
+		{"estargz", client.ExporterOCI, map[string]string{"compression": "estargz", "force-compression": "true", "oci-mediatypes": "true"}},
 	}
 	for _, tt := range tests {
 		attrs := map[string]string{}
-		exporterCompression(attrs, tt.c)
+		exporterCompression(attrs, tt.c, tt.typ)
 		if !maps.Equal(attrs, tt.want) {
-			t.Errorf("%q: attrs %v, want %v", tt.c, attrs, tt.want)
+			t.Errorf("%q, %s: attrs %v, want %v", tt.c, tt.typ, attrs, tt.want)
 		}
 	}
-	if _, err := Merge(Flags{Compression: "lz4"}, Env{}, nil); err == nil || !strings.Contains(err.Error(), `compression "lz4": use gzip, zstd or estargz (set by the command line)`) {
+	for _, tt := range []struct {
+		name string
+		t    *matrix.Target
+		want string
+	}{
+		{"no target", nil, ""},
+		{"takes any", &matrix.Target{Name: "any"}, ""},
+		{"takes zstd", &matrix.Target{Name: "z", Compressions: []matrix.Compression{matrix.CompressionGzip, matrix.CompressionZstd}}, ""},
+		{"gzip only", &matrix.Target{Name: "g", Compressions: []matrix.Compression{matrix.CompressionGzip}}, "gzip"},
+		{"docker manifests only", &matrix.Target{Name: "d", MediaTypes: []matrix.ManifestFormat{matrix.FormatDocker}}, "gzip"},
+		{"docker or oci", &matrix.Target{Name: "do", MediaTypes: []matrix.ManifestFormat{matrix.FormatDocker, matrix.FormatOCI}}, ""},
+	} {
+		if got := CompressionFor(tt.t); got != tt.want {
+			t.Errorf("CompressionFor(%s) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if _, err := Merge(Flags{Compression: "lz4"}, Env{}, nil); err == nil || !strings.Contains(err.Error(), `compression "lz4": use zstd, gzip or estargz (set by the command line)`) {
 		t.Errorf("lz4: err = %v", err)
 	}
 	s, err := Merge(Flags{Compression: "gzip", Given: func(string) bool { return false }}, Env{}, &Config{Compression: "zstd"})

@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -32,11 +34,23 @@ func main() {
 	flag.Float64Var(&o.scale, "scale", 12, "divide every real size (wheels, runtime libraries, the builder's large-wheel threshold) by this constant; 12 is the smallest the runtime flavor's stand-in (Debian's CUDA 11.8 libraries, 197 MB) can follow")
 	flag.IntVar(&o.downloads, "max-concurrent-downloads", 3, "containerd's layers fetched at once per pull (its default is 3)")
 	flag.IntVar(&o.unpacks, "max-concurrent-unpacks", 1, "containerd's layers unpacked at once per pull (its default is 1: each layer waits for the one below)")
+	flag.IntVar(&o.runs, "runs", 3, "measure each start this many times and report the run with the median time to ready (containerd fetches layers in no fixed order, which moves one cold start by up to 0.2 of naive's)")
+	flag.StringVar(&o.scenarios, "scenarios", "cold,switch,update", "the scenarios to measure, comma-separated (a smaller set builds only the variants it needs)")
 	flag.BoolVar(&o.stargz, "stargz", true, "also measure eStargz on stargz-snapshotter, when it can run here")
 	flag.StringVar(&o.keep, "keep", "", "keep the trace and the report in this directory")
 	flag.BoolVar(&o.traceOnly, "trace-only", false, "build gpuimg variant A only, trace its start and stop")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	for sc := range strings.SplitSeq(o.scenarios, ",") {
+		if !slices.Contains([]string{"cold", "switch", "update"}, sc) {
+			fmt.Fprintf(os.Stderr, "bench-startup: -scenarios: unknown scenario %q: use cold, switch and update\n", sc)
+			os.Exit(2)
+		}
+	}
+	if o.runs < 1 {
+		fmt.Fprintln(os.Stderr, "bench-startup: -runs must be at least 1")
+		os.Exit(2)
+	}
 	err := run(ctx, o)
 	stop()
 	if err != nil {
@@ -49,9 +63,16 @@ type options struct {
 	scale     float64
 	downloads int
 	unpacks   int
+	runs      int
+	scenarios string
 	stargz    bool
 	keep      string
 	traceOnly bool
+}
+
+// wants says whether scenario sc is to be measured.
+func (o options) wants(sc string) bool {
+	return slices.Contains(strings.Split(o.scenarios, ","), sc)
 }
 
 // links are the two networks measured: a cross-border pull and an

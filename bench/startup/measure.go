@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,25 @@ type result struct {
 	Fetches []Fetch `json:",omitempty"`
 	// Unpacks are containerd's layer unpacks ("diff applied"), in order.
 	Unpacks []unpack `json:",omitempty"`
+	// Runs are the times to ready of every run of this measurement, in
+	// the order run; the result is the run with the median time.
+	Runs []time.Duration `json:",omitempty"`
+}
+
+// median is the run with the median time to ready (of an even number,
+// the slower of the two middle ones), carrying every run's time.
+func median(runs []result) result {
+	if len(runs) == 0 {
+		return result{}
+	}
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b result) int { return cmp.Compare(a.Took, b.Took) })
+	m := sorted[len(sorted)/2]
+	m.Runs = nil
+	for _, r := range runs {
+		m.Runs = append(m.Runs, r.Took)
+	}
+	return m
 }
 
 // unpack is one layer containerd applied: when it finished (from the

@@ -108,3 +108,29 @@ func TestStripRootfs(t *testing.T) {
 		t.Errorf("kept %q, want %q", names, want)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name  string
+		tooks []time.Duration
+		want  time.Duration
+	}{
+		{"one run", []time.Duration{5 * s}, 5 * s},
+		{"three runs, the slow fetch order last", []time.Duration{30 * s, 26 * s, 27 * s}, 27 * s},
+		{"two runs: the slower", []time.Duration{3 * s, 4 * s}, 4 * s},
+	}
+	for _, tt := range tests {
+		var runs []result
+		for i, d := range tt.tooks {
+			runs = append(runs, result{Kind: "gpuimg", Took: d, Pulled: int64(i)})
+		}
+		m := median(runs)
+		if m.Took != tt.want || !slices.Equal(m.Runs, tt.tooks) || runs[m.Pulled].Took != m.Took {
+			t.Errorf("%s: median = %v (runs %v), want %v with every run's time in order", tt.name, m.Took, m.Runs, tt.want)
+		}
+	}
+	if m := median(nil); m.Took != 0 {
+		t.Errorf("median of nothing = %v", m)
+	}
+}

@@ -23,6 +23,7 @@ type report struct {
 	Scale        float64
 	Downloads    int
 	Unpacks      int
+	Runs         int // runs per measurement (the median is shown)
 	Stargz       bool
 	Plan         []string // the gpuimg Dockerfile of variant A
 	Took         time.Duration
@@ -51,8 +52,8 @@ func (r *report) ratio(sc, k string) float64 {
 
 func (r *report) print(w io.Writer) {
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(w, "startup benchmark: containerd 2 (ctr pull, overlayfs, max concurrent downloads %d, unpacks %d) on %d CPUs, load %s; fixture sizes = real / %g; took %s\n",
-		r.Downloads, r.Unpacks, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), r.Scale, r.Took.Round(time.Second))
+	fmt.Fprintf(w, "startup benchmark: containerd 2 (ctr pull, overlayfs, max concurrent downloads %d, unpacks %d) on %d CPUs, load %s; fixture sizes = real / %g; each start measured %d times, the median shown; took %s\n",
+		r.Downloads, r.Unpacks, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), r.Scale, max(r.Runs, 1), r.Took.Round(time.Second))
 	if !r.Stargz {
 		fmt.Fprintln(w, "eStargz: not measured (stargz-snapshotter not running here)")
 	}
@@ -92,7 +93,7 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintln(w, "pull timing: blobs = blob requests with a body; last byte = the last blob byte at the node; busy = blob bytes / (link rate × last byte);")
 	fmt.Fprintln(w, "  unpack Σ = containerd's layer unpacks (\"diff applied\"), one after another; after = pull − last byte (unpack and bookkeeping after the link went quiet)")
-	fmt.Fprintf(w, "%-16s %-7s %-15s %8s %8s %8s %10s %9s | %5s %9s %5s %8s %8s\n", "link", "scenario", "kind", "ready", "pull", "run", "pulled", "vs naive", "blobs", "last byte", "busy", "unpack Σ", "after")
+	fmt.Fprintf(w, "%-16s %-7s %-15s %8s %8s %8s %10s %9s | %5s %9s %5s %8s %8s | %s\n", "link", "scenario", "kind", "ready", "pull", "run", "pulled", "vs naive", "blobs", "last byte", "busy", "unpack Σ", "after", "every run's ready")
 	for _, x := range r.Results {
 		n, _ := r.find(x.Link, x.Scenario, "naive")
 		rel := ""
@@ -100,8 +101,12 @@ func (r *report) print(w io.Writer) {
 			rel = fmt.Sprintf("%.2f", x.Took.Seconds()/n.Took.Seconds())
 		}
 		t := x.timing(linkRate(x.Link))
-		fmt.Fprintf(w, "%-16s %-7s %-15s %7.2fs %7.2fs %7.2fs %10s %9s | %5d %8.2fs %4.0f%% %7.2fs %7.2fs\n", x.Link, x.Scenario, x.Kind, x.Took.Seconds(), x.Pull.Seconds(), x.Run.Seconds(), mb(x.Pulled), rel,
-			t.Blobs, t.LastByte.Seconds(), 100*t.Busy, t.UnpackSum.Seconds(), t.AfterLast.Seconds())
+		var runs []string
+		for _, d := range x.Runs {
+			runs = append(runs, fmt.Sprintf("%.2f", d.Seconds()))
+		}
+		fmt.Fprintf(w, "%-16s %-7s %-15s %7.2fs %7.2fs %7.2fs %10s %9s | %5d %8.2fs %4.0f%% %7.2fs %7.2fs | %s\n", x.Link, x.Scenario, x.Kind, x.Took.Seconds(), x.Pull.Seconds(), x.Run.Seconds(), mb(x.Pulled), rel,
+			t.Blobs, t.LastByte.Seconds(), 100*t.Busy, t.UnpackSum.Seconds(), t.AfterLast.Seconds(), strings.Join(runs, " "))
 	}
 	var gsize int64
 	for _, k := range r.Kinds {
@@ -138,7 +143,7 @@ func (r *report) save(dir string) error {
 		ks = append(ks, k{x.Name, x.size, x.refs})
 	}
 	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw, "base": r.Base, "wheels": r.Wheels,
-		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "max_concurrent_unpacks": r.Unpacks, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
+		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "max_concurrent_unpacks": r.Unpacks, "runs": r.Runs, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -30,9 +30,10 @@ var (
 	varA2 = variant{"A2", "3.13", "2"}
 )
 
-// kind is a way of building the stack: naive, gpuimg, gpuimg-zstd,
-// gpuimg-estargz. refs maps a variant to its reference on the registry
-// (without host).
+// kind is a way of building the stack: naive, gpuimg (its default
+// output: zstd), gpuimg-gzip (--compression gzip, for runtimes without
+// zstd), gpuimg-estargz. refs maps a variant to its reference on the
+// registry (without host).
 type kind struct {
 	Name        string
 	Snapshotter string
@@ -88,17 +89,21 @@ func run(ctx context.Context, o options) (err error) {
 	progress("building naive and gpuimg images of variants A (Python 3.13), B (Python 3.14), A2 (A with new user code)")
 	naive := &kind{Name: "naive", Snapshotter: "overlayfs", refs: map[string]string{}}
 	gpu := &kind{Name: "gpuimg", Snapshotter: "overlayfs", refs: map[string]string{}}
+	gz := &kind{Name: "gpuimg-gzip", Snapshotter: "overlayfs", refs: map[string]string{}}
 	var plans []string
-	variants := []variant{varA, varB, varA2}
-	if o.traceOnly {
-		variants = variants[:1]
+	variants := []variant{varA}
+	if !o.traceOnly && o.wants("switch") {
+		variants = append(variants, varB)
+	}
+	if !o.traceOnly && o.wants("update") {
+		variants = append(variants, varA2)
 	}
 	for _, v := range variants {
 		ctxDir := filepath.Join(dir, "ctx-"+v.Name)
 		if err := appFiles(ctxDir, v.App); err != nil {
 			return err
 		}
-		progress("building variant %s: naive (buildctl), then gpuimg (builder.Build)", v.Name)
+		progress("building variant %s: naive (buildctl), then gpuimg (builder.Build: default, then --compression gzip)", v.Name)
 		ref := "bench/naive:" + v.Name
 		if !o.traceOnly {
 			if err := buildNaive(ctx, env, ctxDir, v, host+"/"+ref); err != nil {
@@ -107,7 +112,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		naive.refs[v.Name] = ref
 		ref = "bench/gpuimg:" + v.Name
-		plan, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale)
+		plan, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale, "")
 		if err != nil {
 			return err
 		}
@@ -115,6 +120,14 @@ func run(ctx context.Context, o options) (err error) {
 			plans = append(plans, plan)
 		}
 		gpu.refs[v.Name] = ref
+		if o.traceOnly {
+			continue
+		}
+		ref = "bench/gpuimg-gzip:" + v.Name
+		if _, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale, "gzip"); err != nil {
+			return err
+		}
+		gz.refs[v.Name] = ref
 	}
 	if o.traceOnly {
 		fmt.Fprintln(os.Stderr, plans[0])
@@ -126,15 +139,7 @@ func run(ctx context.Context, o options) (err error) {
 		rep.print(os.Stdout)
 		return nil
 	}
-	zstd := &kind{Name: "gpuimg-zstd", Snapshotter: "overlayfs", refs: map[string]string{}}
-	for _, v := range []variant{varA, varB, varA2} {
-		ref := "bench/gpuimg-zstd:" + v.Name
-		if _, err := images.Convert(ctx, host+"/"+gpu.refs[v.Name], host+"/"+ref, images.Zstd); err != nil {
-			return err
-		}
-		zstd.refs[v.Name] = ref
-	}
-	kinds := []*kind{naive, gpu, zstd}
+	kinds := []*kind{naive, gpu, gz}
 	for _, k := range kinds {
 		if k.size, err = imageSize(ctx, host+"/"+k.refs[varA.Name]); err != nil {
 			return err
@@ -153,7 +158,7 @@ func run(ctx context.Context, o options) (err error) {
 		} else {
 			stargzOK = true
 			es := &kind{Name: "gpuimg-estargz", Snapshotter: "stargz", refs: map[string]string{}}
-			for _, v := range []variant{varA, varB, varA2} {
+			for _, v := range variants {
 				ref := "bench/gpuimg-estargz:" + v.Name
 				if _, err := images.Convert(ctx, host+"/"+gpu.refs[v.Name], host+"/"+ref, images.Estargz, images.WithPrioritizedFiles(tr.Prioritized...)); err != nil {
 					return err
@@ -173,25 +178,35 @@ func run(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return err
 		}
-		scenarios := []scenario{{"cold", nil, varA}}
-		if l.Name == links[0].Name {
-			scenarios = append(scenarios, scenario{"switch", &varA, varB}, scenario{"update", &varA, varA2})
+		var scenarios []scenario
+		if o.wants("cold") {
+			scenarios = append(scenarios, scenario{"cold", nil, varA})
+		}
+		if l.Name == links[0].Name && o.wants("switch") {
+			scenarios = append(scenarios, scenario{"switch", &varA, varB})
+		}
+		if l.Name == links[0].Name && o.wants("update") {
+			scenarios = append(scenarios, scenario{"update", &varA, varA2})
 		}
 		for _, sc := range scenarios {
 			for _, k := range kinds {
-				progress("%s, %s, %s", l.Name, sc.Name, k.Name)
-				r, err := measure(ctx, dir, o, host, proxy, k, sc)
-				if err != nil {
-					proxy.Close()
-					return err
+				var runs []result
+				for i := range o.runs {
+					progress("%s, %s, %s (run %d of %d)", l.Name, sc.Name, k.Name, i+1, o.runs)
+					r, err := measure(ctx, dir, o, host, proxy, k, sc)
+					if err != nil {
+						proxy.Close()
+						return err
+					}
+					r.Link = l.Name
+					runs = append(runs, r)
 				}
-				r.Link = l.Name
-				results = append(results, r)
+				results = append(results, median(runs))
 			}
 		}
 		proxy.Close()
 	}
-	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads, Unpacks: o.unpacks,
+	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads, Unpacks: o.unpacks, Runs: o.runs,
 		Stargz: stargzOK, Plan: plans, Took: time.Since(start)}
 	if o.keep != "" {
 		if err := rep.save(o.keep); err != nil {
@@ -234,11 +249,12 @@ ENV PATH=/opt/venv/bin:$PATH
 
 // buildGpuimg builds variant v through the builder package, as gpuimg
 // build does (same resolver, same plan: the layer plan is the builder's),
-// and pushes it to ref. The builder's large-wheel threshold is a size
+// with the layer compression given ("": gpuimg's default), and pushes it
+// to ref. The builder's large-wheel threshold is a size
 // like the others, so it is divided by scale too: the fixture's wheels
 // get the layers the real wheels would get. It returns the generated
 // Dockerfile.
-func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64) (string, error) {
+func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64, compression string) (string, error) {
 	cuda, err := matrix.ParseConstraint("12.6")
 	if err != nil {
 		return "", err
@@ -265,6 +281,7 @@ func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir st
 		PipIndexURL: env.Index.URL,
 		Progress:    io.Discard,
 		LargeWheel:  int64(float64(builder.DefaultLargeWheel) / scale),
+		Compression: compression,
 	}
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {

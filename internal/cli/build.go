@@ -155,6 +155,11 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
+	// A target that takes no zstd gets gzip; an unknown one is the
+	// resolver's error.
+	if t, err := db.Target(c.Target); err == nil && c.Target != "" && set.Sources["compression"] == builder.FromDefault {
+		set.Request.Compression = builder.CompressionFor(&t)
+	}
 	if err := completeRequest(cmd.Context(), &set.Request, o.Registry); err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
@@ -200,6 +205,7 @@ func environment() builder.Env {
 func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, set *builder.Settings) error {
 	req := set.Request
 	fmt.Fprintf(stderr, "gpuimg: stack %s\n", req.Stack.Summary())
+	fmt.Fprintf(stderr, "gpuimg: layers %s\n", layersNote(req, set.Sources["compression"]))
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
@@ -250,6 +256,17 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 	return nil
 }
 
+// layersNote says which compression the build's layers get and why.
+func layersNote(req builder.Request, src builder.Source) string {
+	switch {
+	case req.Compression == "":
+		return builder.DefaultCompression + " (the default; --compression gzip for runtimes older than containerd 1.5 or Docker 23; --output type=docker gets gzip)"
+	case src == builder.FromDefault:
+		return req.Compression + " (target " + req.Stack.Target + " takes no zstd layers)"
+	}
+	return req.Compression + " (from " + string(src) + ")"
+}
+
 // clientOpts turns the TLS flags into BuildKit client options.
 // BuilderOptions are how gpuimg reaches BuildKit daemons: TLS for tcp://
 // addresses, and the state directory of the local one it starts.
@@ -283,7 +300,7 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 // settings shared by build and publish.
 func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
 	fs.StringVar(&f.LargeWheel, "large-wheel", "50MB", "installed size from which a Python distribution gets an image layer of its own (smaller ones share one layer per framework)")
-	fs.StringVar(&f.Compression, "compression", "gzip", "layer compression of the pushed or written image: gzip (every runtime), zstd (faster to unpack; containerd 1.5+, Docker 23+, podman) or estargz (lazy pulls with stargz-snapshotter)")
+	fs.StringVar(&f.Compression, "compression", "", "layer compression of the pushed or written image: zstd (default: smaller and faster to unpack; containerd 1.5+, Docker 23+, podman, CRI-O), gzip (every runtime, Docker 20.10 included; the default for --output type=docker and for a --target that takes no zstd) or estargz (lazy pulls with stargz-snapshotter)")
 }
 
 func (o *BuilderOptions) clientOpts() []client.ClientOpt {

@@ -392,7 +392,7 @@ func TestBuildEndToEnd(t *testing.T) {
 			if code == 0 || !strings.Contains(errOut, tt.want) {
 				t.Errorf("%v: exit %d, stderr %q, want %q", tt.args, code, errOut, tt.want)
 			}
-			if n := strings.Count(errOut, "gpuimg: ") - strings.Count(errOut, "gpuimg: stack "); n != 1 {
+			if n := errorLines(errOut); n != 1 {
 				t.Errorf("%v: %d error lines: %q", tt.args, n, errOut)
 			}
 		}
@@ -465,4 +465,10 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// errorLines counts the "gpuimg: " lines of a build's stderr that are not
+// its notes on what it builds (the stack, the layers' compression).
+func errorLines(stderr string) int {
+	return strings.Count(stderr, "gpuimg: ") - strings.Count(stderr, "gpuimg: stack ") - strings.Count(stderr, "gpuimg: layers ")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/internal/testenv"
@@ -228,13 +229,21 @@ os:
 		}
 	})
 
-	t.Run("--compression zstd pushes zstd layers", func(t *testing.T) {
-		refZ, _ := build(t, env.BuildKit.Address(), py1, "1.0", "zstd", "--compression", "zstd")
-		m, err := remoteImage(t, refZ).Manifest()
-		must(t, err)
-		for _, l := range m.Layers {
-			if l.MediaType != "application/vnd.oci.image.layer.v1.tar+zstd" {
-				t.Errorf("layer %s has media type %s", l.Digest, l.MediaType)
+	t.Run("zstd layers by default, gzip with --compression gzip", func(t *testing.T) {
+		refG, _ := build(t, env.BuildKit.Address(), py1, "1.0", "gzip", "--compression", "gzip")
+		for _, tt := range []struct {
+			img  v1.Image
+			want types.MediaType
+		}{
+			{imgA, types.OCILayerZStd},
+			{remoteImage(t, refG), types.OCILayer},
+		} {
+			m, err := tt.img.Manifest()
+			must(t, err)
+			for _, l := range m.Layers {
+				if l.MediaType != tt.want {
+					t.Errorf("layer %s has media type %s, want %s", l.Digest, l.MediaType, tt.want)
+				}
 			}
 		}
 	})

@@ -135,4 +135,20 @@ func TestBuildTargetFlag(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "gpuimg: stack "+want.Summary()+"\n") {
 		t.Fatalf("build --target: exit %d, want 2 after resolving %q:\n%s", code, want.Summary(), errOut)
 	}
+	// The layers' compression: gzip for a target that takes no zstd,
+	// unless named; zstd (the default) for one that takes any.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", "sagemaker/p4d", "--torch", "latest"}, "gpuimg: layers gzip (target sagemaker/p4d takes no zstd layers)\n"},
+		{[]string{"--target", "sagemaker/p4d", "--torch", "latest", "--compression", "estargz"}, "gpuimg: layers estargz (from the command line)\n"},
+		{[]string{"--target", "eks/al2023", "--torch", "latest"}, "gpuimg: layers zstd (the default;"},
+		{[]string{"--cuda", "12.4", "--torch", "2.5"}, "gpuimg: layers zstd (the default;"},
+	} {
+		_, errOut, _ = run(t, append([]string{"build", "--dockerfile-only", "--registry-mirror", "docker.io=127.0.0.1:1"}, tt.args...)...)
+		if !strings.Contains(errOut, tt.want) {
+			t.Errorf("build %v: stderr lacks %q:\n%s", tt.args, tt.want, errOut)
+		}
+	}
 }

@@ -20,7 +20,7 @@ import (
 // variant's Inputs. Bump it when what gpuimg builds from the same generated
 // Dockerfile changes meaning (the build context it sends, verify.py, the
 // build settings), so that publish rebuilds every variant once.
-const BuildVersion = "gpuimg-build/2" // 2: the layered Python environment (builder.LayeredDockerfile)
+const BuildVersion = "gpuimg-build/3" // 2: the layered Python environment (builder.LayeredDockerfile); 3: zstd layers by default (builder.DefaultCompression)
 
 // InputsLabel is the image label (and manifest annotation) that holds a
 // variant's Inputs digest.
@@ -46,7 +46,8 @@ type ExpandOptions struct {
 	// it out (expand, which pins nothing, does not know it).
 	SourceDateEpoch int64
 	// Compression is the build's layer compression (builder.Request's);
-	// gzip and "" (the default) are the same and leave it out of Inputs.
+	// "" and builder.DefaultCompression (zstd) are the same and leave it
+	// out of Inputs.
 	Compression string
 	// LargeWheel is the build's builder.Request.LargeWheel; 0 and
 	// builder.DefaultLargeWheel leave it out of Inputs.
@@ -287,7 +288,7 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 		return "", err
 	}
 	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
-	if opts.Compression != "gzip" {
+	if opts.Compression != "" && opts.Compression != builder.DefaultCompression {
 		in.Compression = opts.Compression
 	}
 	if opts.LargeWheel != builder.DefaultLargeWheel {
