@@ -134,3 +134,17 @@ func TestMedian(t *testing.T) {
 		t.Errorf("median of nothing = %v", m)
 	}
 }
+
+func TestRatioText(t *testing.T) {
+	r := report{Results: []result{
+		{Link: links[0].Name, Scenario: "update", Kind: "naive", Took: 40 * time.Second},
+		{Link: links[0].Name, Scenario: "update", Kind: "gpuimg", Took: 2 * time.Second},
+		{Link: links[1].Name, Scenario: "cold", Kind: "naive", Took: 10 * time.Second},
+		{Link: links[1].Name, Scenario: "cold", Kind: "gpuimg", Took: 5 * time.Second},
+	}}
+	for sc, want := range map[string]string{"update": "0.05", "cold": "-", "switch": "-"} {
+		if got := r.ratioText(sc); got != want {
+			t.Errorf("ratioText(%s) = %q, want %q (only the slow link counts)", sc, got, want)
+		}
+	}
+}

@@ -75,14 +75,18 @@ func (r *report) print(w io.Writer) {
 	if b := r.Base; b.Compressed > 0 {
 		fmt.Fprintf(w, "  (the base, the same layer in every kind, is %s compressed, %s of files; %s of docs, translations and tests left out; not scaled: see docs/startup.md)\n",
 			mb(b.Compressed), mb(b.Kept), mb(b.Dropped))
-		var g int64
+		var g, n *kind
 		for _, k := range r.Kinds {
-			if k.Name == "gpuimg" {
-				g = k.size
+			switch k.Name {
+			case "gpuimg":
+				g = k
+			case "naive":
+				n = k
 			}
 		}
-		if naive > b.Compressed && g > b.Compressed {
-			fmt.Fprintf(w, "  size without the base layer: gpuimg %s / naive %s = %.2f\n", mb(g-b.Compressed), mb(naive-b.Compressed), float64(g-b.Compressed)/float64(naive-b.Compressed))
+		if g != nil && n != nil && g.base > 0 && n.base > 0 {
+			fmt.Fprintf(w, "  size without each image's base layer (gpuimg's %s, naive's %s): gpuimg %s / naive %s = %.2f\n", mb(g.base), mb(n.base),
+				mb(g.size-g.base), mb(n.size-n.base), float64(g.size-g.base)/float64(n.size-n.base))
 		}
 	}
 	if t := r.Trace; t != nil {
@@ -114,8 +118,17 @@ func (r *report) print(w io.Writer) {
 			gsize = k.size
 		}
 	}
-	fmt.Fprintf(w, "startup: size %.2f, cold %.2f, switch %.2f, update %.2f (gpuimg/naive; lower is better)\n",
-		float64(gsize)/float64(naive), r.ratio("cold", "gpuimg"), r.ratio("switch", "gpuimg"), r.ratio("update", "gpuimg"))
+	fmt.Fprintf(w, "startup: size %.2f, cold %s, switch %s, update %s (gpuimg/naive; lower is better)\n",
+		float64(gsize)/float64(naive), r.ratioText("cold"), r.ratioText("switch"), r.ratioText("update"))
+}
+
+// ratioText is gpuimg's ratio to naive in scenario sc on the slow link,
+// or "-" when the run did not measure it (-scenarios).
+func (r *report) ratioText(sc string) string {
+	if x := r.ratio(sc, "gpuimg"); x > 0 {
+		return fmt.Sprintf("%.2f", x)
+	}
+	return "-"
 }
 
 // linkRate is the rate of the link named name (bytes per second).
@@ -136,11 +149,12 @@ func (r *report) save(dir string) error {
 	type k struct {
 		Name string            `json:"name"`
 		Size int64             `json:"size"`
+		Base int64             `json:"base_layer"`
 		Refs map[string]string `json:"refs"`
 	}
 	var ks []k
 	for _, x := range r.Kinds {
-		ks = append(ks, k{x.Name, x.size, x.refs})
+		ks = append(ks, k{x.Name, x.size, x.base, x.refs})
 	}
 	b, err := json.MarshalIndent(map[string]any{"results": r.Results, "kinds": ks, "trace": r.Trace, "runtime_extra": r.RuntimeExtra, "runtime_extra_uncompressed": r.RuntimeRaw, "base": r.Base, "wheels": r.Wheels,
 		"scale": r.Scale, "max_concurrent_downloads": r.Downloads, "max_concurrent_unpacks": r.Unpacks, "runs": r.Runs, "stargz": r.Stargz, "gpuimg_dockerfile": r.Plan, "took_ns": r.Took}, "", "  ")

@@ -39,6 +39,7 @@ type kind struct {
 	Snapshotter string
 	refs        map[string]string
 	size        int64 // compressed bytes of variant A
+	base        int64 // of which its bottom layer, the base (recompressed in gpuimg's zstd)
 }
 
 func progress(format string, args ...any) {
@@ -141,7 +142,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	kinds := []*kind{naive, gpu, gz}
 	for _, k := range kinds {
-		if k.size, err = imageSize(ctx, host+"/"+k.refs[varA.Name]); err != nil {
+		if k.size, k.base, err = imageSizes(ctx, host+"/"+k.refs[varA.Name]); err != nil {
 			return err
 		}
 	}
@@ -165,7 +166,7 @@ func run(ctx context.Context, o options) (err error) {
 				}
 				es.refs[v.Name] = ref
 			}
-			if es.size, err = imageSize(ctx, host+"/"+es.refs[varA.Name]); err != nil {
+			if es.size, es.base, err = imageSizes(ctx, host+"/"+es.refs[varA.Name]); err != nil {
 				return err
 			}
 			kinds = append(kinds, es)
@@ -300,23 +301,32 @@ func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir st
 
 // imageSize is the compressed size of ref's layers.
 func imageSize(ctx context.Context, ref string) (int64, error) {
+	n, _, err := imageSizes(ctx, ref)
+	return n, err
+}
+
+// imageSizes is the compressed size of ref's layers, and of its bottom
+// layer.
+func imageSizes(ctx context.Context, ref string) (total, bottom int64, err error) {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	img, err := remote.Image(r, remote.WithContext(ctx))
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", ref, err)
+		return 0, 0, fmt.Errorf("read %s: %w", ref, err)
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
 	for _, l := range m.Layers {
-		n += l.Size
+		total += l.Size
 	}
-	return n, nil
+	if len(m.Layers) > 0 {
+		bottom = m.Layers[0].Size
+	}
+	return total, bottom, nil
 }
 
 func buildctl(ctx context.Context, env *testenv.Env, args ...string) error {
