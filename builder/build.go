@@ -97,11 +97,14 @@ type Plan struct {
 // Result is what a build produced.
 type Result struct {
 	// Digest is the image (or index) digest, when an image was exported.
-	Digest string       `json:"digest,omitempty"`
-	Tags   []string     `json:"tags,omitempty"`
-	Pushed bool         `json:"pushed"`
-	Base   images.Base  `json:"base"`
-	Stack  matrix.Stack `json:"stack"`
+	Digest string   `json:"digest,omitempty"`
+	Tags   []string `json:"tags,omitempty"`
+	Pushed bool     `json:"pushed"`
+	// Compression is the tagged image's layer compression (zstd, gzip or
+	// estargz), when the build has tags.
+	Compression string       `json:"compression,omitempty"`
+	Base        images.Base  `json:"base"`
+	Stack       matrix.Stack `json:"stack"`
 	// Duration is the wall time of the solve.
 	Duration time.Duration `json:"duration_ns"`
 	// CachedSteps of TotalSteps Dockerfile steps were answered from
@@ -459,6 +462,9 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	}
 	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start),
 		Dockerfile: dockerfile, Layers: layers}
+	if len(req.Tags) > 0 {
+		res.Compression = compressionOf(req.Compression, client.ExporterImage)
+	}
 	for _, st := range steps {
 		if st.done {
 			res.TotalSteps++

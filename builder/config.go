@@ -377,6 +377,19 @@ func CompressionFor(t *matrix.Target) string {
 	return ""
 }
 
+// compressionOf is the compression an exporter of type typ writes when
+// the build asks for c: c, or for "" DefaultCompression, but "" (BuildKit's
+// own default, gzip) for the Docker exporter.
+func compressionOf(c, typ string) string {
+	switch {
+	case c != "":
+		return c
+	case typ == client.ExporterDocker:
+		return ""
+	}
+	return DefaultCompression
+}
+
 // exporterCompression sets an image, OCI or Docker exporter's compression
 // attributes for c ("" is the default: DefaultCompression, but gzip for
 // the Docker exporter, whose archives are for docker load): compression
@@ -386,11 +399,8 @@ func CompressionFor(t *matrix.Target) string {
 // cannot express. The Docker exporter with no compression named keeps
 // BuildKit's defaults (gzip, Docker media types).
 func exporterCompression(attrs map[string]string, c, typ string) {
-	if c == "" {
-		if typ == client.ExporterDocker {
-			return
-		}
-		c = DefaultCompression
+	if c = compressionOf(c, typ); c == "" {
+		return
 	}
 	attrs["compression"] = c
 	attrs["force-compression"] = "true"

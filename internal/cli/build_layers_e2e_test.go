@@ -230,7 +230,10 @@ os:
 	})
 
 	t.Run("zstd layers by default, gzip with --compression gzip", func(t *testing.T) {
-		refG, _ := build(t, env.BuildKit.Address(), py1, "1.0", "gzip", "--compression", "gzip")
+		refG, resG := build(t, env.BuildKit.Address(), py1, "1.0", "gzip", "--compression", "gzip")
+		if resA.Compression != "zstd" || resG.Compression != "gzip" {
+			t.Errorf("-o json says compression %q by default and %q with --compression gzip", resA.Compression, resG.Compression)
+		}
 		for _, tt := range []struct {
 			img  v1.Image
 			want types.MediaType
