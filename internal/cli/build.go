@@ -157,8 +157,10 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	}
 	// A target that takes no zstd gets gzip; an unknown one is the
 	// resolver's error.
-	if t, err := db.Target(c.Target); err == nil && c.Target != "" && set.Sources["compression"] == builder.FromDefault {
-		set.Request.Compression = builder.CompressionFor(&t)
+	if c.Target != "" && set.Sources["compression"] == builder.FromDefault {
+		if t, err := db.Target(c.Target); err == nil {
+			set.Request.Compression = builder.CompressionFor(&t)
+		}
 	}
 	if err := completeRequest(cmd.Context(), &set.Request, o.Registry); err != nil {
 		return nil, nil, matrix.Constraints{}, err
