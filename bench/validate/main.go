@@ -50,8 +50,14 @@ type sample struct {
 	maxRSS int64 // KiB
 }
 
-func measure(ctx context.Context, name string, args ...string) (sample, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+// measure runs the command through testenv.Measure: this process has
+// read a gigabyte of layers by now, and a child's rusage read here directly
+// would carry this process's peak (see internal/testenv/peakrss).
+func measure(ctx context.Context, dir, name string, args ...string) (sample, error) {
+	cmd, err := testenv.Measure(ctx, dir, name, args...)
+	if err != nil {
+		return sample{}, err
+	}
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
@@ -60,8 +66,12 @@ func measure(ctx context.Context, name string, args ...string) (sample, error) {
 			return sample{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return sample{wall: time.Since(start), maxRSS: ru.Maxrss}, nil
+	wall := time.Since(start)
+	rss, err := cmd.MaxRSS()
+	if err != nil {
+		return sample{}, err
+	}
+	return sample{wall: wall, maxRSS: rss >> 10}, nil
 }
 
 func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
@@ -119,13 +129,13 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 	for range runs {
 		out := filepath.Join(dir, "copy")
 		os.RemoveAll(out)
-		s, err := measure(ctx, "skopeo", "copy", "--src-tls-verify=false", "docker://"+ref, "dir:"+out)
+		s, err := measure(ctx, dir, "skopeo", "copy", "--src-tls-verify=false", "docker://"+ref, "dir:"+out)
 		if err != nil {
 			return err
 		}
 		skopeo = append(skopeo, s)
 		os.RemoveAll(out)
-		v, err := measure(ctx, gpuimg, "validate", ref, "--gpu", "h100", "-o", "json")
+		v, err := measure(ctx, dir, gpuimg, "validate", ref, "--gpu", "h100", "-o", "json")
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/compression"
@@ -23,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 // hostileLib is where the hostile images put their CUDA library: a name
@@ -91,7 +92,8 @@ func retar(b []byte, headers ...int) []byte {
 // to break it: damaged fat binaries, an ELF cut short, a sparse library
 // of a terabyte of holes, a tar header declaring 8 GiB, a zstd layer, and
 // a 128 MiB library. Each run must exit 0, 1 or 2 without a panic, and
-// its peak memory (the kernel's max RSS of the process) must stay bounded
+// its peak memory (the kernel's max RSS of the process, measured through
+// testenv.Measure, not from this test binary's own rusage of its child) must stay bounded
 // whatever the layer's size. TestSparseDeviceLibIsABomb and the fuzz
 // targets cover the same inputs in process; this is the whole binary.
 func TestValidateHostileImages(t *testing.T) {
@@ -149,7 +151,8 @@ func TestValidateHostileImages(t *testing.T) {
 		lp, err := layout.Write(p, empty.Index)
 		must(t, err)
 		must(t, lp.AppendImage(img))
-		cmd := exec.Command(bin, "validate", "oci:"+p, "--gpu", "h100", "-o", "json")
+		cmd, err := testenv.Measure(t.Context(), dir, bin, "validate", "oci:"+p, "--gpu", "h100", "-o", "json")
+		must(t, err)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err = cmd.Run()
@@ -160,7 +163,8 @@ func TestValidateHostileImages(t *testing.T) {
 		if code < 0 || code > 2 || strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "goroutine ") {
 			t.Errorf("%s: exit %d:\n%s", name, code, lastLines(stderr.String(), 20))
 		}
-		maxRSS = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB
+		maxRSS, err = cmd.MaxRSS()
+		must(t, err)
 		if !strings.Contains(stdout.String()+stderr.String(), want) {
 			t.Errorf("%s: neither the report nor the error says %q:\n%s%s", name, want, stdout.String(), stderr.String())
 		}
