@@ -377,6 +377,10 @@ func CompressionFor(t *matrix.Target) string {
 	return ""
 }
 
+// ImageCompression is the layer compression of an image pushed by a build
+// that asks for c: c, or DefaultCompression for "".
+func ImageCompression(c string) string { return compressionOf(c, client.ExporterImage) }
+
 // compressionOf is the compression an exporter of type typ writes when
 // the build asks for c: c, or for "" DefaultCompression, but "" (BuildKit's
 // own default, gzip) for the Docker exporter.

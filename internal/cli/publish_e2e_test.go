@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/publish"
 )
@@ -88,12 +90,12 @@ promote: {tags: ["latest"]}
 		t.Fatalf("first run: %d results, want 2: %+v", len(rep.Results), rep.Results)
 	}
 	cached := 0
-	for _, r := range rep.Results {
-		if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], dead) || r.TotalSteps == 0 {
-			t.Errorf("%s: notes %q (want the retry away from %s), %d/%d steps cached", r.Variant.Name, r.Notes, dead, r.CachedSteps, r.TotalSteps)
+	for _, res := range rep.Results {
+		if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], dead) || res.TotalSteps == 0 {
+			t.Errorf("%s: notes %q (want the retry away from %s), %d/%d steps cached", res.Variant.Name, res.Notes, dead, res.CachedSteps, res.TotalSteps)
 		}
-		cached += r.CachedSteps
-		r, err := name.ParseReference(r.Variant.Tag, name.Insecure)
+		cached += res.CachedSteps
+		r, err := name.ParseReference(res.Variant.Tag, name.Insecure)
 		must(t, err)
 		desc, err := remote.Get(r, remote.WithContext(ctx))
 		must(t, err)
@@ -103,6 +105,14 @@ promote: {tags: ["latest"]}
 		must(t, err)
 		if m.Annotations[publish.InputsLabel] == "" {
 			t.Errorf("%s: manifest annotations %v lack %s", r, m.Annotations, publish.InputsLabel)
+		}
+		if res.Compression != builder.DefaultCompression {
+			t.Errorf("%s: report says %q layers, want %s (the default)", r, res.Compression, builder.DefaultCompression)
+		}
+		for _, l := range m.Layers {
+			if l.MediaType != types.OCILayerZStd {
+				t.Errorf("%s: layer %s is %s, want %s", r, l.Digest, l.MediaType, types.OCILayerZStd)
+			}
 		}
 	}
 	if cached == 0 {

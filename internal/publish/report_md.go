@@ -86,6 +86,9 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 			size := ""
 			if res.Size > 0 {
 				size = humanize.Bytes(res.Size)
+				if res.Compression != "" {
+					size += " " + res.Compression
+				}
 			}
 			digest := ""
 			if res.Digest != "" {

@@ -47,7 +47,7 @@ func reportFixture() *Report {
 			Variant: reportTestVariant("2.7.1-cu128-py3.12", "12.8.1", "2.7.1", "3.12"),
 			Outcome: Published,
 			Digest:  "sha256:" + strings.Repeat("0123456789abcdef", 4),
-			Size:    3_435_973_837, Builder: "tcp://buildkit-0:1234",
+			Size:    3_435_973_837, Compression: "zstd", Builder: "tcp://buildkit-0:1234",
 			BuildTime: 41 * time.Second, CachedSteps: 12, TotalSteps: 15, Verdict: matrix.Pass,
 			Mirrors: []string{"mirror.example.com/ml/torch:2.7.1-cu128-py3.12"},
 			Tags:    []string{"2.7.1-cu128", "latest"},
@@ -56,7 +56,7 @@ func reportFixture() *Report {
 			Variant: reportTestVariant("2.6.0-cu124-py3.11", "12.4.1", "2.6.0", "3.11"),
 			Outcome: Unchanged,
 			Digest:  "sha256:" + strings.Repeat("fedcba9876543210", 4),
-			Size:    3_000_000_000, Verdict: matrix.Pass,
+			Size:    3_000_000_000, Compression: "gzip", Verdict: matrix.Pass,
 		}, {
 			Variant: reportTestVariant("2.7.1-cu126-py3.11", "12.6.3", "2.7.1", "3.11"),
 			Outcome: Failed, Builder: "tcp://buildkit-1:1234", BuildTime: 7 * time.Second,
@@ -186,8 +186,8 @@ func TestMarkdown(t *testing.T) {
 			"## gpuimg publish: registry.example.com/ml/torch\n",
 			"**3 variants: 1 published, 1 unchanged, 1 failed; 2 combinations skipped** · started 2026-11-30 02:00 UTC, took 14m32s\n",
 			"### Failures\n\n- ❌ **2.7.1-cu126-py3.11**: build: pip install evil==1.0 | tee: &lt;script&gt;alert(1)&lt;/script&gt; ERROR: No matching distribution found for evil==1.0\n",
-			"| 2.7.1-cu128-py3.12 (torch 2.7.1 cu128 py3.12) | ✅ published | `sha256:0123456789ab` | 3.2 GiB | 41s | 12/15 | pass | mirror.example.com/ml/torch:2.7.1-cu128-py3.12, 2.7.1-cu128, latest |\n",
-			"| 2.6.0-cu124-py3.11 (torch 2.6.0 cu124 py3.11) | ⏸️ unchanged | `sha256:fedcba987654` | 2.8 GiB |  |  | pass |  |\n",
+			"| 2.7.1-cu128-py3.12 (torch 2.7.1 cu128 py3.12) | ✅ published | `sha256:0123456789ab` | 3.2 GiB zstd | 41s | 12/15 | pass | mirror.example.com/ml/torch:2.7.1-cu128-py3.12, 2.7.1-cu128, latest |\n",
+			"| 2.6.0-cu124-py3.11 (torch 2.6.0 cu124 py3.11) | ⏸️ unchanged | `sha256:fedcba987654` | 2.8 GiB gzip |  |  | pass |  |\n",
 			"| 2.7.1-cu126-py3.11 (torch 2.7.1 cu126 py3.11) | ❌ failed |  |  | 7s |  |  |  |\n",
 			"### Notes\n\n- **2.7.1-cu128-py3.12**: builder tcp://buildkit-1:1234 failed, retried on tcp://buildkit-0:1234: connection refused\n",
 			"<details><summary>2 combinations skipped</summary>",
@@ -364,7 +364,7 @@ func TestHTMLEscapedAndSelfContained(t *testing.T) {
 			t.Errorf("report.html contains %q", bad)
 		}
 	}
-	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;b&gt;ml&lt;/b&gt;", `<section id="summary" class="bad">`} {
+	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;b&gt;ml&lt;/b&gt;", `<section id="summary" class="bad">`, "GiB<br><small>zstd</small></td>", "GiB, gzip layers</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
 		}

@@ -246,7 +246,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 	plan.Labels[InputsLabel] = v.Inputs
 	r.prepared[i] = plan
 	res := &r.rep.Results[i]
-	res.Variant = *v
+	res.Variant, res.Compression = *v, builder.ImageCompression(req.Compression)
 	if r.opts.Force {
 		return true
 	}

@@ -63,6 +63,10 @@ type Result struct {
 	Digest string `json:"digest,omitempty"`
 	// Size is the image's compressed size in bytes.
 	Size int64 `json:"size,omitempty"`
+	// Compression is the image's layer compression (zstd, gzip or
+	// estargz): the one the variant is built with, which its inputs
+	// digest records, so an unchanged variant has it too.
+	Compression string `json:"compression,omitempty"`
 	// Builder is the BuildKit address the variant was built on.
 	Builder string `json:"builder,omitempty"`
 	// BuildTime is how long the build took.
