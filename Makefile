@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish bench-startup gpu-bins gpu-check clean
+.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish bench-compression bench-startup gpu-bins gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a
 
 bench-publish: build tools ## gpuimg publish of a 4-variant matrix vs gpuimg build one by one; an unchanged nightly of 8 variants (root)
 	$(GO) run ./bench/publish -gpuimg $(BIN)
+
+bench-compression: ## layer compressions on real CUDA libraries: size, build-time and pull-time cost of gzip and zstd levels (root)
+	$(GO) run ./bench/compression
 
 bench-startup: tools bin/containerd ## time to ready on containerd 2 through a modelled 100 Mbit/s and 1 Gbit/s link: naive vs gpuimg, zstd, eStargz (root)
 	$(GO) run ./bench/startup
