@@ -20,11 +20,15 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 )
 
 func main() {
+	// The command dies with peakrss (Pdeathsig follows the thread that
+	// started it), so a test that kills peakrss leaves nothing behind.
+	runtime.LockOSThread()
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -37,6 +41,7 @@ func run(args []string) int {
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	cmd := exec.Command(args[1], args[2:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err := cmd.Run()
 	if _, ok := errors.AsType[*exec.ExitError](err); err != nil && !ok {
 		fmt.Fprintln(os.Stderr, "peakrss:", err)
