@@ -84,18 +84,14 @@ func (s *slowIndex) waitHeld(t *testing.T, n int, what string) {
 	}
 }
 
-// gpuimgBinary builds the gpuimg binary into a temporary directory of
-// t, to run as a user would (signals need a process of its own).
+// gpuimgBinary builds the static gpuimg binary (as `make build` does)
+// into a temporary directory of t, to run as a user would (signals need a
+// process of its own) or to mount into images as --probe-binary.
 func gpuimgBinary(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	must(t, err)
 	bin := filepath.Join(t.TempDir(), "gpuimg")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gpuimg")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/gpuimg: %v\n%s", err, out)
+	if err := testenv.GoBuild(t.Context(), "./cmd/gpuimg", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -93,8 +93,8 @@ func retar(b []byte, headers ...int) []byte {
 // of a terabyte of holes, a tar header declaring 8 GiB, a zstd layer, and
 // a 128 MiB library. Each run must exit 0, 1 or 2 without a panic, and
 // its peak memory (the kernel's max RSS of the process, measured through
-// testenv.Measure, not from this test binary's own rusage of its child) must stay bounded
-// whatever the layer's size. TestSparseDeviceLibIsABomb and the fuzz
+// testenv.Measure, not from this test binary's own rusage of its child)
+// must stay bounded whatever the layer's size. TestSparseDeviceLibIsABomb and the fuzz
 // targets cover the same inputs in process; this is the whole binary.
 func TestValidateHostileImages(t *testing.T) {
 	if testing.Short() {

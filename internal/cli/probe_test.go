@@ -34,7 +34,7 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 		t.Skip("this machine has an NVIDIA driver")
 	}
 	ctx := t.Context()
-	probe := buildProbe(t)
+	probe := gpuimgBinary(t)
 	rootfs, err := testenv.BaseRootfs(ctx)
 	must(t, err)
 	dir, err := os.MkdirTemp("/tmp", "gp-")
@@ -159,7 +159,7 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	probe := buildProbe(t)
+	probe := gpuimgBinary(t)
 
 	// A matrix file and a budget reach the probe inside the container (a
 	// file it could not read would make it exit 2).
@@ -191,22 +191,6 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	if got := gpurun.ImageLabels(ctx, "podman", ref); got["dev.gpuimg.stack"] != stackLabel {
 		t.Errorf("podman image labels %v", got)
 	}
-}
-
-// buildProbe builds the static gpuimg binary that --probe-binary mounts
-// into images.
-func buildProbe(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	must(t, err)
-	probe := filepath.Join(t.TempDir(), "gpuimg")
-	build := exec.Command("go", "build", "-o", probe, "./cmd/gpuimg")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the probe: %v\n%s", err, out)
-	}
-	return probe
 }
 
 // TestValidateRunDriverTooOld: when the NVIDIA container runtime refuses

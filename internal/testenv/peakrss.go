@@ -21,17 +21,10 @@ type Measured struct {
 // Measure builds peakrss into dir (go's build cache makes that quick
 // after the first time) and returns name with args, to be run through it.
 func Measure(ctx context.Context, dir, name string, args ...string) (*Measured, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return nil, err
-	}
 	bin := filepath.Join(dir, "peakrss")
 	if _, err := os.Stat(bin); err != nil {
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/testenv/peakrss")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./internal/testenv/peakrss: %w\n%s", err, out)
+		if err := GoBuild(ctx, "./internal/testenv/peakrss", bin); err != nil {
+			return nil, err
 		}
 	}
 	f, err := os.CreateTemp(dir, "maxrss-")

@@ -30,6 +30,22 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// GoBuild builds pkg, a main package of this module ("./cmd/gpuimg"),
+// into the file out, static (CGO_ENABLED=0), as `make build` does.
+func GoBuild(ctx context.Context, pkg, out string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
 // Tools are the helper binaries pinned in tools/go.mod.
 type Tools struct {
 	Buildkitd, Buildctl, Registry, Crane string
