@@ -19,7 +19,6 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -28,7 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -96,6 +94,7 @@ func main() {
 type input struct {
 	name, path string
 	size       int64
+	digest     []byte // sha256 of the tar, to check each codec's round trip
 }
 
 // result is one codec on one input.
@@ -112,7 +111,7 @@ func run(ctx context.Context, runs int, dir string) error {
 	if err != nil {
 		return err
 	}
-	cuda, err := testenv.DebianCUDA(ctx)
+	cudaLibs, err := testenv.DebianCUDALibs(ctx)
 	if err != nil {
 		return err
 	}
@@ -122,17 +121,13 @@ func run(ctx context.Context, runs int, dir string) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	cudaLibs, err := filepath.Glob(filepath.Join(cuda, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
-	if err != nil || len(cudaLibs) == 0 {
-		return fmt.Errorf("no CUDA 11.8 libraries under %s", cuda)
-	}
 	inputs := []input{
 		{name: "libtorch_cuda.so (Debian 13, CUDA 12.4)", path: filepath.Join(dir, "torch.tar")},
 		{name: "cuBLAS, cuRAND, cudart (Debian 12, CUDA 11.8)", path: filepath.Join(dir, "cuda.tar")},
 	}
 	files := [][]string{{filepath.Join(torch, testenv.DebianTorchCUDALib)}, cudaLibs}
 	for i := range inputs {
-		if inputs[i].size, err = writeTar(inputs[i].path, files[i]); err != nil {
+		if inputs[i].size, inputs[i].digest, err = writeTar(inputs[i].path, files[i]); err != nil {
 			return err
 		}
 	}
@@ -147,7 +142,7 @@ func run(ctx context.Context, runs int, dir string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			r, err := measure(in.path, c, runs)
+			r, err := measure(in, c, runs)
 			if err != nil {
 				return fmt.Errorf("%s on %s: %w", c.name, in.name, err)
 			}
@@ -187,66 +182,36 @@ func ratio[T int64 | time.Duration](a, b T) float64 { return float64(a) / float6
 
 func mb(n int64) float64 { return float64(n) / 1e6 }
 
-// writeTar writes the files (by their base names, modes and sizes, with
-// a fixed time) as an uncompressed tar at path.
-func writeTar(path string, files []string) (int64, error) {
+// writeTar writes the files as an uncompressed tar at path (by their
+// base names under usr/lib/x86_64-linux-gnu/, testenv.WriteFilesTar) and
+// returns its size and sha256.
+func writeTar(path string, files []string) (int64, []byte, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	tw := tar.NewWriter(f)
-	for _, p := range files {
-		if err := addFile(tw, p); err != nil {
-			f.Close()
-			return 0, err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	h := sha256.New()
+	if err := testenv.WriteFilesTar(io.MultiWriter(f, h), "usr/lib/x86_64-linux-gnu/", files, time.Unix(0, 0)); err != nil {
 		f.Close()
-		return 0, err
+		return 0, nil, err
 	}
 	if err := f.Close(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return st.Size(), nil
+	return st.Size(), h.Sum(nil), nil
 }
 
-func addFile(tw *tar.Writer, p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return &fs.PathError{Op: "tar", Path: p, Err: errors.New("not a regular file")}
-	}
-	src, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	hdr := &tar.Header{Name: "usr/lib/x86_64-linux-gnu/" + filepath.Base(p), Mode: 0o644, Size: st.Size(), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	_, err = io.Copy(tw, src)
-	return err
-}
-
-// measure compresses the tar at path with c runs times into memory, and
+// measure compresses in's tar with c runs times into memory, and
 // decompresses the result runs times, checking it reads back whole.
-func measure(path string, c codec, runs int) (result, error) {
-	want, err := fileDigest(path)
-	if err != nil {
-		return result{}, err
-	}
+func measure(in input, c codec, runs int) (result, error) {
 	var comp, decomp []time.Duration
 	var out bytes.Buffer
 	for range runs {
-		src, err := os.Open(path)
+		src, err := os.Open(in.path)
 		if err != nil {
 			return result{}, err
 		}
@@ -285,24 +250,11 @@ func measure(path string, c codec, runs int) (result, error) {
 		}
 		if i < runs {
 			decomp = append(decomp, elapsed)
-		} else if !bytes.Equal(h.Sum(nil), want) {
+		} else if !bytes.Equal(h.Sum(nil), in.digest) {
 			return result{}, errors.New("decompressed bytes differ from the tar")
 		}
 	}
 	return result{size: int64(out.Len()), compress: median(comp), decompress: median(decomp)}, nil
-}
-
-func fileDigest(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, err
-	}
-	return h.Sum(nil), nil
 }
 
 func median(d []time.Duration) time.Duration {

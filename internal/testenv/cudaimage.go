@@ -21,13 +21,9 @@ import (
 // layer tars in dir. Benchmarks use it as a realistic multi-GB image with
 // device code.
 func CUDALibsImage(ctx context.Context, dir string, n int) (v1.Image, error) {
-	root, err := DebianCUDA(ctx)
+	libs, err := DebianCUDALibs(ctx)
 	if err != nil {
 		return nil, err
-	}
-	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
-	if len(libs) == 0 {
-		return nil, fmt.Errorf("no CUDA libraries under %s", root)
 	}
 	var layers []v1.Layer
 	for i := range n {
@@ -42,6 +38,20 @@ func CUDALibsImage(ctx context.Context, dir string, n int) (v1.Image, error) {
 		layers = append(layers, l)
 	}
 	return mutate.AppendLayers(empty.Image, layers...)
+}
+
+// DebianCUDALibs is DebianCUDA's libraries (DebianCUDAPackages'), by
+// their full versioned names: the files, not the symlinks to them.
+func DebianCUDALibs(ctx context.Context) ([]string, error) {
+	root, err := DebianCUDA(ctx)
+	if err != nil {
+		return nil, err
+	}
+	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/lib*.so.*.*"))
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("no CUDA libraries under %s", root)
+	}
+	return libs, nil
 }
 
 func writeLibLayer(p string, i int, libs []string) error {
