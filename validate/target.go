@@ -176,9 +176,11 @@ func isNumericUser(u string) bool {
 	return true
 }
 
-// TargetCheck is the check images.Import runs before it pushes: static
-// validation of the image with target t alone (its packaging as it will be
-// after the conversion), keeping the target's findings. opt gives the
+// TargetCheck is the check images.Import runs before it pushes: the whole
+// static validation of the image with target t (its packaging as it will
+// be after the conversion), every check that gpuimg validate --target
+// runs, not only the target's own (secrets, unsafe paths, the stack label,
+// NVIDIA_REQUIRE_CUDA, …): a failed one refuses the push. opt gives the
 // matrix and the report's name; its Targets and Packaging are replaced.
 func TargetCheck(t matrix.Target, opt Options) func(ctx context.Context, img v1.Image, after matrix.Packaging) ([]matrix.Finding, error) {
 	return func(ctx context.Context, img v1.Image, after matrix.Packaging) ([]matrix.Finding, error) {
@@ -188,7 +190,7 @@ func TargetCheck(t matrix.Target, opt Options) func(ctx context.Context, img v1.
 		if err != nil {
 			return nil, err
 		}
-		return TargetChecks(rep.Checks), nil
+		return rep.Checks, nil
 	}
 }
 

@@ -34,8 +34,10 @@ func newImportCmd() *cobra.Command {
 --matrix-file row of your own), converts what the provider needs, and pushes
 it, so a rejected image fails here and not after a 20-minute upload.
 
-1. Validate: everything validate --target checks. What no conversion fixes
-   refuses the import before a byte is pushed, with every reason: a platform
+1. Validate: everything validate --target checks, the target's checks and
+   the others (credentials in the image, tar entries escaping the root,
+   NVIDIA_REQUIRE_CUDA). What no conversion fixes refuses the import before
+   a byte is pushed, with every reason: a platform
    the image lacks (arm64-only for an amd64 fleet), a size over the limit,
    CUDA above the fleet's driver even under minor-version compatibility,
    missing kernels for the fleet's GPUs, a broken runtime contract.

@@ -10,7 +10,8 @@ import (
 )
 
 // importTargets imports variant i (at digestRef) into every target of the
-// file with images.Import: validated for the target (validate.TargetCheck),
+// file with images.Import: validated in full with the target
+// (validate.TargetCheck: everything validate --target checks),
 // converted to the form it accepts, pushed to its repository. It runs
 // before the variant's own tag is written, so a target that refuses the
 // variant fails it with its tags as they were; targets imported before the
