@@ -81,52 +81,29 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	if len(dsts) == 0 {
 		return nil, errors.New("copy: no destination")
 	}
-	opt, srcRef, err := prepare(src, opts)
+	opt, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
 	var dstRefs []name.Reference
 	for _, d := range dsts {
+		if dr, err := ParseRef(d); err == nil && dr.Transport != Registry {
+			return nil, fmt.Errorf("copy to %s: copy writes to registries; write %s files with gpuimg images export", d, dr.Transport)
+		}
 		r, err := opt.parse(d)
 		if err != nil {
 			return nil, err
 		}
 		dstRefs = append(dstRefs, r)
 	}
-	puller, err := remote.NewPuller(opt.remote(ctx)...)
+	cs, err := openCopySource(ctx, opt, src, opts)
 	if err != nil {
 		return nil, err
 	}
-	desc, err := puller.Get(ctx, srcRef)
-	if err != nil {
-		return nil, explain("read", srcRef, err)
-	}
-	var taggable remote.Taggable = desc
-	digest, mediaType := desc.Digest.String(), string(desc.MediaType)
-	var blobs []Blob
-	if desc.MediaType.IsIndex() && opt.platform != nil {
-		img, err := desc.Image() // narrows to the platform
-		if err != nil {
-			return nil, explain("read", srcRef, err)
-		}
-		d, err := img.Digest()
-		if err != nil {
-			return nil, explain("read", srcRef, err)
-		}
-		mt, err := img.MediaType()
-		if err != nil {
-			return nil, explain("read", srcRef, err)
-		}
-		digest, mediaType, taggable = d.String(), string(mt), img
-		blobs, err = imageBlobs(img)
-		if err != nil {
-			return nil, err
-		}
-	} else if blobs, err = descriptorBlobs(desc); err != nil {
-		return nil, explain("read", srcRef, err)
-	}
+	defer cs.close()
+	srcRef, taggable, digest, mediaType, blobs := cs.ref, cs.taggable, cs.digest, cs.mediaType, cs.blobs
 
-	res := &CopyResult{Source: srcRef.String(), Digest: digest, MediaType: mediaType, DryRun: opt.dryRun, Destinations: make([]DestResult, len(dstRefs))}
+	res := &CopyResult{Source: cs.name, Digest: digest, MediaType: mediaType, DryRun: opt.dryRun, Destinations: make([]DestResult, len(dstRefs))}
 	var progress io.Writer
 	if opt.progress != nil {
 		progress = &lockedWriter{w: opt.progress} // destinations report concurrently
@@ -136,7 +113,7 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	// Destinations on the source's own registry keep the original, so their
 	// blobs are mounted.
 	var spooled remote.Taggable
-	if opt.readOnce && len(dstRefs) > 1 && !opt.dryRun {
+	if opt.readOnce && len(dstRefs) > 1 && !opt.dryRun && srcRef != nil { // files are read from local disk
 		dir, err := os.MkdirTemp(opt.tempDir, "gpuimg-copy-")
 		if err != nil {
 			return nil, err
@@ -166,7 +143,7 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	for i, dst := range dstRefs {
 		g.Go(func() error {
 			src := taggable
-			if spooled != nil && dst.Context().RegistryStr() != srcRef.Context().RegistryStr() {
+			if spooled != nil && dst.Context().RegistryStr() != srcRef.Context().RegistryStr() { // spooled only for a registry source
 				src = spooled
 			}
 			dr := DestResult{Ref: dst.String(), Digest: digest, Blobs: len(blobs)}
@@ -193,6 +170,105 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	}
 	res.Duration = time.Since(start).Seconds()
 	return res, nil
+}
+
+// copySource is what Copy pushes: a registry image or index (ref set), or
+// one read from a local transport (oci:, oci-archive:, docker-archive:,
+// docker-daemon:), every blob of which is checked as it is read.
+type copySource struct {
+	name              string
+	ref               name.Reference // nil for a local source
+	taggable          remote.Taggable
+	digest, mediaType string
+	blobs             []Blob
+	close             func() error
+}
+
+func openCopySource(ctx context.Context, opt *options, src string, opts []Option) (*copySource, error) {
+	r, err := ParseRef(src)
+	if err != nil {
+		return nil, err
+	}
+	cs := &copySource{name: r.String(), close: func() error { return nil }}
+	if r.Transport != Registry {
+		s, err := OpenSource(ctx, r, opts...)
+		if err != nil {
+			return nil, err
+		}
+		cs.close = s.Close
+		var img v1.Image
+		switch {
+		case s.index != nil && opt.platform != nil:
+			img, err = platformImage(r, s.index, opt.platform)
+		case s.index != nil:
+			cs.taggable, cs.digest, cs.mediaType = s.index, s.Digest, s.MediaType
+			cs.blobs, err = indexBlobs(s.index)
+		default:
+			img = s.image
+			err = checkPlatform(r, img, opt.platform)
+		}
+		if err == nil && img != nil {
+			err = cs.setImage(img)
+		}
+		if err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+		return cs, nil
+	}
+	if cs.ref, err = opt.parse(r.Name); err != nil {
+		return nil, err
+	}
+	cs.name = cs.ref.String()
+	puller, err := remote.NewPuller(opt.remote(ctx)...)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := puller.Get(ctx, cs.ref)
+	if err != nil {
+		return nil, explain("read", cs.ref, err)
+	}
+	cs.taggable, cs.digest, cs.mediaType = desc, desc.Digest.String(), string(desc.MediaType)
+	switch {
+	case desc.MediaType.IsIndex() && opt.platform != nil:
+		img, err := desc.Image() // narrows to the platform
+		if err == nil {
+			err = cs.setImage(img)
+		}
+		if err != nil {
+			return nil, explain("read", cs.ref, err)
+		}
+	case opt.platform != nil:
+		img, err := desc.Image()
+		if err != nil {
+			return nil, explain("read", cs.ref, err)
+		}
+		if err := checkPlatform(r, img, opt.platform); err != nil {
+			return nil, err
+		}
+		if cs.blobs, err = imageBlobs(img); err != nil {
+			return nil, explain("read", cs.ref, err)
+		}
+	default:
+		if cs.blobs, err = descriptorBlobs(desc); err != nil {
+			return nil, explain("read", cs.ref, err)
+		}
+	}
+	return cs, nil
+}
+
+// setImage makes one image what is copied.
+func (cs *copySource) setImage(img v1.Image) error {
+	d, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return err
+	}
+	cs.taggable, cs.digest, cs.mediaType = img, d.String(), string(mt)
+	cs.blobs, err = imageBlobs(img)
+	return err
 }
 
 // push pushes an image or index to dst with the options' retries and

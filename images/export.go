@@ -42,24 +42,38 @@ type ExportResult struct {
 	Attestations int `json:"attestations"`
 }
 
-// Export writes a registry image (a whole index for the OCI formats) to
-// a file or directory, then reads the result back and checks every blob
-// against its digest. The result appears only when complete: it is written
-// under a temporary name and renamed. WithPlatform picks the image of an
+// Export writes an image (a whole index for the OCI formats) to a file or
+// directory, then reads the result back and checks every blob against its
+// digest. The source is a registry reference or any local transport
+// (oci:, oci-archive:, docker-archive:, docker-daemon:), whose blobs are
+// checked as they are read. The result appears only when complete: it is
+// written under a temporary name in dest's directory, which must exist
+// (as for docker save -o), and renamed. WithPlatform picks the image of an
 // index for docker-archive (default linux/amd64).
 func Export(ctx context.Context, src, dest string, format Format, opts ...Option) (*ExportResult, error) {
-	r, ref, err := prepare(src, opts)
+	switch format {
+	case FormatOCI, FormatOCIArchive, FormatDockerArchive:
+	default:
+		return nil, fmt.Errorf("unknown format %q: use oci, oci-archive or docker-archive", format)
+	}
+	opt, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(dest); err == nil {
+	if _, err := os.Lstat(dest); err == nil {
 		return nil, fmt.Errorf("export %s: %s exists; remove it or choose another path", src, dest)
 	}
-	desc, err := remote.Get(ref, r.remote(ctx)...)
-	if err != nil {
-		return nil, explain("read", ref, err)
+	if parent := filepath.Dir(dest); parent != "" {
+		if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("export %s: invalid output path: directory %q does not exist; create it first", src, parent)
+		}
 	}
-	res := &ExportResult{Source: ref.String(), Format: format, Path: dest, Digest: desc.Digest.String()}
+	es, err := openExportSource(ctx, opt, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer es.close()
+	res := &ExportResult{Source: es.name, Format: format, Path: dest, Digest: es.digest}
 	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".gpuimg-tmp")
 	_ = os.RemoveAll(tmp)
 	defer os.RemoveAll(tmp)
@@ -68,12 +82,17 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 		dir := tmp
 		if format == FormatOCIArchive {
 			dir = tmp + ".d"
+			_ = os.RemoveAll(dir)
 			defer os.RemoveAll(dir)
 		}
-		if err := writeLayout(dir, ref, desc); err != nil {
+		if err := writeLayout(dir, es.refName, es.index, es.image); err != nil {
 			return nil, fmt.Errorf("export %s to %s: %w", src, dest, err)
 		}
-		if res.Attestations, err = verifyLayout(dir, desc.Digest); err != nil {
+		want, err := v1.NewHash(es.digest)
+		if err != nil {
+			return nil, err
+		}
+		if res.Attestations, err = verifyLayout(dir, want); err != nil {
 			return nil, fmt.Errorf("export %s: the layout does not verify: %w", dest, err)
 		}
 		if format == FormatOCIArchive {
@@ -82,28 +101,34 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 			}
 		}
 	case FormatDockerArchive:
-		img, err := desc.Image()
+		img, err := es.platformImage(opt)
 		if err != nil {
-			return nil, explain("read", ref, err)
+			return nil, err
 		}
-		d, _ := img.Digest()
+		d, err := img.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", es.name, err)
+		}
 		res.Digest = d.String()
-		tag, ok := ref.(name.Tag)
-		if !ok {
-			tag = ref.Context().Tag("latest")
+		var ref name.Reference
+		if es.tag != nil {
+			ref = *es.tag
+		} else {
+			// No name to give it: docker load keeps it untagged.
+			if ref, err = name.NewDigest("gpuimg.invalid/export@" + d.String()); err != nil {
+				return nil, err
+			}
 		}
-		if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		if err := tarball.MultiRefWriteToFile(tmp, map[name.Reference]v1.Image{ref: img}); err != nil {
 			return nil, fmt.Errorf("write %s: %w", dest, err)
 		}
-		back, err := tarball.ImageFromPath(tmp, &tag)
+		back, err := tarball.ImageFromPath(tmp, es.tag)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", dest, err)
 		}
 		if err := verifyArchive(back, img); err != nil {
 			return nil, fmt.Errorf("export %s: the archive does not verify: %w", dest, err)
 		}
-	default:
-		return nil, fmt.Errorf("unknown format %q: use oci, oci-archive or docker-archive", format)
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		return nil, err
@@ -112,22 +137,89 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 	return res, nil
 }
 
-func writeLayout(dir string, ref name.Reference, desc *remote.Descriptor) error {
+// exportSource is what Export writes: an index or one image, with the name
+// the written copy carries.
+type exportSource struct {
+	name    string
+	r       Ref
+	digest  string
+	index   v1.ImageIndex
+	image   v1.Image
+	refName string    // org.opencontainers.image.ref.name in an OCI layout
+	tag     *name.Tag // RepoTags of a docker-archive; nil: none
+	close   func() error
+}
+
+func openExportSource(ctx context.Context, opt *options, src string, opts []Option) (*exportSource, error) {
+	r, err := ParseRef(src)
+	if err != nil {
+		return nil, err
+	}
+	es := &exportSource{name: r.String(), r: r, close: func() error { return nil }}
+	if r.Transport != Registry {
+		s, err := OpenSource(ctx, r, opts...)
+		if err != nil {
+			return nil, err
+		}
+		es.close, es.digest, es.index, es.image = s.Close, s.Digest, s.index, s.image
+		es.refName = r.Select
+		if r.Transport == DockerDaemon {
+			es.refName = r.Name
+		}
+		if es.refName == "" {
+			es.refName = "latest"
+		}
+		if t, err := name.NewTag(r.Select); err == nil && r.Select != "" {
+			es.tag = &t
+		} else if t, err := name.NewTag(r.Name); err == nil && r.Transport == DockerDaemon {
+			es.tag = &t
+		}
+		return es, nil
+	}
+	ref, err := opt.parse(r.Name)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := remote.Get(ref, opt.remote(ctx)...)
+	if err != nil {
+		return nil, explain("read", ref, err)
+	}
+	es.name, es.digest, es.refName = ref.String(), desc.Digest.String(), ref.Identifier()
+	tag, ok := ref.(name.Tag)
+	if !ok {
+		tag = ref.Context().Tag("latest")
+	}
+	es.tag = &tag
+	if desc.MediaType.IsIndex() {
+		es.index, err = desc.ImageIndex()
+	} else {
+		es.image, err = desc.Image()
+	}
+	if err != nil {
+		return nil, explain("read", ref, err)
+	}
+	return es, nil
+}
+
+// platformImage is the image docker-archive writes: an index's image for
+// WithPlatform's platform (default linux/amd64), or the one image if it is
+// that platform (or none was asked for).
+func (es *exportSource) platformImage(opt *options) (v1.Image, error) {
+	if es.index == nil {
+		return es.image, checkPlatform(es.r, es.image, opt.platform)
+	}
+	pl := opt.platformOr(linuxAMD64)
+	return platformImage(es.r, es.index, &pl)
+}
+
+func writeLayout(dir, refName string, idx v1.ImageIndex, img v1.Image) error {
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	ann := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.Identifier()})
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return err
-		}
+	ann := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refName})
+	if idx != nil {
 		return p.AppendIndex(idx, ann)
-	}
-	img, err := desc.Image()
-	if err != nil {
-		return err
 	}
 	return p.AppendImage(img, ann)
 }

@@ -14,9 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/daemon"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // Transport says where an image lives. The names are skopeo's.
@@ -78,7 +76,19 @@ func ParseRef(s string) (Ref, error) {
 		}
 		return Ref{Transport: DockerDaemon, Name: rest}, nil
 	}
+	explicit := strings.HasPrefix(s, "docker://")
 	s = strings.TrimPrefix(s, "docker://")
+	if !explicit {
+		// A bare name that is a file or a layout here is almost surely
+		// meant as one, not as docker.io/library/NAME.
+		if fi, err := os.Stat(s); err == nil && (fi.Mode().IsRegular() || isLayoutDir(s)) {
+			what := "file"
+			if fi.IsDir() {
+				what = "OCI layout directory"
+			}
+			return Ref{}, fmt.Errorf("image %q is a %s here, which needs a transport: %s (docker://%s reads the registry image of that name)", s, what, useFor(s), s)
+		}
+	}
 	if i := strings.Index(s, "://"); i >= 0 {
 		return Ref{}, fmt.Errorf("image %q: unknown transport %q; use a registry reference, oci:DIR, oci-archive:FILE, docker-archive:FILE or docker-daemon:REF", s, s[:i])
 	}
@@ -130,37 +140,35 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s for %s: %w", r, pl, err)
 		}
+		if !desc.MediaType.IsIndex() {
+			if err := checkPlatform(r, img, opt.platform); err != nil {
+				return nil, err
+			}
+		}
 		return opened(img, desc.MediaType.IsIndex(), pl, nil)
-	case OCI:
-		return openLayout(r.Name, r.Select, pl, nil)
-	case OCIArchive:
-		dir, err := os.MkdirTemp(opt.tempDir, "gpuimg-oci-")
+	case OCI, OCIArchive, DockerArchive:
+		idx, img, cleanup, err := openLocal(r, opt)
 		if err != nil {
 			return nil, err
 		}
-		cleanup := func() error { return os.RemoveAll(dir) }
-		if err := untar(r.Name, dir); err != nil {
-			return nil, errors.Join(fmt.Errorf("unpack %s: %w", r, err), cleanup())
+		fail := func(err error) (*Opened, error) {
+			if cleanup != nil {
+				err = errors.Join(err, cleanup())
+			}
+			return nil, err
 		}
-		o, err := openLayout(dir, r.Select, pl, cleanup)
+		if idx != nil {
+			if img, err = platformImage(r, idx, pl); err != nil {
+				return fail(err)
+			}
+		} else if err := checkPlatform(r, img, opt.platform); err != nil {
+			return fail(err)
+		}
+		o, err := opened(img, idx != nil, pl, cleanup)
 		if err != nil {
-			return nil, errors.Join(err, cleanup())
+			return fail(err)
 		}
 		return o, nil
-	case DockerArchive:
-		var tag *name.Tag
-		if r.Select != "" {
-			t, err := name.NewTag(r.Select)
-			if err != nil {
-				return nil, fmt.Errorf("image %s: %w", r, err)
-			}
-			tag = &t
-		}
-		img, err := tarball.ImageFromPath(r.Name, tag)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", r, err)
-		}
-		return opened(img, false, pl, nil)
 	case DockerDaemon:
 		ref, err := name.ParseReference(r.Name)
 		if err != nil {
@@ -169,6 +177,9 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		img, err := daemon.Image(ref, daemon.WithContext(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("read %s from the Docker daemon: %w", r, err)
+		}
+		if err := checkPlatform(r, img, opt.platform); err != nil {
+			return nil, err
 		}
 		return opened(img, false, pl, nil)
 	}
@@ -187,64 +198,36 @@ func opened(img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error)
 	return o, nil
 }
 
-// layoutEntry is the one entry of an OCI layout's index.json that sel
-// names (org.opencontainers.image.ref.name or io.containerd.image.name),
-// or the only one.
-func layoutEntry(dir, sel string) (v1.ImageIndex, v1.Descriptor, error) {
-	p, err := layout.FromPath(dir)
+// checkPlatform refuses a platform asked for (want; nil: none) that a
+// single image, which has no other, is not: reading it anyway would judge
+// another platform's image without a word.
+func checkPlatform(r Ref, img v1.Image, want *v1.Platform) error {
+	if want == nil {
+		return nil
+	}
+	cfg, err := img.ConfigFile()
 	if err != nil {
-		return nil, v1.Descriptor{}, fmt.Errorf("open OCI layout %s: %w", dir, err)
+		return fmt.Errorf("read config of %s: %w", r, err)
 	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		return nil, v1.Descriptor{}, fmt.Errorf("read OCI layout %s: %w", dir, err)
+	got := cfg.Platform()
+	if got == nil || got.OS == "" || got.Satisfies(*want) {
+		return nil
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, v1.Descriptor{}, err
-	}
-	var chosen []v1.Descriptor
-	for _, d := range im.Manifests {
-		if sel == "" || d.Annotations["org.opencontainers.image.ref.name"] == sel || d.Annotations["io.containerd.image.name"] == sel {
-			chosen = append(chosen, d)
-		}
-	}
-	if len(chosen) != 1 {
-		return nil, v1.Descriptor{}, fmt.Errorf("OCI layout %s holds %d images matching %q; name one as oci:DIR:NAME", dir, len(chosen), sel)
-	}
-	return idx, chosen[0], nil
+	return fmt.Errorf("%s is one %s image, not an index with a %s image: give the %s image, or ask for %s (or no platform)", r, platformString(got), want, want, platformString(got))
 }
 
-func openLayout(dir, sel string, pl *v1.Platform, cleanup func() error) (*Opened, error) {
-	idx, d, err := layoutEntry(dir, sel)
+// platformImage is the image of an index for platform pl.
+func platformImage(r Ref, idx v1.ImageIndex, pl *v1.Platform) (v1.Image, error) {
+	m, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err
 	}
-	if d.MediaType.IsIndex() {
-		sub, err := idx.ImageIndex(d.Digest)
-		if err != nil {
-			return nil, err
+	for _, d := range m.Manifests {
+		if d.Platform != nil && d.Platform.Satisfies(*pl) && !IsAttestation(d) {
+			return idx.Image(d.Digest)
 		}
-		sm, err := sub.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range sm.Manifests {
-			if m.Platform != nil && m.Platform.Satisfies(*pl) {
-				img, err := sub.Image(m.Digest)
-				if err != nil {
-					return nil, err
-				}
-				return opened(img, true, pl, cleanup)
-			}
-		}
-		return nil, fmt.Errorf("OCI layout %s has no image for %s", dir, pl)
 	}
-	img, err := idx.Image(d.Digest)
-	if err != nil {
-		return nil, err
-	}
-	return opened(img, false, pl, cleanup)
+	return nil, fmt.Errorf("%s has no image for %s", r, pl)
 }
 
 // untar unpacks an archive into dir, refusing entries that would land
@@ -293,6 +276,12 @@ func untar(file, dir string) error {
 			// An OCI layout holds only directories and regular files.
 		}
 	}
+}
+
+// isLayoutDir says whether dir is an OCI image layout (holds index.json).
+func isLayoutDir(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "index.json"))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // IsLoopback reports whether a registry host (with optional port) is on

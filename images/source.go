@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/daemon"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/matrix"
@@ -66,39 +64,9 @@ func OpenSource(ctx context.Context, r Ref, opts ...Option) (*Source, error) {
 		if err != nil {
 			return nil, explain("read", ref, err)
 		}
-	case OCI, OCIArchive:
-		dir := r.Name
-		if r.Transport == OCIArchive {
-			if dir, err = os.MkdirTemp(opt.tempDir, "gpuimg-oci-"); err != nil {
-				return nil, err
-			}
-			s.close = func() error { return os.RemoveAll(dir) }
-			if err := untar(r.Name, dir); err != nil {
-				return nil, errors.Join(fmt.Errorf("unpack %s: %w", r, err), s.Close())
-			}
-		}
-		idx, d, err := layoutEntry(dir, r.Select)
-		if err == nil {
-			if d.MediaType.IsIndex() {
-				s.index, err = idx.ImageIndex(d.Digest)
-			} else {
-				s.image, err = idx.Image(d.Digest)
-			}
-		}
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("read %s: %w", r, err), s.Close())
-		}
-	case DockerArchive:
-		var tag *name.Tag
-		if r.Select != "" {
-			t, err := name.NewTag(r.Select)
-			if err != nil {
-				return nil, fmt.Errorf("image %s: %w", r, err)
-			}
-			tag = &t
-		}
-		if s.image, err = tarball.ImageFromPath(r.Name, tag); err != nil {
-			return nil, fmt.Errorf("read %s: %w", r, err)
+	case OCI, OCIArchive, DockerArchive:
+		if s.index, s.image, s.close, err = openLocal(r, opt); err != nil {
+			return nil, err
 		}
 	case DockerDaemon:
 		ref, err := name.ParseReference(r.Name)

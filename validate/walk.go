@@ -3,6 +3,8 @@ package validate
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -95,12 +97,22 @@ type Visitor func(e Entry, r io.Reader) error
 // Layers are read concurrently (Limits.Jobs at a time), so visit must be
 // safe for concurrent use; within one layer, entries come in order.
 // Nothing is written to disk and memory grows with the number of paths,
-// not with file sizes.
+// not with file sizes. Each layer's uncompressed stream is hashed as it is
+// read and must match the config's diff_ids entry; a mismatch (or a
+// config listing another number of diff IDs than there are layers) is an
+// error naming the layer.
 func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkResult, error) {
 	lim = lim.withDefaults()
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("list layers: %w", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read image config: %w", err)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(layers) {
+		return nil, fmt.Errorf("the image config lists %d diff_ids for %d layers: the image is corrupt (docker and containerd refuse it); rebuild or export it again", len(cfg.RootFS.DiffIDs), len(layers))
 	}
 	res := &WalkResult{Layers: make([]LayerStats, len(layers))}
 	lists := make([][]rec, len(layers))
@@ -110,7 +122,7 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 	g.SetLimit(lim.Jobs)
 	for i := len(layers) - 1; i >= 0; i-- {
 		g.Go(func() error {
-			st, list, bad, err := walkLayer(gctx, i, layers[i], lim, &entries, visit)
+			st, list, bad, err := walkLayer(gctx, i, layers[i], cfg.RootFS.DiffIDs[i], lim, &entries, visit)
 			res.Layers[i], lists[i], unsafe[i] = st, list, bad
 			return err
 		})
@@ -177,7 +189,10 @@ type rec struct {
 	kind recKind
 }
 
-func walkLayer(ctx context.Context, i int, l v1.Layer, lim Limits, entries *atomic.Int64, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
+// walkLayer reads layer i once, checking its uncompressed content against
+// diffID (the config's diff_ids entry) as it streams: docker and
+// containerd refuse a layer whose content is not what the config says.
+func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limits, entries *atomic.Int64, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
 	st := LayerStats{Index: i}
 	var list []rec
 	var bad []Unsafe
@@ -188,12 +203,16 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, lim Limits, entries *atom
 	if st.Size, err = l.Size(); err != nil {
 		return st, nil, nil, fmt.Errorf("layer %d size: %w", i, err)
 	}
+	if st.Size < 0 {
+		return st, nil, nil, fmt.Errorf("layer %d (%s) declares a size of %d bytes, which no blob has: the manifest is corrupt", i, st.Digest, st.Size)
+	}
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return st, nil, nil, fmt.Errorf("open layer %d (%s): %w", i, st.Digest, err)
 	}
 	defer rc.Close()
-	cr := &countingReader{r: rc, check: func(n int64) error {
+	sum := sha256.New()
+	cr := &countingReader{r: io.TeeReader(rc, sum), check: func(n int64) error {
 		if n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
 			return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, n)
 		}
@@ -269,6 +288,9 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, lim Limits, entries *atom
 		return st, nil, nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
 	}
 	st.Uncompressed = cr.n
+	if got := hex.EncodeToString(sum.Sum(nil)); diffID.Algorithm != "sha256" || got != diffID.Hex {
+		return st, nil, nil, fmt.Errorf("layer %d (%s): its content hashes to sha256:%s, but the config's diff_ids give %s: the image is corrupt (docker and containerd refuse it); rebuild or export it again", i, st.Digest, got, diffID)
+	}
 	return st, list, bad, nil
 }
 
