@@ -159,11 +159,7 @@ func secretIDs(specs []string) ([]string, error) {
 }
 
 func parsePlatform(p string) (*v1.Platform, error) {
-	pl, err := v1.ParsePlatform(p)
-	if err != nil {
-		return nil, fmt.Errorf("platform %q: %w", p, err)
-	}
-	return pl, nil
+	return images.ParsePlatform(p) // os/arch[/variant]; "foo" is no platform
 }
 
 // Prepare pins the base image and renders the build without running it

@@ -105,7 +105,9 @@ func openDockerArchive(r Ref) (v1.Image, error) {
 		}) {
 			continue
 		}
-		want := strings.TrimSuffix(path.Base(d.Config), ".json")
+		// docker save names it HEX.json or blobs/sha256/HEX,
+		// go-containerregistry sha256:HEX.
+		want := strings.TrimPrefix(strings.TrimSuffix(path.Base(d.Config), ".json"), "sha256:")
 		if _, err := hex.DecodeString(want); err != nil || len(want) != 64 {
 			break // a config not named by its digest
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -196,6 +197,18 @@ func opened(img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error)
 		o.Platform = pl.String()
 	}
 	return o, nil
+}
+
+// ParsePlatform parses a platform as docker's --platform takes it:
+// os/arch[/variant] (linux/amd64, linux/arm64/v8), optionally with
+// :osversion. Anything else is an error, not an OS named "foo".
+func ParsePlatform(s string) (*v1.Platform, error) {
+	p, _, _ := strings.Cut(s, ":")
+	parts := strings.Split(p, "/")
+	if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") || strings.ContainsAny(p, " \t") {
+		return nil, fmt.Errorf("platform %q is not os/arch[/variant], e.g. linux/amd64 or linux/arm64/v8", s)
+	}
+	return v1.ParsePlatform(s)
 }
 
 // checkPlatform refuses a platform asked for (want; nil: none) that a

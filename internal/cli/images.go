@@ -22,9 +22,9 @@ func parsePlatform(s string) (*v1.Platform, error) {
 	if s == "" {
 		return nil, nil
 	}
-	pl, err := v1.ParsePlatform(s)
+	pl, err := images.ParsePlatform(s)
 	if err != nil {
-		return nil, invalid(fmt.Errorf("--platform: %w", err), "e.g. linux/amd64")
+		return nil, invalid(fmt.Errorf("--platform: %w", err), "")
 	}
 	return pl, nil
 }

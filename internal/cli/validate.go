@@ -197,7 +197,7 @@ func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt valid
 	}
 	img, err := images.Open(ctx, ref, append(reg, images.WithPlatform(o.platform))...)
 	if err != nil {
-		return nil, invalid(err, "check the reference, the registry and your credentials (docker login)")
+		return nil, invalid(err, openHint(ref, err))
 	}
 	defer img.Close()
 	opt.Digest, opt.Platform = img.Digest, img.Platform
@@ -206,6 +206,23 @@ func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt valid
 		return nil, invalid(fmt.Errorf("validate %s: %w", ref, err), "")
 	}
 	return rep, nil
+}
+
+// openHint is what to check when ref cannot be opened: the registry and
+// the credentials for a registry image, the daemon for docker-daemon:, the
+// path for a local file that is not there; the other errors of local
+// files (a corrupt blob, the wrong transport) say their fix themselves.
+func openHint(ref images.Ref, err error) string {
+	switch ref.Transport {
+	case images.Registry:
+		return "check the reference, the registry and your credentials (docker login)"
+	case images.DockerDaemon:
+		return "check that the Docker daemon runs and holds the image (docker image ls)"
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return "check the path"
+	}
+	return ""
 }
 
 // gpuRun turns the --run flags into gpurun's options: the probe's stderr
@@ -290,7 +307,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 func (o *ValidateOptions) inspectTargets(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
 	src, err := images.OpenSource(ctx, ref, reg...)
 	if err != nil {
-		return nil, invalid(err, "check the reference, the registry and your credentials (docker login)")
+		return nil, invalid(err, openHint(ref, err))
 	}
 	defer src.Close()
 	type group struct {
