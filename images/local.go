@@ -543,5 +543,5 @@ func useFor(p string) string {
 	case len(kinds) == 1:
 		return fmt.Sprintf("use %s:%s", kinds[0], p)
 	}
-	return "it is a tar file with neither manifest.json (docker save) nor index.json (an OCI archive)"
+	return "it holds neither manifest.json (docker save) nor index.json (an OCI archive), so no transport reads it"
 }

@@ -142,7 +142,12 @@ and connection resets, 429 and 5xx answers are retried with backoff.
 
 Each destination's tag is written last, after every blob and child manifest
 is in place: a copy that fails or is interrupted leaves the tag as it was,
-and running it again finishes the job.`,
+and running it again finishes the job.
+
+SRC is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
+docker-archive:FILE or docker-daemon:REF (files are checked against their
+digests as they are read); each DST is a registry reference (write files
+with gpuimg images export).`,
 		Example: `  # Mirror the nightly to two regions
   gpuimg images copy ci.example.com/ml/torch:nightly us.example.com/ml/torch:nightly eu.example.com/ml/torch:nightly
 
@@ -200,11 +205,12 @@ func newExportCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	var format, platform, output string
 	cmd := &cobra.Command{
-		Use:   "export REF FILE",
+		Use:   "export SRC FILE",
 		Short: "Write an image to a file for docker load or cloud image import",
-		Long: `export writes a registry image to FILE (a directory for --format oci), reads
-the result back and checks every blob against its digest. The file appears
-only when complete.
+		Long: `export writes an image to FILE (a directory for --format oci), reads the
+result back and checks every blob against its digest. The file appears only
+when complete, and FILE's directory must exist. REF is a registry reference,
+oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 
   oci             an OCI image layout directory (whole index kept, with
                   BuildKit's attestation manifests: provenance, SBOM)
@@ -212,6 +218,7 @@ only when complete.
   docker-archive  docker save's format: docker load, and cloud providers'
                   custom image import (one platform, --platform)`,
 		Example: `  gpuimg images export registry.example.com/ml/torch:2.3 torch.tar --format docker-archive
+  gpuimg images export oci:build/torch-layout torch.tar --format docker-archive
   gpuimg images export registry.example.com/ml/torch:2.3 torch.oci.tar --format oci-archive`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
