@@ -50,7 +50,7 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 	if comp != Gzip && comp != Zstd && comp != Estargz {
 		return nil, fmt.Errorf("unknown compression %q: use zstd, estargz or gzip", comp)
 	}
-	r, srcRef, err := prepare(src, opts)
+	r, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -58,9 +58,31 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	img, err := remote.Image(srcRef, r.remote(ctx)...)
+	srcRef, err := ParseRef(src)
 	if err != nil {
-		return nil, explain("read", srcRef, err)
+		return nil, err
+	}
+	var img v1.Image
+	if srcRef.Transport == Registry {
+		ref, err := r.parse(srcRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if img, err = remote.Image(ref, r.remote(ctx)...); err != nil {
+			return nil, explain("read", ref, err)
+		}
+		if err := checkPlatform(srcRef, img, r.platform); err != nil {
+			return nil, err
+		}
+		srcRef.Name = ref.String()
+	} else {
+		// A local source: Open checks its blobs and picks the platform.
+		o, err := Open(ctx, srcRef, opts...)
+		if err != nil {
+			return nil, err
+		}
+		defer o.Close()
+		img = o.Image
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {

@@ -386,8 +386,8 @@ func TestLocalArchives(t *testing.T) {
 	}
 }
 
-// TestCopyAndExportLocal: copy and export take the local transports as
-// sources, byte for byte; a corrupt blob stops them with nothing written;
+// TestCopyAndExportLocal: copy, export and convert take the local
+// transports as sources (copy and export byte for byte); a corrupt blob stops them with nothing written;
 // export does not create missing directories.
 func TestCopyAndExportLocal(t *testing.T) {
 	reg := newRegistry(t, nil)
@@ -406,6 +406,9 @@ func TestCopyAndExportLocal(t *testing.T) {
 	must(t, err)
 	if er.Digest != want.String() {
 		t.Errorf("export: %+v, want digest %s", er, want)
+	}
+	if cr, err := images.Convert(t.Context(), "oci:"+dir, reg+"/ml/model:zstd", images.Zstd); err != nil || cr.Layers != 2 {
+		t.Errorf("convert oci:DIR: %+v, %v", cr, err)
 	}
 	if _, err := images.Copy(t.Context(), "oci:"+dir, []string{"oci:" + t.TempDir()}); err == nil || !strings.Contains(err.Error(), "images export") {
 		t.Errorf("copy to oci: %v, want the export hint", err)

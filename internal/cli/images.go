@@ -399,8 +399,9 @@ func newConvertCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert SRC DST --compression zstd|estargz|gzip",
 		Short: "Recompress an image's layers for faster pulls or lazy pulling",
-		Long: `convert recompresses every layer of SRC and pushes the result to DST as an OCI
-image, reporting the sizes before and after. The files in the layers are
+		Long: `convert recompresses every layer of SRC (a registry reference, oci:DIR,
+oci-archive:FILE, docker-archive:FILE or docker-daemon:REF) and pushes the
+result to DST as an OCI image, reporting the sizes before and after. The files in the layers are
 unchanged; the layer digests change (for estargz the diff IDs too, since it
 rewrites each tar with a table of contents).
 

@@ -163,6 +163,9 @@ func TestLocalFileErrors(t *testing.T) {
 	if d, err := remote.Head(r); err != nil || d.Digest != want {
 		t.Errorf("copy oci:DIR pushed %v, %v; want %s", d, err, want)
 	}
+	if out, errOut, code := run(t, "images", "convert", "docker-archive:ok.tar", host+"/ml/torch:zstd", "--compression", "zstd"); code != 0 || !strings.Contains(out, "converted") {
+		t.Errorf("convert docker-archive:FILE: exit %d %s %s", code, out, errOut)
+	}
 	for _, format := range []string{"docker-archive", "oci-archive", "oci"} {
 		dest := filepath.Join(dir, "export."+format)
 		if out, errOut, code := run(t, "images", "export", "oci-archive:ok.oci.tar", dest, "--format", format); code != 0 || !strings.Contains(out, "digests verified") {
