@@ -422,6 +422,10 @@ func prepare(ref string, opts []Option) (*options, name.Reference, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if lr, err := ParseRef(ref); err == nil && lr.Transport != Registry {
+		// Not a registry name that happens to contain a colon.
+		return nil, nil, fmt.Errorf("%s names a local image (%s:), and this works on registry images; images copy, export, convert and import and validate read local ones", ref, lr.Transport)
+	}
 	r, err := o.parse(ref)
 	if err != nil {
 		return nil, nil, err

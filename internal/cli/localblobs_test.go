@@ -185,6 +185,8 @@ func TestLocalFileErrors(t *testing.T) {
 		{[]string{"validate", "docker-archive:ok.oci.tar"}, "ok.oci.tar is an OCI archive, not a docker-archive: use oci-archive:ok.oci.tar", "docker login"},
 		{[]string{"validate", "oci:nope"}, "check the path", "docker login"},
 		{[]string{"images", "copy", "oci:" + ociDir, "oci:" + filepath.Join(dir, "copy")}, "gpuimg images export", "index.docker.io"},
+		{[]string{"images", "ls", "oci:" + ociDir}, "names a local image (oci:)", "index.docker.io"},
+		{[]string{"images", "rm", "docker-archive:ok.tar"}, "names a local image (docker-archive:)", "index.docker.io"},
 		{[]string{"images", "export", host + "/ml/torch:2.3", "/nonexistdir/ex.tar", "--format", "docker-archive"}, `directory "/nonexistdir" does not exist`, ""},
 		{[]string{"images", "export", "oci:" + ociDir, filepath.Join(dir, "missing", "ex.tar")}, "does not exist", ""},
 		{[]string{"validate", "oci:" + ociDir, "--platform", "foo"}, `--platform: platform "foo" is not os/arch[/variant]`, ""},
