@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/compression"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -19,17 +20,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/images"
 )
 
-// localImage is a linux/amd64 image of two gzip layers.
-func localImage(t *testing.T) v1.Image {
+// localImage is a linux/amd64 image of two layers, gzip unless opts say
+// otherwise.
+func localImage(t *testing.T, opts ...tarball.LayerOption) v1.Image {
 	t.Helper()
 	var layers []v1.Layer
 	for _, files := range []map[string]string{{"etc/os-release": "ID=debian\n"}, {"app/serve": "#!/bin/sh\necho hi\n"}} {
 		b := tarOf(t, files)
-		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, opts...)
 		must(t, err)
 		layers = append(layers, l)
 	}
@@ -118,27 +121,33 @@ func changeByte(t *testing.T, file string, off int) {
 	must(t, os.WriteFile(file, b, 0o644))
 }
 
-// readLayers reads every layer to its end, compressed and uncompressed, as
-// copy and validate do.
+// readLayers reads every layer to its end, uncompressed (as validate
+// does), then compressed (as copy does), and joins the first error of
+// each pass.
 func readLayers(img v1.Image) error {
 	layers, err := img.Layers()
 	if err != nil {
 		return err
 	}
-	for _, l := range layers {
-		for _, open := range []func() (io.ReadCloser, error){l.Compressed, l.Uncompressed} {
-			rc, err := open()
-			if err != nil {
-				return err
+	var errs []error
+	for _, uncompressed := range []bool{true, false} {
+		for _, l := range layers {
+			open := l.Compressed
+			if uncompressed {
+				open = l.Uncompressed
 			}
-			_, err = io.Copy(io.Discard, rc)
-			rc.Close()
+			rc, err := open()
+			if err == nil {
+				_, err = io.Copy(io.Discard, rc)
+				rc.Close()
+			}
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				break
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // TestLocalBlobsChecked corrupts OCI layouts by hand (issue 23.7): every
@@ -187,9 +196,33 @@ func TestLocalBlobsChecked(t *testing.T) {
 			must(t, os.WriteFile(f, bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion":3`), 1), 0o644))
 		}, open: "does not match its digest"},
 	}
+	// A zstd decoder stops at the end of the last frame it needs; bytes
+	// after it (a skippable frame here, the manifest's size updated) are
+	// still read and checked.
+	zimg := localImage(t, tarball.WithMediaType(types.OCILayerZStd), tarball.WithCompression(compression.ZStd))
+	zm, err := zimg.Manifest()
+	must(t, err)
+	zlayer := zm.Layers[0].Digest
+	tests = append(tests, struct {
+		name    string
+		corrupt func(t *testing.T, dir string)
+		open    string
+		read    string
+	}{name: "zstd layer with trailing bytes", corrupt: func(t *testing.T, dir string) {
+		f, err := os.OpenFile(blobFile(dir, zlayer), os.O_APPEND|os.O_WRONLY, 0)
+		must(t, err)
+		_, err = f.Write([]byte{0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'g', 'a', 'r', 'b'})
+		must(t, err)
+		must(t, f.Close())
+		editManifest(t, dir, func(m *v1.Manifest) { m.Layers[0].Size += 12 })
+	}, read: "layer 0 " + zlayer.String() + " of SRC does not match its digest"})
 	for _, tt := range tests {
 		for _, transport := range []string{"oci", "oci-archive"} {
 			t.Run(tt.name+"/"+transport, func(t *testing.T) {
+				img := img
+				if strings.HasPrefix(tt.name, "zstd") {
+					img = zimg
+				}
 				dir := writeLayout(t, img)
 				tt.corrupt(t, dir)
 				src := transport + ":" + dir
@@ -238,6 +271,8 @@ func TestLocalBlobsChecked(t *testing.T) {
 						t.Errorf("%s read: %v", name, err)
 					case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 						t.Errorf("%s: %v, want an error with %q", name, err, want)
+					case read != "" && strings.Count(err.Error(), read) != 2:
+						t.Errorf("%s: %v, want %q from the uncompressed read and from the compressed one", name, err, read)
 					case err != nil && strings.Contains(err.Error(), "gpuimg-oci-"):
 						t.Errorf("%s: the error names the temporary directory: %v", name, err)
 					}
