@@ -184,6 +184,7 @@ func TestLocalFileErrors(t *testing.T) {
 		{[]string{"validate", "oci-archive:ok.tar"}, "ok.tar is a docker-archive (docker save), not an OCI archive: use docker-archive:ok.tar", "gpuimg-oci-"},
 		{[]string{"validate", "docker-archive:ok.oci.tar"}, "ok.oci.tar is an OCI archive, not a docker-archive: use oci-archive:ok.oci.tar", "docker login"},
 		{[]string{"validate", "oci:nope"}, "check the path", "docker login"},
+		{[]string{"images", "import", "oci:nope", "--target", "runpod", "--to", host + "/ml/x:1"}, "check the path", "docker login"},
 		{[]string{"images", "copy", "oci:" + ociDir, "oci:" + filepath.Join(dir, "copy")}, "gpuimg images export", "index.docker.io"},
 		{[]string{"images", "ls", "oci:" + ociDir}, "names a local image (oci:)", "index.docker.io"},
 		{[]string{"images", "rm", "docker-archive:ok.tar"}, "names a local image (docker-archive:)", "index.docker.io"},
