@@ -256,6 +256,10 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err := checkOutput(output, "table", "json"); err != nil {
 				return err
 			}
+			if given := so.ImageFlagsGiven(cmd.Flags()); stackFile != "" && len(given) > 0 {
+				return invalid(fmt.Errorf("--stack and %s exclude each other: the file is the whole stack", strings.Join(given, ", ")),
+					"drop "+strings.Join(given, ", ")+" to check the file, or drop --stack to check the stack those flags resolve to")
+			}
 			c, err := so.Constraints()
 			if err != nil {
 				return err
@@ -279,9 +283,8 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
-	cmd.Flags().StringVar(&so.GPU, "gpu", "", "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)")
-	cmd.Flags().StringVar(&so.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05)")
-	cmd.Flags().StringVar(&stackFile, "stack", "", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
+	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)", "NVIDIA driver of the hosts (535.104.05)")
+	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
