@@ -58,7 +58,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step (pip index settings are not part of the cache key)")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
-	fs.StringVarP(&o.Output, "output-format", "o", "text", "result format on stdout: text or json")
+	outputFlag(fs, &o.Output, "output-format", "text", "json")
 }
 
 func newBuildCmd() *cobra.Command {

@@ -64,7 +64,7 @@ public sources all of it was read from.`,
 			return renderList(cmd.OutOrStdout(), output, args[0], db)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd
 }
 

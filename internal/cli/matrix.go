@@ -91,7 +91,7 @@ and lists the stacks that work with one constraint dropped.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json", "yaml")
 	return cmd
 }
 
@@ -285,7 +285,7 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 	so.AddFlags(cmd.Flags(), false)
 	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)", "NVIDIA driver of the hosts (535.104.05)")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd
 }
 

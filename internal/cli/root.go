@@ -74,7 +74,9 @@ see "gpuimg matrix list sources".`,
 	// as gpuimg version (a template without actions prints as it is).
 	root.Version = buildVersion().Version
 	root.SetVersionTemplate(strings.ReplaceAll(versionText(buildVersion()), "{{", "{{`{{`}}"))
-	root.InitDefaultCompletionCmd() // now, so that the walks below see it
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newCompletionCmd())
+	registerValueCompletions(root)
 	for _, c := range root.Commands() {
 		refuseUnknownSubcommands(c)
 	}
@@ -106,9 +108,9 @@ func explainArgs(c *cobra.Command) {
 }
 
 // refuseUnknownSubcommands makes c and every group of commands under it
-// (matrix, images, completion, …) refuse an argument that names none of
-// its subcommands: cobra prints the group's help and exits 0 for
-// "gpuimg completion tcsh". Without arguments a group prints its help.
+// (matrix, images, builder, …) refuse an argument that names none of its
+// subcommands: cobra prints the group's help and exits 0 for
+// "gpuimg matrix frob". Without arguments a group prints its help.
 func refuseUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		refuseUnknownSubcommands(sub)
@@ -124,10 +126,6 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
-		noun := "command"
-		if cmd.Name() == "completion" {
-			noun = "shell"
-		}
 		var names []string
 		for _, s := range cmd.Commands() {
 			if s.IsAvailableCommand() {
@@ -138,7 +136,7 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 		if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
 			hint = "did you mean " + sug[0] + "? " + hint
 		}
-		return invalid(fmt.Errorf("unknown %s %q for %s", noun, args[0], cmd.CommandPath()), hint)
+		return invalid(fmt.Errorf("unknown command %q for %s", args[0], cmd.CommandPath()), hint)
 	}
 }
 
@@ -192,7 +190,7 @@ func newVersionCmd() *cobra.Command {
 			return invalid(fmt.Errorf("unknown output format %q", output), "use -o text or -o json")
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 

@@ -54,7 +54,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	o.Registry.AddFlags(fs)
-	fs.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or junit")
+	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
 }
 
 func newValidateCmd() *cobra.Command {
