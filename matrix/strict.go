@@ -48,8 +48,37 @@ func decodeStrict(name string, data []byte, v any) (*yaml.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	// yaml.Unmarshal reads the first document and drops the rest: rows
-	// after a "---" would be silently ignored.
+	root, err := oneDocument(name, docs)
+	if err != nil || root == nil {
+		return nil, err // nil, nil: an empty file
+	}
+	var errs []error
+	if checkKeys(root, typeOf(v), "", &errs); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", name, Problems(errs))
+	}
+	if err := root.Decode(v); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, typeErrors(err))
+	}
+	return root, nil
+}
+
+// OneDocument checks that the YAML in data holds at most one document
+// that is not empty, for gpuimg's files read by other decoders
+// (gpuimg.yaml): a reader of the first document drops the rest, so rows
+// after a "---" would be silently ignored. The error starts with name and
+// names the second document's line.
+func OneDocument(name string, data []byte) error {
+	docs, err := documents(data)
+	if err != nil {
+		return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	_, err = oneDocument(name, docs)
+	return err
+}
+
+// oneDocument returns the root node of the one document of docs that is
+// not empty (nil if none), or an error naming a second one.
+func oneDocument(name string, docs []*yaml.Node) (*yaml.Node, error) {
 	var root *yaml.Node
 	for _, d := range docs {
 		switch {
@@ -59,16 +88,6 @@ func decodeStrict(name string, data []byte, v any) (*yaml.Node, error) {
 		default:
 			root = d.Content[0]
 		}
-	}
-	if root == nil {
-		return nil, nil // empty file
-	}
-	var errs []error
-	if checkKeys(root, typeOf(v), "", &errs); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %w", name, Problems(errs))
-	}
-	if err := root.Decode(v); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, typeErrors(err))
 	}
 	return root, nil
 }
