@@ -221,6 +221,8 @@ func TestCommandErrors(t *testing.T) {
 		{"a group alone prints its help", []string{"matrix"}, 0, "", "Available Commands:"},
 		{"missing argument shows usage", []string{"validate"}, 2, "validate: accepts 1 arg(s), received 0; usage: gpuimg validate IMAGE", ""},
 		{"--version", []string{"--version"}, 0, "", "gpuimg "},
+		{"a run's flag without --run", []string{"validate", "img", "--bench"}, 2, "--bench only works with --run: without it validate reads the image and runs nothing; add --run docker", ""},
+		{"run flags without --run", []string{"validate", "img", "--max-loss", "3%", "--probe-image", "r/p:1"}, 2, "--probe-image, --max-loss only work with --run", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -98,7 +99,7 @@ driver or GPU where the probe ran.`,
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, opt, err := vo.parse(args[0])
+			ref, opt, err := vo.parse(cmd.Flags(), args[0])
 			if err != nil {
 				return err
 			}
@@ -142,11 +143,31 @@ driver or GPU where the probe ran.`,
 	return cmd
 }
 
-// parse checks the flags and the image reference, and loads the matrix.
-func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, error) {
+// runOnlyFlags are the flags only a GPU run (--run) reads.
+func runOnlyFlags() []string {
+	return []string{"bench", "budget", "min-efficiency", "probe-binary", "probe-image", "baseline", "reference", "max-loss"}
+}
+
+// parse checks the flags (fs says which were given) and the image
+// reference, and loads the matrix.
+func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, validate.Options, error) {
 	var opt validate.Options
 	if err := checkOutput(o.Output, "text", "json", "junit"); err != nil {
 		return images.Ref{}, opt, err
+	}
+	var runOnly []string
+	for _, name := range runOnlyFlags() {
+		if fs.Changed(name) {
+			runOnly = append(runOnly, "--"+name)
+		}
+	}
+	if o.Run == "" && len(runOnly) > 0 {
+		verb := "work"
+		if len(runOnly) == 1 {
+			verb = "works"
+		}
+		return images.Ref{}, opt, invalid(fmt.Errorf("%s only %s with --run: without it validate reads the image and runs nothing", strings.Join(runOnly, ", "), verb),
+			"add --run docker (or podman, host, kubernetes), or drop "+strings.Join(runOnly, ", "))
 	}
 	ref, err := images.ParseRef(image)
 	if err != nil {
