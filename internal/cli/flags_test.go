@@ -221,6 +221,8 @@ func TestCommandErrors(t *testing.T) {
 		{"a group alone prints its help", []string{"matrix"}, 0, "", "Available Commands:"},
 		{"missing argument shows usage", []string{"validate"}, 2, "validate: accepts 1 arg(s), received 0; usage: gpuimg validate IMAGE", ""},
 		{"--version", []string{"--version"}, 0, "", "gpuimg "},
+		{"validate with a GPU list", []string{"validate", "img", "--gpu", "a10g,l4"}, 2, "--gpu a10g,l4 names 2 GPUs, and validate checks one; run validate once per GPU", ""},
+		{"validate with an empty GPU entry", []string{"validate", "img", "--gpu", "h100,"}, 2, `--gpu: GPU list "h100," has an empty entry; name each GPU`, ""},
 		{"a run's flag without --run", []string{"validate", "img", "--bench"}, 2, "--bench only works with --run: without it validate reads the image and runs nothing; add --run docker", ""},
 		{"run flags without --run", []string{"validate", "img", "--max-loss", "3%", "--probe-image", "r/p:1"}, 2, "--probe-image, --max-loss only work with --run", ""},
 	}

@@ -191,6 +191,13 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 		return ref, opt, err
 	}
 	if o.GPU != "" {
+		var c matrix.Constraints // the GPU list as matrix check reads it
+		if err := c.Set(matrix.FieldGPU, o.GPU); err != nil {
+			return ref, opt, invalid(fmt.Errorf("--gpu: %w", err), constraintHint(matrix.FieldGPU, err))
+		}
+		if n := strings.Count(c.GPU, ",") + 1; n > 1 {
+			return ref, opt, invalid(fmt.Errorf("--gpu %s names %d GPUs, and validate checks one", o.GPU, n), "run validate once per GPU, or give --target for a fleet's GPUs")
+		}
 		if _, err := opt.DB.FindGPU(o.GPU); err != nil {
 			return ref, opt, invalid(err, "")
 		}
