@@ -88,9 +88,13 @@ const formatsAnnotation = "gpuimg_formats"
 // outputFlag binds -o (as --name) to p with formats, the first being the
 // default; completion offers them.
 func outputFlag(fs *pflag.FlagSet, p *string, name string, formats ...string) {
-	usage := "output format: " + formats[0]
+	what := "output format: "
+	if name != "output" {
+		what = "result format on stdout: " // build's --output is BuildKit's
+	}
+	usage := what + formats[0]
 	if n := len(formats); n > 1 {
-		usage = "output format: " + strings.Join(formats[:n-1], ", ") + " or " + formats[n-1]
+		usage = what + strings.Join(formats[:n-1], ", ") + " or " + formats[n-1]
 	}
 	fs.StringVarP(p, name, "o", formats[0], usage)
 	_ = fs.SetAnnotation(name, formatsAnnotation, formats) // the flag exists: just bound

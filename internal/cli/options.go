@@ -123,6 +123,9 @@ func requireValues(c *cobra.Command) {
 		if _, ok := f.Value.(*nonEmpty); !ok {
 			f.Value = &nonEmpty{Value: f.Value, name: f.Name}
 		}
+		if f.DefValue == "[]" {
+			f.DefValue = "" // pflag knows an empty list's "[]" by the value's type only: help would print "(default [])"
+		}
 	}
 	c.Flags().VisitAll(wrap)
 	c.PersistentFlags().VisitAll(wrap)
