@@ -431,3 +431,14 @@ func TestEveryValueFlagCompletes(t *testing.T) {
 	}
 	walk(NewRoot())
 }
+
+// TestHelpDefaults: wrapping the flags' values for requireValues keeps
+// help as it was: an empty list prints no "(default [])".
+func TestHelpDefaults(t *testing.T) {
+	for _, args := range [][]string{{"build", "--help"}, {"publish", "--help"}, {"validate", "--help"}} {
+		out, errOut, code := run(t, args...)
+		if code != 0 || strings.Contains(out, "(default [])") || !strings.Contains(out, `(default "text")`) && args[0] != "publish" {
+			t.Errorf("%v: exit %d, help:\n%s%s", args, code, out, errOut)
+		}
+	}
+}
