@@ -179,8 +179,7 @@ func (o *StackOptions) Constraints() (matrix.Constraints, error) {
 // constraintHint says how to write the value of constraint f, whose value
 // failed with err.
 func constraintHint(f matrix.Field, err error) string {
-	var ll *matrix.LocalLabelError
-	if errors.As(err, &ll) {
+	if ll, ok := errors.AsType[*matrix.LocalLabelError](err); ok {
 		return localLabelHint(f, ll)
 	}
 	switch f {

@@ -63,8 +63,7 @@ see "gpuimg matrix list sources".`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		var e *Error
-		if errors.As(err, &e) { // a flag value's own error (stackFlag) says what to do
+		if e, ok := errors.AsType[*Error](err); ok { // a flag value's own error (nonEmpty) says what to do
 			return e
 		}
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))
