@@ -34,8 +34,9 @@ var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 // the keys that are known), values of the wrong kind, errors returned by
 // a field's own UnmarshalYAML and a second document after "---" are
 // errors that start with name and name the line ("publish.yaml: line 3:
-// unknown key ..."). An empty document leaves v as it is. Other gpuimg files (publish.yaml) use it so that every file
-// gpuimg reads rejects typos the same way.
+// unknown key ..."); every key and kind problem is found (Problems). An
+// empty document leaves v as it is. Other gpuimg files (publish.yaml) use
+// it so that every file gpuimg reads rejects typos the same way.
 func DecodeStrict(name string, data []byte, v any) error {
 	_, err := decodeStrict(name, data, v)
 	return err
