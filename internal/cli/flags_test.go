@@ -441,4 +441,12 @@ func TestHelpDefaults(t *testing.T) {
 			t.Errorf("%v: exit %d, help:\n%s%s", args, code, out, errOut)
 		}
 	}
+	// Groups refuse unknown subcommands by running, but their usage stays
+	// a group's; probe runs and has a subcommand, and shows both.
+	if out, _, _ := run(t, "matrix", "--help"); strings.Contains(out, "gpuimg matrix [flags]") || !strings.Contains(out, "gpuimg matrix [command]") {
+		t.Errorf("matrix usage:\n%s", out)
+	}
+	if out, _, _ := run(t, "probe", "--help"); !strings.Contains(out, "gpuimg probe [flags]") || !strings.Contains(out, "gpuimg probe [command]") {
+		t.Errorf("probe usage:\n%s", out)
+	}
 }

@@ -79,6 +79,9 @@ see "gpuimg matrix list sources".`,
 	for _, c := range root.Commands() {
 		refuseUnknownSubcommands(c)
 	}
+	// A group runs only to refuse what is not its subcommand: its usage
+	// stays "gpuimg matrix [command]", without a runnable line of its own.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "Usage:{{if .Runnable}}", "Usage:{{if and .Runnable (not (index .Annotations \""+groupAnnotation+"\"))}}", 1))
 	explainArgs(root)
 	requireValues(root)
 	return root
@@ -106,6 +109,10 @@ func explainArgs(c *cobra.Command) {
 	}
 }
 
+// groupAnnotation marks a group of commands that runs only to refuse
+// what is not its subcommand (refuseUnknownSubcommands).
+const groupAnnotation = "gpuimg_group"
+
 // refuseUnknownSubcommands makes c and every group of commands under it
 // (matrix, images, builder, …) refuse an argument that names none of its
 // subcommands: cobra prints the group's help and exits 0 for
@@ -118,6 +125,10 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 		return
 	}
 	c.Args = cobra.ArbitraryArgs
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[groupAnnotation] = "true"
 	if c.SuggestionsMinimumDistance <= 0 {
 		c.SuggestionsMinimumDistance = 2 // cobra's own default for the root
 	}
