@@ -381,7 +381,7 @@ not count.`,
 	mo.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
-	cmd.Flags().StringVar(&gpu, "gpu", "", "the report must be for this GPU")
+	stackFlag(cmd.Flags(), &gpu, "gpu", "h100", "the report must be for this GPU")
 	cmd.Flags().StringVar(&minDriver, "min-driver", "", "the report's driver must be this version or newer")
 	return cmd
 }

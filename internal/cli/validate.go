@@ -42,8 +42,8 @@ type ValidateOptions struct {
 func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
 	fs.StringVar(&o.Platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
-	fs.StringVar(&o.Driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
-	fs.StringVar(&o.GPU, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
+	stackFlag(fs, &o.Driver, "driver", "535.104.05", "check against this NVIDIA driver (535.104.05)")
+	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
 	fs.StringArrayVar(&o.Targets, "target", nil, "check everything a provider fleet requires (sagemaker/p5, gke/cos-default; gpuimg matrix list targets): host driver, GPUs, platform, manifest format, index and attestations, compression, size, runtime contract (repeatable)")
 	fs.StringVar(&o.Run, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
