@@ -184,6 +184,16 @@ func TestStackFileErrors(t *testing.T) {
 		{"yaml list", "- cuda: 12.2.2\n", 2, "line 1: the file must be a mapping"},
 		{"yaml from resolve -o yaml", yamlStack, 0, ""},
 	}
+	t.Run("publish --since", func(t *testing.T) {
+		p := filepath.Join(dir, "report.json")
+		if err := os.WriteFile(p, []byte(`[{"results": []}]`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code := run(t, "publish", "-f", "../../examples/publish.yaml", "--since", p)
+		if code != ExitInvalid || !strings.Contains(errOut, "read previous report "+p+": it holds a JSON array, not an object; pass the report.json") || strings.Contains(errOut, "Go value") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))

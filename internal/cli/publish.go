@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,6 +141,11 @@ func (o *PublishOptions) load(mo *MatrixOptions) (*publish.File, *matrix.DB, *pu
 	var since *publish.Report
 	if o.Since != "" {
 		if since, err = publish.ReadReport(o.Since); err != nil {
+			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+				// In words, not Go's types ("Go value of type publish.Report").
+				err = fmt.Errorf("read previous report %s: %s", o.Since, jsonProblem(err))
+				return nil, nil, nil, invalid(err, "pass the report.json of an earlier gpuimg publish run")
+			}
 			return nil, nil, nil, invalid(err, "")
 		}
 	}
