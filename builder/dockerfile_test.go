@@ -176,11 +176,12 @@ push: true
 		t.Errorf("config = %+v", c)
 	}
 	for body, want := range map[string]string{
-		"cuda: 12.2\npyp: [numpy]\n": "line 2: field pyp not found",
-		"pip: numpy\n":               "line 1: cannot unmarshal",
-		"copy: [\"src:rel\"]\n":      "absolute path",
-		"cuda: [\n":                  "bad.yaml",
-		"push: maybe\n":              "line 1: cannot unmarshal",
+		"cuda: 12.2\npyp: [numpy]\n":    "line 2: field pyp not found",
+		"pip: numpy\n":                  "line 1: cannot unmarshal",
+		"copy: [\"src:rel\"]\n":         "absolute path",
+		"cuda: [\n":                     "bad.yaml",
+		"push: maybe\n":                 "line 1: cannot unmarshal",
+		"cuda: 12.2\n---\ntorch: 2.3\n": "bad.yaml: line 3: a second YAML document",
 	} {
 		p := write("bad.yaml", body)
 		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {

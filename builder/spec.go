@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // Extras are what a team adds on top of the resolved stack. The zero value
@@ -82,6 +84,9 @@ func LoadConfig(file string) (*Config, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if err := matrix.OneDocument(file, b); err != nil {
+		return nil, err
 	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))

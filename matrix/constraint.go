@@ -65,6 +65,20 @@ type fourthTerm struct {
 	v  Version
 }
 
+// LocalLabelError is a constraint term with a PEP 440 local label
+// (2.3.1+cu121): the label names one build of a release, not a release, so
+// a constraint refuses it. Callers that know which flag or key selects the
+// build (the CUDA version) say so.
+type LocalLabelError struct {
+	Token   string // the term as written: "2.3.1+cu121"
+	Release string // the release without the label: "2.3.1"
+	Label   string // the label, normalised: "cu121"
+}
+
+func (e *LocalLabelError) Error() string {
+	return fmt.Sprintf("%q: the local label +%s names a build, not a release; compare the release (%s) and give the CUDA version on its own", e.Token, e.Label, e.Release)
+}
+
 // ParseConstraint parses a version constraint. See [Constraint] for the syntax.
 func ParseConstraint(s string) (Constraint, error) {
 	orig := s
@@ -221,7 +235,7 @@ func parseTerm(tok string) (lib []string, fourth []fourthTerm, err error) {
 			return nil, nil, err
 		}
 		if l := v.semver().Metadata(); l != "" { // 2.3+cu121.x (found by FuzzParseConstraint)
-			return nil, nil, fmt.Errorf("%q: the local label +%s names a build, not a release; compare the release (%s) and give the CUDA version on its own", tok, l, v.Trunc(v.Len()))
+			return nil, nil, &LocalLabelError{Token: tok, Release: v.Trunc(v.Len()).String(), Label: l}
 		}
 		if v.String() != strings.TrimPrefix(prefix, "v") || v.semver().Prerelease() != "" {
 			return nil, nil, fmt.Errorf("%q: a wildcard follows plain numbers only (2.3.x)", tok)
@@ -237,7 +251,7 @@ func parseTerm(tok string) (lib []string, fourth []fourthTerm, err error) {
 		return nil, nil, err
 	}
 	if l := v.semver().Metadata(); l != "" {
-		return nil, nil, fmt.Errorf("%q: the local label +%s names a build, not a release; compare the release (%s) and give the CUDA version on its own", tok, l, v.Trunc(v.Len()))
+		return nil, nil, &LocalLabelError{Token: tok, Release: v.Trunc(v.Len()).String(), Label: l}
 	}
 
 	if v.Len() == maxParts {

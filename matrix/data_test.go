@@ -1,6 +1,8 @@
 package matrix
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,7 +178,11 @@ func TestMatrixFileErrors(t *testing.T) {
 		{"unknown top-level key", "pytorch: []\n", `rows.yaml: line 1: unknown key "pytorch" in the file`},
 		{"bad version", "cuda:\n  - version: 12.x.2\n", "rows.yaml: line 2: version \"12.x.2\""},
 		{"bad constraint", "cudnn:\n  - version: 9.1.0\n    cuda: '>=12.0,,<'\n", "rows.yaml: line 3: constraint"},
-		{"wrong type", "gpus:\n  - name: X\n    memory_gb: lots\n", "line 3: cannot unmarshal"},
+		{"wrong type", "gpus:\n  - name: X\n    memory_gb: lots\n", `rows.yaml: line 3: gpus[].memory_gb must be a number, not "lots"`},
+		{"mapping for a scalar", "gpus:\n  - name: {first: X}\n", "line 2: gpus[].name must be a single value, not a mapping"},
+		{"wrong type the decoder finds", "torch:\n  - version: 9.0.0\n    variants: [{cuda: '12.4', pypi: maybe}]\n", "rows.yaml: line 3: cannot unmarshal !!str `maybe` into bool"},
+		{"second document", "sources: []\n---\ncuda:\n  - {version: 99.1.0}\n", "rows.yaml: line 3: a second YAML document (after ---)"},
+		{"second document after an empty one", "---\n---\nsources: []\n---\ngpus: []\n", "rows.yaml: line 5: a second YAML document"},
 		{"list expected", "torch:\n  - version: 2.3.1\n    variants: cu121\n", "line 3: torch[].variants must be a list"},
 		{"dangling source", "sources: [{id: s, url: https://x}]\ncuda:\n  - {version: 99.1.0, min_driver: 999.1, source: nope}\n", `rows.yaml:3: CUDA 99.1.0 names source "nope"`},
 		{"missing source", "cuda:\n  - {version: 99.1.0, min_driver: 999.1}\n", "rows.yaml:2: CUDA 99.1.0 has no source"},
@@ -196,6 +202,50 @@ func TestMatrixFileErrors(t *testing.T) {
 				t.Fatalf("Load error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestMatrixFileProblems: every problem of a file is found, one line
+// each; the error shows the first five and counts the rest.
+func TestMatrixFileProblems(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("gpus:\n")
+	for i := range 8 {
+		fmt.Fprintf(&b, "  - name: G%d\n    memory_gb: lots\n", i)
+	}
+	b.WriteString("  - name: G9\n    memroy_gb: 80\n")
+	p := filepath.Join(t.TempDir(), "rows.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	var probs Problems
+	if !errors.As(err, &probs) || len(probs) != 9 {
+		t.Fatalf("Load error = %v, want 9 Problems", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], p+": line 3: gpus[].memory_gb") || lines[5] != "… and 4 more problems" {
+		t.Errorf("error lines:\n%s", err)
+	}
+	if !strings.Contains(probs[8].Error(), `line 19: unknown key "memroy_gb"`) {
+		t.Errorf("last problem %v", probs[8])
+	}
+}
+
+// TestMatrixFileEmptyDocuments: a file may start with --- and end with
+// one; only a second document with content is refused.
+func TestMatrixFileEmptyDocuments(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rows.yaml")
+	rows := "---\n# our rows\nsources:\n  - {id: ours, url: https://wiki.example.invalid/x}\n---\n"
+	if err := os.WriteFile(p, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := db.Sources["ours"]; !ok {
+		t.Error("the first document's source is missing")
 	}
 }
 

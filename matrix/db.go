@@ -3,7 +3,6 @@ package matrix
 import (
 	"cmp"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -184,7 +183,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, Problems(errs)
 	}
 	db.sort()
 	return db, nil

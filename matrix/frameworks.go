@@ -64,6 +64,17 @@ func (s Stack) Summary() string {
 // cu121 wheel variants and of image tags.
 func CUDATag(v Version) string { return fmt.Sprintf("%d%d", v.Major(), v.Minor()) }
 
+// ParseCUDATag reads a wheel variant's label (cu121, as in 2.3.1+cu121)
+// as the CUDA major.minor it names ("12.1"), the inverse of CUDATag: the
+// last digit is the minor. ok is false for anything else (cpu, rocm6.1).
+func ParseCUDATag(label string) (cuda string, ok bool) {
+	d, found := strings.CutPrefix(strings.ToLower(label), "cu")
+	if !found || len(d) < 2 || strings.Trim(d, "0123456789") != "" {
+		return "", false
+	}
+	return d[:len(d)-1] + "." + d[len(d)-1:], true
+}
+
 // Short names the stack in a few words, for progress lines and report
 // rows: "torch 2.7.1 cu128 py3.12" (frameworks, the CUDA tag, Python).
 func (s Stack) Short() string {

@@ -58,7 +58,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step (pip index settings are not part of the cache key)")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
-	fs.StringVarP(&o.Output, "output-format", "o", "text", "result format on stdout: text or json")
+	outputFlag(fs, &o.Output, "output-format", "text", "json")
 }
 
 func newBuildCmd() *cobra.Command {
@@ -127,10 +127,14 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, err = builder.LoadConfig(o.ConfigFile); err != nil {
+			if isDockerfile(o.ConfigFile) {
+				return nil, nil, matrix.Constraints{}, invalid(fmt.Errorf("-f %s: -f takes a gpuimg.yaml (the stack, extras and build settings), and this is a Dockerfile", o.ConfigFile),
+					"write the stack as gpuimg.yaml (docs/build.md) or as flags, or build the Dockerfile with docker buildx build; gpuimg build --dockerfile-only prints the Dockerfile gpuimg generates")
+			}
 			return nil, nil, matrix.Constraints{}, invalid(err, "see docs/build.md for the gpuimg.yaml format")
 		}
 	}
-	if err := checkOutput(o.Output, "text", "json"); err != nil {
+	if err := o.checkOutputs(); err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
 	f := o.Flags
@@ -167,6 +171,51 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	}
 	set.Request.Progress = cmd.ErrOrStderr()
 	return set, db, c, nil
+}
+
+// checkOutputs checks -o (the result format) and --output (BuildKit's
+// outputs), which docker buildx users mix up: buildx's -o is --output.
+func (o *BuildOptions) checkOutputs() error {
+	if err := checkOutput(o.Output, "text", "json"); err != nil {
+		if strings.Contains(o.Output, "=") {
+			return invalid(fmt.Errorf("-o %s: gpuimg's -o is --output-format, the result format on stdout (text or json)", o.Output),
+				"give BuildKit outputs with --output, as docker buildx build's -o: --output "+o.Output)
+		}
+		return err
+	}
+	for _, out := range o.Outputs {
+		if out == "text" || out == "json" {
+			return invalid(fmt.Errorf("--output %s: --output is an extra BuildKit output (type=oci,dest=FILE …), not the result format", out),
+				"for the result format on stdout use -o "+out)
+		}
+	}
+	return nil
+}
+
+// isDockerfile says whether the file at path reads as a Dockerfile: its
+// first line that is not blank is a parser directive (# syntax=,
+// # escape=, # check=), or its first instruction is FROM or ARG.
+func isDockerfile(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" {
+			continue
+		}
+		if d, ok := strings.CutPrefix(l, "#"); ok {
+			d = strings.ToLower(strings.ReplaceAll(d, " ", ""))
+			if strings.HasPrefix(d, "syntax=") || strings.HasPrefix(d, "escape=") || strings.HasPrefix(d, "check=") {
+				return true
+			}
+			continue // a comment
+		}
+		word := strings.ToUpper(strings.Fields(l)[0])
+		return word == "FROM" || word == "ARG"
+	}
+	return false
 }
 
 // completeRequest fills in what a merged build request takes from outside

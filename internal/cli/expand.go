@@ -60,7 +60,7 @@ at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "publish.yaml", "publish file (docs/publish.md)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json, github or bake")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json", "github", "bake")
 	return cmd
 }
 

@@ -178,7 +178,7 @@ with gpuimg images export).`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would move and how many bytes, write nothing")
 	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
 	cmd.Flags().StringVar(&platform, "platform", "", "copy only this platform's image from an index (its digest, not the index's)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 
@@ -247,7 +247,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&format, "format", string(images.FormatOCIArchive), "oci, oci-archive or docker-archive")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to export from an index (docker-archive; default linux/amd64)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 
@@ -288,7 +288,7 @@ func newLsCmd() *cobra.Command {
 	}
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd
 }
 
@@ -388,7 +388,7 @@ not count.`,
 	mo.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
-	cmd.Flags().StringVar(&gpu, "gpu", "", "the report must be for this GPU")
+	stackFlag(cmd.Flags(), &gpu, "gpu", "h100", "the report must be for this GPU")
 	cmd.Flags().StringVar(&minDriver, "min-driver", "", "the report's driver must be this version or newer")
 	return cmd
 }
@@ -448,7 +448,7 @@ fetches them before the container starts.`,
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&comp, "compression", "zstd", "zstd, estargz or gzip")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to convert from an index (default linux/amd64)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "result format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	cmd.Flags().StringVar(&prioritize, "prioritize", "", "estargz: file listing the paths to put first and prefetch, one a line")
 	return cmd
 }

@@ -114,7 +114,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate and say what would change; push nothing")
 	o.Registry.AddFlags(fs)
 	o.Registry.AddJobsFlag(fs)
-	fs.StringVarP(&o.Output, "output", "o", "text", "result format: text or json")
+	outputFlag(fs, &o.Output, "output", "text", "json")
 	return cmd
 }
 

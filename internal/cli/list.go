@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -40,16 +41,20 @@ public sources all of it was read from.`,
   gpuimg matrix list targets -o json | jq '.[] | select(.name == "sagemaker/p5")'
   gpuimg matrix list links
   gpuimg matrix list sources`,
-		Args:      cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return invalid(errors.New("matrix list needs the kind of rows to list"), "use one of "+strings.Join(listKinds(), ", "))
+			case len(args) > 1:
+				return invalid(fmt.Errorf("matrix list takes one kind, got %d (%s)", len(args), strings.Join(args, " ")), "run it once per kind: "+strings.Join(listKinds(), ", "))
+			case !slices.Contains(listKinds(), args[0]):
+				return invalid(fmt.Errorf("unknown list %q", args[0]), "use one of "+strings.Join(listKinds(), ", "))
+			}
+			return nil
+		},
 		ValidArgs: listKinds(),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "table", "json"); err != nil {
-				return err
-			}
-			if slices.Contains(listKinds(), args[0]) {
-				return nil
-			}
-			return invalid(fmt.Errorf("unknown list %q", args[0]), "use one of "+strings.Join(listKinds(), ", "))
+			return checkOutput(output, "table", "json")
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := mo.Load()
@@ -59,7 +64,7 @@ public sources all of it was read from.`,
 			return renderList(cmd.OutOrStdout(), output, args[0], db)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd
 }
 

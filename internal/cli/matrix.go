@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -91,7 +93,7 @@ and lists the stacks that work with one constraint dropped.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json", "yaml")
 	return cmd
 }
 
@@ -256,6 +258,10 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err := checkOutput(output, "table", "json"); err != nil {
 				return err
 			}
+			if given := so.ImageFlagsGiven(cmd.Flags()); stackFile != "" && len(given) > 0 {
+				return invalid(fmt.Errorf("--stack and %s exclude each other: the file is the whole stack", strings.Join(given, ", ")),
+					"drop "+strings.Join(given, ", ")+" to check the file, or drop --stack to check the stack those flags resolve to")
+			}
 			c, err := so.Constraints()
 			if err != nil {
 				return err
@@ -279,10 +285,9 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
-	cmd.Flags().StringVar(&so.GPU, "gpu", "", "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)")
-	cmd.Flags().StringVar(&so.Driver, "driver", "", "NVIDIA driver of the hosts (535.104.05)")
-	cmd.Flags().StringVar(&stackFile, "stack", "", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)", "NVIDIA driver of the hosts (535.104.05)")
+	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
+	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd
 }
 
@@ -307,13 +312,67 @@ func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Sta
 	if err != nil {
 		return s, invalid(fmt.Errorf("read stack: %w", err), "")
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, invalid(fmt.Errorf("read stack %s: %w", file, err), "write it with gpuimg matrix resolve -o json")
+	name := file
+	if file == "-" {
+		name = "stdin"
 	}
-	if s.CUDA == "" {
-		return s, invalid(fmt.Errorf("read stack %s: no cuda field", file), "write it with gpuimg matrix resolve -o json")
+	if s, err = decodeStack(name, b); err != nil {
+		return s, invalid(err, "the file must hold one stack object, as gpuimg matrix resolve -o json (or -o yaml) writes it")
 	}
 	return s, nil
+}
+
+// decodeStack reads a stack written by gpuimg matrix resolve: JSON (-o
+// json) or YAML (-o yaml).
+func decodeStack(name string, b []byte) (matrix.Stack, error) {
+	var s matrix.Stack
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) == 0:
+		return s, fmt.Errorf("read stack %s: the file is empty", name)
+	case t[0] == '{' || t[0] == '[':
+		if err := json.Unmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("read stack %s: %s", name, jsonProblem(err))
+		}
+	default:
+		if err := matrix.DecodeStrict(name, b, &s); err != nil {
+			return s, fmt.Errorf("read stack %w", err)
+		}
+	}
+	if s.CUDA == "" {
+		return s, fmt.Errorf("read stack %s: no cuda field", name)
+	}
+	return s, nil
+}
+
+// jsonProblem says what is wrong with a stack's JSON in words, not in
+// Go's types.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Sprintf("it holds a JSON %s, not an object", te.Value)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s is a JSON %s, not %s", te.Field, te.Value, jsonKind(te.Type))
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
+	}
+	return err.Error()
+}
+
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a number"
 }
 
 func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {

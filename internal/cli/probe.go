@@ -118,7 +118,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 	cmd.Flags().StringVar(&python, "python", "", "Python interpreter for the framework checks (default python3 on PATH)")
 	cmd.Flags().DurationVar(&budget, "budget", 0, "time for the Python checks and benchmarks; benchmarks that would start after 80% of it are skipped with a warning (default 2m, 12m with --bench)")
 	cmd.Flags().StringArrayVar(&eff, "min-efficiency", nil, "benchmark threshold as a fraction of the GPU's peak, e.g. gemm_bf16=0.7 (repeatable)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	cmd.Flags().StringVar(&saveBaseline, "save-baseline", "", "write this run's figures and software versions to FILE as a baseline (with --bench, on a machine you trust; only a passing run)")
 	ao.addFlags(cmd.Flags())
 	cmd.AddCommand(newProbeJudgeCmd())
@@ -244,7 +244,7 @@ Exit status: 0 every instance accepted, 1 one rejected, 2 could not run,
 	}
 	mo.AddFlags(cmd.Flags())
 	ao.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 

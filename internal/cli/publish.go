@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -130,12 +132,20 @@ func (o *PublishOptions) load(mo *MatrixOptions) (*publish.File, *matrix.DB, *pu
 		return nil, nil, nil, invalid(fmt.Errorf("--jobs %d", o.Jobs), "give 1 or more")
 	}
 	f, err := publish.LoadFile(o.File)
+	if err != nil && isDockerfile(o.File) {
+		return nil, nil, nil, invalid(fmt.Errorf("-f %s: -f takes a publish file, and this is a Dockerfile", o.File), "write the matrix to publish as publish.yaml (docs/publish.md)")
+	}
 	if err != nil {
 		return nil, nil, nil, invalid(err, "fix the publish file (format: docs/publish.md)")
 	}
 	var since *publish.Report
 	if o.Since != "" {
 		if since, err = publish.ReadReport(o.Since); err != nil {
+			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+				// In words, not Go's types ("Go value of type publish.Report").
+				err = fmt.Errorf("read previous report %s: %s", o.Since, jsonProblem(err))
+				return nil, nil, nil, invalid(err, "pass the report.json of an earlier gpuimg publish run")
+			}
 			return nil, nil, nil, invalid(err, "")
 		}
 	}
@@ -197,8 +207,35 @@ func (o *PublishOptions) render(out io.Writer, rep *publish.Report, since *publi
 			names = append(names, r.Variant.Name+" ("+r.Error+")")
 		}
 	}
-	return &Error{Err: fmt.Errorf("%d of %d variants failed: %s", c.Failed, c.Variants, strings.Join(names, "; ")),
-		Hint: "the other variants were published; fix the failures and run again (unchanged variants are skipped)", Code: ExitFailed}
+	return &Error{Err: fmt.Errorf("%d of %s failed: %s", c.Failed, plural(c.Variants, "variant"), strings.Join(names, "; ")),
+		Hint: failedHint(c), Code: ExitFailed}
+}
+
+// failedHint says what became of the variants that did not fail, and
+// what to do next.
+func failedHint(c publish.ReportCounts) string {
+	var done []string
+	if c.Published > 0 {
+		done = append(done, fmt.Sprintf("%d published", c.Published))
+	}
+	if c.Unchanged > 0 {
+		done = append(done, fmt.Sprintf("%d unchanged", c.Unchanged))
+	}
+	if c.Planned > 0 {
+		done = append(done, fmt.Sprintf("%d planned", c.Planned))
+	}
+	if len(done) == 0 {
+		return "nothing was published; fix the failures and run again"
+	}
+	return "of the others, " + strings.Join(done, ", ") + "; fix the failures and run again (unchanged variants are skipped)"
+}
+
+// plural is "1 variant", "3 variants".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // newPublishProgress is the live view on a terminal (auto), else lines.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -62,10 +63,91 @@ see "gpuimg matrix list sources".`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if e, ok := errors.AsType[*Error](err); ok { // a flag value's own error (nonEmpty) says what to do
+			return e
+		}
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))
 	})
 	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newImagesCmd(), newProbeCmd(), newPublishCmd())
+	// --version as docker, skopeo and crane users type it: the same line
+	// as gpuimg version (a template without actions prints as it is).
+	root.Version = buildVersion().Version
+	root.SetVersionTemplate(strings.ReplaceAll(versionText(buildVersion()), "{{", "{{`{{`}}"))
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newCompletionCmd())
+	registerValueCompletions(root)
+	for _, c := range root.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	// A group runs only to refuse what is not its subcommand: its usage
+	// stays "gpuimg matrix [command]", without a runnable line of its own.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "Usage:{{if .Runnable}}", "Usage:{{if and .Runnable (not (index .Annotations \""+groupAnnotation+"\"))}}", 1))
+	explainArgs(root)
+	requireValues(root)
 	return root
+}
+
+// explainArgs makes the argument errors of c and its subcommands
+// (cobra's "accepts 1 arg(s), received 0") name the command and show its
+// usage line.
+func explainArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		explainArgs(sub)
+	}
+	if c.Args == nil {
+		return
+	}
+	args := c.Args
+	c.Args = func(cmd *cobra.Command, a []string) error {
+		err := args(cmd, a)
+		var e *Error
+		if err == nil || errors.As(err, &e) {
+			return err
+		}
+		path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") // printError says "gpuimg: "
+		return invalid(fmt.Errorf("%s: %w", path, err), "usage: "+cmd.UseLine())
+	}
+}
+
+// groupAnnotation marks a group of commands that runs only to refuse
+// what is not its subcommand (refuseUnknownSubcommands).
+const groupAnnotation = "gpuimg_group"
+
+// refuseUnknownSubcommands makes c and every group of commands under it
+// (matrix, images, builder, …) refuse an argument that names none of its
+// subcommands: cobra prints the group's help and exits 0 for
+// "gpuimg matrix frob". Without arguments a group prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[groupAnnotation] = "true"
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default for the root
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var names []string
+		for _, s := range cmd.Commands() {
+			if s.IsAvailableCommand() {
+				names = append(names, s.Name())
+			}
+		}
+		hint := "use one of: " + strings.Join(names, ", ")
+		if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+			hint = "did you mean " + sug[0] + "? " + hint
+		}
+		return invalid(fmt.Errorf("unknown command %q for %s", args[0], cmd.CommandPath()), hint)
+	}
 }
 
 type versionInfo struct {
@@ -90,6 +172,15 @@ func buildVersion() versionInfo {
 	return v
 }
 
+// versionText is gpuimg version's line: "gpuimg v1.2.0 (rev) go1.25 linux/amd64".
+func versionText(v versionInfo) string {
+	s := "gpuimg " + v.Version
+	if v.Revision != "" {
+		s += " (" + v.Revision + ")"
+	}
+	return s + " " + v.GoVersion + " " + v.Platform + "\n"
+}
+
 func newVersionCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -103,17 +194,13 @@ func newVersionCmd() *cobra.Command {
 			case "json":
 				return writeJSON(cmd.OutOrStdout(), v)
 			case "text", "":
-				fmt.Fprintf(cmd.OutOrStdout(), "gpuimg %s", v.Version)
-				if v.Revision != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), " (%s)", v.Revision)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), " %s %s\n", v.GoVersion, v.Platform)
-				return nil
+				_, err := io.WriteString(cmd.OutOrStdout(), versionText(v))
+				return err
 			}
 			return invalid(fmt.Errorf("unknown output format %q", output), "use -o text or -o json")
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -41,8 +42,8 @@ type ValidateOptions struct {
 func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
 	fs.StringVar(&o.Platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
-	fs.StringVar(&o.Driver, "driver", "", "check against this NVIDIA driver (535.104.05)")
-	fs.StringVar(&o.GPU, "gpu", "", "check kernel coverage for this GPU (h100, l4, sm_90)")
+	stackFlag(fs, &o.Driver, "driver", "535.104.05", "check against this NVIDIA driver (535.104.05)")
+	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
 	fs.StringArrayVar(&o.Targets, "target", nil, "check everything a provider fleet requires (sagemaker/p5, gke/cos-default; gpuimg matrix list targets): host driver, GPUs, platform, manifest format, index and attestations, compression, size, runtime contract (repeatable)")
 	fs.StringVar(&o.Run, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
@@ -54,7 +55,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	o.Registry.AddFlags(fs)
-	fs.StringVarP(&o.Output, "output", "o", "text", "output format: text, json or junit")
+	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
 }
 
 func newValidateCmd() *cobra.Command {
@@ -98,7 +99,7 @@ driver or GPU where the probe ran.`,
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, opt, err := vo.parse(args[0])
+			ref, opt, err := vo.parse(cmd.Flags(), args[0])
 			if err != nil {
 				return err
 			}
@@ -142,11 +143,31 @@ driver or GPU where the probe ran.`,
 	return cmd
 }
 
-// parse checks the flags and the image reference, and loads the matrix.
-func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, error) {
+// runOnlyFlags are the flags only a GPU run (--run) reads.
+func runOnlyFlags() []string {
+	return []string{"bench", "budget", "min-efficiency", "probe-binary", "probe-image", "baseline", "reference", "max-loss"}
+}
+
+// parse checks the flags (fs says which were given) and the image
+// reference, and loads the matrix.
+func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, validate.Options, error) {
 	var opt validate.Options
 	if err := checkOutput(o.Output, "text", "json", "junit"); err != nil {
 		return images.Ref{}, opt, err
+	}
+	var runOnly []string
+	for _, name := range runOnlyFlags() {
+		if fs.Changed(name) {
+			runOnly = append(runOnly, "--"+name)
+		}
+	}
+	if o.Run == "" && len(runOnly) > 0 {
+		verb := "work"
+		if len(runOnly) == 1 {
+			verb = "works"
+		}
+		return images.Ref{}, opt, invalid(fmt.Errorf("%s only %s with --run: without it validate reads the image and runs nothing", strings.Join(runOnly, ", "), verb),
+			"add --run docker (or podman, host, kubernetes), or drop "+strings.Join(runOnly, ", "))
 	}
 	ref, err := images.ParseRef(image)
 	if err != nil {
@@ -170,6 +191,13 @@ func (o *ValidateOptions) parse(image string) (images.Ref, validate.Options, err
 		return ref, opt, err
 	}
 	if o.GPU != "" {
+		var c matrix.Constraints // the GPU list as matrix check reads it
+		if err := c.Set(matrix.FieldGPU, o.GPU); err != nil {
+			return ref, opt, invalid(fmt.Errorf("--gpu: %w", err), constraintHint(matrix.FieldGPU, err))
+		}
+		if n := strings.Count(c.GPU, ",") + 1; n > 1 {
+			return ref, opt, invalid(fmt.Errorf("--gpu %s names %d GPUs, and validate checks one", o.GPU, n), "run validate once per GPU, or give --target for a fleet's GPUs")
+		}
 		if _, err := opt.DB.FindGPU(o.GPU); err != nil {
 			return ref, opt, invalid(err, "")
 		}
