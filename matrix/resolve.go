@@ -171,3 +171,18 @@ func (db *DB) preferSupported(cudas []CUDARelease) {
 		return b.Version.Compare(a.Version)
 	})
 }
+
+// SupportedPointRelease is the newest CUDA release of cuda's major.minor
+// with a base image for OS os that NVIDIA has not marked end of life.
+func (db *DB) SupportedPointRelease(cuda Version, os string) (Version, bool) {
+	var best Version
+	for _, b := range db.BaseImages {
+		if b.EOL || !b.CUDA.HasPrefix(cuda.Trunc(2)) || !slices.Contains(b.OS, os) {
+			continue
+		}
+		if best.IsZero() || best.Less(b.CUDA) {
+			best = b.CUDA
+		}
+	}
+	return best, !best.IsZero()
+}

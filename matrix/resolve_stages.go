@@ -475,7 +475,11 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 	st.Notes = append(st.Notes, pinNotes(cand.combo)...)
 	if cand.img.EOL {
 		st.BaseImageEOL = true
-		st.Notes = append(st.Notes, fmt.Sprintf("warning: NVIDIA has marked %s end of life: it gets no updates and NVIDIA deletes end-of-life tags six months later (its container support policy); build soon and keep the image, or pick a supported CUDA release (gpuimg matrix list images)", st.BaseImage))
+		instead := "pick a supported CUDA release (gpuimg matrix list images)"
+		if r, ok := s.db.SupportedPointRelease(cuda, o.Name); ok {
+			instead = fmt.Sprintf("use %s, the point release of CUDA %s NVIDIA supports for %s", r, cuda.Trunc(2), o.Name)
+		}
+		st.Notes = append(st.Notes, fmt.Sprintf("warning: NVIDIA has marked %s end of life: it gets no updates and NVIDIA deletes end-of-life tags six months later (its container support policy); build soon and keep the image, or %s", st.BaseImage, instead))
 	}
 	st.Notes = append(st.Notes, p.notes...)
 	st.Notes = append(st.Notes, s.db.Replaced...)
