@@ -110,3 +110,52 @@ func TestSystemCuDNNFits(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameworkInstalled: the version an image must hold is the one pip
+// was asked for (tensorflow 2.15.0 is installed as 2.15.0.post1,
+// tensorflow/tensorflow#62520).
+func TestFrameworkInstalled(t *testing.T) {
+	for _, tt := range []struct {
+		fw   Framework
+		name string
+		want string
+	}{
+		{Framework{Version: "2.15.0", Packages: []string{"tensorflow[and-cuda]==2.15.0.post1"}}, "tensorflow", "2.15.0.post1"},
+		{Framework{Version: "2.12.0", Packages: []string{"tensorflow==2.12.0"}}, "tensorflow", "2.12.0"},
+		{Framework{Version: "2.3.1", Packages: []string{"torch==2.3.1", "torchvision==0.18.1"}}, "torch", "2.3.1"},
+		{Framework{Version: "0.4.30", Packages: []string{"jax[cuda12]==0.4.30"}}, "jax", "0.4.30"},
+		{Framework{Version: "1.0"}, "x", "1.0"},
+	} {
+		if got := tt.fw.Installed(tt.name); got != tt.want {
+			t.Errorf("%v.Installed(%s) = %q, want %q", tt.fw.Packages, tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestBaseImageSupport reads NVIDIA's end-of-life marks (images.yaml,
+// sources images-nvidia-unsupported-tags and images-nvidia-support-policy)
+// for a tag as an image's label or FROM line names it.
+func TestBaseImageSupport(t *testing.T) {
+	db := builtin(t)
+	for _, tt := range []struct {
+		ref        string
+		eol, known bool
+		supported  string
+	}{
+		{"nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04", true, true, "12.8.2"},
+		{"docker.io/nvidia/cuda:12.8.2-base-ubuntu24.04@sha256:1111111111111111111111111111111111111111111111111111111111111111", false, true, "12.8.2"},
+		{"nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04", true, true, ""}, // all of CUDA 11 is end of life
+		{"nvidia/cuda:12.2.2-runtime-ubuntu22.04", false, true, "12.2.2"},
+		{"nvidia/cuda:9.9.9-base-ubuntu22.04", false, false, ""},
+		{"debian:bookworm", false, false, ""},
+	} {
+		eol, sup, known := db.BaseImageSupport(tt.ref)
+		got := ""
+		if !sup.IsZero() {
+			got = sup.String()
+		}
+		if eol != tt.eol || known != tt.known || got != tt.supported {
+			t.Errorf("%s: eol %v known %v supported %q, want %v %v %q", tt.ref, eol, known, got, tt.eol, tt.known, tt.supported)
+		}
+	}
+}
