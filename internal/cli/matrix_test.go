@@ -118,3 +118,27 @@ func TestResolveAgainstUpstreamFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestListImagesSupport: `matrix list images` shows which tags NVIDIA has
+// marked end of life (images.yaml: 12.8.1 is in doc/unsupported-tags.md,
+// 12.8.2 is the supported 12.8 point release).
+func TestListImagesSupport(t *testing.T) {
+	out, errOut, code := run(t, "matrix", "list", "images")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for prefix, want := range map[string]string{"12.8.1 ": "end-of-life", "12.8.2 ": "supported"} {
+		found := false
+		for line := range strings.SplitSeq(out, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				found = true
+				if !strings.Contains(line, want) {
+					t.Errorf("%q lacks %q", line, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row for %s:\n%s", prefix, out)
+		}
+	}
+}
