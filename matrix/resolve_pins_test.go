@@ -228,3 +228,28 @@ func TestPinRowsChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestUnservedForEveryPython: a release whose CUDA extra pins a wheel no
+// index serves at all (as tensorflow[and-cuda]==2.15.0 pins
+// tensorrt-libs==8.6.1, tensorflow/tensorflow#62520) is refused with the
+// pin and the reason, and an older release is chosen instead.
+func TestUnservedForEveryPython(t *testing.T) {
+	f := worldFile(t)
+	f.TensorFlow = append(f.TensorFlow, TensorFlow{Version: MustVersion("2.15.1"), Python: MustConstraint(">=3.9,<3.12"), CUDA: MustVersion("12.2"), CuDNN: MustVersion("8.9"),
+		Pins:     pins(t, "tensorrt-libs==8.6.1"),
+		Unserved: []Unserved{{Pin: pins(t, "tensorrt-libs==8.6.1")[0], Why: "no index serves tensorrt-libs 8.6.1"}},
+		Row:      Row{Source: "test"}})
+	db, err := loadOnly(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Resolve(Constraints{TensorFlow: cons("2.15.1")})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "tensorflow 2.15.1 cannot be installed: its CUDA extra pins tensorrt-libs==8.6.1, which no package index serves (no index serves tensorrt-libs 8.6.1)") {
+		t.Errorf("got %v", err)
+	}
+	st, err := db.Resolve(Constraints{TensorFlow: cons("2.15")})
+	if err != nil || st.Frameworks[FrameworkTensorFlow].Version != "2.15.0" {
+		t.Errorf("--tensorflow 2.15: %v %v", st.Frameworks, err)
+	}
+}
