@@ -86,9 +86,16 @@ type BaseImage struct {
 	CUDA    Version  `yaml:"cuda" json:"cuda"`
 	OS      []string `yaml:"os" json:"os"`
 	Flavors []string `yaml:"flavors" json:"flavors"`
-	// CuDNN is the cuDNN inside the cudnn flavors, if known.
+	// CuDNN is the cuDNN inside the cudnn flavors (NV_CUDNN_VERSION in
+	// NVIDIA's Dockerfiles), if known. NVIDIA rebuilds tags and may bump it;
+	// the row records the value read and its notes say when.
 	CuDNN Version `yaml:"cudnn" json:"cudnn"`
-	Row   `yaml:",inline"`
+	// EOL marks tags NVIDIA has declared end of life (doc/unsupported-tags.md,
+	// dist/end-of-life/ or its support policy): superseded by a newer point
+	// release of the same minor, or their driver branch or OS is past its
+	// end. They get no updates and are deleted six months later.
+	EOL bool `yaml:"eol" json:"eol,omitempty"`
+	Row `yaml:",inline"`
 }
 
 // Torch is one PyTorch release.
@@ -114,7 +121,11 @@ type TorchVariant struct {
 	// PyPI marks the variant plain "pip install torch==X" installs from
 	// PyPI; the resolver prefers it among variants equally close to a
 	// requested CUDA, after stable ones.
-	PyPI  bool     `yaml:"pypi" json:"pypi,omitempty"`
+	PyPI bool `yaml:"pypi" json:"pypi,omitempty"`
+	// Pins are the wheel's exact Requires-Dist pins of packages other
+	// frameworks may pin too (nvidia-*-cuNN), as its METADATA lists them;
+	// empty when they were not read.
+	Pins  []Pin    `yaml:"pins" json:"pins,omitempty"`
 	Notes []string `yaml:"notes" json:"notes,omitempty"`
 }
 
@@ -124,7 +135,18 @@ type TensorFlow struct {
 	Python  Constraint `yaml:"python" json:"python"`
 	CUDA    Version    `yaml:"cuda" json:"cuda"`
 	CuDNN   Version    `yaml:"cudnn" json:"cudnn"`
-	Row     `yaml:",inline"`
+	// PipVersion is the release pip installs when it is not Version: a
+	// post release that fixed the packaging (2.15.0.post1). Empty means
+	// Version.
+	PipVersion string `yaml:"pip_version" json:"pip_version,omitempty"`
+	// Pins are the exact pins of the tensorflow[and-cuda] extra gpuimg
+	// installs (of PipVersion when set), as setup.py's EXTRA_PACKAGES
+	// lists them; empty when they were not read.
+	Pins []Pin `yaml:"pins" json:"pins,omitempty"`
+	// Unserved are pins of that extra no index serves, for some or every
+	// Python: the resolver refuses those stacks and says why.
+	Unserved []Unserved `yaml:"unserved" json:"unserved,omitempty"`
+	Row      `yaml:",inline"`
 }
 
 // JAX is one JAX release and its CUDA wheel extras.

@@ -197,6 +197,17 @@ func (m *merger[T]) setup(replace *[]string, errs *[]error) { m.replace, m.errs 
 
 var archRE = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
 
+// checkPins reports a package pinned twice in one list.
+func checkPins(bad func(Pos, string, ...any), at Pos, what string, pins []Pin) {
+	seen := map[string]bool{}
+	for _, p := range pins {
+		if seen[p.Name] {
+			bad(at, "%s pins %s twice", what, p.Name)
+		}
+		seen[p.Name] = true
+	}
+}
+
 func (db *DB) validate() []error {
 	var errs []error
 	bad := func(at Pos, format string, args ...any) {
@@ -277,6 +288,7 @@ func (db *DB) validate() []error {
 			if v.Status != "stable" && v.Status != "experimental" {
 				bad(t.At, "torch %s variant cu%s: status must be stable or experimental, not %q", t.Version, CUDATag(v.CUDA), v.Status)
 			}
+			checkPins(bad, t.At, fmt.Sprintf("torch %s variant cu%s", t.Version, CUDATag(v.CUDA)), v.Pins)
 			for _, a := range append(slices.Clone(v.Archs), v.PTX...) {
 				if !archRE.MatchString(a) {
 					bad(t.At, "torch %s variant cu%s: architecture %q must look like sm_90", t.Version, CUDATag(v.CUDA), a)
@@ -288,6 +300,17 @@ func (db *DB) validate() []error {
 		checkRow(t.Row, "tensorflow "+t.Version.String())
 		if t.Version.IsZero() || t.Python.IsZero() || t.CUDA.IsZero() || t.CuDNN.IsZero() {
 			bad(t.At, "tensorflow rows need version, python, cuda and cudnn")
+		}
+		if t.PipVersion != "" && !strings.HasPrefix(t.PipVersion, t.Version.String()+".post") {
+			bad(t.At, "tensorflow %s: pip_version %q must be a post release of %s (%s.post1)", t.Version, t.PipVersion, t.Version, t.Version)
+		}
+		checkPins(bad, t.At, "tensorflow "+t.Version.String(), t.Pins)
+		for _, u := range t.Unserved {
+			if u.Pin.Name == "" || u.Why == "" {
+				bad(t.At, "tensorflow %s: an unserved entry needs pin and why", t.Version)
+			} else if len(t.Pins) > 0 && !slices.ContainsFunc(t.Pins, func(p Pin) bool { return p.Name == u.Pin.Name && p.Same(u.Pin) }) {
+				bad(t.At, "tensorflow %s: unserved %s is not one of its pins", t.Version, u.Pin)
+			}
 		}
 	}
 	for _, j := range db.JAX {

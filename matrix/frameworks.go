@@ -90,3 +90,23 @@ func (s Stack) Short() string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// Installed is the version pip installs for the framework: the pin of its
+// own package in Packages (tensorflow[and-cuda]==2.15.0.post1 gives
+// 2.15.0.post1, a post release that fixed the packaging), else Version.
+// Checks of an image compare the installed distribution with it.
+func (f Framework) Installed(name string) string {
+	for _, p := range f.Packages {
+		dist, ver, ok := strings.Cut(p, "==")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(dist, '['); i >= 0 {
+			dist = dist[:i]
+		}
+		if strings.EqualFold(strings.TrimSpace(dist), name) {
+			return strings.TrimSpace(ver)
+		}
+	}
+	return f.Version
+}

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -97,4 +98,35 @@ func (db *DB) FindGPU(s string) (GPU, error) {
 // BaseImageTag is the nvidia/cuda tag for a release, flavor and OS.
 func BaseImageTag(cuda Version, flavor, os string) string {
 	return fmt.Sprintf("nvidia/cuda:%s-%s-%s", cuda, flavor, os)
+}
+
+// BaseImageSupport says whether NVIDIA has marked the nvidia/cuda tag
+// (nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04, with or without a
+// registry, tag only, or pinned @sha256) end of life, and the supported
+// point release of the same minor for that OS if there is one. known is
+// false for a tag the matrix has no base_images row for.
+func (db *DB) BaseImageSupport(ref string) (eol bool, supported Version, known bool) {
+	tag := ref
+	if i := strings.LastIndex(tag, "@"); i >= 0 {
+		tag = tag[:i]
+	}
+	if i := strings.LastIndex(tag, ":"); i >= 0 {
+		tag = tag[i+1:]
+	}
+	first, rest, ok := strings.Cut(tag, "-")
+	if !ok {
+		return false, Version{}, false
+	}
+	cuda, err := ParseVersion(first)
+	if err != nil || cuda.Len() != 3 {
+		return false, Version{}, false
+	}
+	os := rest[strings.LastIndex(rest, "-")+1:]
+	for _, b := range db.BaseImages {
+		if b.CUDA.Compare(cuda) == 0 && slices.Contains(b.OS, os) {
+			s, _ := db.SupportedPointRelease(cuda, os)
+			return b.EOL, s, true
+		}
+	}
+	return false, Version{}, false
 }

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -124,6 +125,7 @@ func (db *DB) newSearch(c Constraints) (*search, [][]fwChoice, error) {
 	if len(s.cudas) == 0 {
 		return nil, nil, fmt.Errorf("no CUDA release matches %q; see gpuimg matrix list cuda", c.CUDA)
 	}
+	db.preferSupported(s.cudas)
 	for _, o := range db.OS {
 		if c.OS == "" || o.Name == c.OS || (strings.HasPrefix(o.Name, c.OS) && !strings.ContainsAny(c.OS, "0123456789")) {
 			s.oses = append(s.oses, o)
@@ -137,4 +139,50 @@ func (db *DB) newSearch(c Constraints) (*search, [][]fwChoice, error) {
 		return nil, nil, fmt.Errorf("unknown OS %q: use one of %s, or a family such as ubuntu", c.OS, strings.Join(names, ", "))
 	}
 	return s, lists, nil
+}
+
+// preferSupported orders releases (newest first) so that, within each
+// major.minor, a release NVIDIA still supports comes before one whose
+// every image is end of life: NVIDIA supports only the newest point release
+// of each minor and deletes the tags of the others.
+func (db *DB) preferSupported(cudas []CUDARelease) {
+	eol := map[string]bool{}
+	for _, r := range cudas {
+		all, found := true, false
+		for _, b := range db.BaseImages {
+			if b.CUDA.Compare(r.Version) == 0 {
+				found = true
+				all = all && b.EOL
+			}
+		}
+		eol[r.Version.String()] = found && all
+	}
+	slices.SortStableFunc(cudas, func(a, b CUDARelease) int {
+		if c := b.Version.Trunc(2).Compare(a.Version.Trunc(2)); c != 0 {
+			return c
+		}
+		ea, eb := eol[a.Version.String()], eol[b.Version.String()]
+		switch {
+		case ea && !eb:
+			return 1
+		case eb && !ea:
+			return -1
+		}
+		return b.Version.Compare(a.Version)
+	})
+}
+
+// SupportedPointRelease is the newest CUDA release of cuda's major.minor
+// with a base image for OS os that NVIDIA has not marked end of life.
+func (db *DB) SupportedPointRelease(cuda Version, os string) (Version, bool) {
+	var best Version
+	for _, b := range db.BaseImages {
+		if b.EOL || !b.CUDA.HasPrefix(cuda.Trunc(2)) || !slices.Contains(b.OS, os) {
+			continue
+		}
+		if best.IsZero() || best.Less(b.CUDA) {
+			best = b.CUDA
+		}
+	}
+	return best, !best.IsZero()
 }

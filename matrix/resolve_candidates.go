@@ -21,9 +21,14 @@ type fwChoice struct {
 	ptx      []string
 	minDrv   Version // documented driver floor (jax)
 	sysLibs  bool    // needs CUDA/cuDNN from the base image (tensorflow < 2.14)
-	fw       Framework
-	source   string
-	notes    []string
+	pins     []Pin   // exact pins of what pip installs (Requires-Dist, the CUDA extra)
+	// pinsPartial: pins holds only the cuDNN and NCCL pins (torchPins).
+	pinsPartial bool
+	unserved    []Unserved
+	pipAs       string // the release pip installs, when not version (2.15.0.post1)
+	fw          Framework
+	source      string
+	notes       []string
 	// siblings are the release's wheel variants (this one included), for
 	// saying why this one was chosen.
 	siblings []variantFacts
@@ -61,7 +66,8 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 			})
 			for _, v := range variants {
 				ch := fwChoice{name: name, version: t.Version, cuda: v.CUDA.Trunc(2), cudnn: v.CuDNN, nccl: v.NCCL,
-					python: t.Python, status: v.Status, pypi: v.PyPI, archs: v.Archs, ptx: v.PTX, source: t.Source, notes: v.Notes, siblings: siblings}
+					python: t.Python, status: v.Status, pypi: v.PyPI, archs: v.Archs, ptx: v.PTX, pins: v.Pins, source: t.Source, notes: v.Notes, siblings: siblings}
+				ch.pins, ch.pinsPartial = torchPins(v)
 				idx := v.IndexURL
 				if idx == "" {
 					idx = "https://download.pytorch.org/whl/cu" + CUDATag(v.CUDA)
@@ -83,10 +89,18 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 		for _, t := range db.TensorFlow {
 			known = append(known, t.Version.String())
 			ch := fwChoice{name: name, version: t.Version, cuda: t.CUDA.Trunc(2), cudnn: t.CuDNN, python: t.Python, source: t.Source}
-			pkg := "tensorflow[and-cuda]==" + t.Version.String()
+			pip := t.Version.String()
+			if t.PipVersion != "" {
+				pip, ch.pipAs = t.PipVersion, t.PipVersion
+			}
+			pkg := "tensorflow[and-cuda]==" + pip
 			if t.Version.Less(andCUDA) {
 				ch.sysLibs = true
-				pkg = "tensorflow==" + t.Version.String()
+				pkg = "tensorflow==" + pip
+			} else {
+				// The and-cuda extra's pins are what pip installs beside
+				// tensorflow; without the extra there are none.
+				ch.pins, ch.unserved = t.Pins, t.Unserved
 			}
 			ch.fw = Framework{Version: t.Version.String(), CUDA: ch.cuda.String(), CuDNN: t.CuDNN.String(), Packages: []string{pkg}}
 			all = append(all, ch)
@@ -255,4 +269,29 @@ func orderForCUDA(combos [][]fwChoice, cuda Version) [][]fwChoice {
 		return 0
 	})
 	return out
+}
+
+// label names the choice in messages: "torch 2.3.1 cu121", "tensorflow
+// 2.15.0".
+func (ch fwChoice) label() string {
+	if len(ch.siblings) > 1 {
+		return fmt.Sprintf("%s %s cu%s", ch.name, ch.version, CUDATag(ch.cuda))
+	}
+	return fmt.Sprintf("%s %s", ch.name, ch.version)
+}
+
+// torchPins are a torch variant's exact pins: its pins: list, else, for a
+// variant whose nccl was read from its nvidia-nccl-cuNN wheel pin (so the
+// wheel installs NVIDIA's libraries from pip), the nvidia-cudnn-cuNN and
+// nvidia-nccl-cuNN pins its cudnn and nccl record. partial says the other
+// nvidia-* pins are unknown.
+func torchPins(v TorchVariant) (pins []Pin, partial bool) {
+	if len(v.Pins) > 0 || v.NCCL.IsZero() || v.CuDNN.IsZero() {
+		return v.Pins, false
+	}
+	m := v.CUDA.Major()
+	return []Pin{
+		{Name: fmt.Sprintf("nvidia-cudnn-cu%d", m), Version: v.CuDNN, Raw: v.CuDNN.String()},
+		{Name: fmt.Sprintf("nvidia-nccl-cu%d", m), Version: v.NCCL, Raw: v.NCCL.String()},
+	}, true
 }

@@ -22,7 +22,8 @@ type ConflictError struct {
 	// the order of Constraints.Given.
 	Alternatives []Alternative
 	// Conflicts are the pairs of given constraints that no stack
-	// satisfies even on their own. They are looked for only when no single
+	// satisfies even on their own, by a rule (not for want of a fact the
+	// matrix does not record). They are looked for only when no single
 	// drop works and more than two constraints are given.
 	Conflicts [][2]Field
 }
@@ -64,7 +65,9 @@ func (db *DB) explain(c Constraints, fail *failures) *ConflictError {
 		for j := i + 1; j < len(given); j++ {
 			pair := Constraints{Flavor: c.Flavor, Apt: c.Apt, Compat: c.Compat}
 			pair = pair.with(c, given[i]).with(c, given[j])
-			if s, _, err := db.resolve(pair); err == nil && s == nil {
+			// A pair that fails only because the matrix lacks a fact (the
+			// cuDNN inside an image, a driver floor) does not conflict.
+			if s, fail, err := db.resolve(pair); err == nil && s == nil && fail.conflict() {
 				ce.Conflicts = append(ce.Conflicts, [2]Field{given[i], given[j]})
 			}
 		}
@@ -92,6 +95,10 @@ const (
 type failure struct {
 	stage stage
 	msg   string
+	// unknown marks a failure for want of a fact the matrix does not
+	// record (a cuDNN version, a driver floor), not for a rule: the
+	// constraints that led there do not conflict, as far as anyone knows.
+	unknown bool
 }
 
 // failures keeps the failure of the most preferred candidate that got
@@ -103,6 +110,17 @@ func (f *failures) add(st stage, format string, args ...any) {
 		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...)}
 	}
 }
+
+// addUnknown records a failure for want of a recorded fact.
+func (f *failures) addUnknown(st stage, format string, args ...any) {
+	if f.best == nil || st > f.best.stage {
+		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...), unknown: true}
+	}
+}
+
+// conflict reports whether the search failed on a rule, not only for want
+// of a fact the matrix lacks.
+func (f *failures) conflict() bool { return f != nil && (f.best == nil || !f.best.unknown) }
 
 func (f *failures) message() string {
 	if f.best == nil {

@@ -9,11 +9,24 @@ import (
 // Each stage below either passes a candidate on or records why it failed
 // (search.fails) and drops it.
 
-// combineFrameworks checks that the chosen frameworks can share one image.
+// combineFrameworks checks that pip can install each chosen framework
+// and that they can share one image and one Python environment.
 func (s *search) combineFrameworks(combo []fwChoice) bool {
+	for _, ch := range combo {
+		if us := unservedFor(ch.unserved, Version{}); len(us) > 0 {
+			s.fails.add(stageFrameworks, "%s %s cannot be installed: its CUDA extra pins %s, which no package index serves (%s); choose another release",
+				ch.name, ch.version, us[0].Pin, us[0].Why)
+			return false
+		}
+	}
 	for i := range combo {
 		for j := i + 1; j < len(combo); j++ {
 			a, b := combo[i], combo[j]
+			if conflicts := PinConflicts(a.pins, b.pins); len(conflicts) > 0 {
+				s.fails.add(stageFwCuDNN, "%s and %s pin different versions of %s; pip installs one version of each package in an environment, so they cannot share one",
+					a.label(), b.label(), describeConflicts(conflicts))
+				return false
+			}
 			if a.cuda.Major() != b.cuda.Major() {
 				s.fails.add(stageFrameworks, "%s %s (CUDA %s) and %s %s (CUDA %s) need different CUDA majors and cannot share an image",
 					a.name, a.version, a.cuda, b.name, b.version, b.cuda)
@@ -124,7 +137,7 @@ func (s *search) checkCUDA(combo []fwChoice, r CUDARelease) (*onCUDA, bool) {
 	}
 	var ok bool
 	if cand.strict, ok = s.db.DriverFloor(cuda); !ok {
-		s.fails.add(stageImage, "NVIDIA publishes no driver floor for CUDA %s; add min_driver with --matrix-file", cuda)
+		s.fails.addUnknown(stageImage, "NVIDIA publishes no driver floor for CUDA %s; add min_driver with --matrix-file", cuda)
 		return nil, false
 	}
 
@@ -219,7 +232,7 @@ func (s *search) pickPython(cand *onImage) (Version, bool) {
 	for _, p := range pythons {
 		ok := s.c.Python.Check(p)
 		for _, ch := range cand.combo {
-			ok = ok && ch.python.Check(p)
+			ok = ok && ch.python.Check(p) && len(unservedFor(ch.unserved, p)) == 0
 		}
 		if ok {
 			return p, true
@@ -230,7 +243,11 @@ func (s *search) pickPython(cand *onImage) (Version, bool) {
 		needs = append(needs, "--python "+s.c.Python.String())
 	}
 	for _, ch := range cand.combo {
-		needs = append(needs, fmt.Sprintf("%s %s needs Python %s", ch.name, ch.version, ch.python))
+		need := fmt.Sprintf("%s %s needs Python %s", ch.name, ch.version, ch.python)
+		for _, u := range ch.unserved {
+			need += fmt.Sprintf(", and its CUDA extra cannot be installed on Python %s: it pins %s (%s)", u.Python, u.Pin, u.Why)
+		}
+		needs = append(needs, need)
 	}
 	s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, joinVersions(o.Pythons), strings.Join(needs, "; "))
 	return Version{}, false
@@ -250,15 +267,16 @@ func (s *search) checkCuDNN(cand *onImage) (cudnn, nccl Version, ok bool) {
 	}
 	if cand.sysCuDNN {
 		if cand.img.CuDNN.IsZero() {
-			s.fails.add(stageCuDNN, "the cuDNN version inside %s is not recorded in the matrix", cand.baseImage())
+			s.fails.addUnknown(stageCuDNN, "the cuDNN version inside %s is not recorded in the matrix; add cudnn to its base_images row with --matrix-file", cand.baseImage())
 			return cudnn, nccl, false
 		}
 		if cudnn.IsZero() {
 			cudnn = cand.img.CuDNN
 		}
 		for _, ch := range combo {
-			if ch.sysLibs && ch.cudnn.Major() != cand.img.CuDNN.Major() {
-				s.fails.add(stageCuDNN, "%s %s needs cuDNN %s; %s carries cuDNN %s", ch.name, ch.version, ch.cudnn, cand.baseImage(), cand.img.CuDNN)
+			if ch.sysLibs && !SystemCuDNNFits(ch.cudnn, cand.img.CuDNN) {
+				s.fails.add(stageCuDNN, "%s %s was built with cuDNN %s and needs a cuDNN of the same major version and at least that minor; %s carries cuDNN %s",
+					ch.name, ch.version, ch.cudnn, cand.baseImage(), cand.img.CuDNN)
 				return cudnn, nccl, false
 			}
 		}
@@ -454,6 +472,15 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 	} else {
 		st.Notes = append(st.Notes, fmt.Sprintf("Python %s comes from %s's own packages (its default python3 is %s)", p.python, o.Name, o.Pythons[0]))
 	}
+	st.Notes = append(st.Notes, pinNotes(cand.combo)...)
+	if cand.img.EOL {
+		st.BaseImageEOL = true
+		instead := "pick a supported CUDA release (gpuimg matrix list images)"
+		if r, ok := s.db.SupportedPointRelease(cuda, o.Name); ok {
+			instead = fmt.Sprintf("use %s, the point release of CUDA %s NVIDIA supports for %s", r, cuda.Trunc(2), o.Name)
+		}
+		st.Notes = append(st.Notes, fmt.Sprintf("warning: NVIDIA has marked %s end of life: it gets no updates and NVIDIA deletes end-of-life tags six months later (its container support policy); build soon and keep the image, or %s", st.BaseImage, instead))
+	}
 	st.Notes = append(st.Notes, p.notes...)
 	st.Notes = append(st.Notes, s.db.Replaced...)
 	sortArchs(st.GPUArchs)
@@ -480,6 +507,9 @@ func frameworkNotes(ch fwChoice, cuda Version, requested bool) []string {
 			bundled += " and NCCL " + ch.nccl.String()
 		}
 		notes = append(notes, fmt.Sprintf("torch %s cu%s bundles %s as pip wheels; the base image needs no cuDNN", ch.version, CUDATag(ch.cuda), bundled))
+	}
+	if ch.pipAs != "" {
+		notes = append(notes, fmt.Sprintf("%s %s is installed as %s, the post release that fixed its pip packaging (the matrix row's notes say what)", ch.name, ch.version, ch.pipAs))
 	}
 	if ch.cudnnMin {
 		notes = append(notes, fmt.Sprintf("%s installs the newest NVIDIA CUDA %d wheels at build time (cuDNN %s); gpuimg validate records what was installed", ch.fw.Packages[0], ch.cuda.Major(), ch.fw.CuDNN))
@@ -564,4 +594,37 @@ func joinVersions(vs []Version) string {
 // sortArchs sorts architectures by number (sm_90 before sm_100).
 func sortArchs(a []string) {
 	slices.SortStableFunc(a, CompareArchs)
+}
+
+// pinNotes say, for a stack of several frameworks, which frameworks' exact
+// pins were compared and which were not recorded (pip may then still
+// refuse the pair).
+func pinNotes(combo []fwChoice) []string {
+	if len(combo) < 2 {
+		return nil
+	}
+	var known, partial, unknown []string
+	for _, ch := range combo {
+		switch {
+		case ch.sysLibs:
+		case len(ch.pins) == 0:
+			unknown = append(unknown, ch.label())
+		case ch.pinsPartial:
+			partial = append(partial, ch.label())
+			known = append(known, ch.label())
+		default:
+			known = append(known, ch.label())
+		}
+	}
+	var notes []string
+	if len(known) > 1 {
+		notes = append(notes, fmt.Sprintf("the exact pins of %s agree (every package they both pin has one version)", strings.Join(known, " and ")))
+	}
+	if len(partial) > 0 {
+		notes = append(notes, fmt.Sprintf("of %s the matrix records only the nvidia-cudnn and nvidia-nccl pins; its other nvidia-* pins were not compared", strings.Join(partial, " and ")))
+	}
+	if len(unknown) > 0 {
+		notes = append(notes, fmt.Sprintf("the matrix does not record the exact nvidia-* pins of %s, so gpuimg could not check that pip installs them in one environment", strings.Join(unknown, " and ")))
+	}
+	return notes
 }

@@ -85,7 +85,7 @@ func TestBuiltinVariantRule(t *testing.T) {
 		wantCUDA    string // image
 		wantWheels  string
 	}{
-		{"12.8", "2.7", "12.8.1", "12.8"}, // cu128 exact, not the stable cu126
+		{"12.8", "2.7", "12.8.2", "12.8"}, // cu128 exact, not the stable cu126; 12.8.2 is the supported 12.8 point release
 		{"", "2.7", "12.6.3", "12.6"},     // no --cuda: stable first, as before
 		{"12.2", "2.3", "12.2.2", "12.1"}, // no cu122: the nearest older, cu121 (README)
 		{"11.8", "2.7", "11.8.0", "11.8"},

@@ -26,6 +26,9 @@ type Stack struct {
 	// BaseImage is the NVIDIA image tag to build FROM (the builder pins it
 	// by digest).
 	BaseImage string `json:"base_image" yaml:"base_image"`
+	// BaseImageEOL is true when NVIDIA has marked BaseImage end of life:
+	// it gets no updates and is deleted six months later.
+	BaseImageEOL bool `json:"base_image_eol,omitempty" yaml:"base_image_eol,omitempty"`
 	// MinDriver is the lowest Linux driver that runs everything in the
 	// stack without relying on minor-version compatibility.
 	MinDriver string `json:"min_driver" yaml:"min_driver"`

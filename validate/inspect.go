@@ -216,8 +216,8 @@ func (c *checker) stackLabel() {
 		}
 	}
 	for _, fw := range s.FrameworkList() {
-		if fw.Name != matrix.FrameworkTorch && baseVersion(f.Packages[fw.Name]) != fw.Version {
-			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", fw.Name, f.Packages[fw.Name], fw.Version))
+		if want := fw.Installed(fw.Name); fw.Name != matrix.FrameworkTorch && baseVersion(f.Packages[fw.Name]) != want {
+			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", fw.Name, f.Packages[fw.Name], want))
 		}
 	}
 	if f.OS != "" && s.OS != "" && f.OS != s.OS {
@@ -230,6 +230,24 @@ func (c *checker) stackLabel() {
 		return
 	}
 	c.add("stack-label", matrix.Pass, "files agree with the %s label (CUDA %s, Python %s)", matrix.StackLabel, s.CUDA, s.Python)
+	c.baseImage(s.BaseImage)
+}
+
+// baseImage warns when the image was built FROM an nvidia/cuda tag NVIDIA
+// has marked end of life (base_images eol: in the matrix).
+func (c *checker) baseImage(ref string) {
+	if c.db == nil || ref == "" {
+		return
+	}
+	eol, supported, known := c.db.BaseImageSupport(ref)
+	if !known || !eol {
+		return
+	}
+	instead := "rebuild on a supported CUDA release (gpuimg matrix list images)"
+	if !supported.IsZero() {
+		instead = fmt.Sprintf("rebuild on %s, the supported point release of that CUDA minor", supported)
+	}
+	c.add("base-image", matrix.Warn, "built FROM %s, which NVIDIA has marked end of life: it gets no security updates and NVIDIA deletes such tags six months later; %s", ref, instead)
 }
 
 // neededCUDA is the newest CUDA anything inside needs the driver to support.

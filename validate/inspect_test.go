@@ -156,6 +156,25 @@ func TestInspectChecks(t *testing.T) {
 		want:    map[string]Status{"stack-label/os": matrix.Warn, "stack-label": matrix.Pass},
 		verdict: matrix.Pass,
 		msgHas:  "the files say ubuntu22.04 (Ubuntu 22.04.4 LTS), the label says ubuntu20.04",
+	}, struct {
+		name    string
+		img     v1.Image
+		opt     Options
+		want    map[string]Status
+		verdict Status
+		msgHas  string
+	}{
+		// images.yaml: 12.2.0 is in NVIDIA's doc/unsupported-tags.md
+		// (eol: true); 12.2.2 is the supported 12.2 point release.
+		name: "built FROM a tag NVIDIA marked end of life is a warning",
+		img: func() v1.Image {
+			s := good
+			s.CUDA, s.BaseImage = "12.2.0", "nvidia/cuda:12.2.0-base-ubuntu22.04"
+			return torchImage(t, "12.1", "cuda>=12.2", &s)
+		}(),
+		want:    map[string]Status{"base-image": matrix.Warn, "stack-label": matrix.Pass},
+		verdict: matrix.Pass,
+		msgHas:  "built FROM nvidia/cuda:12.2.0-base-ubuntu22.04, which NVIDIA has marked end of life: it gets no security updates and NVIDIA deletes such tags six months later; rebuild on 12.2.2",
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

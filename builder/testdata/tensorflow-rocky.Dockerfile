@@ -22,7 +22,7 @@ ARG TARGETARCH
 
 # tensorflow 2.15.0 (wheels for CUDA 12.2) from PyPI, checked after install.
 RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/verify.py,target=/tmp/gpuimg-verify.py --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    pip install --disable-pip-version-check 'tensorflow[and-cuda]==2.15.0' \
+    pip install --disable-pip-version-check 'tensorflow[and-cuda]==2.15.0.post1' \
  && python /tmp/gpuimg-verify.py tensorflow 2.15.0 12.2 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json
 

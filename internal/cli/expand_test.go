@@ -68,7 +68,7 @@ func TestMatrixExpandTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"NAME ", "2.9.1-cu130-py3.12  CUDA 13.0.2, torch 2.9.1 (CUDA 13.0), Python 3.12", "SKIPPED", "cuda=12.8 python=3.11 torch=2.6  excluded (../../examples/publish.yaml:11)"} {
+	for _, want := range []string{"NAME ", "2.9.1-cu130-py3.12  CUDA 13.0.3, torch 2.9.1 (CUDA 13.0), Python 3.12", "SKIPPED", "cuda=12.8 python=3.11 torch=2.6  excluded (../../examples/publish.yaml:11)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -90,7 +90,7 @@ func TestMatrixExpandGitHub(t *testing.T) {
 		t.Fatalf("include has %d entries", len(m.Include))
 	}
 	e := m.Include[8]
-	if e["name"] != "2.9.1-cu130-py3.12" || e["tag"] != "registry.example.com/ml/torch:2.9.1-cu130-py3.12" || e["cuda"] != "13.0.2" || e["cuda_short"] != "130" || e["torch"] != "2.9.1" || e["python"] != "3.12" || !strings.HasPrefix(e["inputs"], "sha256:") {
+	if e["name"] != "2.9.1-cu130-py3.12" || e["tag"] != "registry.example.com/ml/torch:2.9.1-cu130-py3.12" || e["cuda"] != "13.0.3" || e["cuda_short"] != "130" || e["torch"] != "2.9.1" || e["python"] != "3.12" || !strings.HasPrefix(e["inputs"], "sha256:") {
 		t.Errorf("entry %v", e)
 	}
 
@@ -136,7 +136,7 @@ func TestMatrixExpandBake(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &b); err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Group["default"].Targets) != len(exampleVariants) || b.Target["2_9_1-cu130-py3_12"] == nil || !strings.Contains(b.Target["2_9_1-cu130-py3_12"].DockerfileInline, "\nFROM nvidia/cuda:13.0.2-base-ubuntu24.04 AS gpuimg-python\n") {
+	if len(b.Group["default"].Targets) != len(exampleVariants) || b.Target["2_9_1-cu130-py3_12"] == nil || !strings.Contains(b.Target["2_9_1-cu130-py3_12"].DockerfileInline, "\nFROM nvidia/cuda:13.0.3-base-ubuntu24.04 AS gpuimg-python\n") {
 		t.Errorf("bake file %s", out)
 	}
 }

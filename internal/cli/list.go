@@ -199,9 +199,13 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "images":
 		rows = db.BaseImages
-		t.row("CUDA", "OS", "FLAVORS", "CUDNN", "SOURCE")
+		t.row("CUDA", "OS", "FLAVORS", "CUDNN", "NVIDIA", "SOURCE")
 		for _, b := range db.BaseImages {
-			t.row(b.CUDA.String(), strings.Join(b.OS, ","), strings.Join(b.Flavors, ","), vs(b.CuDNN), b.Source)
+			support := "supported"
+			if b.EOL {
+				support = "end-of-life"
+			}
+			t.row(b.CUDA.String(), strings.Join(b.OS, ","), strings.Join(b.Flavors, ","), vs(b.CuDNN), support, b.Source)
 		}
 	case "sources":
 		ids := make([]string, 0, len(db.Sources))

@@ -34,7 +34,7 @@ func TestGitHubMatrix(t *testing.T) {
 	}
 	want := map[string]string{
 		"name": "2.7.1-cu128-py3.12", "tag": "r.example.com/t:2.7.1-cu128-py3.12", "inputs": p.Variants[1].Inputs,
-		"cuda": "12.8.1", "cuda_short": "128", "torch": "2.7.1", "python": "3.12", "os": p.Variants[1].Stack.OS, "flavor": "base",
+		"cuda": "12.8.2", "cuda_short": "128", "torch": "2.7.1", "python": "3.12", "os": p.Variants[1].Stack.OS, "flavor": "base",
 	}
 	for k, v := range want {
 		if inc[1][k] != v {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // requirement is one Requires-Dist line (PEP 508), reduced to what the
@@ -105,4 +107,19 @@ func (r requirement) lowerBound() string {
 		}
 	}
 	return ""
+}
+
+// exactPin is r as a matrix.Pin when it pins one version of a wheel other
+// frameworks may pin too (nvidia-*, tensorrt*): what two frameworks in one
+// environment must agree on (matrix.PinConflicts).
+func exactPin(r requirement) (matrix.Pin, bool) {
+	if !strings.HasPrefix(r.Name, "nvidia-") && !strings.HasPrefix(r.Name, "tensorrt") {
+		return matrix.Pin{}, false
+	}
+	v := r.pin()
+	if v == "" {
+		return matrix.Pin{}, false
+	}
+	p, err := matrix.ParsePin(r.Name + "==" + v)
+	return p, err == nil
 }

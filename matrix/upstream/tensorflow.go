@@ -110,6 +110,9 @@ func (o *options) tensorflowRow(ctx context.Context, v matrix.Version, srcID str
 		if r.extra() != "and-cuda" || !r.onLinux() {
 			continue
 		}
+		if p, ok := exactPin(r); ok {
+			row.Pins = append(row.Pins, p)
+		}
 		// Releases up to 2.18 pin ==; later ones may give a range,
 		// whose lower bound is what they were built against.
 		for _, lib := range []string{"nvidia-cuda-runtime-cu", "nvidia-cudnn-cu"} {

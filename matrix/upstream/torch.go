@@ -219,6 +219,9 @@ func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, 
 				pins[lib] = r.pin()
 			}
 		}
+		if p, ok := exactPin(r); ok {
+			v.Pins = append(v.Pins, p)
+		}
 	}
 	for lib, field := range map[string]*matrix.Version{"cudnn": &v.CuDNN, "nccl": &v.NCCL} {
 		p, ok := pins[lib]

@@ -196,6 +196,9 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 		if tag != w.tags[i] || v.CuDNN.String() != w.cudnn[i] || v.NCCL.String() != w.nccl[i] || v.Status != "experimental" || v.IndexURL != w.f.torchURL()+"/"+tag {
 			t.Errorf("variant %d = %+v", i, v)
 		}
+		if len(v.Pins) != 2 || v.Pins[0].Version.String() != w.cudnn[i] || v.Pins[1].Version.String() != w.nccl[i] {
+			t.Errorf("variant %s pins %v: want its Linux nvidia-cudnn and nvidia-nccl pins", tag, v.Pins)
+		}
 		if len(v.Archs) == 0 || !slices.ContainsFunc(v.Notes, func(n string) bool { return strings.Contains(n, "copied from torch "+w.newestTorch.String()) }) {
 			t.Errorf("variant %s archs %v not copied from %s with a note: %q", tag, v.Archs, w.newestTorch, v.Notes)
 		}
@@ -238,6 +241,14 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 			return strings.Contains(n, "cudnn: tensorflow[and-cuda] requires (lower bound) nvidia-cudnn-cu12>=9.10.2.21")
 		}) {
 		t.Errorf("tensorflow row notes do not name the pin: %q", tf.Notes)
+	}
+	// Its exact nvidia-* pins, for matrix.PinConflicts (the cuDNN range is not one).
+	var tfPins []string
+	for _, p := range tf.Pins {
+		tfPins = append(tfPins, p.String())
+	}
+	if got := strings.Join(tfPins, " "); got != "nvidia-cublas-cu12==12.5.3.2 nvidia-cuda-cupti-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.79 nvidia-cuda-runtime-cu12==12.9.79 nvidia-nccl-cu12==2.27.3" { // tfAndCUDA("12.9.79", "9.10.2.21", "2.27.3")
+		t.Errorf("tensorflow pins %s", got)
 	}
 
 	// cuDNN and NCCL rows: CUDA majors from the manifest, CUDA versions
