@@ -77,7 +77,11 @@ func (s Stack) DriverFloors() (DriverFloors, error) {
 	if err != nil {
 		return DriverFloors{}, fmt.Errorf("stack has no driver floor (min_driver %q): %w", s.MinDriver, err)
 	}
-	f := DriverFloors{Strict: strict, Of: "the stack", Detail: "CUDA " + s.CUDA}
+	f := DriverFloors{Strict: strict, Of: "the stack", Detail: "set by " + s.MinDriverBy}
+	if s.MinDriverBy == "" {
+		// A label from before min_driver_by: the image's CUDA or a wheel's.
+		f.Detail = "CUDA " + s.CUDA + " or its frameworks' wheels"
+	}
 	if s.MinDriverCompat != "" {
 		if f.Compat, err = ParseVersion(s.MinDriverCompat); err != nil {
 			return DriverFloors{}, fmt.Errorf("stack has a bad min_driver_compat %q: %w", s.MinDriverCompat, err)
@@ -104,19 +108,6 @@ func (db *DB) DriverFloorsFor(cuda Version) DriverFloors {
 // RequireCUDA is the NVIDIA_REQUIRE_CUDA value that makes the NVIDIA
 // container runtime refuse drivers whose CUDA is older than v: cuda>=12.2.
 func RequireCUDA(v Version) string { return "cuda>=" + v.String() }
-
-// RequireCUDAUnderCompat is the failed finding called name when driver
-// d runs an image only under minor-version compatibility and the image's
-// NVIDIA_REQUIRE_CUDA value req names a minor release (cuda>=12.2): the
-// NVIDIA container runtime then refuses the driver. refused is false when
-// req lets the driver through.
-func RequireCUDAUnderCompat(name, req string, d Version) (f Finding, refused bool) {
-	v, ok := ParseRequireCUDA(req)
-	if !ok || v.Minor() == 0 {
-		return Finding{}, false
-	}
-	return Finding{Name: name, Status: Fail, Message: fmt.Sprintf("the image's NVIDIA_REQUIRE_CUDA=%s makes the NVIDIA container runtime refuse driver %s; rebuild with --driver %s --compat, or set NVIDIA_DISABLE_REQUIRE=1", req, d, d)}, true
-}
 
 // ParseRequireCUDA reads the CUDA version of the cuda>= term of an
 // NVIDIA_REQUIRE_CUDA value ("cuda>=12.2 brand=tesla,driver>=470,…");

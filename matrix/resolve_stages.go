@@ -290,23 +290,35 @@ func (s *search) checkCuDNN(cand *onImage) (cudnn, nccl Version, ok bool) {
 // floors are the stack's driver floors.
 type floors struct {
 	strict, compat Version
-	requireCUDA    string // NVIDIA_REQUIRE_CUDA
-	usesCompat     bool   // the driver constraint is met only under minor-version compatibility
+	// by says what sets the strict floor: the image's CUDA release, or a
+	// wheel whose CUDA's newest patch (or documented minimum) is higher.
+	by          string
+	requireCUDA string // NVIDIA_REQUIRE_CUDA
+	usesCompat  bool   // the driver constraint is met only under minor-version compatibility
 }
 
 // checkDriver computes the driver floors over the image and every
-// framework and checks the driver constraint against them.
+// framework and checks the driver constraint against them. The strict
+// floor is the image CUDA release's own, or a higher one a wheel needs:
+// its CUDA major.minor's newest patch (never understated), or its
+// framework's documented minimum; by names which.
 func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	cuda := cand.cuda()
-	f := floors{strict: cand.strict}
+	f := floors{strict: cand.strict, by: fmt.Sprintf("the image's CUDA %s", cuda)}
 	f.compat, _ = s.db.CompatFloor(cuda.Major())
 	for _, ch := range cand.combo {
-		if fl, ok := s.db.DriverFloor(ch.cuda); ok && f.strict.Less(fl) {
-			f.strict = fl
+		wheel := fmt.Sprintf("%s %s", ch.name, ch.version)
+		if ch.name == FrameworkTorch {
+			wheel += " cu" + CUDATag(ch.cuda)
+		}
+		if r, ok := s.db.floorRelease(ch.cuda); ok && f.strict.Less(r.MinDriver) {
+			f.strict = r.MinDriver
+			f.by = fmt.Sprintf("%s wheels: CUDA %s, counted at its newest patch %s", wheel, ch.cuda.Trunc(2), r.Version)
 		}
 		if !ch.minDrv.IsZero() {
 			if f.strict.Less(ch.minDrv) {
 				f.strict = ch.minDrv
+				f.by = fmt.Sprintf("%s: its documented minimum driver", wheel)
 			}
 			if f.compat.Less(ch.minDrv) {
 				f.compat = ch.minDrv
@@ -333,14 +345,18 @@ func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	}
 	if !s.c.Compat || fit == DriverTooOld {
 		if fit == DriverTooOld {
-			s.fails.add(stageDriver, "driver %s is below the stack's floor: CUDA %s needs %s (%s under minor-version compatibility)", d, cuda, f.strict, f.compat)
+			s.fails.add(stageDriver, "driver %s is below the stack's floor %s, set by %s (%s under minor-version compatibility)", d, f.strict, f.by, f.compat)
 		} else {
-			s.fails.add(stageDriver, "driver %s is below the stack's floor %s for CUDA %s; it meets the minor-version-compatibility floor %s, so --compat would allow it", d, f.strict, cuda, f.compat)
+			s.fails.add(stageDriver, "driver %s is below the stack's floor %s, set by %s; it meets the minor-version-compatibility floor %s, so --compat would allow it", d, f.strict, f.by, f.compat)
 		}
 		return f, false
 	}
 	f.usesCompat = true
-	f.requireCUDA = RequireCUDA(MustVersion(fmt.Sprintf("%d.0", cuda.Major())))
+	// Relax NVIDIA_REQUIRE_CUDA only when the runtime would refuse the
+	// driver: it compares the CUDA the driver reports (ReportedCUDA).
+	if rep, _, ok := s.db.ReportedCUDA(d); !ok || rep.Less(needCUDA) {
+		f.requireCUDA = RequireCUDA(MustVersion(fmt.Sprintf("%d.0", cuda.Major())))
+	}
 	return f, true
 }
 
@@ -422,6 +438,7 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 		BaseImage:       cand.baseImage(),
 		MinDriver:       p.floors.strict.String(),
 		MinDriverCompat: p.floors.compat.String(),
+		MinDriverBy:     p.floors.by,
 		RequireCUDA:     p.floors.requireCUDA,
 		GPUArchs:        p.sass,
 		PTXArchs:        p.ptx,

@@ -109,11 +109,19 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	c.stackLabel()
 	c.frameworks()
 	c.requireCUDA()
-	if !opt.Driver.IsZero() {
-		c.driver(opt.Driver)
-	}
+	var gpu *matrix.GPU
 	if opt.GPU != "" {
-		if err := c.gpu(opt.GPU); err != nil {
+		g, err := c.db.FindGPU(opt.GPU)
+		if err != nil {
+			return nil, err
+		}
+		gpu = &g
+	}
+	if !opt.Driver.IsZero() {
+		c.driver(opt.Driver, gpu)
+	}
+	if gpu != nil {
+		if err := c.gpu(*gpu); err != nil {
 			return nil, err
 		}
 	}
@@ -340,21 +348,24 @@ func (c *checker) requireCUDA() {
 	c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s covers CUDA %s (driver >= %s)", req, need, floor)
 }
 
-// driver judges driver d against the floors of the newest CUDA inside.
-func (c *checker) driver(d matrix.Version) {
+// driver judges driver d against the floors of the newest CUDA inside,
+// and whether the NVIDIA container runtime starts the image on it (on GPU
+// g, when named): matrix.DB.JudgeRuntime, the rule matrix check uses.
+func (c *checker) driver(d matrix.Version, g *matrix.GPU) {
+	var gpus []matrix.GPU
+	if g != nil {
+		gpus = []matrix.GPU{*g}
+	}
 	need := c.neededCUDA()
 	if need == "" {
 		c.add("driver", matrix.Pass, "no CUDA inside; any driver %s loads it", d)
-		return
+	} else {
+		c.r.Checks = append(c.r.Checks, c.db.DriverFloorsFor(matrix.MustVersion(need)).Judge("driver", d))
 	}
-	c.r.Checks = append(c.r.Checks, c.db.DriverFloorsFor(matrix.MustVersion(need)).Judge("driver", d))
+	c.r.Checks = append(c.r.Checks, c.db.JudgeRuntime("driver/require-cuda", c.env, d, gpus))
 }
 
-func (c *checker) gpu(name string) error {
-	g, err := c.db.FindGPU(name)
-	if err != nil {
-		return err
-	}
+func (c *checker) gpu(g matrix.GPU) error {
 	fs, err := c.gpuFindings(g, false)
 	c.r.Checks = append(c.r.Checks, fs...)
 	return err
