@@ -31,7 +31,8 @@ type Host struct {
 // CheckStack says whether stack s runs on target t, one finding per
 // question: the driver against the strict and compatibility floors, the
 // stack's NVIDIA_REQUIRE_CUDA against the driver as the NVIDIA container
-// runtime judges it (JudgeRuntime), and the GPU against the toolkit's and
+// runtime judges it (JudgeRuntime), the driver against the branches that
+// know the GPU (JudgeGPUDriver), and the GPU against the toolkit's and
 // each framework's architectures.
 func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 	var out []Finding
@@ -59,6 +60,11 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 		out = append(out, floors.Judge("driver", t.Driver))
 		usesCompat = floors.Fit(t.Driver) == DriverCompatOnly
 		out = append(out, db.JudgeRuntime("require_cuda", map[string]string{"NVIDIA_REQUIRE_CUDA": s.RequireCUDA}, t.Driver, gpus))
+		for _, g := range gpus {
+			if f, ok := db.JudgeGPUDriver("gpu/driver", g, t.Driver); ok {
+				out = append(out, f)
+			}
+		}
 	}
 	if t.GPU != "" {
 		a, ok := db.Arch(g.Arch)

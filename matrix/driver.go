@@ -133,3 +133,79 @@ func ParseRequireCUDA(req string) (v Version, ok bool) {
 func (f DriverFit) String() string {
 	return [...]string{"unknown", "meets", "compat-only", "too-old"}[f]
 }
+
+// DriverSupportOf is the range of driver branches that know GPU g: the
+// GPU row's own where recorded, else its architecture's, field by field.
+// ok is false when neither records anything.
+func (db *DB) DriverSupportOf(g GPU) (DriverSupport, bool) {
+	out := g.Driver
+	if a, ok := db.Arch(g.Arch); ok {
+		if out.Branch.IsZero() {
+			out.Branch, out.First = a.Driver.Branch, a.Driver.First
+			if out.Source == "" {
+				out.Source = a.Driver.Source
+			}
+		}
+		if out.Last.IsZero() {
+			out.Last = a.Driver.Last
+			if out.Source == "" {
+				out.Source = a.Driver.Source
+			}
+		}
+	}
+	return out, !out.IsZero()
+}
+
+// JudgeGPUDriver is the finding called name for whether driver d knows
+// GPU g: fail below the lowest branch recorded for it (no driver runs a
+// GPU newer than itself) or above the last (old architectures are
+// dropped), warn in the lowest branch before the first release NVIDIA's
+// lists name it in. ok is false when the matrix records no branch for g.
+// It is the one rule of the resolver's GPU stage, matrix check, validate
+// --driver/--gpu and validate --target.
+func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool) {
+	s, ok := db.DriverSupportOf(g)
+	if !ok {
+		return Finding{}, false
+	}
+	f = Finding{Name: name, Status: Pass}
+	src := ""
+	if x, ok := db.Sources[s.Source]; ok {
+		src = " (" + x.URL + ")"
+	}
+	branch := d.Major()
+	switch {
+	case !s.Branch.IsZero() && branch < s.Branch.Major():
+		first := ""
+		if !s.First.IsZero() {
+			first = ", from " + s.First.String()
+		}
+		f.Status = Fail
+		f.Message = fmt.Sprintf("driver %s (R%d) does not know %s (%s): NVIDIA's drivers support it from branch R%d%s on%s; update the driver to R%d or newer", d, branch, g.Name, g.Arch, s.Branch.Major(), first, src, s.Branch.Major())
+	case !s.Last.IsZero() && branch > s.Last.Major():
+		f.Status = Fail
+		f.Message = fmt.Sprintf("driver %s no longer supports %s (%s): R%d is the last branch that does%s; use an R%d driver", d, g.Name, g.Arch, s.Last.Major(), src, s.Last.Major())
+	case !s.First.IsZero() && branch == s.Branch.Major() && d.Less(s.First):
+		f.Status = Warn
+		f.Message = fmt.Sprintf("driver %s is of branch R%d, whose releases list %s from %s on%s; an earlier R%d release may not know it: update to %s or newer", d, branch, g.Name, s.First, src, branch, s.First)
+	default:
+		f.Message = fmt.Sprintf("driver %s knows %s (%s)", d, g.Name, s.rangeText())
+	}
+	return f, true
+}
+
+// rangeText is "from R525 (525.85.05)", "up to R580" or both.
+func (s DriverSupport) rangeText() string {
+	var parts []string
+	if !s.Branch.IsZero() {
+		p := fmt.Sprintf("from R%d", s.Branch.Major())
+		if !s.First.IsZero() {
+			p += " (" + s.First.String() + ")"
+		}
+		parts = append(parts, p)
+	}
+	if !s.Last.IsZero() {
+		parts = append(parts, fmt.Sprintf("up to R%d", s.Last.Major()))
+	}
+	return "drivers " + strings.Join(parts, ", ")
+}

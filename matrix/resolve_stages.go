@@ -385,10 +385,21 @@ func (s *search) checkGPU(cand *onImage, usesCompat bool, notes *[]string) (sass
 	return sass, ptx, true
 }
 
-// coversGPU checks that the toolkit and every framework run on gpu,
-// adding notes on JIT and unrecorded archs.
+// coversGPU checks that the driver constraint knows gpu and that the
+// toolkit and every framework run on it, adding notes on JIT and
+// unrecorded archs.
 func (s *search) coversGPU(cand *onImage, gpu *GPU, usesCompat bool, notes *[]string) bool {
 	cuda := cand.cuda()
+	if !s.c.Driver.IsZero() {
+		// The driver must know the GPU (JudgeGPUDriver, as matrix check
+		// and validate judge it).
+		if f, ok := s.db.JudgeGPUDriver("gpu/driver", *gpu, s.c.Driver); ok && f.Status == Fail {
+			s.fails.add(stageGPU, "%s", f.Message)
+			return false
+		} else if ok && f.Status == Warn {
+			addNote(notes, f.Message)
+		}
+	}
 	if err := s.db.CUDATargets(cuda, *gpu); err != nil {
 		s.fails.add(stageGPU, "%v", err)
 		return false

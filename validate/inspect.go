@@ -349,8 +349,9 @@ func (c *checker) requireCUDA() {
 }
 
 // driver judges driver d against the floors of the newest CUDA inside,
-// and whether the NVIDIA container runtime starts the image on it (on GPU
-// g, when named): matrix.DB.JudgeRuntime, the rule matrix check uses.
+// whether the NVIDIA container runtime starts the image on it (on GPU g,
+// when named): matrix.DB.JudgeRuntime, and whether it knows GPU g:
+// matrix.DB.JudgeGPUDriver, the rules matrix check uses.
 func (c *checker) driver(d matrix.Version, g *matrix.GPU) {
 	var gpus []matrix.GPU
 	if g != nil {
@@ -363,6 +364,11 @@ func (c *checker) driver(d matrix.Version, g *matrix.GPU) {
 		c.r.Checks = append(c.r.Checks, c.db.DriverFloorsFor(matrix.MustVersion(need)).Judge("driver", d))
 	}
 	c.r.Checks = append(c.r.Checks, c.db.JudgeRuntime("driver/require-cuda", c.env, d, gpus))
+	if g != nil {
+		if f, ok := c.db.JudgeGPUDriver("gpu/driver", *g, d); ok {
+			c.r.Checks = append(c.r.Checks, f)
+		}
+	}
 }
 
 func (c *checker) gpu(g matrix.GPU) error {

@@ -82,6 +82,12 @@ func (c *checker) targetDriver(t matrix.Target, gpus []matrix.GPU, name string) 
 	rf := c.db.JudgeRuntime(name+"/require-cuda", c.env, t.Driver, gpus)
 	rf.Message = prefix + rf.Message
 	c.r.Checks = append(c.r.Checks, rf)
+	for _, g := range gpus {
+		if gf, ok := c.db.JudgeGPUDriver(name+"/"+strings.ToLower(g.Name), g, t.Driver); ok {
+			gf.Message = prefix + gf.Message
+			c.r.Checks = append(c.r.Checks, gf)
+		}
+	}
 	return underCompat
 }
 
