@@ -82,6 +82,7 @@ func TestDriverRulesAgree(t *testing.T) {
 	}{
 		{"12.2.0's own driver runs a cuda>=12.2 image", "12.2.2", "12.1", "535.54.03", "h100", true, "reports CUDA 12.2"},
 		{"the runtime refuses a driver that reports CUDA 12.1", "12.2.2", "12.1", "530.30.02", "h100", false, "reports CUDA 12.1"},
+		{"525.60.13 reports CUDA 12.0: refused, not a warning", "12.2.2", "12.1", "525.60.13", "h100", false, "reports CUDA 12.0"},
 		{"H100 on 470", "12.2.2", "12.1", "470.57.02", "h100", false, "does not know H100-SXM"},
 		{"H100 PCIe knows R520", "11.8.0", "11.8", "520.61.05", "H100-PCIE", true, "knows H100-PCIE"},
 		{"H100 SXM needs R525", "11.8.0", "11.8", "520.61.05", "H100-SXM", false, "does not know H100-SXM"},
