@@ -160,12 +160,13 @@ func (db *DB) DriverSupportOf(g GPU) (DriverSupport, bool) {
 // GPU g: fail below the lowest branch recorded for it (no driver runs a
 // GPU newer than itself) or above the last (old architectures are
 // dropped), warn in the lowest branch before the first release NVIDIA's
-// lists name it in. ok is false when the matrix records no branch for g.
+// lists name it in. ok is false when the matrix records no branch for g,
+// or d is zero.
 // It is the one rule of the resolver's GPU stage, matrix check, validate
 // --driver/--gpu and validate --target.
 func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool) {
 	s, ok := db.DriverSupportOf(g)
-	if !ok {
+	if !ok || d.IsZero() {
 		return Finding{}, false
 	}
 	f = Finding{Name: name, Status: Pass}

@@ -47,6 +47,12 @@ func TestJudgeGPUDriver(t *testing.T) {
 			}
 		})
 	}
+	// No driver: nothing to judge.
+	if g, err := db.FindGPU("h100"); err != nil {
+		t.Fatal(err)
+	} else if f, ok := db.JudgeGPUDriver("gpu/driver", g, Version{}); ok {
+		t.Errorf("no driver judged: %+v", f)
+	}
 	// No branch recorded: no finding rather than a guess.
 	if g, err := db.FindGPU("T4"); err != nil {
 		t.Fatal(err)
