@@ -78,6 +78,9 @@ type DriverSupport struct {
 	Last   Version  `yaml:"last" json:"last,omitzero"`
 	Source string   `yaml:"source" json:"source,omitempty"`
 	Notes  []string `yaml:"notes" json:"notes,omitempty"`
+	// FromArch says Branch is the GPU's architecture's, as DriverSupportOf
+	// fills it for a GPU row that records none: a lower bound only.
+	FromArch bool `yaml:"-" json:"-"`
 }
 
 // IsZero reports whether nothing is recorded.

@@ -135,13 +135,14 @@ func (f DriverFit) String() string {
 }
 
 // DriverSupportOf is the range of driver branches that know GPU g: the
-// GPU row's own where recorded, else its architecture's, field by field.
-// ok is false when neither records anything.
+// GPU row's own where recorded, else its architecture's (its branch, a
+// lower bound, and its last branch; not the release that listed the
+// architecture's first GPU). ok is false when neither records anything.
 func (db *DB) DriverSupportOf(g GPU) (DriverSupport, bool) {
 	out := g.Driver
 	if a, ok := db.Arch(g.Arch); ok {
-		if out.Branch.IsZero() {
-			out.Branch, out.First = a.Driver.Branch, a.Driver.First
+		if out.Branch.IsZero() && !a.Driver.Branch.IsZero() {
+			out.Branch, out.FromArch = a.Driver.Branch, true
 			if out.Source == "" {
 				out.Source = a.Driver.Source
 			}
@@ -189,10 +190,35 @@ func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool)
 	case !s.First.IsZero() && branch == s.Branch.Major() && d.Less(s.First):
 		f.Status = Warn
 		f.Message = fmt.Sprintf("driver %s is of branch R%d, whose releases list %s from %s on%s; an earlier R%d release may not know it: update to %s or newer", d, branch, g.Name, s.First, src, branch, s.First)
+	case s.FromArch && !s.Branch.IsZero():
+		f.Message = fmt.Sprintf("driver %s is not older than R%d, the first branch that knows %s's architecture %s; the matrix records no branch for %s itself", d, s.Branch.Major(), g.Name, g.Arch, g.Name)
 	default:
 		f.Message = fmt.Sprintf("driver %s knows %s (%s)", d, g.Name, s.rangeText())
 	}
 	return f, true
+}
+
+// String is the range as matrix list prints it: "R525 (525.85.05)+",
+// "..R580", "R450+..R580"; "-" when nothing is recorded.
+func (s DriverSupport) String() string {
+	out := ""
+	if !s.Branch.IsZero() {
+		out = fmt.Sprintf("R%d", s.Branch.Major())
+		if !s.First.IsZero() {
+			out += " (" + s.First.String() + ")"
+		}
+		out += "+"
+		if s.FromArch {
+			out += " (arch)"
+		}
+	}
+	if !s.Last.IsZero() {
+		out += fmt.Sprintf("..R%d", s.Last.Major())
+	}
+	if out == "" {
+		return "-"
+	}
+	return out
 }
 
 // rangeText is "from R525 (525.85.05)", "up to R580" or both.

@@ -35,6 +35,10 @@ func TestJudgeGPUDriver(t *testing.T) {
 		{"sm_90", "520.61.05", Pass, ""},                       // an architecture: its first GPUs' branch
 		{"P100", "595.71.05", Fail, "R580 is the last branch"}, // Pascal dropped after R580
 		{"V100", "580.65.06", Pass, "up to R580"},
+		// A30 has no row of its own: its architecture's branch is a lower
+		// bound, and the A100's first release is not inherited.
+		{"A30", "450.36.06", Pass, "records no branch for A30 itself"},
+		{"A30", "440.33.01", Fail, "R450"},
 	} {
 		t.Run(tt.gpu+"@"+tt.driver, func(t *testing.T) {
 			g, err := db.FindGPU(tt.gpu)
