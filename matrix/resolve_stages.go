@@ -199,7 +199,12 @@ func (s *search) tryImage(cand *onImage) *Stack {
 		return nil
 	}
 	if p.floors.usesCompat {
-		p.notes = append(p.notes, fmt.Sprintf("driver %s is below the strict floor %s: the stack runs under CUDA minor-version compatibility, so PTX JIT is unavailable (GPUs need native SASS) and APIs newer than the driver fail; NVIDIA_REQUIRE_CUDA is relaxed to %s", s.c.Driver, p.floors.strict, p.floors.requireCUDA))
+		rep, _, _ := s.db.ReportedCUDA(s.c.Driver)
+		relax := fmt.Sprintf("NVIDIA_REQUIRE_CUDA stays %s: the driver reports CUDA %s, so the NVIDIA container runtime starts the image", p.floors.requireCUDA, rep)
+		if p.floors.relaxed {
+			relax = "NVIDIA_REQUIRE_CUDA is relaxed to " + p.floors.requireCUDA + ", as the CUDA that driver reports is older than the stack's"
+		}
+		p.notes = append(p.notes, fmt.Sprintf("driver %s is below the strict floor %s: the stack runs under CUDA minor-version compatibility, so PTX JIT is unavailable (GPUs need native SASS) and APIs newer than the driver fail; %s", s.c.Driver, p.floors.strict, relax))
 	}
 	if p.sass, p.ptx, ok = s.checkGPU(cand, p.floors.usesCompat, &p.notes); !ok {
 		return nil
@@ -295,6 +300,7 @@ type floors struct {
 	by          string
 	requireCUDA string // NVIDIA_REQUIRE_CUDA
 	usesCompat  bool   // the driver constraint is met only under minor-version compatibility
+	relaxed     bool   // requireCUDA was relaxed to MAJOR.0 for the driver
 }
 
 // checkDriver computes the driver floors over the image and every
@@ -356,6 +362,7 @@ func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	// driver: it compares the CUDA the driver reports (ReportedCUDA).
 	if rep, _, ok := s.db.ReportedCUDA(d); !ok || rep.Less(needCUDA) {
 		f.requireCUDA = RequireCUDA(MustVersion(fmt.Sprintf("%d.0", cuda.Major())))
+		f.relaxed = true
 	}
 	return f, true
 }

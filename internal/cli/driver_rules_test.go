@@ -149,6 +149,10 @@ func TestDriverRulesCLI(t *testing.T) {
 		// Case 2: a GPU needs a driver branch that knows it.
 		{"RTX 5090 on 535", []string{"matrix", "resolve", "--torch", "2.7", "--gpu", "RTX 5090", "--driver", "535.104.05", "--compat"}, 1, nil, "does not know RTX-5090 (sm_120): NVIDIA's drivers support it from branch R570"},
 		{"H100 on 470", []string{"matrix", "resolve", "--torch", "2.3", "--gpu", "h100", "--driver", "470.57.02", "--compat"}, 1, nil, "no stack fits"},
+		// --compat relaxes NVIDIA_REQUIRE_CUDA only when the runtime would
+		// refuse the driver (530.30.02 reports CUDA 12.1).
+		{"--compat keeps cuda>=12.2 for a driver that reports 12.2", []string{"matrix", "resolve", "--torch", "2.3", "--cuda", "12.2", "--driver", "535.54.03", "--compat"}, 0, []string{"NVIDIA_REQUIRE_CUDA  cuda>=12.2\n", "stays cuda>=12.2: the driver reports CUDA 12.2"}, ""},
+		{"--compat relaxes to cuda>=12.0 for one that reports 12.1", []string{"matrix", "resolve", "--torch", "2.3", "--cuda", "12.2", "--driver", "530.30.02", "--compat"}, 0, []string{"NVIDIA_REQUIRE_CUDA  cuda>=12.0\n", "relaxed to cuda>=12.0"}, ""},
 		// Case 5: the floor names what sets it (torch 2.5.1 cu124 wheels:
 		// CUDA 12.4's newest patch 12.4.1 needs 550.54.15, above the image
 		// CUDA 12.4.0's own 550.54.14).
