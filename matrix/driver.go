@@ -236,3 +236,60 @@ func (s DriverSupport) rangeText() string {
 	}
 	return "drivers " + strings.Join(parts, ", ")
 }
+
+// FloorPart is one thing in an image whose CUDA needs a driver: the
+// image's CUDA release, or a wheel built for a CUDA major.minor.
+type FloorPart struct {
+	// What names it in messages: "the image's CUDA 12.4.0", "torch 2.5.1
+	// cu124 wheels".
+	What string
+	// CUDA is x.y.z for a release (its own floor, or that of the newest
+	// older patch recorded) or x.y for a wheel (its newest patch's floor:
+	// a wheel of 12.4 may carry 12.4.1's libraries, never understated).
+	CUDA Version
+	// MinDriver is a documented minimum of the part, if any; it raises
+	// the compatibility floor too.
+	MinDriver Version
+}
+
+// FloorsOf are the driver floors of an image made of parts (the first is
+// the image's CUDA release): strict = the highest floor of any part,
+// compat = the image CUDA family's minor-version-compatibility floor
+// raised by documented minimums, never above strict. Detail names the
+// part that sets the strict floor. The resolver, validate --driver and
+// validate --target compute floors this way.
+func (db *DB) FloorsOf(of string, parts []FloorPart) DriverFloors {
+	f := DriverFloors{Of: of}
+	by := ""
+	raise := func(v Version, what string) {
+		if !v.IsZero() && f.Strict.Less(v) {
+			f.Strict, by = v, what
+		}
+	}
+	for i, p := range parts {
+		switch {
+		case p.CUDA.IsZero():
+		case p.CUDA.Len() >= 3:
+			fl, _ := db.DriverFloor(p.CUDA)
+			raise(fl, p.What)
+		default:
+			if r, ok := db.floorRelease(p.CUDA); ok {
+				raise(r.MinDriver, fmt.Sprintf("%s: CUDA %s, counted at its newest patch %s", p.What, p.CUDA.Trunc(2), r.Version))
+			}
+		}
+		raise(p.MinDriver, p.What+": its documented minimum driver")
+		if i == 0 && !p.CUDA.IsZero() {
+			f.Compat, _ = db.CompatFloor(p.CUDA.Major())
+		}
+		if f.Compat.Less(p.MinDriver) {
+			f.Compat = p.MinDriver
+		}
+	}
+	if f.Compat.IsZero() || f.Strict.Less(f.Compat) {
+		f.Compat = f.Strict
+	}
+	if by != "" {
+		f.Detail = "set by " + by
+	}
+	return f
+}

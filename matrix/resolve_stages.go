@@ -310,30 +310,16 @@ type floors struct {
 // framework's documented minimum; by names which.
 func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	cuda := cand.cuda()
-	f := floors{strict: cand.strict, by: fmt.Sprintf("the image's CUDA %s", cuda)}
-	f.compat, _ = s.db.CompatFloor(cuda.Major())
+	parts := []FloorPart{{What: fmt.Sprintf("the image's CUDA %s", cuda), CUDA: cuda}}
 	for _, ch := range cand.combo {
 		wheel := fmt.Sprintf("%s %s", ch.name, ch.version)
 		if ch.name == FrameworkTorch {
 			wheel += " cu" + CUDATag(ch.cuda)
 		}
-		if r, ok := s.db.floorRelease(ch.cuda); ok && f.strict.Less(r.MinDriver) {
-			f.strict = r.MinDriver
-			f.by = fmt.Sprintf("%s wheels: CUDA %s, counted at its newest patch %s", wheel, ch.cuda.Trunc(2), r.Version)
-		}
-		if !ch.minDrv.IsZero() {
-			if f.strict.Less(ch.minDrv) {
-				f.strict = ch.minDrv
-				f.by = fmt.Sprintf("%s: its documented minimum driver", wheel)
-			}
-			if f.compat.Less(ch.minDrv) {
-				f.compat = ch.minDrv
-			}
-		}
+		parts = append(parts, FloorPart{What: wheel + " wheels", CUDA: ch.cuda.Trunc(2), MinDriver: ch.minDrv})
 	}
-	if f.compat.IsZero() || f.strict.Less(f.compat) {
-		f.compat = f.strict
-	}
+	df := s.db.FloorsOf("the stack", parts)
+	f := floors{strict: df.Strict, compat: df.Compat, by: strings.TrimPrefix(df.Detail, "set by ")}
 	needCUDA := cuda.Trunc(2)
 	for _, ch := range cand.combo {
 		if needCUDA.Less(ch.cuda) {

@@ -240,6 +240,36 @@ func (c *checker) stackLabel() {
 	c.add("stack-label", matrix.Pass, "files agree with the %s label (CUDA %s, Python %s)", matrix.StackLabel, s.CUDA, s.Python)
 }
 
+// floors are the driver floors of what is inside (matrix.DB.FloorsOf, as
+// the resolver computes a stack's): the image's CUDA release, torch's
+// CUDA and the nvidia-cuda-runtime wheels, each wheel's CUDA counted at
+// its newest patch.
+func (c *checker) floors() matrix.DriverFloors {
+	f := c.r.Found
+	parts := []matrix.FloorPart{{}}
+	if v, err := matrix.ParseVersion(f.CUDA); err == nil && f.CUDA != "" {
+		parts[0] = matrix.FloorPart{What: "the image's CUDA " + f.CUDA, CUDA: v}
+	}
+	wheel := func(what, cuda string) {
+		if v, err := matrix.ParseVersion(mm(cuda)); err == nil && mm(cuda) != "" {
+			parts = append(parts, matrix.FloorPart{What: what, CUDA: v})
+		}
+	}
+	if f.Torch != nil {
+		wheel(fmt.Sprintf("torch %s", f.Torch.Version), f.Torch.CUDA)
+	}
+	for _, p := range []string{"nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13"} {
+		if v := f.Packages[p]; v != "" {
+			wheel(p+" "+v, v)
+		}
+	}
+	if parts[0].CUDA.IsZero() && len(parts) > 1 {
+		// No toolkit in the image: the family is the wheels'.
+		parts[0] = parts[1]
+	}
+	return c.db.FloorsOf("the image", parts)
+}
+
 // neededCUDA is the newest CUDA anything inside needs the driver to support.
 func (c *checker) neededCUDA() string {
 	f := c.r.Found
@@ -357,11 +387,10 @@ func (c *checker) driver(d matrix.Version, g *matrix.GPU) {
 	if g != nil {
 		gpus = []matrix.GPU{*g}
 	}
-	need := c.neededCUDA()
-	if need == "" {
+	if c.neededCUDA() == "" {
 		c.add("driver", matrix.Pass, "no CUDA inside; any driver %s loads it", d)
 	} else {
-		c.r.Checks = append(c.r.Checks, c.db.DriverFloorsFor(matrix.MustVersion(need)).Judge("driver", d))
+		c.r.Checks = append(c.r.Checks, c.floors().Judge("driver", d))
 	}
 	c.r.Checks = append(c.r.Checks, c.db.JudgeRuntime("driver/require-cuda", c.env, d, gpus))
 	if g != nil {

@@ -52,8 +52,8 @@ func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packagin
 	return nil
 }
 
-// targetDriver judges the fleet's host driver against the floors of the
-// newest CUDA inside (matrix.DriverFloors.Judge), and whether the NVIDIA
+// targetDriver judges the fleet's host driver against the floors of what
+// is inside (checker.floors, matrix.DriverFloors.Judge, as --driver), and whether the NVIDIA
 // container runtime starts the image on it with the fleet's GPUs
 // (matrix.DB.JudgeRuntime, the rule validate --driver and matrix check
 // use). It says whether the image runs only under compatibility.
@@ -67,10 +67,10 @@ func (c *checker) targetDriver(t matrix.Target, gpus []matrix.GPU, name string) 
 		c.add(name, matrix.Warn, "%s: the target row gives no host driver, so the driver floor is not checked", t.Name)
 		return false
 	}
-	if need := c.neededCUDA(); need == "" {
+	if c.neededCUDA() == "" {
 		c.add(name, matrix.Pass, "%sno CUDA inside; any driver loads it", prefix)
 	} else {
-		floors := c.db.DriverFloorsFor(matrix.MustVersion(need))
+		floors := c.floors()
 		f := floors.Judge(name, t.Driver)
 		f.Message = prefix + f.Message
 		if f.Status == matrix.Fail {
