@@ -193,7 +193,7 @@ func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool)
 	case s.FromArch && !s.Branch.IsZero():
 		f.Message = fmt.Sprintf("driver %s is not older than R%d, the first branch that knows %s's architecture %s; the matrix records no branch for %s itself", d, s.Branch.Major(), g.Name, g.Arch, g.Name)
 	default:
-		f.Message = fmt.Sprintf("driver %s knows %s (%s)", d, g.Name, s.rangeText())
+		f.Message = fmt.Sprintf("driver %s knows %s: %s", d, g.Name, s.rangeText())
 	}
 	return f, true
 }
@@ -221,20 +221,21 @@ func (s DriverSupport) String() string {
 	return out
 }
 
-// rangeText is "from R525 (525.85.05)", "up to R580" or both.
+// rangeText is "NVIDIA's drivers support it from R525, 525.85.05 on", "… up
+// to R580" or both.
 func (s DriverSupport) rangeText() string {
 	var parts []string
 	if !s.Branch.IsZero() {
 		p := fmt.Sprintf("from R%d", s.Branch.Major())
 		if !s.First.IsZero() {
-			p += " (" + s.First.String() + ")"
+			p += ", " + s.First.String() + " on"
 		}
 		parts = append(parts, p)
 	}
 	if !s.Last.IsZero() {
 		parts = append(parts, fmt.Sprintf("up to R%d", s.Last.Major()))
 	}
-	return "drivers " + strings.Join(parts, ", ")
+	return "NVIDIA's drivers support it " + strings.Join(parts, ", ")
 }
 
 // FloorPart is one thing in an image whose CUDA needs a driver: the
