@@ -29,8 +29,11 @@ type Host struct {
 }
 
 // CheckStack says whether stack s runs on target t, one finding per
-// question: the driver against the strict and compatibility floors, and
-// the GPU against the toolkit's and each framework's architectures.
+// question: the driver against the strict and compatibility floors, the
+// stack's NVIDIA_REQUIRE_CUDA against the driver as the NVIDIA container
+// runtime judges it (JudgeRuntime), the driver against the branches that
+// know the GPU (JudgeGPUDriver), and the GPU against the toolkit's and
+// each framework's architectures.
 func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 	var out []Finding
 	add := func(name string, st Status, format string, args ...any) {
@@ -40,6 +43,14 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack has a bad cuda %q: %w", s.CUDA, err)
 	}
+	var gpus []GPU
+	var g GPU
+	if t.GPU != "" {
+		if g, err = db.FindGPU(t.GPU); err != nil {
+			return nil, err
+		}
+		gpus = []GPU{g}
+	}
 	usesCompat := false
 	if !t.Driver.IsZero() {
 		floors, err := s.DriverFloors()
@@ -47,18 +58,15 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 			return nil, err
 		}
 		out = append(out, floors.Judge("driver", t.Driver))
-		if floors.Fit(t.Driver) == DriverCompatOnly {
-			usesCompat = true
-			if f, refused := RequireCUDAUnderCompat("require_cuda", s.RequireCUDA, t.Driver); refused {
+		usesCompat = floors.Fit(t.Driver) == DriverCompatOnly
+		out = append(out, db.JudgeRuntime("require_cuda", map[string]string{"NVIDIA_REQUIRE_CUDA": s.RequireCUDA}, t.Driver, gpus))
+		for _, g := range gpus {
+			if f, ok := db.JudgeGPUDriver("gpu/driver", g, t.Driver); ok {
 				out = append(out, f)
 			}
 		}
 	}
 	if t.GPU != "" {
-		g, err := db.FindGPU(t.GPU)
-		if err != nil {
-			return nil, err
-		}
 		a, ok := db.Arch(g.Arch)
 		if !ok {
 			return nil, fmt.Errorf("GPU %s has architecture %s, which the matrix does not know", g.Name, g.Arch)

@@ -59,8 +59,32 @@ type Arch struct {
 	AddedIn Version `yaml:"added_in" json:"added_in"`
 	// RemovedIn is the first toolkit that no longer does; zero if none.
 	RemovedIn Version `yaml:"removed_in" json:"removed_in"`
-	Row       `yaml:",inline"`
+	// Driver is the range of driver branches that know the architecture
+	// (its first GPUs'); a GPU row's own Driver, when set, wins.
+	Driver DriverSupport `yaml:"driver" json:"driver,omitzero"`
+	Row    `yaml:",inline"`
 }
+
+// DriverSupport is the range of Linux driver branches that know a GPU or
+// an architecture: a driver of an older branch does not run it, nor one
+// newer than Last. Zero fields are not recorded.
+type DriverSupport struct {
+	// Branch is the lowest driver branch (525 for R525) that knows it.
+	Branch Version `yaml:"branch" json:"branch,omitzero"`
+	// First is the first release of Branch that lists it (525.85.05),
+	// when NVIDIA's lists show one; earlier releases of Branch may not.
+	First Version `yaml:"first" json:"first,omitzero"`
+	// Last is the last branch that still supports it (580 for Pascal).
+	Last   Version  `yaml:"last" json:"last,omitzero"`
+	Source string   `yaml:"source" json:"source,omitempty"`
+	Notes  []string `yaml:"notes" json:"notes,omitempty"`
+	// FromArch says Branch is the GPU's architecture's, as DriverSupportOf
+	// fills it for a GPU row that records none: a lower bound only.
+	FromArch bool `yaml:"-" json:"-"`
+}
+
+// IsZero reports whether nothing is recorded.
+func (d DriverSupport) IsZero() bool { return d.Branch.IsZero() && d.Last.IsZero() }
 
 // Library is a cuDNN or NCCL release and the CUDA versions it supports.
 type Library struct {
@@ -178,7 +202,11 @@ type GPU struct {
 	TF32TFLOPS         float64  `yaml:"tf32_tflops" json:"tf32_tflops,omitempty"`
 	FP16TFLOPS         float64  `yaml:"fp16_tflops" json:"fp16_tflops,omitempty"`
 	BF16TFLOPS         float64  `yaml:"bf16_tflops" json:"bf16_tflops,omitempty"`
-	Row                `yaml:",inline"`
+	// Driver, when set, is the range of driver branches that know this
+	// GPU where it differs from its architecture's (H100 PCIe from R520,
+	// H100 SXM from R525).
+	Driver DriverSupport `yaml:"driver" json:"driver,omitzero"`
+	Row    `yaml:",inline"`
 }
 
 // File is the content of one matrix file. Every key is optional.

@@ -324,10 +324,35 @@ func (db *DB) validate() []error {
 			}
 		}
 	}
+	checkDriver := func(d DriverSupport, at Pos, what string) {
+		if d.IsZero() && d.First.IsZero() {
+			return
+		}
+		if d.Source == "" {
+			bad(at, "%s: driver needs a source", what)
+		} else if _, ok := db.Sources[d.Source]; !ok {
+			bad(at, "%s: driver names source %q, which no file defines under sources:", what, d.Source)
+		}
+		for _, b := range []Version{d.Branch, d.Last} {
+			if !b.IsZero() && b.Len() != 1 {
+				bad(at, "%s: driver branch %q must be a branch number such as 525", what, b)
+			}
+		}
+		if !d.First.IsZero() && (d.Branch.IsZero() || d.First.Major() != d.Branch.Major()) {
+			bad(at, "%s: driver first %s must be a release of its branch %s", what, d.First, d.Branch)
+		}
+	}
+	for _, a := range db.Archs {
+		checkDriver(a.Driver, a.At, "architecture "+a.Arch)
+	}
 	for _, g := range db.GPUs {
 		checkRow(g.Row, "GPU "+g.Name)
 		if g.Name == "" || !archRE.MatchString(g.Arch) {
 			bad(g.At, "GPU rows need a name and an arch like sm_90")
+		}
+		checkDriver(g.Driver, g.At, "GPU "+g.Name)
+		if a, ok := db.Arch(g.Arch); ok && !g.Driver.Branch.IsZero() && g.Driver.Branch.Less(a.Driver.Branch) {
+			bad(g.At, "GPU %s: driver branch %s is below its architecture %s's %s", g.Name, g.Driver.Branch, g.Arch, a.Driver.Branch)
 		}
 	}
 	for _, r := range db.References {

@@ -77,7 +77,11 @@ func (s Stack) DriverFloors() (DriverFloors, error) {
 	if err != nil {
 		return DriverFloors{}, fmt.Errorf("stack has no driver floor (min_driver %q): %w", s.MinDriver, err)
 	}
-	f := DriverFloors{Strict: strict, Of: "the stack", Detail: "CUDA " + s.CUDA}
+	f := DriverFloors{Strict: strict, Of: "the stack", Detail: "set by " + s.MinDriverBy}
+	if s.MinDriverBy == "" {
+		// A label from before min_driver_by: the image's CUDA or a wheel's.
+		f.Detail = "CUDA " + s.CUDA + " or its frameworks' wheels"
+	}
 	if s.MinDriverCompat != "" {
 		if f.Compat, err = ParseVersion(s.MinDriverCompat); err != nil {
 			return DriverFloors{}, fmt.Errorf("stack has a bad min_driver_compat %q: %w", s.MinDriverCompat, err)
@@ -105,19 +109,6 @@ func (db *DB) DriverFloorsFor(cuda Version) DriverFloors {
 // container runtime refuse drivers whose CUDA is older than v: cuda>=12.2.
 func RequireCUDA(v Version) string { return "cuda>=" + v.String() }
 
-// RequireCUDAUnderCompat is the failed finding called name when driver
-// d runs an image only under minor-version compatibility and the image's
-// NVIDIA_REQUIRE_CUDA value req names a minor release (cuda>=12.2): the
-// NVIDIA container runtime then refuses the driver. refused is false when
-// req lets the driver through.
-func RequireCUDAUnderCompat(name, req string, d Version) (f Finding, refused bool) {
-	v, ok := ParseRequireCUDA(req)
-	if !ok || v.Minor() == 0 {
-		return Finding{}, false
-	}
-	return Finding{Name: name, Status: Fail, Message: fmt.Sprintf("the image's NVIDIA_REQUIRE_CUDA=%s makes the NVIDIA container runtime refuse driver %s; rebuild with --driver %s --compat, or set NVIDIA_DISABLE_REQUIRE=1", req, d, d)}, true
-}
-
 // ParseRequireCUDA reads the CUDA version of the cuda>= term of an
 // NVIDIA_REQUIRE_CUDA value ("cuda>=12.2 brand=tesla,driver>=470,…");
 // ok is false when there is no such term or its version does not parse.
@@ -141,4 +132,165 @@ func ParseRequireCUDA(req string) (v Version, ok bool) {
 // String names the fit: unknown, meets, compat-only or too-old.
 func (f DriverFit) String() string {
 	return [...]string{"unknown", "meets", "compat-only", "too-old"}[f]
+}
+
+// DriverSupportOf is the range of driver branches that know GPU g: the
+// GPU row's own where recorded, else its architecture's (its branch, a
+// lower bound, and its last branch; not the release that listed the
+// architecture's first GPU). ok is false when neither records anything.
+func (db *DB) DriverSupportOf(g GPU) (DriverSupport, bool) {
+	out := g.Driver
+	if a, ok := db.Arch(g.Arch); ok {
+		if out.Branch.IsZero() && !a.Driver.Branch.IsZero() {
+			out.Branch, out.FromArch = a.Driver.Branch, true
+			if out.Source == "" {
+				out.Source = a.Driver.Source
+			}
+		}
+		if out.Last.IsZero() {
+			out.Last = a.Driver.Last
+			if out.Source == "" {
+				out.Source = a.Driver.Source
+			}
+		}
+	}
+	return out, !out.IsZero()
+}
+
+// JudgeGPUDriver is the finding called name for whether driver d knows
+// GPU g: fail below the lowest branch recorded for it (no driver runs a
+// GPU newer than itself) or above the last (old architectures are
+// dropped), warn in the lowest branch before the first release NVIDIA's
+// lists name it in. ok is false when the matrix records no branch for g,
+// or d is zero.
+// It is the one rule of the resolver's GPU stage, matrix check, validate
+// --driver/--gpu and validate --target.
+func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool) {
+	s, ok := db.DriverSupportOf(g)
+	if !ok || d.IsZero() {
+		return Finding{}, false
+	}
+	f = Finding{Name: name, Status: Pass}
+	src := ""
+	if x, ok := db.Sources[s.Source]; ok {
+		src = " (" + x.URL + ")"
+	}
+	branch := d.Major()
+	switch {
+	case !s.Branch.IsZero() && branch < s.Branch.Major():
+		first := ""
+		if !s.First.IsZero() {
+			first = ", from " + s.First.String()
+		}
+		f.Status = Fail
+		f.Message = fmt.Sprintf("driver %s (R%d) does not know %s (%s): NVIDIA's drivers support it from branch R%d%s on%s; update the driver to R%d or newer", d, branch, g.Name, g.Arch, s.Branch.Major(), first, src, s.Branch.Major())
+	case !s.Last.IsZero() && branch > s.Last.Major():
+		f.Status = Fail
+		f.Message = fmt.Sprintf("driver %s no longer supports %s (%s): R%d is the last branch that does%s; use an R%d driver", d, g.Name, g.Arch, s.Last.Major(), src, s.Last.Major())
+	case !s.First.IsZero() && branch == s.Branch.Major() && d.Less(s.First):
+		f.Status = Warn
+		f.Message = fmt.Sprintf("driver %s is of branch R%d, whose releases list %s from %s on%s; an earlier R%d release may not know it: update to %s or newer", d, branch, g.Name, s.First, src, branch, s.First)
+	case s.FromArch && !s.Branch.IsZero():
+		f.Message = fmt.Sprintf("driver %s is not older than R%d, the first branch that knows %s's architecture %s; the matrix records no branch for %s itself", d, s.Branch.Major(), g.Name, g.Arch, g.Name)
+	default:
+		f.Message = fmt.Sprintf("driver %s knows %s: %s", d, g.Name, s.rangeText())
+	}
+	return f, true
+}
+
+// String is the range as matrix list prints it: "R525 (525.85.05)+",
+// "..R580", "R450+..R580"; "-" when nothing is recorded.
+func (s DriverSupport) String() string {
+	out := ""
+	if !s.Branch.IsZero() {
+		out = fmt.Sprintf("R%d", s.Branch.Major())
+		if !s.First.IsZero() {
+			out += " (" + s.First.String() + ")"
+		}
+		out += "+"
+		if s.FromArch {
+			out += " (arch)"
+		}
+	}
+	if !s.Last.IsZero() {
+		out += fmt.Sprintf("..R%d", s.Last.Major())
+	}
+	if out == "" {
+		return "-"
+	}
+	return out
+}
+
+// rangeText is "NVIDIA's drivers support it from R525, 525.85.05 on", "… up
+// to R580" or both.
+func (s DriverSupport) rangeText() string {
+	var parts []string
+	if !s.Branch.IsZero() {
+		p := fmt.Sprintf("from R%d", s.Branch.Major())
+		if !s.First.IsZero() {
+			p += ", " + s.First.String() + " on"
+		}
+		parts = append(parts, p)
+	}
+	if !s.Last.IsZero() {
+		parts = append(parts, fmt.Sprintf("up to R%d", s.Last.Major()))
+	}
+	return "NVIDIA's drivers support it " + strings.Join(parts, ", ")
+}
+
+// FloorPart is one thing in an image whose CUDA needs a driver: the
+// image's CUDA release, or a wheel built for a CUDA major.minor.
+type FloorPart struct {
+	// What names it in messages: "the image's CUDA 12.4.0", "torch 2.5.1
+	// cu124 wheels".
+	What string
+	// CUDA is x.y.z for a release (its own floor, or that of the newest
+	// older patch recorded) or x.y for a wheel (its newest patch's floor:
+	// a wheel of 12.4 may carry 12.4.1's libraries, never understated).
+	CUDA Version
+	// MinDriver is a documented minimum of the part, if any; it raises
+	// the compatibility floor too.
+	MinDriver Version
+}
+
+// FloorsOf are the driver floors of an image made of parts (the first is
+// the image's CUDA release): strict = the highest floor of any part,
+// compat = the image CUDA family's minor-version-compatibility floor
+// raised by documented minimums, never above strict. Detail names the
+// part that sets the strict floor. The resolver, validate --driver and
+// validate --target compute floors this way.
+func (db *DB) FloorsOf(of string, parts []FloorPart) DriverFloors {
+	f := DriverFloors{Of: of}
+	by := ""
+	raise := func(v Version, what string) {
+		if !v.IsZero() && f.Strict.Less(v) {
+			f.Strict, by = v, what
+		}
+	}
+	for i, p := range parts {
+		switch {
+		case p.CUDA.IsZero():
+		case p.CUDA.Len() >= 3:
+			fl, _ := db.DriverFloor(p.CUDA)
+			raise(fl, p.What)
+		default:
+			if r, ok := db.floorRelease(p.CUDA); ok {
+				raise(r.MinDriver, fmt.Sprintf("%s: CUDA %s, counted at its newest patch %s", p.What, p.CUDA.Trunc(2), r.Version))
+			}
+		}
+		raise(p.MinDriver, p.What+": its documented minimum driver")
+		if i == 0 && !p.CUDA.IsZero() {
+			f.Compat, _ = db.CompatFloor(p.CUDA.Major())
+		}
+		if f.Compat.Less(p.MinDriver) {
+			f.Compat = p.MinDriver
+		}
+	}
+	if f.Compat.IsZero() || f.Strict.Less(f.Compat) {
+		f.Compat = f.Strict
+	}
+	if by != "" {
+		f.Detail = "set by " + by
+	}
+	return f
 }

@@ -29,6 +29,18 @@ func (db *DB) DriverFloor(v Version) (floor Version, ok bool) {
 	return floor, !floor.IsZero()
 }
 
+// floorRelease is the release whose floor DriverFloor(v) gives for a
+// major.minor v: its newest patch with a recorded floor.
+func (db *DB) floorRelease(v Version) (CUDARelease, bool) {
+	var out CUDARelease
+	for _, r := range db.CUDA {
+		if r.Version.HasPrefix(v.Trunc(2)) && !r.MinDriver.IsZero() && (out.MinDriver.IsZero() || out.MinDriver.Less(r.MinDriver)) {
+			out = r
+		}
+	}
+	return out, !out.MinDriver.IsZero()
+}
+
 // CompatFloor returns the minor-version-compatibility driver floor of a
 // CUDA major version.
 func (db *DB) CompatFloor(major int) (Version, bool) {

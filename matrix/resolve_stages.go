@@ -212,7 +212,12 @@ func (s *search) tryImage(cand *onImage) *Stack {
 		return nil
 	}
 	if p.floors.usesCompat {
-		p.notes = append(p.notes, fmt.Sprintf("driver %s is below the strict floor %s: the stack runs under CUDA minor-version compatibility, so PTX JIT is unavailable (GPUs need native SASS) and APIs newer than the driver fail; NVIDIA_REQUIRE_CUDA is relaxed to %s", s.c.Driver, p.floors.strict, p.floors.requireCUDA))
+		rep, _, _ := s.db.ReportedCUDA(s.c.Driver)
+		relax := fmt.Sprintf("NVIDIA_REQUIRE_CUDA stays %s: the driver reports CUDA %s, so the NVIDIA container runtime starts the image", p.floors.requireCUDA, rep)
+		if p.floors.relaxed {
+			relax = "NVIDIA_REQUIRE_CUDA is relaxed to " + p.floors.requireCUDA + ", as the CUDA that driver reports is older than the stack's"
+		}
+		p.notes = append(p.notes, fmt.Sprintf("driver %s is below the strict floor %s: the stack runs under CUDA minor-version compatibility, so PTX JIT is unavailable (GPUs need native SASS) and APIs newer than the driver fail; %s", s.c.Driver, p.floors.strict, relax))
 	}
 	if p.sass, p.ptx, ok = s.checkGPU(cand, p.floors.usesCompat, &p.notes); !ok {
 		return nil
@@ -308,32 +313,31 @@ func (s *search) checkCuDNN(cand *onImage) (cudnn, nccl Version, ok bool) {
 // floors are the stack's driver floors.
 type floors struct {
 	strict, compat Version
-	requireCUDA    string // NVIDIA_REQUIRE_CUDA
-	usesCompat     bool   // the driver constraint is met only under minor-version compatibility
+	// by says what sets the strict floor: the image's CUDA release, or a
+	// wheel whose CUDA's newest patch (or documented minimum) is higher.
+	by          string
+	requireCUDA string // NVIDIA_REQUIRE_CUDA
+	usesCompat  bool   // the driver constraint is met only under minor-version compatibility
+	relaxed     bool   // requireCUDA was relaxed to MAJOR.0 for the driver
 }
 
 // checkDriver computes the driver floors over the image and every
-// framework and checks the driver constraint against them.
+// framework and checks the driver constraint against them. The strict
+// floor is the image CUDA release's own, or a higher one a wheel needs:
+// its CUDA major.minor's newest patch (never understated), or its
+// framework's documented minimum; by names which.
 func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	cuda := cand.cuda()
-	f := floors{strict: cand.strict}
-	f.compat, _ = s.db.CompatFloor(cuda.Major())
+	parts := []FloorPart{{What: fmt.Sprintf("the image's CUDA %s", cuda), CUDA: cuda}}
 	for _, ch := range cand.combo {
-		if fl, ok := s.db.DriverFloor(ch.cuda); ok && f.strict.Less(fl) {
-			f.strict = fl
+		wheel := fmt.Sprintf("%s %s", ch.name, ch.version)
+		if ch.name == FrameworkTorch {
+			wheel += " cu" + CUDATag(ch.cuda)
 		}
-		if !ch.minDrv.IsZero() {
-			if f.strict.Less(ch.minDrv) {
-				f.strict = ch.minDrv
-			}
-			if f.compat.Less(ch.minDrv) {
-				f.compat = ch.minDrv
-			}
-		}
+		parts = append(parts, FloorPart{What: wheel + " wheels", CUDA: ch.cuda.Trunc(2), MinDriver: ch.minDrv})
 	}
-	if f.compat.IsZero() || f.strict.Less(f.compat) {
-		f.compat = f.strict
-	}
+	df := s.db.FloorsOf("the stack", parts)
+	f := floors{strict: df.Strict, compat: df.Compat, by: strings.TrimPrefix(df.Detail, "set by ")}
 	needCUDA := cuda.Trunc(2)
 	for _, ch := range cand.combo {
 		if needCUDA.Less(ch.cuda) {
@@ -351,14 +355,19 @@ func (s *search) checkDriver(cand *onImage) (floors, bool) {
 	}
 	if !s.c.Compat || fit == DriverTooOld {
 		if fit == DriverTooOld {
-			s.fails.add(stageDriver, "driver %s is below the stack's floor: CUDA %s needs %s (%s under minor-version compatibility)", d, cuda, f.strict, f.compat)
+			s.fails.add(stageDriver, "driver %s is below the stack's floor %s, set by %s (%s under minor-version compatibility)", d, f.strict, f.by, f.compat)
 		} else {
-			s.fails.add(stageDriver, "driver %s is below the stack's floor %s for CUDA %s; it meets the minor-version-compatibility floor %s, so --compat would allow it", d, f.strict, cuda, f.compat)
+			s.fails.add(stageDriver, "driver %s is below the stack's floor %s, set by %s; it meets the minor-version-compatibility floor %s, so --compat would allow it", d, f.strict, f.by, f.compat)
 		}
 		return f, false
 	}
 	f.usesCompat = true
-	f.requireCUDA = RequireCUDA(MustVersion(fmt.Sprintf("%d.0", cuda.Major())))
+	// Relax NVIDIA_REQUIRE_CUDA only when the runtime would refuse the
+	// driver: it compares the CUDA the driver reports (ReportedCUDA).
+	if rep, _, ok := s.db.ReportedCUDA(d); !ok || rep.Less(needCUDA) {
+		f.requireCUDA = RequireCUDA(MustVersion(fmt.Sprintf("%d.0", cuda.Major())))
+		f.relaxed = true
+	}
 	return f, true
 }
 
@@ -387,10 +396,21 @@ func (s *search) checkGPU(cand *onImage, usesCompat bool, notes *[]string) (sass
 	return sass, ptx, true
 }
 
-// coversGPU checks that the toolkit and every framework run on gpu,
-// adding notes on JIT and unrecorded archs.
+// coversGPU checks that the driver constraint knows gpu and that the
+// toolkit and every framework run on it, adding notes on JIT and
+// unrecorded archs.
 func (s *search) coversGPU(cand *onImage, gpu *GPU, usesCompat bool, notes *[]string) bool {
 	cuda := cand.cuda()
+	if !s.c.Driver.IsZero() {
+		// The driver must know the GPU (JudgeGPUDriver, as matrix check
+		// and validate judge it).
+		if f, ok := s.db.JudgeGPUDriver("gpu/driver", *gpu, s.c.Driver); ok && f.Status == Fail {
+			s.fails.add(stageGPU, "%s", f.Message)
+			return false
+		} else if ok && f.Status == Warn {
+			addNote(notes, f.Message)
+		}
+	}
 	if err := s.db.CUDATargets(cuda, *gpu); err != nil {
 		s.fails.add(stageGPU, "%v", err)
 		return false
@@ -440,6 +460,7 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 		BaseImage:       cand.baseImage(),
 		MinDriver:       p.floors.strict.String(),
 		MinDriverCompat: p.floors.compat.String(),
+		MinDriverBy:     p.floors.by,
 		RequireCUDA:     p.floors.requireCUDA,
 		GPUArchs:        p.sass,
 		PTXArchs:        p.ptx,

@@ -7,7 +7,7 @@ import (
 )
 
 func TestDriverFloorsJudge(t *testing.T) {
-	stack := Stack{CUDA: "12.2.2", MinDriver: "535.104.05", MinDriverCompat: "525.60.13"}
+	stack := Stack{CUDA: "12.2.2", MinDriver: "535.104.05", MinDriverBy: "the image's CUDA 12.2.2", MinDriverCompat: "525.60.13"}
 	floors, err := stack.DriverFloors()
 	if err != nil {
 		t.Fatal(err)
@@ -21,7 +21,7 @@ func TestDriverFloorsJudge(t *testing.T) {
 		msgHas  []string
 		msgNone string
 	}{
-		{"at the strict floor", floors, "535.104.05", DriverMeetsFloor, Pass, []string{"driver 535.104.05 meets the stack's floor 535.104.05 (CUDA 12.2.2)"}, ""},
+		{"at the strict floor", floors, "535.104.05", DriverMeetsFloor, Pass, []string{"driver 535.104.05 meets the stack's floor 535.104.05 (set by the image's CUDA 12.2.2)"}, ""},
 		{"numeric, not textual, comparison", floors, "535.54.03", DriverCompatOnly, Warn, []string{"below the stack's floor 535.104.05", "minor-version compatibility (>= 525.60.13)", "no PTX JIT"}, ""},
 		{"at the compat floor", floors, "525.60.13", DriverCompatOnly, Warn, nil, ""},
 		{"below both", floors, "470.57.02", DriverTooOld, Fail, []string{"driver 470.57.02 is below the stack's floor 535.104.05", "525.60.13 under minor-version compatibility", "--driver 470.57.02"}, ""},
@@ -46,6 +46,11 @@ func TestDriverFloorsJudge(t *testing.T) {
 				t.Errorf("message %q has %q", f.Message, tt.msgNone)
 			}
 		})
+	}
+	// A label written before min_driver_by names both possible setters.
+	old, err := Stack{CUDA: "12.2.2", MinDriver: "535.104.05"}.DriverFloors()
+	if err != nil || old.Detail != "CUDA 12.2.2 or its frameworks' wheels" {
+		t.Errorf("floors of a stack without min_driver_by: %+v, %v", old, err)
 	}
 	if _, err := (Stack{MinDriver: "new"}).DriverFloors(); err == nil {
 		t.Error("a stack without a readable floor has floors")

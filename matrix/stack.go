@@ -32,6 +32,11 @@ type Stack struct {
 	// MinDriver is the lowest Linux driver that runs everything in the
 	// stack without relying on minor-version compatibility.
 	MinDriver string `json:"min_driver" yaml:"min_driver"`
+	// MinDriverBy says what sets MinDriver: the image's CUDA release
+	// ("the image's CUDA 12.4.0"), or a wheel whose CUDA needs a higher
+	// floor ("torch 2.5.1 cu124 wheels (CUDA 12.4, whose newest patch
+	// 12.4.1 needs it)"). Empty in labels written before it was recorded.
+	MinDriverBy string `json:"min_driver_by,omitempty" yaml:"min_driver_by,omitempty"`
 	// MinDriverCompat is the lowest Linux driver that runs it under CUDA
 	// minor-version compatibility (no PTX JIT, some APIs unavailable).
 	MinDriverCompat string `json:"min_driver_compat" yaml:"min_driver_compat"`

@@ -109,11 +109,19 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	c.stackLabel()
 	c.frameworks()
 	c.requireCUDA()
-	if !opt.Driver.IsZero() {
-		c.driver(opt.Driver)
-	}
+	var gpu *matrix.GPU
 	if opt.GPU != "" {
-		if err := c.gpu(opt.GPU); err != nil {
+		g, err := c.db.FindGPU(opt.GPU)
+		if err != nil {
+			return nil, err
+		}
+		gpu = &g
+	}
+	if !opt.Driver.IsZero() {
+		c.driver(opt.Driver, gpu)
+	}
+	if gpu != nil {
+		if err := c.gpu(*gpu); err != nil {
 			return nil, err
 		}
 	}
@@ -250,6 +258,36 @@ func (c *checker) baseImage(ref string) {
 	c.add("base-image", matrix.Warn, "built FROM %s, which NVIDIA has marked end of life: it gets no security updates and NVIDIA deletes such tags six months later; %s", ref, instead)
 }
 
+// floors are the driver floors of what is inside (matrix.DB.FloorsOf, as
+// the resolver computes a stack's): the image's CUDA release, torch's
+// CUDA and the nvidia-cuda-runtime wheels, each wheel's CUDA counted at
+// its newest patch.
+func (c *checker) floors() matrix.DriverFloors {
+	f := c.r.Found
+	parts := []matrix.FloorPart{{}}
+	if v, err := matrix.ParseVersion(f.CUDA); err == nil && f.CUDA != "" {
+		parts[0] = matrix.FloorPart{What: "the image's CUDA " + f.CUDA, CUDA: v}
+	}
+	wheel := func(what, cuda string) {
+		if v, err := matrix.ParseVersion(mm(cuda)); err == nil && mm(cuda) != "" {
+			parts = append(parts, matrix.FloorPart{What: what, CUDA: v})
+		}
+	}
+	if f.Torch != nil {
+		wheel(fmt.Sprintf("torch %s", f.Torch.Version), f.Torch.CUDA)
+	}
+	for _, p := range []string{"nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13"} {
+		if v := f.Packages[p]; v != "" {
+			wheel(p+" "+v, v)
+		}
+	}
+	if parts[0].CUDA.IsZero() && len(parts) > 1 {
+		// No toolkit in the image: the family is the wheels'.
+		parts[0] = parts[1]
+	}
+	return c.db.FloorsOf("the image", parts)
+}
+
 // neededCUDA is the newest CUDA anything inside needs the driver to support.
 func (c *checker) neededCUDA() string {
 	f := c.r.Found
@@ -358,21 +396,29 @@ func (c *checker) requireCUDA() {
 	c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s covers CUDA %s (driver >= %s)", req, need, floor)
 }
 
-// driver judges driver d against the floors of the newest CUDA inside.
-func (c *checker) driver(d matrix.Version) {
-	need := c.neededCUDA()
-	if need == "" {
-		c.add("driver", matrix.Pass, "no CUDA inside; any driver %s loads it", d)
-		return
+// driver judges driver d against the floors of the newest CUDA inside,
+// whether the NVIDIA container runtime starts the image on it (on GPU g,
+// when named): matrix.DB.JudgeRuntime, and whether it knows GPU g:
+// matrix.DB.JudgeGPUDriver, the rules matrix check uses.
+func (c *checker) driver(d matrix.Version, g *matrix.GPU) {
+	var gpus []matrix.GPU
+	if g != nil {
+		gpus = []matrix.GPU{*g}
 	}
-	c.r.Checks = append(c.r.Checks, c.db.DriverFloorsFor(matrix.MustVersion(need)).Judge("driver", d))
+	if c.neededCUDA() == "" {
+		c.add("driver", matrix.Pass, "no CUDA inside; any driver %s loads it", d)
+	} else {
+		c.r.Checks = append(c.r.Checks, c.floors().Judge("driver", d))
+	}
+	c.r.Checks = append(c.r.Checks, c.db.JudgeRuntime("driver/require-cuda", c.env, d, gpus))
+	if g != nil {
+		if f, ok := c.db.JudgeGPUDriver("gpu/driver", *g, d); ok {
+			c.r.Checks = append(c.r.Checks, f)
+		}
+	}
 }
 
-func (c *checker) gpu(name string) error {
-	g, err := c.db.FindGPU(name)
-	if err != nil {
-		return err
-	}
+func (c *checker) gpu(g matrix.GPU) error {
 	fs, err := c.gpuFindings(g, false)
 	c.r.Checks = append(c.r.Checks, fs...)
 	return err

@@ -110,11 +110,25 @@ func TestInspectChecks(t *testing.T) {
 			msgHas:  "weaker than what is inside: CUDA 12.2 needs driver >= 535.104.05",
 		},
 		{
+			// 535.54.03 is CUDA 12.2.0's driver and reports CUDA 12.2
+			// (cuda.yaml, CUDA release notes' driver table): below 12.2.2's
+			// floor, but the runtime's cuda>=12.2 holds.
 			name:    "driver meets only the compatibility floor",
 			img:     torchImage(t, "12.1", "cuda>=12.2", &good),
-			opt:     Options{Driver: matrix.MustVersion("530.30.02")},
-			want:    map[string]Status{"driver": matrix.Warn},
+			opt:     Options{Driver: matrix.MustVersion("535.54.03")},
+			want:    map[string]Status{"driver": matrix.Warn, "driver/require-cuda": matrix.Pass},
 			verdict: matrix.Pass,
+			msgHas:  "driver 535.54.03 reports CUDA 12.2",
+		},
+		{
+			// 530.30.02 reports CUDA 12.1: the NVIDIA container runtime
+			// refuses a cuda>=12.2 image on it, whatever the floors say.
+			name:    "the runtime refuses a driver that reports an older CUDA",
+			img:     torchImage(t, "12.1", "cuda>=12.2", &good),
+			opt:     Options{Driver: matrix.MustVersion("530.30.02")},
+			want:    map[string]Status{"driver": matrix.Warn, "driver/require-cuda": matrix.Fail},
+			verdict: matrix.Fail,
+			msgHas:  "driver 530.30.02 reports CUDA 12.1",
 		},
 		{
 			name:    "driver too old",

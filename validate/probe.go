@@ -144,7 +144,7 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 		add("nvidia-driver", matrix.Fail, "%s", err.Error())
 	} else {
 		checkGPUs(drv, gpus, add)
-		checkRequire(opt.RequireCUDA, drv, add)
+		checkRequire(opt.DB, opt.RequireCUDA, drv, gpus, add)
 	}
 	// Without a GPU the Python probe still runs: a CPU-only torch, or one
 	// that does not import, is a finding on any machine.
@@ -341,20 +341,30 @@ func checkDuringBench(g GPUInfo, add func(string, Status, string, ...any)) {
 	}
 }
 
-func checkRequire(req string, drv *DriverInfo, add func(string, Status, string, ...any)) {
+// checkRequire judges the image's NVIDIA_REQUIRE_CUDA as the NVIDIA
+// container runtime does (matrix.DB.JudgeRuntimeOn), with what NVML says:
+// the driver, the CUDA it reports and each GPU's compute capability.
+func checkRequire(db *matrix.DB, req string, drv *DriverInfo, gpus []GPUInfo, add func(string, Status, string, ...any)) {
 	if req == "" || drv.CUDAVersion == "" {
 		return
 	}
-	v, ok := matrix.ParseRequireCUDA(req)
-	if !ok {
+	d, err := matrix.ParseVersion(drv.Version)
+	if err != nil {
 		return
 	}
-	need := v.String()
-	if newer(need, drv.CUDAVersion) {
-		add("driver-floor", matrix.Fail, "the image needs CUDA %s (NVIDIA_REQUIRE_CUDA=%s); driver %s supports CUDA %s", need, req, drv.Version, drv.CUDAVersion)
-		return
+	h := matrix.RuntimeHost{Driver: d}
+	h.CUDA, _ = matrix.ParseVersion(drv.CUDAVersion)
+	var hosts []matrix.RuntimeHost
+	for _, g := range gpus {
+		gh := h
+		gh.Arch, gh.GPU = g.ComputeCapability, g.Name
+		hosts = append(hosts, gh)
 	}
-	add("driver-floor", matrix.Pass, "driver %s (CUDA %s) meets NVIDIA_REQUIRE_CUDA=%s", drv.Version, drv.CUDAVersion, req)
+	if len(hosts) == 0 {
+		hosts = []matrix.RuntimeHost{h}
+	}
+	f := db.JudgeRuntimeOn("driver-floor", map[string]string{"NVIDIA_REQUIRE_CUDA": req}, fmt.Sprintf("driver %s reports CUDA %s (NVML)", drv.Version, drv.CUDAVersion), hosts)
+	add(f.Name, f.Status, "%s", f.Message)
 }
 
 // runPyProbe runs probe.py with the environment's python3; nil when there

@@ -25,12 +25,16 @@ func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packagin
 	if f, ok := t.CheckSize(c.r.Size.Compressed, c.r.Size.Uncompressed); ok {
 		c.r.Checks = append(c.r.Checks, f)
 	}
-	underCompat := c.targetDriver(t, name("driver"))
-	for _, gn := range t.GPUs {
+	gpus := make([]matrix.GPU, len(t.GPUs))
+	for i, gn := range t.GPUs {
 		g, err := c.db.FindGPU(gn)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t.Name, err)
 		}
+		gpus[i] = g
+	}
+	underCompat := c.targetDriver(t, gpus, name("driver"))
+	for _, g := range gpus {
 		fs, err := c.gpuFindings(g, underCompat)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t.Name, err)
@@ -48,40 +52,43 @@ func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packagin
 	return nil
 }
 
-// targetDriver judges the fleet's host driver against the floors of the
-// newest CUDA inside (matrix.DriverFloors.Judge), and under minor-version
-// compatibility the image's NVIDIA_REQUIRE_CUDA. It says whether the
-// image runs only under compatibility.
-func (c *checker) targetDriver(t matrix.Target, name string) (underCompat bool) {
+// targetDriver judges the fleet's host driver against the floors of what
+// is inside (checker.floors, matrix.DriverFloors.Judge, as --driver), and whether the NVIDIA
+// container runtime starts the image on it with the fleet's GPUs
+// (matrix.DB.JudgeRuntime, the rule validate --driver and matrix check
+// use). It says whether the image runs only under compatibility.
+func (c *checker) targetDriver(t matrix.Target, gpus []matrix.GPU, name string) (underCompat bool) {
 	unconfirmed := ""
 	if slices.Contains(t.Unconfirmed, "driver") {
 		unconfirmed = ", unconfirmed"
 	}
 	prefix := fmt.Sprintf("%s (host driver %s%s): ", t.Name, t.Driver, unconfirmed)
-	need := c.neededCUDA()
-	switch {
-	case t.Driver.IsZero():
+	if t.Driver.IsZero() {
 		c.add(name, matrix.Warn, "%s: the target row gives no host driver, so the driver floor is not checked", t.Name)
 		return false
-	case need == "":
+	}
+	if c.neededCUDA() == "" {
 		c.add(name, matrix.Pass, "%sno CUDA inside; any driver loads it", prefix)
-		return false
+	} else {
+		floors := c.floors()
+		f := floors.Judge(name, t.Driver)
+		f.Message = prefix + f.Message
+		if f.Status == matrix.Fail {
+			f.Message += fmt.Sprintf(", or gpuimg matrix resolve --target %s", t.Name)
+		}
+		c.r.Checks = append(c.r.Checks, f)
+		underCompat = floors.Fit(t.Driver) == matrix.DriverCompatOnly
 	}
-	floors := c.db.DriverFloorsFor(matrix.MustVersion(need))
-	f := floors.Judge(name, t.Driver)
-	f.Message = prefix + f.Message
-	if f.Status == matrix.Fail {
-		f.Message += fmt.Sprintf(", or gpuimg matrix resolve --target %s", t.Name)
+	rf := c.db.JudgeRuntime(name+"/require-cuda", c.env, t.Driver, gpus)
+	rf.Message = prefix + rf.Message
+	c.r.Checks = append(c.r.Checks, rf)
+	for _, g := range gpus {
+		if gf, ok := c.db.JudgeGPUDriver(name+"/"+strings.ToLower(g.Name), g, t.Driver); ok {
+			gf.Message = prefix + gf.Message
+			c.r.Checks = append(c.r.Checks, gf)
+		}
 	}
-	c.r.Checks = append(c.r.Checks, f)
-	if floors.Fit(t.Driver) != matrix.DriverCompatOnly {
-		return false
-	}
-	if rf, refused := matrix.RequireCUDAUnderCompat(name+"/require-cuda", c.env["NVIDIA_REQUIRE_CUDA"], t.Driver); refused {
-		rf.Message = prefix + rf.Message
-		c.r.Checks = append(c.r.Checks, rf)
-	}
-	return true
+	return underCompat
 }
 
 // targetRuntime checks the runtime contract statically: the image has

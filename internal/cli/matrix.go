@@ -196,7 +196,11 @@ func renderStack(w io.Writer, output string, s matrix.Stack) error {
 	if s.NCCL != "" {
 		t.row("NCCL", s.NCCL)
 	}
-	t.row("driver floor", fmt.Sprintf(">= %s (>= %s under minor-version compatibility)", s.MinDriver, s.MinDriverCompat))
+	floor := fmt.Sprintf(">= %s (>= %s under minor-version compatibility)", s.MinDriver, s.MinDriverCompat)
+	if s.MinDriverBy != "" {
+		floor += "; set by " + s.MinDriverBy
+	}
+	t.row("driver floor", floor)
 	t.row("NVIDIA_REQUIRE_CUDA", s.RequireCUDA)
 	archs := strings.Join(s.GPUArchs, " ")
 	if len(s.PTXArchs) > 0 {

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// cudaTorchImage is an image laid out like a gpuimg build of CUDA cuda
+// (x.y.z) with torch 2.3.1 built for torchCUDA (x.y), whose
+// NVIDIA_REQUIRE_CUDA is require.
+func cudaTorchImage(t *testing.T, cuda, torchCUDA, require string) v1.Image {
+	t.Helper()
+	tag := "cu" + strings.ReplaceAll(torchCUDA, ".", "")
+	mm := cuda[:strings.LastIndex(cuda, ".")]
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	sp := "opt/venv/lib/python3.10/site-packages/"
+	for _, f := range [][2]string{
+		{"etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"},
+		{"usr/local/cuda-" + mm + "/version.json", `{"cuda":{"version":"` + cuda + `"}}`},
+		{"opt/venv/pyvenv.cfg", "version = 3.10.12\n"},
+		{sp + "torch/version.py", "__version__ = '2.3.1+" + tag + "'\ncuda = '" + torchCUDA + "'\n"},
+		{sp + "torch-2.3.1+" + tag + ".dist-info/METADATA", "Name: torch\nVersion: 2.3.1+" + tag + "\n"},
+	} {
+		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(f[1]))
+		must(t, err)
+	}
+	must(t, tw.Close())
+	b := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	must(t, err)
+	img, err := mutate.AppendLayers(empty.Image, l)
+	must(t, err)
+	cfg, err := img.ConfigFile()
+	must(t, err)
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Config.Env = []string{"NVIDIA_REQUIRE_CUDA=" + require}
+	img, err = mutate.ConfigFile(img, cfg)
+	must(t, err)
+	return img
+}
+
+// TestDriverRulesAgree runs matrix check, validate --driver/--gpu,
+// validate --target and images import --target (which runs validate's
+// target checks) on one table of image, driver and GPU, and wants the
+// same verdict from each: the driver rules have one home in matrix
+// (DriverFloors.Judge, DB.JudgeRuntime, DB.JudgeGPUDriver).
+//
+// Facts: cuda.yaml's driver floors (CUDA Toolkit release notes' driver
+// table: 12.2.0 ships 535.54.03, 12.2.2 535.104.05, 11.8.0 520.61.05);
+// the CUDA a driver reports is what nvidia-smi prints (535.54.03: 12.2,
+// 530.30.02: 12.1); gpus.yaml's driver branches (NVIDIA's
+// open-gpu-kernel-modules lists: H100 PCIe from R520, H100 SXM from R525,
+// RTX 5090 from R570).
+func TestDriverRulesAgree(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for i, tt := range []struct {
+		name        string
+		cuda, torch string // image CUDA and torch's CUDA
+		driver, gpu string
+		pass        bool
+		has         string // a check message every command prints
+	}{
+		{"12.2.0's own driver runs a cuda>=12.2 image", "12.2.2", "12.1", "535.54.03", "h100", true, "reports CUDA 12.2"},
+		{"the runtime refuses a driver that reports CUDA 12.1", "12.2.2", "12.1", "530.30.02", "h100", false, "reports CUDA 12.1"},
+		{"525.60.13 reports CUDA 12.0: refused, not a warning", "12.2.2", "12.1", "525.60.13", "h100", false, "reports CUDA 12.0"},
+		{"H100 on 470", "12.2.2", "12.1", "470.57.02", "h100", false, "does not know H100-SXM"},
+		{"H100 PCIe knows R520", "11.8.0", "11.8", "520.61.05", "H100-PCIE", true, "knows H100-PCIE"},
+		{"H100 SXM needs R525", "11.8.0", "11.8", "520.61.05", "H100-SXM", false, "does not know H100-SXM"},
+		{"RTX 5090 on 535", "12.2.2", "12.1", "535.104.05", "rtx5090", false, "does not know RTX-5090"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mm := tt.cuda[:strings.LastIndex(tt.cuda, ".")]
+			img := cudaTorchImage(t, tt.cuda, tt.torch, "cuda>="+mm)
+			dir := filepath.Join(t.TempDir(), "layout")
+			p, err := layout.Write(dir, empty.Index)
+			must(t, err)
+			must(t, p.AppendImage(img))
+			mf := filepath.Join(t.TempDir(), "fleet.yaml")
+			must(t, os.WriteFile(mf, fmt.Appendf(nil, `sources:
+  - id: test-fleet
+    title: a fleet of the test table
+    url: https://example.com/fleet
+    retrieved: 2026-12-01
+targets:
+  - name: test/fleet
+    driver: %s
+    gpus: [%s]
+    platforms: [linux/amd64]
+    index: true
+    attestations: true
+    registry: any
+    source: test-fleet
+`, tt.driver, tt.gpu), 0o644))
+			// The image without a host passes, so a failed verdict below is the host's.
+			if out, errOut, code := run(t, "validate", "oci:"+dir); code != 0 {
+				t.Fatalf("the image alone: exit %d\n%s\n%s", code, out, errOut)
+			}
+			cmds := map[string][]string{
+				"matrix check":      {"matrix", "check", "--torch", "2.3", "--cuda", mm, "--driver", tt.driver, "--gpu", tt.gpu},
+				"validate --driver": {"validate", "oci:" + dir, "--driver", tt.driver, "--gpu", tt.gpu},
+				"validate --target": {"validate", "oci:" + dir, "--target", "test/fleet", "--matrix-file", mf},
+				"images import":     {"images", "import", "oci:" + dir, "--target", "test/fleet", "--matrix-file", mf, "--to", fmt.Sprintf("%s/fleet/m:%d", host, i), "--dry-run"},
+			}
+			for what, args := range cmds {
+				out, errOut, code := run(t, args...)
+				if (code == 0) != tt.pass {
+					t.Errorf("%s: exit %d, want pass=%v\n%s\n%s", what, code, tt.pass, out, errOut)
+				}
+				if what != "images import" && !strings.Contains(out, tt.has) {
+					t.Errorf("%s: output lacks %q:\n%s", what, tt.has, out)
+				}
+			}
+		})
+	}
+}
+
+// TestDriverRulesCLI: the issue's cases through the CLI.
+func TestDriverRulesCLI(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		outHas []string
+		errHas string
+	}{
+		// Case 1: the runtime's cuda>= against the CUDA the driver reports.
+		{"12.2.0's driver", []string{"matrix", "check", "--torch", "2.3", "--cuda", "12.2", "--driver", "535.54.03"}, 0, []string{"PASS  require_cuda", "reports CUDA 12.2"}, ""},
+		{"12.4.0's own GA driver", []string{"matrix", "check", "--torch", "2.5", "--cuda", "12.4.0", "--driver", "550.54.14"}, 0, []string{"PASS  require_cuda", "reports CUDA 12.4"}, ""},
+		// Case 2: a GPU needs a driver branch that knows it.
+		{"RTX 5090 on 535", []string{"matrix", "resolve", "--torch", "2.7", "--gpu", "RTX 5090", "--driver", "535.104.05", "--compat"}, 1, nil, "does not know RTX-5090 (sm_120): NVIDIA's drivers support it from branch R570"},
+		{"H100 on 470", []string{"matrix", "resolve", "--torch", "2.3", "--gpu", "h100", "--driver", "470.57.02", "--compat"}, 1, nil, "no stack fits"},
+		// --compat relaxes NVIDIA_REQUIRE_CUDA only when the runtime would
+		// refuse the driver (530.30.02 reports CUDA 12.1).
+		{"--compat keeps cuda>=12.2 for a driver that reports 12.2", []string{"matrix", "resolve", "--torch", "2.3", "--cuda", "12.2", "--driver", "535.54.03", "--compat"}, 0, []string{"NVIDIA_REQUIRE_CUDA  cuda>=12.2\n", "stays cuda>=12.2: the driver reports CUDA 12.2"}, ""},
+		{"--compat relaxes to cuda>=12.0 for one that reports 12.1", []string{"matrix", "resolve", "--torch", "2.3", "--cuda", "12.2", "--driver", "530.30.02", "--compat"}, 0, []string{"NVIDIA_REQUIRE_CUDA  cuda>=12.0\n", "relaxed to cuda>=12.0"}, ""},
+		// Case 5: the floor names what sets it (torch 2.5.1 cu124 wheels:
+		// CUDA 12.4's newest patch 12.4.1 needs 550.54.15, above the image
+		// CUDA 12.4.0's own 550.54.14).
+		{"a wheel's floor is named as the wheel's", []string{"matrix", "resolve", "--torch", "2.5", "--cuda", "12.4.0"}, 0, []string{">= 550.54.15", "set by torch 2.5.1 cu124 wheels: CUDA 12.4, counted at its newest patch 12.4.1"}, ""},
+		{"the image's floor is named as the image's", []string{"matrix", "resolve", "--torch", "2.3", "--cuda", "12.2"}, 0, []string{">= 535.104.05", "set by the image's CUDA 12.2.2"}, ""},
+		{"matrix check blames the setter", []string{"matrix", "check", "--torch", "2.5", "--cuda", "12.4.0", "--driver", "550.54.14"}, 0, []string{"below the stack's floor 550.54.15 (set by torch 2.5.1 cu124 wheels"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			for _, h := range tt.outHas {
+				if !strings.Contains(out, h) {
+					t.Errorf("stdout lacks %q:\n%s", h, out)
+				}
+			}
+			if !strings.Contains(errOut, tt.errHas) {
+				t.Errorf("stderr lacks %q:\n%s", tt.errHas, errOut)
+			}
+		})
+	}
+	// The stack records the setter in its JSON (min_driver_by).
+	out, errOut, code := run(t, "matrix", "resolve", "--torch", "2.5", "--cuda", "12.4.0", "-o", "json")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	var s struct {
+		MinDriver   string `json:"min_driver"`
+		MinDriverBy string `json:"min_driver_by"`
+	}
+	must(t, json.Unmarshal([]byte(out), &s))
+	if s.MinDriver != "550.54.15" || !strings.HasPrefix(s.MinDriverBy, "torch 2.5.1 cu124 wheels") {
+		t.Errorf("min_driver %q by %q", s.MinDriver, s.MinDriverBy)
+	}
+}

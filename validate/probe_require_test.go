@@ -1,0 +1,66 @@
+package validate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// TestProbeCheckRequire: the probe judges NVIDIA_REQUIRE_CUDA with the
+// runtime's rule (matrix.DB.JudgeRuntimeOn) against what NVML reports:
+// the driver, the CUDA it reports, each GPU's compute capability.
+func TestProbeCheckRequire(t *testing.T) {
+	h100 := []GPUInfo{{Name: "NVIDIA H100 80GB HBM3", ComputeCapability: "9.0", Arch: "sm_90"}}
+	for _, tt := range []struct {
+		req, driver, cuda string
+		want              Status
+		has               string
+	}{
+		{"cuda>=12.2", "535.54.03", "12.2", matrix.Pass, "driver 535.54.03 reports CUDA 12.2 (NVML)"},
+		{"cuda>=12.2", "530.30.02", "12.1", matrix.Fail, "refuses to start the image"},
+		{"cuda>=12.2 arch<9.0", "530.30.02", "12.1", matrix.Fail, "on NVIDIA H100 80GB HBM3"},
+		{"cuda>=12.2 arch>=9.0", "530.30.02", "12.1", matrix.Pass, "holds"},
+		// NVIDIA's clause for R470 holds only for the brands it names.
+		{"cuda>=12.2 brand=tesla,driver>=470,driver<471", "470.82.01", "11.4", matrix.Warn, "NVML brand"},
+	} {
+		var got []Check
+		add := func(name string, st Status, format string, args ...any) {
+			got = append(got, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+		}
+		checkRequire(db(t), tt.req, &DriverInfo{Version: tt.driver, CUDAVersion: tt.cuda}, h100, add)
+		if len(got) != 1 || got[0].Name != "driver-floor" || got[0].Status != tt.want || !strings.Contains(got[0].Message, tt.has) {
+			t.Errorf("%s on %s: %+v; want %s with %q", tt.req, tt.driver, got, tt.want, tt.has)
+		}
+	}
+}
+
+// TestInspectFloorsOf: validate computes an image's floors as the
+// resolver computes a stack's (matrix.DB.FloorsOf): the image's CUDA
+// release's own floor (cuda.yaml: 12.2.0 ships 535.54.03, not 12.2.2's
+// 535.104.05), or a wheel's higher one, named as the wheel's.
+func TestInspectFloorsOf(t *testing.T) {
+	for _, tt := range []struct {
+		cuda, torchCUDA, runtime string
+		strict, by               string
+	}{
+		{"12.2.0", "12.1", "", "535.54.03", "set by the image's CUDA 12.2.0"},
+		{"12.2.2", "12.1", "", "535.104.05", "set by the image's CUDA 12.2.2"},
+		{"12.4.0", "12.4", "", "550.54.15", "set by torch 2.5.1: CUDA 12.4, counted at its newest patch 12.4.1"},
+		{"12.2.2", "12.1", "12.4.127", "550.54.15", "set by nvidia-cuda-runtime-cu12 12.4.127: CUDA 12.4"},
+		{"", "12.4", "", "550.54.15", "set by torch 2.5.1: CUDA 12.4"},
+	} {
+		c := &checker{db: db(t), r: &Report{}}
+		c.r.Found.CUDA = tt.cuda
+		c.r.Found.Torch = &TorchInfo{Version: "2.5.1", CUDA: tt.torchCUDA}
+		c.r.Found.Packages = map[string]string{}
+		if tt.runtime != "" {
+			c.r.Found.Packages["nvidia-cuda-runtime-cu12"] = tt.runtime
+		}
+		f := c.floors()
+		if f.Strict.String() != tt.strict || !strings.HasPrefix(f.Detail, tt.by) {
+			t.Errorf("%s + cu%s + %q: floors %s (%s), want %s (%s)", tt.cuda, tt.torchCUDA, tt.runtime, f.Strict, f.Detail, tt.strict, tt.by)
+		}
+	}
+}
