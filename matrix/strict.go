@@ -155,7 +155,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return checkKeys(n, t.Elem(), path)
+		checkKeys(n, t.Elem(), path, errs)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			*errs = append(*errs, fmt.Errorf("line %d: %s must be a mapping (key: value), not %s", n.Line, describe(path), kindName(n.Kind)))
