@@ -293,10 +293,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		return nil, err
 	}
 	mounts := map[string]fsutil.FS{"context": localCtx, "dockerfile": localCtx}
-	attrs := map[string]string{
-		"filename":                    "Dockerfile",
-		"build-arg:SOURCE_DATE_EPOCH": strconv.FormatInt(plan.SourceDateEpoch, 10),
-	}
+	attrs := frontendAttrs(plan.SourceDateEpoch)
 	if len(req.Extras.Copy) > 0 {
 		userCtx, err := fsutil.NewFS(ctxDir)
 		if err != nil {
@@ -477,6 +474,22 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}
 	return res, nil
+}
+
+// frontendAttrs are the Dockerfile frontend's attributes every solve of a
+// build shares. "cmdline" keeps the solve on the frontend built into
+// buildkitd: BuildKit's Dockerfile frontend (frontend/dockerfile/builder,
+// v0.33 and v0.34) forwards to the image a "# syntax=" line names only
+// when its attributes have no "cmdline" (a forwarded frontend gets one),
+// and the generated Dockerfiles name DockerfileSyntax for builds
+// elsewhere; pulling it would fail offline and on daemons without Docker
+// Hub.
+func frontendAttrs(epoch int64) map[string]string {
+	return map[string]string{
+		"filename":                    "Dockerfile",
+		"cmdline":                     DockerfileSyntax,
+		"build-arg:SOURCE_DATE_EPOCH": strconv.FormatInt(epoch, 10),
+	}
 }
 
 // layered says whether the build splits the Python environment into

@@ -4,8 +4,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -203,5 +206,47 @@ func TestLocalConfig(t *testing.T) {
 	long := &Local{StateDir: "/" + strings.Repeat("d", 120)}
 	if len(long.socket()) >= 108 {
 		t.Errorf("socket path %q is too long for a unix socket", long.socket())
+	}
+}
+
+// TestDockerfileSyntax: both generated Dockerfiles name DockerfileSyntax
+// as BuildKit's parser reads the directive, the named release is no older
+// than the features the files use (the frontend reference's minimum
+// versions), and every solve carries the "cmdline" attribute that keeps
+// BuildKit's built-in frontend from forwarding to (pulling) that image.
+func TestDockerfileSyntax(t *testing.T) {
+	def := Definition{
+		Stack:  resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}),
+		Base:   pinned,
+		Extras: Extras{Copy: []string{"a:/a"}},
+	}
+	plain, err := Dockerfile(def)
+	must(t, err)
+	layered, err := LayeredDockerfile(def, []PlannedDist{{Name: "torch", Version: "2.3.1", Step: 1, Size: 1e9}, {Name: "nvidia-cublas-cu12", Version: "12.1.3.1", Step: 1, Size: 1e9, Shared: true}}, 0)
+	must(t, err)
+	_, minor, ok := strings.Cut(strings.TrimPrefix(DockerfileSyntax, "docker/dockerfile:"), ".")
+	floor, err := strconv.Atoi(minor)
+	if !ok || err != nil {
+		t.Fatalf("DockerfileSyntax %q is not docker/dockerfile:1.N", DockerfileSyntax)
+	}
+	// Minimum Dockerfile versions, from BuildKit's
+	// frontend/dockerfile/docs/reference.md.
+	needs := []struct {
+		feature string
+		minor   int
+	}{{"RUN --mount=", 2}, {"COPY --link", 4}, {"COPY --link --from=" + UserContext, 4}, {"ARG SOURCE_DATE_EPOCH", 5}}
+	for name, df := range map[string]string{"Dockerfile": plain, "LayeredDockerfile": layered} {
+		ref, _, _, ok := parser.DetectSyntax([]byte(df))
+		if !ok || ref != DockerfileSyntax {
+			t.Errorf("%s: BuildKit reads syntax %q (found %v), want %q", name, ref, ok, DockerfileSyntax)
+		}
+		for _, n := range needs {
+			if strings.Contains(df, n.feature) && n.minor > floor {
+				t.Errorf("%s uses %s (Dockerfile 1.%d) but names %s", name, n.feature, n.minor, DockerfileSyntax)
+			}
+		}
+	}
+	if attrs := frontendAttrs(0); attrs["cmdline"] == "" {
+		t.Errorf("frontend attributes %v lack cmdline: the built-in frontend would pull %s", attrs, DockerfileSyntax)
 	}
 }
