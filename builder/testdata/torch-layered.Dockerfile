@@ -77,7 +77,7 @@ RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/a
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py prune /opt/venv /tmp/gpuimg-plan.json; \
     site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
     echo /opt/venv/lib/gpuimg-shared/site-packages > "$site/gpuimg-shared.pth"; \
-    ln -s /opt/venv/lib/gpuimg-shared/site-packages/nvidia "$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/nvidia"; \
+    /opt/venv/bin/python -B /tmp/gpuimg-plan.py link /opt/venv/lib/gpuimg-shared/site-packages /tmp/gpuimg-plan.json; \
     if [ -d /opt/venv/lib/gpuimg-shared/site-packages ]; then /opt/venv/bin/python -m compileall -q /opt/venv/lib/gpuimg-shared/site-packages; fi
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
