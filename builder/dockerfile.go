@@ -127,11 +127,31 @@ func pkgCacheMounts(k osKind, osName string) string {
 	return fmt.Sprintf(" --mount=type=cache,id=gpuimg-dnf-%s-$TARGETARCH,target=/var/cache/dnf,sharing=locked", osName)
 }
 
+// installCmd installs pkgs with the OS's package manager and then removes
+// what the install writes that differs on every build (pkgRunFiles), in
+// the same step, so the layer depends only on the packages.
 func installCmd(k osKind, pkgs []string) string {
+	clean := " && rm -rf " + strings.Join(pkgRunFiles(k), " ")
 	if k.family == "apt" {
-		return "rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + strings.Join(pkgs, " ")
+		return "rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + strings.Join(pkgs, " ") + clean
 	}
-	return "dnf install -y --setopt=install_weak_deps=False " + strings.Join(pkgs, " ")
+	return "dnf install -y --setopt=install_weak_deps=False " + strings.Join(pkgs, " ") + clean
+}
+
+// pkgRunFiles are the files a package install writes that hold the time
+// of the run or inode numbers rather than anything about the packages:
+// the logs and histories of dpkg, apt and dnf, and ldconfig's aux-cache
+// (inode numbers and times of the libraries it scanned). debuerreotype
+// strips the same from Debian's images (scripts/debuerreotype-fixup:
+// var/log/dpkg.log, var/log/alternatives.log, var/cache/ldconfig/aux-cache).
+// apt's and dnf's caches and apt's lists are cache mounts
+// (pkgCacheMounts), never in a layer. The rpm database keeps each
+// package's install time; rpm needs it, so it stays.
+func pkgRunFiles(k osKind) []string {
+	if k.family == "apt" {
+		return []string{"/var/log/dpkg.log", "/var/log/alternatives.log", "/var/log/apt/*", "/var/cache/ldconfig/aux-cache"}
+	}
+	return []string{"/var/log/dnf.log", "/var/log/dnf.librepo.log", "/var/log/dnf.rpm.log", "/var/log/hawkey.log", "/var/lib/dnf/history*", "/var/cache/ldconfig/aux-cache"}
 }
 
 // Dockerfile renders the build as a Dockerfile for BuildKit's Dockerfile

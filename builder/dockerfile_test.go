@@ -250,3 +250,49 @@ func TestDockerfileSyntax(t *testing.T) {
 		t.Errorf("frontend attributes %v lack cmdline: the built-in frontend would pull %s", attrs, DockerfileSyntax)
 	}
 }
+
+// TestPackageStepsStripRunFiles: every RUN step that installs OS packages
+// (the stack's Python on a base without it, and --apt) removes what the
+// install writes that differs on every build, in the same step (a later
+// step would leave it in the installing layer), after the install.
+func TestPackageStepsStripRunFiles(t *testing.T) {
+	for _, tt := range []struct {
+		name, os, install string
+		base              string
+		want              []string
+	}{
+		{"apt", "", "apt-get install", pinned, []string{"/var/log/dpkg.log", "/var/log/apt/*", "/var/cache/ldconfig/aux-cache", "/var/log/alternatives.log"}},
+		{"dnf", "rockylinux9", "dnf install", "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			[]string{"/var/log/dnf.log", "/var/log/dnf.rpm.log", "/var/lib/dnf/history*", "/var/cache/ldconfig/aux-cache"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			def := Definition{Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3"), OS: tt.os}), Base: tt.base, Extras: Extras{Apt: []string{"git"}}}
+			plain, err := Dockerfile(def)
+			must(t, err)
+			layered, err := LayeredDockerfile(def, torchPlan, 0)
+			must(t, err)
+			for name, df := range map[string]string{"Dockerfile": plain, "LayeredDockerfile": layered} {
+				res, err := parser.Parse(strings.NewReader(df))
+				must(t, err)
+				steps := 0
+				for _, n := range res.AST.Children {
+					if !strings.EqualFold(n.Value, "run") || !strings.Contains(n.Original, tt.install) {
+						continue
+					}
+					steps++
+					cmd := n.Original[strings.Index(n.Original, tt.install):]
+					for _, f := range tt.want {
+						if !strings.Contains(cmd, " "+f) || !strings.Contains(cmd, "rm -rf ") {
+							t.Errorf("%s: a step installing packages leaves %s after it: %s", name, f, n.Original)
+						}
+					}
+				}
+				// The python step (twice in the layered build: the
+				// frameworks' venv and the image's) and --apt.
+				if min := 2; steps < min {
+					t.Errorf("%s: %d steps with %s, want at least %d", name, steps, tt.install, min)
+				}
+			}
+		})
+	}
+}

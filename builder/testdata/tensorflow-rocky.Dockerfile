@@ -11,7 +11,7 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN --mount=type=cache,id=gpuimg-dnf-rockylinux9-$TARGETARCH,target=/var/cache/dnf,sharing=locked --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; \
-    if ! python3.9 -c 'import ensurepip, venv' 2>/dev/null; then dnf install -y --setopt=install_weak_deps=False python3; fi; \
+    if ! python3.9 -c 'import ensurepip, venv' 2>/dev/null; then dnf install -y --setopt=install_weak_deps=False python3 && rm -rf /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/lib/dnf/history* /var/cache/ldconfig/aux-cache; fi; \
     python3.9 -m venv /opt/venv; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json
 ENV VIRTUAL_ENV=/opt/venv \
