@@ -257,9 +257,25 @@ func (g *gen) python() {
 	s := g.d.Stack
 	g.w("\n# Python %s from %s's own packages, in a virtual environment at %s.\n", s.Python, s.OS, VenvDir)
 	g.from(stagePython)
-	g.venvRun(fmt.Sprintf(" --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan), "",
-		fmt.Sprintf("; \\\n    %s/bin/python -B /tmp/gpuimg-plan.py record 0 %s", VenvDir, planState))
+	g.venvRun(fmt.Sprintf(" --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan), "",
+		fmt.Sprintf("; \\\n    if ! %[1]s/bin/python -c %[2]s; then %[1]s/bin/python -m pip install --disable-pip-version-check %[3]s; fi; \\\n    %[1]s/bin/python -B /tmp/gpuimg-plan.py record 0 %[4]s",
+			VenvDir, quoteAll([]string{pipFloorCheck})[0], PipUpgrade, planState))
 }
+
+// PipUpgrade is the pip the python stage installs in the venv when the
+// OS's own is older than 20.3, the first that installs manylinux_2_28
+// wheels (PEP 600's manylinux_x_y tags): torch 2.7 and later, and torch
+// 2.6's CUDA 12.6 builds, ship only those, while Ubuntu 20.04's venv
+// brings pip 20.0.2 and EL8's python39 pip 20.2.4. It comes from the pip
+// index the build uses (--pip-index-url and the other mirror settings,
+// else PyPI), like every package. 23.0.1 runs on Python 3.7 and later and
+// is the pip Debian 12 packages (python3-pip-whl 23.0.1+dfsg-1), so a
+// mirror built from Debian's packages can serve it.
+const PipUpgrade = "pip==23.0.1"
+
+// pipFloorCheck exits 0 when the venv's pip is 20.3 or later (a version
+// it cannot parse counts as older).
+const pipFloorCheck = `import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))`
 
 // indexArgs are the pip index arguments of a framework's step.
 func (g *gen) indexArgs(fw matrix.Framework) (args, from string) {

@@ -3,6 +3,7 @@ package builder
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -294,5 +295,34 @@ func TestPackageStepsStripRunFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPipUpgrade: the python stage upgrades the venv's pip to PipUpgrade
+// exactly when it is older than 20.3 (focal's 20.0.2, EL8 python39's
+// 20.2.4), before the framework steps; the check is the rendered one, run
+// against pip packages of those versions.
+func TestPipUpgrade(t *testing.T) {
+	df, err := Dockerfile(Definition{Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}), Base: pinned})
+	must(t, err)
+	check := "if ! /opt/venv/bin/python -c " + quoteAll([]string{pipFloorCheck})[0] + "; then /opt/venv/bin/python -m pip install --disable-pip-version-check " + PipUpgrade + "; fi"
+	i, venv, record, fw := strings.Index(df, check), strings.Index(df, "-m venv /opt/venv"), strings.Index(df, "gpuimg-plan.py record 0"), strings.Index(df, "FROM gpuimg-python AS gpuimg-frameworks")
+	if i < 0 || !(venv < i && i < record && record < fw) {
+		t.Fatalf("the pip upgrade is missing or not between the venv and the framework steps:\n%s", df)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	for version, upgrade := range map[string]bool{"9.0.3": true, "20.0.2": true, "20.2.4": true, "20.3": false, "20.3.4": false, "22.0.2": false, "23.0.1": false, "24.0": false, "x.y": true} {
+		dir := t.TempDir()
+		must(t, os.MkdirAll(filepath.Join(dir, "pip"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "pip", "__init__.py"), []byte("__version__ = '"+version+"'\n"), 0o644))
+		cmd := exec.Command(py, "-c", pipFloorCheck)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+		out, err := cmd.CombinedOutput()
+		if got := err != nil; got != upgrade {
+			t.Errorf("pip %s: upgrade %v, want %v (%s)", version, got, upgrade, out)
+		}
 	}
 }
