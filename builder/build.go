@@ -62,6 +62,9 @@ type Request struct {
 	PipIndexURL       string
 	PipExtraIndexURLs []string
 	PipTrustedHosts   []string
+	// PipFindLinks replace the find-links pages of the frameworks
+	// (matrix.Framework.FindLinks, JAX's before 0.4.30): a mirror of them.
+	PipFindLinks []string
 	// SourceDateEpoch fixes timestamps; nil means the base image's
 	// creation time, so the same inputs give the same image.
 	SourceDateEpoch *int64
@@ -119,7 +122,7 @@ type Result struct {
 }
 
 func (r *Request) pipMirror() bool {
-	return r.PipIndexURL != "" || len(r.PipExtraIndexURLs) > 0 || len(r.PipTrustedHosts) > 0
+	return r.PipIndexURL != "" || len(r.PipExtraIndexURLs) > 0 || len(r.PipTrustedHosts) > 0 || len(r.PipFindLinks) > 0
 }
 
 func (r *Request) pipConf() []byte {
@@ -133,6 +136,9 @@ func (r *Request) pipConf() []byte {
 	}
 	if len(r.PipTrustedHosts) > 0 {
 		fmt.Fprintf(&b, "trusted-host = %s\n", strings.Join(r.PipTrustedHosts, "\n    "))
+	}
+	if len(r.PipFindLinks) > 0 {
+		fmt.Fprintf(&b, "find-links = %s\n", strings.Join(r.PipFindLinks, "\n    "))
 	}
 	return []byte(b.String())
 }
@@ -186,7 +192,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	hasReq := req.Extras.Requirements != ""
 	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
-		PipMirror: req.pipMirror(), Secrets: ids, HasRequirements: hasReq,
+		PipMirror: req.pipMirror(), PipFindLinks: len(req.PipFindLinks) > 0, Secrets: ids, HasRequirements: hasReq,
 	}
 	df, err := Dockerfile(def)
 	if err != nil {

@@ -64,6 +64,10 @@ type Definition struct {
 	// settings) is available; frameworks are then installed through it
 	// instead of their own index URLs.
 	PipMirror bool
+	// PipFindLinks says that pip.conf (PipMirror) sets find-links: the
+	// frameworks' own find-links pages are then left out, as their index
+	// URLs are.
+	PipFindLinks bool
 	// Secrets are the ids of user secrets to mount in package steps.
 	Secrets []string
 	// HasRequirements says the build context carries requirements.txt.
@@ -277,15 +281,26 @@ const PipUpgrade = "pip==23.0.1"
 // it cannot parse counts as older).
 const pipFloorCheck = `import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))`
 
-// indexArgs are the pip index arguments of a framework's step.
+// indexArgs are the pip index arguments of a framework's step: its index
+// URL unless a pip mirror is configured, and its find-links page (pip
+// --find-links: wheels some pins need that no index serves) unless the
+// configuration sets find-links (a mirror of the page). A mirror of the
+// index alone keeps the page: an index mirror cannot serve what the
+// index lacks.
 func (g *gen) indexArgs(fw matrix.Framework) (args, from string) {
 	switch {
 	case g.d.PipMirror:
-		return "", "the configured pip index"
+		from = "the configured pip index"
 	case fw.IndexURL != "":
-		return " --index-url " + fw.IndexURL, fw.IndexURL
+		args, from = " --index-url "+fw.IndexURL, fw.IndexURL
+	default:
+		from = "PyPI"
 	}
-	return "", "PyPI"
+	if fw.FindLinks != "" && !g.d.PipFindLinks {
+		args += " --find-links " + fw.FindLinks
+		from += " and " + fw.FindLinks
+	}
+	return args, from
 }
 
 // frameworks is the stage that installs the frameworks, one pip step

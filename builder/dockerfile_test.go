@@ -326,3 +326,40 @@ func TestPipUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// TestFindLinks: a framework whose pins only a find-links page serves
+// (JAX 0.4.17-0.4.29's cuda12_pip) gets --find-links in its step, with or
+// without an index mirror; a configured find-links (pip.conf) replaces it.
+func TestFindLinks(t *testing.T) {
+	s := resolve(t, matrix.Constraints{JAX: cons("0.4.25")})
+	page := s.Frameworks[matrix.FrameworkJAX].FindLinks
+	if page == "" {
+		t.Fatal("the jax 0.4.25 stack has no find-links page")
+	}
+	step := "pip install --disable-pip-version-check --find-links " + page + " 'jax[cuda12_pip]==0.4.25'"
+	for _, tt := range []struct {
+		name string
+		def  Definition
+		want bool
+	}{
+		{"PyPI", Definition{Stack: s, Base: pinned}, true},
+		{"index mirror", Definition{Stack: s, Base: pinned, PipMirror: true}, true},
+		{"find-links mirror", Definition{Stack: s, Base: pinned, PipMirror: true, PipFindLinks: true}, false},
+	} {
+		df, err := Dockerfile(tt.def)
+		must(t, err)
+		if got := strings.Contains(df, step); got != tt.want {
+			t.Errorf("%s: step with --find-links %v, want %v:\n%s", tt.name, got, tt.want, df)
+		}
+		if !tt.want && strings.Contains(df, page) {
+			t.Errorf("%s: the framework's page is still in the Dockerfile", tt.name)
+		}
+	}
+	r := Request{PipFindLinks: []string{"https://mirror.example.com/jax/"}}
+	if !r.pipMirror() || !strings.Contains(string(r.pipConf()), "find-links = https://mirror.example.com/jax/\n") {
+		t.Errorf("pip.conf for --pip-find-links:\n%s", r.pipConf())
+	}
+	if df, err := Dockerfile(Definition{Stack: resolve(t, matrix.Constraints{JAX: cons("0.4.30")}), Base: pinned}); err != nil || strings.Contains(df, "--find-links") {
+		t.Errorf("jax 0.4.30 (plugin wheels on PyPI) got --find-links (err %v)", err)
+	}
+}

@@ -137,11 +137,15 @@ type JAX struct {
 
 // JAXVariant is one pip extra of a JAX release (jax[cuda12]).
 type JAXVariant struct {
-	Extra     string   `yaml:"extra" json:"extra"`
-	CUDA      Version  `yaml:"cuda" json:"cuda"`
-	MinCUDA   Version  `yaml:"min_cuda" json:"min_cuda"`
-	MinCuDNN  Version  `yaml:"min_cudnn" json:"min_cudnn"`
-	MinDriver Version  `yaml:"min_driver" json:"min_driver"`
+	Extra     string  `yaml:"extra" json:"extra"`
+	CUDA      Version `yaml:"cuda" json:"cuda"`
+	MinCUDA   Version `yaml:"min_cuda" json:"min_cuda"`
+	MinCuDNN  Version `yaml:"min_cudnn" json:"min_cudnn"`
+	MinDriver Version `yaml:"min_driver" json:"min_driver"`
+	// FindLinks is a page of wheel links pip needs besides the index
+	// (pip's --find-links): JAX 0.4.17 to 0.4.29's cuda*_pip extras pin
+	// jaxlib==V+cudaNN.cudnnNN, which only JAX's page serves.
+	FindLinks string   `yaml:"find_links" json:"find_links,omitempty"`
 	Notes     []string `yaml:"notes" json:"notes,omitempty"`
 }
 
