@@ -79,11 +79,8 @@ type osKind struct {
 }
 
 func osOf(name string) (osKind, error) {
-	switch {
-	case strings.HasPrefix(name, "ubuntu"), strings.HasPrefix(name, "debian"):
-		return osKind{family: "apt"}, nil
-	case strings.HasPrefix(name, "rockylinux"), strings.HasPrefix(name, "ubi"):
-		return osKind{family: "dnf"}, nil
+	if pm := matrix.PackageManager(name); pm != "" {
+		return osKind{family: pm}, nil
 	}
 	return osKind{}, fmt.Errorf("gpuimg does not know how to install packages on %s", name)
 }

@@ -77,7 +77,7 @@ func (s *search) tryCUDA(combo []fwChoice, r CUDARelease) *Stack {
 		if !ok {
 			continue
 		}
-		if st := s.tryImage(&onImage{onCUDA: cand, os: o, img: img, tag: tag}); st != nil {
+		if st := s.tryImage(&onImage{onCUDA: cand, os: o, img: img, tag: tag}); st != nil && s.packagesFit(o) {
 			return st
 		}
 	}
