@@ -29,7 +29,7 @@ func (s *search) packagesFit(o OS) bool {
 	if len(s.c.Apt) == 0 || s.c.OS != "" || PackageManager(o.Name) == "apt" {
 		return true
 	}
-	s.fails.add(stagePackages, "only %s fits, which installs packages with %s, and --apt %s names apt packages (Ubuntu's) when gpuimg picks the OS; give --os %s to install them with %s, or constraints an Ubuntu image meets",
+	s.fails.add(stagePackages, "no Ubuntu image fits; %s does, but it installs packages with %s and --apt %s names apt packages when gpuimg picks the OS: give --os %s to install them with %s, or constraints an Ubuntu image meets",
 		o.Name, PackageManager(o.Name), strings.Join(s.c.Apt, " "), o.Name, PackageManager(o.Name))
 	return false
 }

@@ -26,7 +26,7 @@ func TestAptKeepsAptFamily(t *testing.T) {
 	c.Apt = []string{"libgl1"}
 	_, err = db.Resolve(c)
 	var ce *ConflictError
-	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "only "+plain.OS+" fits, which installs packages with dnf, and --apt libgl1 names apt packages") || !strings.Contains(ce.Reason, "give --os "+plain.OS) {
+	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "no Ubuntu image fits; "+plain.OS+" does, but it installs packages with dnf and --apt libgl1 names apt packages") || !strings.Contains(ce.Reason, "give --os "+plain.OS) {
 		t.Fatalf("--apt libgl1: err %v, want a conflict naming %s and --os", err, plain.OS)
 	}
 	for _, a := range ce.Alternatives {
