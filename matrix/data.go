@@ -149,6 +149,19 @@ type JAXVariant struct {
 	Notes     []string `yaml:"notes" json:"notes,omitempty"`
 }
 
+// CUDAPlatforms says on which platforms a framework's releases have CUDA
+// wheels; on any other, pip installs a CPU-only build or nothing. Releases
+// no row covers are not checked.
+type CUDAPlatforms struct {
+	// Framework is torch, tensorflow or jax.
+	Framework string `yaml:"framework" json:"framework"`
+	// Versions are the releases the row covers ("<2.5"; empty: all).
+	Versions Constraint `yaml:"versions" json:"versions"`
+	// Platforms are OS/ARCH pairs (linux/amd64).
+	Platforms []string `yaml:"platforms" json:"platforms"`
+	Row       `yaml:",inline"`
+}
+
 // GPU is a GPU model and its datasheet figures (dense peaks).
 type GPU struct {
 	Name               string   `yaml:"name" json:"name"`
@@ -176,10 +189,12 @@ type File struct {
 	Torch        []Torch       `yaml:"torch"`
 	TensorFlow   []TensorFlow  `yaml:"tensorflow"`
 	JAX          []JAX         `yaml:"jax"`
-	GPUs         []GPU         `yaml:"gpus"`
-	Targets      []Target      `yaml:"targets"`
-	References   []Reference   `yaml:"references"`
-	Links        []Link        `yaml:"links"`
+	// CUDAPlatforms: see the type; in data/platforms.yaml.
+	CUDAPlatforms []CUDAPlatforms `yaml:"cuda_platforms"`
+	GPUs          []GPU           `yaml:"gpus"`
+	Targets       []Target        `yaml:"targets"`
+	References    []Reference     `yaml:"references"`
+	Links         []Link          `yaml:"links"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

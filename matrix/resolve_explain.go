@@ -62,7 +62,7 @@ func (db *DB) explain(c Constraints, fail *failures) *ConflictError {
 	}
 	for i := range given {
 		for j := i + 1; j < len(given); j++ {
-			pair := Constraints{Flavor: c.Flavor, Apt: c.Apt, Compat: c.Compat}
+			pair := Constraints{Flavor: c.Flavor, Apt: c.Apt, Platforms: c.Platforms, Compat: c.Compat}
 			pair = pair.with(c, given[i]).with(c, given[j])
 			if s, _, err := db.resolve(pair); err == nil && s == nil {
 				ce.Conflicts = append(ce.Conflicts, [2]Field{given[i], given[j]})

@@ -11,6 +11,9 @@ import (
 
 // combineFrameworks checks that the chosen frameworks can share one image.
 func (s *search) combineFrameworks(combo []fwChoice) bool {
+	if !s.platformsFit(combo) {
+		return false
+	}
 	for i := range combo {
 		for j := i + 1; j < len(combo); j++ {
 			a, b := combo[i], combo[j]

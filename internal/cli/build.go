@@ -150,7 +150,8 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	c.Apt = set.Request.Extras.Apt // OS packages that use CUDA's libraries need the runtime flavor
+	c.Apt = set.Request.Extras.Apt      // OS packages that use CUDA's libraries need the runtime flavor
+	c.Platforms = set.Request.Platforms // a framework without CUDA wheels for one is refused
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
