@@ -62,6 +62,9 @@ type Request struct {
 	PipIndexURL       string
 	PipExtraIndexURLs []string
 	PipTrustedHosts   []string
+	// PipFindLinks replace the find-links pages of the frameworks
+	// (matrix.Framework.FindLinks, JAX's before 0.4.30): a mirror of them.
+	PipFindLinks []string
 	// SourceDateEpoch fixes timestamps; nil means the base image's
 	// creation time, so the same inputs give the same image.
 	SourceDateEpoch *int64
@@ -119,7 +122,7 @@ type Result struct {
 }
 
 func (r *Request) pipMirror() bool {
-	return r.PipIndexURL != "" || len(r.PipExtraIndexURLs) > 0 || len(r.PipTrustedHosts) > 0
+	return r.PipIndexURL != "" || len(r.PipExtraIndexURLs) > 0 || len(r.PipTrustedHosts) > 0 || len(r.PipFindLinks) > 0
 }
 
 func (r *Request) pipConf() []byte {
@@ -133,6 +136,9 @@ func (r *Request) pipConf() []byte {
 	}
 	if len(r.PipTrustedHosts) > 0 {
 		fmt.Fprintf(&b, "trusted-host = %s\n", strings.Join(r.PipTrustedHosts, "\n    "))
+	}
+	if len(r.PipFindLinks) > 0 {
+		fmt.Fprintf(&b, "find-links = %s\n", strings.Join(r.PipFindLinks, "\n    "))
 	}
 	return []byte(b.String())
 }
@@ -182,7 +188,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	hasReq := req.Extras.Requirements != ""
 	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
-		PipMirror: req.pipMirror(), Secrets: ids, HasRequirements: hasReq,
+		PipMirror: req.pipMirror(), PipFindLinks: len(req.PipFindLinks) > 0, Secrets: ids, HasRequirements: hasReq,
 	}
 	df, err := Dockerfile(def)
 	if err != nil {
@@ -289,10 +295,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		return nil, err
 	}
 	mounts := map[string]fsutil.FS{"context": localCtx, "dockerfile": localCtx}
-	attrs := map[string]string{
-		"filename":                    "Dockerfile",
-		"build-arg:SOURCE_DATE_EPOCH": strconv.FormatInt(plan.SourceDateEpoch, 10),
-	}
+	attrs := frontendAttrs(plan.SourceDateEpoch)
 	if len(req.Extras.Copy) > 0 {
 		userCtx, err := fsutil.NewFS(ctxDir)
 		if err != nil {
@@ -473,6 +476,22 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}
 	return res, nil
+}
+
+// frontendAttrs are the Dockerfile frontend's attributes every solve of a
+// build shares. "cmdline" keeps the solve on the frontend built into
+// buildkitd: BuildKit's Dockerfile frontend (frontend/dockerfile/builder,
+// v0.33 and v0.34) forwards to the image a "# syntax=" line names only
+// when its attributes have no "cmdline" (a forwarded frontend gets one),
+// and the generated Dockerfiles name DockerfileSyntax for builds
+// elsewhere; pulling it would fail offline and on daemons without Docker
+// Hub.
+func frontendAttrs(epoch int64) map[string]string {
+	return map[string]string{
+		"filename":                    "Dockerfile",
+		"cmdline":                     DockerfileSyntax,
+		"build-arg:SOURCE_DATE_EPOCH": strconv.FormatInt(epoch, 10),
+	}
 }
 
 // layered says whether the build splits the Python environment into

@@ -82,6 +82,7 @@ type Flags struct {
 	PipIndexURL        string
 	PipExtraIndexURLs  []string
 	PipTrustedHosts    []string
+	PipFindLinks       []string
 	CacheFrom, CacheTo []string
 	Builder            string
 	SourceDateEpoch    string
@@ -158,6 +159,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		PipIndexURL:       m.str("pip_index_url", f.PipIndexURL, file.PipIndexURL),
 		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
 		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),
+		PipFindLinks:      m.list("pip_find_links", f.PipFindLinks, file.PipFindLinks),
 		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
 		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
 		Compression:       m.str("compression", f.Compression, file.Compression),

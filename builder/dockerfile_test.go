@@ -3,9 +3,13 @@ package builder
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -204,5 +208,159 @@ func TestLocalConfig(t *testing.T) {
 	long := &Local{StateDir: "/" + strings.Repeat("d", 120)}
 	if len(long.socket()) >= 108 {
 		t.Errorf("socket path %q is too long for a unix socket", long.socket())
+	}
+}
+
+// TestDockerfileSyntax: both generated Dockerfiles name DockerfileSyntax
+// as BuildKit's parser reads the directive, the named release is no older
+// than the features the files use (the frontend reference's minimum
+// versions), and every solve carries the "cmdline" attribute that keeps
+// BuildKit's built-in frontend from forwarding to (pulling) that image.
+func TestDockerfileSyntax(t *testing.T) {
+	def := Definition{
+		Stack:  resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}),
+		Base:   pinned,
+		Extras: Extras{Copy: []string{"a:/a"}},
+	}
+	plain, err := Dockerfile(def)
+	must(t, err)
+	layered, err := LayeredDockerfile(def, []PlannedDist{{Name: "torch", Version: "2.3.1", Step: 1, Size: 1e9}, {Name: "nvidia-cublas-cu12", Version: "12.1.3.1", Step: 1, Size: 1e9, Shared: true}}, 0)
+	must(t, err)
+	_, minor, ok := strings.Cut(strings.TrimPrefix(DockerfileSyntax, "docker/dockerfile:"), ".")
+	floor, err := strconv.Atoi(minor)
+	if !ok || err != nil {
+		t.Fatalf("DockerfileSyntax %q is not docker/dockerfile:1.N", DockerfileSyntax)
+	}
+	// Minimum Dockerfile versions, from BuildKit's
+	// frontend/dockerfile/docs/reference.md.
+	needs := []struct {
+		feature string
+		minor   int
+	}{{"RUN --mount=", 2}, {"COPY --link", 4}, {"COPY --link --from=" + UserContext, 4}, {"ARG SOURCE_DATE_EPOCH", 5}}
+	for name, df := range map[string]string{"Dockerfile": plain, "LayeredDockerfile": layered} {
+		ref, _, _, ok := parser.DetectSyntax([]byte(df))
+		if !ok || ref != DockerfileSyntax {
+			t.Errorf("%s: BuildKit reads syntax %q (found %v), want %q", name, ref, ok, DockerfileSyntax)
+		}
+		for _, n := range needs {
+			if strings.Contains(df, n.feature) && n.minor > floor {
+				t.Errorf("%s uses %s (Dockerfile 1.%d) but names %s", name, n.feature, n.minor, DockerfileSyntax)
+			}
+		}
+	}
+	if attrs := frontendAttrs(0); attrs["cmdline"] == "" {
+		t.Errorf("frontend attributes %v lack cmdline: the built-in frontend would pull %s", attrs, DockerfileSyntax)
+	}
+}
+
+// TestPackageStepsStripRunFiles: every RUN step that installs OS packages
+// (the stack's Python on a base without it, and --apt) removes what the
+// install writes that differs on every build, in the same step (a later
+// step would leave it in the installing layer), after the install.
+func TestPackageStepsStripRunFiles(t *testing.T) {
+	for _, tt := range []struct {
+		name, os, install string
+		base              string
+		want              []string
+	}{
+		{"apt", "", "apt-get install", pinned, []string{"/var/log/dpkg.log", "/var/log/apt/*", "/var/cache/ldconfig/aux-cache", "/var/log/alternatives.log"}},
+		{"dnf", "rockylinux9", "dnf install", "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			[]string{"/var/log/dnf.log", "/var/log/dnf.rpm.log", "/var/lib/dnf/history*", "/var/cache/ldconfig/aux-cache"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			def := Definition{Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3"), OS: tt.os}), Base: tt.base, Extras: Extras{Apt: []string{"git"}}}
+			plain, err := Dockerfile(def)
+			must(t, err)
+			layered, err := LayeredDockerfile(def, torchPlan, 0)
+			must(t, err)
+			for name, df := range map[string]string{"Dockerfile": plain, "LayeredDockerfile": layered} {
+				res, err := parser.Parse(strings.NewReader(df))
+				must(t, err)
+				steps := 0
+				for _, n := range res.AST.Children {
+					if !strings.EqualFold(n.Value, "run") || !strings.Contains(n.Original, tt.install) {
+						continue
+					}
+					steps++
+					cmd := n.Original[strings.Index(n.Original, tt.install):]
+					for _, f := range tt.want {
+						if !strings.Contains(cmd, " "+f) || !strings.Contains(cmd, "rm -rf ") {
+							t.Errorf("%s: a step installing packages leaves %s after it: %s", name, f, n.Original)
+						}
+					}
+				}
+				// The python step (twice in the layered build: the
+				// frameworks' venv and the image's) and --apt.
+				if min := 2; steps < min {
+					t.Errorf("%s: %d steps with %s, want at least %d", name, steps, tt.install, min)
+				}
+			}
+		})
+	}
+}
+
+// TestPipUpgrade: the python stage upgrades the venv's pip to PipUpgrade
+// exactly when it is older than 20.3 (focal's 20.0.2, EL8 python39's
+// 20.2.4), before the framework steps; the check is the rendered one, run
+// against pip packages of those versions.
+func TestPipUpgrade(t *testing.T) {
+	df, err := Dockerfile(Definition{Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}), Base: pinned})
+	must(t, err)
+	check := "if ! /opt/venv/bin/python -c " + quoteAll([]string{pipFloorCheck})[0] + "; then /opt/venv/bin/python -m pip install --disable-pip-version-check " + PipUpgrade + "; fi"
+	i, venv, record, fw := strings.Index(df, check), strings.Index(df, "-m venv /opt/venv"), strings.Index(df, "gpuimg-plan.py record 0"), strings.Index(df, "FROM gpuimg-python AS gpuimg-frameworks")
+	if i < 0 || !(venv < i && i < record && record < fw) {
+		t.Fatalf("the pip upgrade is missing or not between the venv and the framework steps:\n%s", df)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	for version, upgrade := range map[string]bool{"9.0.3": true, "20.0.2": true, "20.2.4": true, "20.3": false, "20.3.4": false, "22.0.2": false, "23.0.1": false, "24.0": false, "x.y": true} {
+		dir := t.TempDir()
+		must(t, os.MkdirAll(filepath.Join(dir, "pip"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "pip", "__init__.py"), []byte("__version__ = '"+version+"'\n"), 0o644))
+		cmd := exec.Command(py, "-c", pipFloorCheck)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+		out, err := cmd.CombinedOutput()
+		if got := err != nil; got != upgrade {
+			t.Errorf("pip %s: upgrade %v, want %v (%s)", version, got, upgrade, out)
+		}
+	}
+}
+
+// TestFindLinks: a framework whose pins only a find-links page serves
+// (JAX 0.4.17-0.4.29's cuda12_pip) gets --find-links in its step, with or
+// without an index mirror; a configured find-links (pip.conf) replaces it.
+func TestFindLinks(t *testing.T) {
+	s := resolve(t, matrix.Constraints{JAX: cons("0.4.25")})
+	page := s.Frameworks[matrix.FrameworkJAX].FindLinks
+	if page == "" {
+		t.Fatal("the jax 0.4.25 stack has no find-links page")
+	}
+	step := "pip install --disable-pip-version-check --find-links " + page + " 'jax[cuda12_pip]==0.4.25'"
+	for _, tt := range []struct {
+		name string
+		def  Definition
+		want bool
+	}{
+		{"PyPI", Definition{Stack: s, Base: pinned}, true},
+		{"index mirror", Definition{Stack: s, Base: pinned, PipMirror: true}, true},
+		{"find-links mirror", Definition{Stack: s, Base: pinned, PipMirror: true, PipFindLinks: true}, false},
+	} {
+		df, err := Dockerfile(tt.def)
+		must(t, err)
+		if got := strings.Contains(df, step); got != tt.want {
+			t.Errorf("%s: step with --find-links %v, want %v:\n%s", tt.name, got, tt.want, df)
+		}
+		if !tt.want && strings.Contains(df, page) {
+			t.Errorf("%s: the framework's page is still in the Dockerfile", tt.name)
+		}
+	}
+	r := Request{PipFindLinks: []string{"https://mirror.example.com/jax/"}}
+	if !r.pipMirror() || !strings.Contains(string(r.pipConf()), "find-links = https://mirror.example.com/jax/\n") {
+		t.Errorf("pip.conf for --pip-find-links:\n%s", r.pipConf())
+	}
+	if df, err := Dockerfile(Definition{Stack: resolve(t, matrix.Constraints{JAX: cons("0.4.30")}), Base: pinned}); err != nil || strings.Contains(df, "--find-links") {
+		t.Errorf("jax 0.4.30 (plugin wheels on PyPI) got --find-links (err %v)", err)
 	}
 }

@@ -36,9 +36,15 @@ type PlannedDist struct {
 	Step int `json:"step"`
 	// Size is the installed size in bytes.
 	Size int64 `json:"size"`
-	// Shared says the wheel is for any Python 3 (tags py3-none-*) and has
-	// no files outside the site directory: it goes to SharedSite.
+	// Shared says the wheel is for any Python 3 (tags py3-none-*), has
+	// no files outside the site directory and shares no top-level
+	// directory with a version-specific distribution: it goes to
+	// SharedSite.
 	Shared bool `json:"shared"`
+	// Top are the top-level directories of the site directory the
+	// distribution installs into (nvidia, cusparselt, torch); the layered
+	// build links a shared distribution's into the venv.
+	Top []string `json:"top,omitempty"`
 }
 
 // Layer is one layer of the Python environment in a layered build.
@@ -121,10 +127,11 @@ func normName(n string) string { return strings.ToLower(nameRE.ReplaceAllString(
 //  1. the shared layers (SharedSite): each large distribution, by name,
 //     then the small ones of each step;
 //  2. the stack's Python and the virtual environment, with the .pth file
-//     that puts SharedSite on sys.path, a link nvidia → SharedSite/nvidia
-//     in the venv's site-packages (torch's libraries find
-//     nvidia/*/lib through their RPATH $ORIGIN/../../nvidia/…), and the
-//     .pyc files of SharedSite for this Python;
+//     that puts SharedSite on sys.path, a link in the venv's
+//     site-packages to each top-level directory a shared distribution
+//     installs (plan.py link: torch's libraries find nvidia/*/lib and
+//     cuSPARSELt 0.6's cusparselt/lib through their RPATH
+//     $ORIGIN/../../…), and the .pyc files of SharedSite for this Python;
 //  3. the version-specific large layers (torch, triton);
 //  4. the other distributions of each framework step, one layer per step;
 //  5. the user's OS packages, pip packages, files and settings, last.
@@ -145,11 +152,9 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	g.python()
 	g.frameworks()
 	layers := LayerPlan(plan, large)
-	nvidia := false
+	shared := false
 	for _, l := range layers {
-		for _, dist := range l.Dists {
-			nvidia = nvidia || (l.Shared && strings.HasPrefix(normName(dist), "nvidia-"))
-		}
+		shared = shared || l.Shared
 	}
 	names := make([]string, len(layers))
 	for i, l := range layers {
@@ -167,8 +172,8 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 		}
 	}
 	more := fmt.Sprintf("; \\\n    site=$(%[1]s/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'); \\\n    echo %[2]s > \"$site/gpuimg-shared.pth\"", VenvDir, SharedSite)
-	if nvidia {
-		more += fmt.Sprintf("; \\\n    ln -s %s/nvidia \"$(%s/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"platlib\"))')/nvidia\"", SharedSite, VenvDir)
+	if shared {
+		more += fmt.Sprintf("; \\\n    %s/bin/python -B /tmp/gpuimg-plan.py link %s /tmp/%s", VenvDir, SharedSite, PlanFile)
 	}
 	more += fmt.Sprintf("; \\\n    if [ -d %[1]s ]; then %[2]s/bin/python -m compileall -q %[1]s; fi", SharedSite, VenvDir)
 	// The venv is the one the python stage made (its pip included),

@@ -14,6 +14,10 @@ Usage:
                                         or, --shared, into the site directory
                                         SITE without the .pyc files pip
                                         compiled
+  python -B plan.py link SITE PLAN      in this Python's venv, link each
+                                        top-level directory of each shared
+                                        distribution of PLAN to its place in
+                                        the shared site directory SITE
   python -B plan.py prune VENV PLAN     remove from VENV (this Python's venv
                                         as the python stage made it) every
                                         distribution that PLAN lists at
@@ -102,7 +106,23 @@ def inside(path, root):
     return os.path.commonpath([path, root]) == root
 
 
+def tops(d):
+    """The top-level directories of the site directory that d's RECORD
+    puts files in (nvidia, cusparselt, torch), its .dist-info and
+    __pycache__ left out."""
+    out = set()
+    for f in d.files or []:
+        if len(f.parts) > 1 and f.parts[0] not in ("..", "__pycache__") and not f.parts[0].endswith(".dist-info"):
+            out.add(f.parts[0])
+    return sorted(out)
+
+
 def finish(state, out):
+    """Write the plan: each distribution the framework steps installed,
+    with its size, whether it is shared, and its top-level directories
+    ("top"). A shared distribution's top-level directories are linked
+    into the venv (link), so one that a version-specific distribution
+    also installs into cannot be shared: both are then version-specific."""
     with open(state, encoding="utf-8") as f:
         known = json.load(f)
     plan = []
@@ -115,9 +135,35 @@ def finish(state, out):
             p = d.locate_file(f)
             if os.path.isfile(p) and not os.path.islink(p):
                 size += os.path.getsize(p)
-        plan.append({"name": d.metadata["Name"], "version": d.version, "step": k["step"], "size": size, "shared": shared(d)})
+        plan.append({"name": d.metadata["Name"], "version": d.version, "step": k["step"], "size": size, "shared": shared(d), "top": tops(d)})
+    own = {t for p in plan if not p["shared"] for t in p["top"]}
+    for p in plan:
+        if p["shared"] and own.intersection(p["top"]):
+            p["shared"] = False
     with open(out, "w", encoding="utf-8") as f:
         json.dump(plan, f, indent=1)
+
+
+def link(site, plan_file):
+    """Make every top-level directory of the plan's shared distributions
+    resolve from this Python's venv: a symbolic link
+    <platlib>/NAME -> SITE/NAME for each. Python finds them through the
+    .pth file either way; the dynamic loader does not: torch's libraries
+    find their CUDA libraries through RPATH entries relative to their own
+    directory ($ORIGIN/../../nvidia/cublas/lib, and for cuSPARSELt 0.6,
+    which installs to a top-level cusparselt/, $ORIGIN/../../cusparselt/lib)."""
+    with open(plan_file, encoding="utf-8") as f:
+        plan = json.load(f)
+    platlib = sysconfig.get_path("platlib")
+    for name in sorted({t for p in plan if p["shared"] for t in p.get("top", [])}):
+        if "/" in name or name in (".", ".."):
+            fail("plan lists top-level directory %r" % name)
+        dst, src = os.path.join(platlib, name), os.path.join(site, name)
+        if os.path.islink(dst) and os.readlink(dst) == src:
+            continue
+        if os.path.lexists(dst):
+            fail("%s exists in the venv; a shared distribution's %s cannot be linked there" % (dst, name))
+        os.symlink(src, dst)
 
 
 def fail(msg):
@@ -243,10 +289,12 @@ def main(argv):
         copy(argv[3], argv[4], argv[5:], True)
     elif len(argv) >= 4 and argv[1] == "copy":
         copy(argv[2], argv[3], argv[4:], False)
+    elif len(argv) == 4 and argv[1] == "link":
+        link(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "prune":
         prune(argv[2], argv[3])
     else:
-        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | prune VENV PLAN", file=sys.stderr)
+        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | link SITE PLAN | prune VENV PLAN", file=sys.stderr)
         sys.exit(2)
 
 

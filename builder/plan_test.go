@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,15 +22,21 @@ import (
 // without the "*") and an entry_points.txt when scripts is set.
 func writeWheel(t *testing.T, dir, dist, version string, files map[string]string, scripts string) string {
 	t.Helper()
+	return writeTaggedWheel(t, dir, dist, version, "py3-none-any", files, scripts)
+}
+
+// writeTaggedWheel is writeWheel with the wheel tag tag.
+func writeTaggedWheel(t *testing.T, dir, dist, version, tag string, files map[string]string, scripts string) string {
+	t.Helper()
 	info := strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/"
-	p := filepath.Join(dir, strings.ReplaceAll(dist, "-", "_")+"-"+version+"-py3-none-any.whl")
+	p := filepath.Join(dir, strings.ReplaceAll(dist, "-", "_")+"-"+version+"-"+tag+".whl")
 	f, err := os.Create(p)
 	must(t, err)
 	defer f.Close()
 	z := zip.NewWriter(f)
 	all := map[string]string{
 		info + "METADATA": fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", dist, version),
-		info + "WHEEL":    "Wheel-Version: 1.0\nGenerator: gpuimg-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		info + "WHEEL":    "Wheel-Version: 1.0\nGenerator: gpuimg-test\nRoot-Is-Purelib: " + strconv.FormatBool(strings.HasPrefix(tag, "py3-none-any")) + "\nTag: " + tag + "\n",
 	}
 	if scripts != "" {
 		all[info+"entry_points.txt"] = "[console_scripts]\n" + scripts + "\n"

@@ -61,6 +61,7 @@ type Config struct {
 	PipIndexURL       string            `yaml:"pip_index_url"`
 	PipExtraIndexURLs []string          `yaml:"pip_extra_index_url"`
 	PipTrustedHosts   []string          `yaml:"pip_trusted_host"`
+	PipFindLinks      []string          `yaml:"pip_find_links"`
 	CacheFrom         []string          `yaml:"cache_from"`
 	CacheTo           []string          `yaml:"cache_to"`
 	Compression       string            `yaml:"compression"`

@@ -41,6 +41,19 @@ def torch_cuda():
     return m.group(2)
 
 
+POST = re.compile(r"[-_.]?(?:post|rev|r)[-_.]?[0-9]*$", re.I)
+
+
+def release(version, post=True):
+    """The version without its local label (+cu121): what the stack pins.
+    With post False also without a post-release segment (.post1): a
+    post-release is the same release republished (tensorflow 2.15.0.post1
+    is 2.15.0 without the tensorrt pins no index serves), so it meets a
+    pin of the release."""
+    public = version.partition("+")[0]
+    return public if post else POST.sub("", public)
+
+
 def check(name, want_version, want_cuda):
     dist = DISTS.get(name)
     if dist is None:
@@ -49,8 +62,7 @@ def check(name, want_version, want_cuda):
         got = importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         fail("%s is not installed" % dist)
-    base, _, local = got.partition("+")
-    if base != want_version:
+    if release(got) != want_version and release(got, post=False) != want_version:
         fail("%s %s was installed, the stack pins %s" % (dist, got, want_version))
     if name == "torch":
         cuda = torch_cuda()

@@ -183,12 +183,29 @@ type JAX struct {
 
 // JAXVariant is one pip extra of a JAX release (jax[cuda12]).
 type JAXVariant struct {
-	Extra     string   `yaml:"extra" json:"extra"`
-	CUDA      Version  `yaml:"cuda" json:"cuda"`
-	MinCUDA   Version  `yaml:"min_cuda" json:"min_cuda"`
-	MinCuDNN  Version  `yaml:"min_cudnn" json:"min_cudnn"`
-	MinDriver Version  `yaml:"min_driver" json:"min_driver"`
+	Extra     string  `yaml:"extra" json:"extra"`
+	CUDA      Version `yaml:"cuda" json:"cuda"`
+	MinCUDA   Version `yaml:"min_cuda" json:"min_cuda"`
+	MinCuDNN  Version `yaml:"min_cudnn" json:"min_cudnn"`
+	MinDriver Version `yaml:"min_driver" json:"min_driver"`
+	// FindLinks is a page of wheel links pip needs besides the index
+	// (pip's --find-links): JAX 0.4.17 to 0.4.29's cuda*_pip extras pin
+	// jaxlib==V+cudaNN.cudnnNN, which only JAX's page serves.
+	FindLinks string   `yaml:"find_links" json:"find_links,omitempty"`
 	Notes     []string `yaml:"notes" json:"notes,omitempty"`
+}
+
+// CUDAPlatforms says on which platforms a framework's releases have CUDA
+// wheels; on any other, pip installs a CPU-only build or nothing. Releases
+// no row covers are not checked.
+type CUDAPlatforms struct {
+	// Framework is torch, tensorflow or jax.
+	Framework string `yaml:"framework" json:"framework"`
+	// Versions are the releases the row covers ("<2.5"; empty: all).
+	Versions Constraint `yaml:"versions" json:"versions"`
+	// Platforms are OS/ARCH pairs (linux/amd64).
+	Platforms []string `yaml:"platforms" json:"platforms"`
+	Row       `yaml:",inline"`
 }
 
 // GPU is a GPU model and its datasheet figures (dense peaks).
@@ -222,10 +239,12 @@ type File struct {
 	Torch        []Torch       `yaml:"torch"`
 	TensorFlow   []TensorFlow  `yaml:"tensorflow"`
 	JAX          []JAX         `yaml:"jax"`
-	GPUs         []GPU         `yaml:"gpus"`
-	Targets      []Target      `yaml:"targets"`
-	References   []Reference   `yaml:"references"`
-	Links        []Link        `yaml:"links"`
+	// CUDAPlatforms: see the type; in data/platforms.yaml.
+	CUDAPlatforms []CUDAPlatforms `yaml:"cuda_platforms"`
+	GPUs          []GPU           `yaml:"gpus"`
+	Targets       []Target        `yaml:"targets"`
+	References    []Reference     `yaml:"references"`
+	Links         []Link          `yaml:"links"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

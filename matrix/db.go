@@ -31,7 +31,10 @@ type DB struct {
 	Torch        []Torch
 	TensorFlow   []TensorFlow
 	JAX          []JAX
-	GPUs         []GPU
+	// CUDAPlatforms are the platforms each framework release has CUDA
+	// wheels for, where recorded.
+	CUDAPlatforms []CUDAPlatforms
+	GPUs          []GPU
 	// Targets are the fleets images run on, sorted by name.
 	Targets []Target
 	// References are published performance figures per GPU row.
@@ -130,12 +133,13 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tch  = merger[Torch]{kind: "torch", key: func(r Torch) string { return r.Version.String() }, pos: func(r Torch) Pos { return rowPos(r.Row) }}
 		tf   = merger[TensorFlow]{kind: "tensorflow", key: func(r TensorFlow) string { return r.Version.String() }, pos: func(r TensorFlow) Pos { return rowPos(r.Row) }}
 		jx   = merger[JAX]{kind: "jax", key: func(r JAX) string { return r.Version.String() }, pos: func(r JAX) Pos { return rowPos(r.Row) }}
+		plat = merger[CUDAPlatforms]{kind: "cuda_platforms", key: func(r CUDAPlatforms) string { return r.Framework + " " + r.Versions.String() }, pos: func(r CUDAPlatforms) Pos { return rowPos(r.Row) }}
 		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &gpu, &tgt, &ref, &lnk} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &ref, &lnk} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -153,6 +157,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tch.add(f.Torch, i, builtinCount, seen())
 		tf.add(f.TensorFlow, i, builtinCount, seen())
 		jx.add(f.JAX, i, builtinCount, seen())
+		plat.add(f.CUDAPlatforms, i, builtinCount, seen())
 		gpu.add(f.GPUs, i, builtinCount, seen())
 		tgt.add(f.Targets, i, builtinCount, seen())
 		ref.add(f.References, i, builtinCount, seen())
@@ -180,6 +185,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.CUDA, db.Archs, db.CuDNN, db.NCCL = cuda.rows, arch.rows, dnn.rows, nccl.rows
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
 	db.Targets, db.References, db.Links = tgt.rows, ref.rows, lnk.rows
+	db.CUDAPlatforms = plat.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -195,7 +201,10 @@ func shortPos(p Pos) string { return fmt.Sprintf("%s:%d", filepath.Base(p.File),
 
 func (m *merger[T]) setup(replace *[]string, errs *[]error) { m.replace, m.errs = replace, errs }
 
-var archRE = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+var (
+	archRE     = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+	platformRE = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9]+$`)
+)
 
 // checkPins reports a package pinned twice in one list.
 func checkPins(bad func(Pos, string, ...any), at Pos, what string, pins []Pin) {
@@ -344,6 +353,17 @@ func (db *DB) validate() []error {
 	}
 	for _, a := range db.Archs {
 		checkDriver(a.Driver, a.At, "architecture "+a.Arch)
+	}
+	for _, p := range db.CUDAPlatforms {
+		checkRow(p.Row, "cuda_platforms "+p.Framework)
+		if !slices.Contains(FrameworkNames(), p.Framework) || len(p.Platforms) == 0 {
+			bad(p.At, "cuda_platforms rows need a framework (%s) and platforms", strings.Join(FrameworkNames(), ", "))
+		}
+		for _, pl := range p.Platforms {
+			if !platformRE.MatchString(pl) {
+				bad(p.At, "cuda_platforms %s: platform %q must look like linux/amd64", p.Framework, pl)
+			}
+		}
 	}
 	for _, g := range db.GPUs {
 		checkRow(g.Row, "GPU "+g.Name)

@@ -126,7 +126,7 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 				if !v.MinCuDNN.IsZero() {
 					cudnn = ">=" + v.MinCuDNN.String()
 				}
-				ch.fw = Framework{Version: j.Version.String(), CUDA: ch.cuda.String(), CuDNN: cudnn,
+				ch.fw = Framework{Version: j.Version.String(), CUDA: ch.cuda.String(), CuDNN: cudnn, FindLinks: v.FindLinks,
 					Packages: []string{fmt.Sprintf("jax[%s]==%s", v.Extra, j.Version)}}
 				all = append(all, ch)
 			}

@@ -26,6 +26,10 @@ type Constraints struct {
 	// (AptNeedsCUDALibs) make the chosen flavor runtime. Not a Field: it
 	// only steers the flavor's default.
 	Apt []string
+	// Platforms are the platforms the image is built for (linux/arm64);
+	// a framework release whose CUDA wheels do not exist for one
+	// (DB.CUDAPlatforms) is refused. Empty: not checked. Not a Field.
+	Platforms []string
 	// GPU is a GPU name, alias or architecture the stack must run on, or
 	// several separated by commas (a100,h100): the stack must run on each.
 	GPU string

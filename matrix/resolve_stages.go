@@ -12,6 +12,9 @@ import (
 // combineFrameworks checks that pip can install each chosen framework
 // and that they can share one image and one Python environment.
 func (s *search) combineFrameworks(combo []fwChoice) bool {
+	if !s.platformsFit(combo) {
+		return false
+	}
 	for _, ch := range combo {
 		if us := unservedFor(ch.unserved, Version{}); len(us) > 0 {
 			s.fails.add(stageFrameworks, "%s %s cannot be installed: its CUDA extra pins %s, which no package index serves (%s); choose another release",
@@ -90,7 +93,7 @@ func (s *search) tryCUDA(combo []fwChoice, r CUDARelease) *Stack {
 		if !ok {
 			continue
 		}
-		if st := s.tryImage(&onImage{onCUDA: cand, os: o, img: img, tag: tag}); st != nil {
+		if st := s.tryImage(&onImage{onCUDA: cand, os: o, img: img, tag: tag}); st != nil && s.packagesFit(o) {
 			return st
 		}
 	}

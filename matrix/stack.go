@@ -72,6 +72,10 @@ type Framework struct {
 	Status string `json:"status,omitempty" yaml:"status,omitempty"`
 	// IndexURL is the pip index to install Packages from; empty means PyPI.
 	IndexURL string `json:"index_url,omitempty" yaml:"index_url,omitempty"`
+	// FindLinks is a page of wheel links pip needs as well (pip's
+	// --find-links), where some of Packages' pins are served only there;
+	// empty means none.
+	FindLinks string `json:"find_links,omitempty" yaml:"find_links,omitempty"`
 	// Packages are exact pip requirements (torch==2.3.1).
 	Packages []string `json:"packages" yaml:"packages"`
 	// Archs and PTX are the architectures compiled into the wheels, if known.

@@ -154,7 +154,8 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	c.Apt = set.Request.Extras.Apt // OS packages that use CUDA's libraries need the runtime flavor
+	c.Apt = set.Request.Extras.Apt      // OS packages that use CUDA's libraries need the runtime flavor
+	c.Platforms = set.Request.Platforms // a framework without CUDA wheels for one is refused
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
@@ -345,6 +346,7 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 	fs.StringVar(&f.PipIndexURL, "pip-index-url", "", "pip index for every pip step, frameworks included (a mirror); kept out of the images and their history")
 	fs.StringArrayVar(&f.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
 	fs.StringArrayVar(&f.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
+	fs.StringArrayVar(&f.PipFindLinks, "pip-find-links", nil, "pip find-links page for every pip step, in place of a framework's own (JAX before 0.4.30 needs one; repeatable)")
 }
 
 // addCompressionFlag binds --compression and --large-wheel, the layer

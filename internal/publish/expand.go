@@ -91,7 +91,8 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
 			}
 		}
-		c.Apt = f.Build.Apt // OS packages that use CUDA's libraries need the runtime flavor
+		c.Apt = f.Build.Apt       // OS packages that use CUDA's libraries need the runtime flavor
+		c.Platforms = f.Platforms // a framework without CUDA wheels for one is refused
 		stack, err := db.Resolve(c)
 		if ce, ok := errors.AsType[*matrix.ConflictError](err); ok {
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: ce.Reason})

@@ -45,8 +45,8 @@ func TestValidateEveryPlatform(t *testing.T) {
 	f, err := parse(t, `repository: `+host+`/ml/torch
 tag: "{torch}-cu{cuda_short}"
 matrix:
-  cuda: ["12.2"]
-  torch: ["2.3"]
+  cuda: ["12.4"]
+  torch: ["2.5"]  # torch before 2.5 has no CUDA wheels for linux/arm64
 platforms: [linux/amd64, linux/arm64]
 validate: {driver: 535.104.05, gpu: [h100, l4]}
 `)

@@ -41,6 +41,14 @@ os:
     family: ubuntu
     pythons: ["3.11"]
     source: gpuimg-testenv
+# The index's torch twins are built for x86_64 and aarch64 (TorchWheels), so
+# the multi-platform builds may use releases the real upstream serves for
+# linux/amd64 only.
+cuda_platforms:
+  - framework: torch
+    versions: "<2.5"
+    platforms: [linux/amd64, linux/arm64]
+    source: gpuimg-testenv
 `
 
 // Start starts a registry, a buildkitd and an index under dir (keep dir
