@@ -64,6 +64,7 @@ type dynReader struct {
 	cur     []byte
 	curFrom int64
 	curBad  bool
+	starts  []int
 
 	// references into the string table, resolved at the end
 	strOff   int64
@@ -85,7 +86,10 @@ const (
 	dynDone
 )
 
-type elfLoad struct{ off, vaddr, filesz int64 }
+type elfLoad struct {
+	off, vaddr, filesz int64
+	exec               bool
+}
 
 type keptString struct {
 	off int64
@@ -246,13 +250,14 @@ func (d *dynReader) takePhdrs(p []byte) int {
 	d.dynOff = -1
 	for i := int64(0); i+ent <= d.phsize; i += ent {
 		ph := d.head[i : i+ent]
-		var typ elf.ProgType
+		typ := elf.ProgType(d.bo.Uint32(ph))
 		var off, vaddr, filesz int64
+		var flags elf.ProgFlag
 		if d.class == elf.ELFCLASS64 {
-			typ = elf.ProgType(d.bo.Uint32(ph))
+			flags = elf.ProgFlag(d.bo.Uint32(ph[4:]))
 			off, vaddr, filesz = int64(d.bo.Uint64(ph[8:])), int64(d.bo.Uint64(ph[16:])), int64(d.bo.Uint64(ph[32:]))
 		} else {
-			typ = elf.ProgType(d.bo.Uint32(ph))
+			flags = elf.ProgFlag(d.bo.Uint32(ph[24:]))
 			off, vaddr, filesz = int64(d.bo.Uint32(ph[4:])), int64(d.bo.Uint32(ph[8:])), int64(d.bo.Uint32(ph[16:]))
 		}
 		if off < 0 || filesz < 0 {
@@ -261,7 +266,7 @@ func (d *dynReader) takePhdrs(p []byte) int {
 		}
 		switch typ {
 		case elf.PT_LOAD:
-			d.loads = append(d.loads, elfLoad{off: off, vaddr: vaddr, filesz: filesz})
+			d.loads = append(d.loads, elfLoad{off: off, vaddr: vaddr, filesz: filesz, exec: flags&elf.PF_X != 0})
 		case elf.PT_DYNAMIC:
 			d.dynOff, d.dynSize = off, filesz
 		}
@@ -277,8 +282,10 @@ func (d *dynReader) takePhdrs(p []byte) int {
 	case d.dynOff < d.pos+int64(used):
 		d.fail("ELF dynamic segment at byte %d overlaps the headers", d.dynOff)
 	default:
-		// Strings can only be kept from the first PT_LOAD: the linker puts
-		// .dynstr there, in front of the code.
+		// Strings are kept only from the first PT_LOAD: the linker puts
+		// .dynstr there, in front of the code. Where that segment holds
+		// the code too (no -z separate-code), .dynstr is in its first
+		// part, and a quarter of the scan limit is scanned.
 		d.scanFrom = d.pos + int64(used)
 		d.scanTo = min(d.dynOff, d.scanFrom+d.maxScan)
 		if len(d.loads) > 0 {
@@ -289,6 +296,9 @@ func (d *dynReader) takePhdrs(p []byte) int {
 				}
 			}
 			d.scanTo = min(d.scanTo, first.off+first.filesz)
+			if first.exec {
+				d.scanTo = min(d.scanTo, d.scanFrom+d.maxScan/4)
+			}
 		}
 		d.curFrom = d.scanFrom
 		d.head = nil
@@ -308,9 +318,12 @@ func (d *dynReader) takeBefore(p []byte) int {
 	return n
 }
 
-// scan keeps candidate strings of p, which starts at offset at.
+// scan keeps candidate strings of p, which starts at offset at. A
+// string cut by the end of p is carried (d.cur) to the next call; the
+// complete strings between are found from their marker bytes, so code
+// and data with few markers pass at memchr speed.
 func (d *dynReader) scan(p []byte, at int64) {
-	for len(p) > 0 {
+	if len(d.cur) > 0 || d.curBad {
 		i := bytes.IndexByte(p, 0)
 		if i < 0 {
 			d.grow(p)
@@ -318,10 +331,43 @@ func (d *dynReader) scan(p []byte, at int64) {
 		}
 		d.grow(p[:i])
 		d.endString()
-		at += int64(i) + 1
-		d.curFrom = at
-		p = p[i+1:]
+		p, at = p[i+1:], at+int64(i)+1
 	}
+	j := bytes.LastIndexByte(p, 0)
+	if j < 0 {
+		d.curFrom = at
+		d.grow(p)
+		return
+	}
+	d.scanWhole(p[:j+1], at)
+	d.curFrom = at + int64(j) + 1
+	d.grow(p[j+1:])
+}
+
+// scanWhole keeps the candidates of q, a run of whole NUL-terminated
+// strings starting at offset at.
+func (d *dynReader) scanWhole(q []byte, at int64) {
+	starts := d.starts[:0]
+	for _, m := range [][]byte{{'/'}, {'$'}, []byte(".so")} {
+		for off := 0; ; {
+			h := bytes.Index(q[off:], m)
+			if h < 0 {
+				break
+			}
+			h += off
+			st := bytes.LastIndexByte(q[:h], 0) + 1
+			starts = append(starts, st)
+			off = h + bytes.IndexByte(q[h:], 0) + 1 // the next string
+		}
+	}
+	sort.Ints(starts)
+	for i, st := range starts {
+		if i > 0 && starts[i-1] == st {
+			continue
+		}
+		d.keep(q[st:st+bytes.IndexByte(q[st:], 0)], at+int64(st))
+	}
+	d.starts = starts
 }
 
 func (d *dynReader) grow(p []byte) {
@@ -336,13 +382,16 @@ func (d *dynReader) grow(p []byte) {
 }
 
 func (d *dynReader) endString() {
-	s := d.cur
-	bad := d.curBad
+	s, bad := d.cur, d.curBad
 	d.cur, d.curBad = d.cur[:0], false
-	if bad || len(s) == 0 || d.kept+len(s) > maxKeptStrings {
-		return
+	if !bad && (bytes.Contains(s, []byte(".so")) || bytes.IndexByte(s, '/') >= 0 || bytes.IndexByte(s, '$') >= 0) {
+		d.keep(s, d.curFrom)
 	}
-	if !bytes.Contains(s, []byte(".so")) && bytes.IndexByte(s, '/') < 0 && bytes.IndexByte(s, '$') < 0 {
+}
+
+// keep records s, found at offset off, if it is printable and fits.
+func (d *dynReader) keep(s []byte, off int64) {
+	if len(s) == 0 || len(s) > maxKeptString || d.kept+len(s) > maxKeptStrings {
 		return
 	}
 	for _, c := range s {
@@ -350,7 +399,7 @@ func (d *dynReader) endString() {
 			return
 		}
 	}
-	d.strs = append(d.strs, keptString{off: d.curFrom, s: string(s)})
+	d.strs = append(d.strs, keptString{off: off, s: string(s)})
 	d.kept += len(s)
 }
 

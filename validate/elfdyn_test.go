@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -160,4 +162,49 @@ func TestDynReaderEdges(t *testing.T) {
 	if _, err := feed(odd, 4096, 1<<30); err == nil || !strings.Contains(err.Error(), "not kept") {
 		t.Errorf("unkept string: %v", err)
 	}
+}
+
+// TestDynReaderSystemFiles streams every ELF file of this machine's
+// /usr/lib and /usr/bin through a dynReader and compares with debug/elf:
+// real toolchains' layouts (with and without -z separate-code, large
+// string tables), not only gcc's output for the fixtures.
+func TestDynReaderSystemFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: reads every library of this machine")
+	}
+	var files []string
+	for _, g := range []string{"/usr/lib/*-linux-gnu/*.so*", "/usr/lib/*-linux-gnu/*/*.so*", "/usr/lib64/*.so*", "/usr/bin/*"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	n := 0
+	for _, p := range files {
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil || f.Type != elf.ET_DYN && f.Type != elf.ET_EXEC {
+			continue
+		}
+		needed, _ := f.DynString(elf.DT_NEEDED)
+		runpath, _ := f.DynString(elf.DT_RUNPATH)
+		rpath, _ := f.DynString(elf.DT_RPATH)
+		d, err := feed(b, 32<<10, 1<<40)
+		if err != nil || d == nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		n++
+		if !slices.Equal(d.needed, needed) || strings.Join(d.runpath, ":") != strings.Join(runpath, ":") || strings.Join(d.rpath, ":") != strings.Join(rpath, ":") {
+			t.Errorf("%s: needed %q runpath %q rpath %q; debug/elf says %q %q %q", p, d.needed, d.runpath, d.rpath, needed, runpath, rpath)
+		}
+	}
+	if n < 10 {
+		t.Skipf("only %d ELF files found here", n)
+	}
+	t.Logf("%d ELF files agree", n)
 }
