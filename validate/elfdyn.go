@@ -277,7 +277,7 @@ func (d *dynReader) takePhdrs(p []byte) int {
 		d.state = dynDone
 	case d.dynSize > maxDynSegment:
 		d.fail("ELF dynamic segment is %d bytes, more than the %d read", d.dynSize, maxDynSegment)
-	case d.dynOff+d.dynSize > d.maxOff:
+	case d.dynOff > d.maxOff || d.dynOff+d.dynSize > d.maxOff:
 		d.fail("ELF dynamic segment ends at byte %d, past the %d bytes read per file (raise Limits.MaxELFBytes)", d.dynOff+d.dynSize, d.maxOff)
 	case d.dynOff < d.pos+int64(used):
 		d.fail("ELF dynamic segment at byte %d overlaps the headers", d.dynOff)
@@ -458,7 +458,12 @@ func (d *dynReader) takeSegment(p []byte) int {
 			d.fail("ELF dynamic entry %s points past the string table", r.tag)
 			return used
 		}
-		if at := d.strOff + r.off; at >= end {
+		at := d.strOff + r.off
+		if at < 0 || at > d.maxOff {
+			d.fail("ELF dynamic entry %s points past the %d bytes read per file (raise Limits.MaxELFBytes)", r.tag, d.maxOff)
+			return used
+		}
+		if at >= end {
 			if d.lateFrom < 0 || at < d.lateFrom {
 				d.lateFrom = at
 			}

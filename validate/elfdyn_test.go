@@ -208,3 +208,25 @@ func TestDynReaderSystemFiles(t *testing.T) {
 	}
 	t.Logf("%d ELF files agree", n)
 }
+
+// FuzzDynReader: any bytes, in any chunking, give the same answer as
+// the whole file at once, without a panic.
+func FuzzDynReader(f *testing.F) {
+	late := lateStrtab()
+	f.Add(late, uint16(1))
+	f.Add(late[:0x150], uint16(7))
+	f.Add([]byte(elf.ELFMAG+"\x01\x01\x01"), uint16(3))
+	f.Fuzz(func(t *testing.T, b []byte, chunk uint16) {
+		whole, werr := feed(b, len(b)+1, 1<<20)
+		part, perr := feed(b, int(chunk%97)+1, 1<<20)
+		if (werr == nil) != (perr == nil) || werr != nil && werr.Error() != perr.Error() {
+			t.Fatalf("whole: %v; in chunks of %d: %v", werr, chunk%97+1, perr)
+		}
+		if (whole == nil) != (part == nil) {
+			t.Fatalf("whole %+v, chunks %+v", whole, part)
+		}
+		if whole != nil && (!slices.Equal(whole.needed, part.needed) || whole.soname != part.soname || !slices.Equal(whole.rpath, part.rpath) || !slices.Equal(whole.runpath, part.runpath)) {
+			t.Fatalf("whole %+v, chunks %+v", whole, part)
+		}
+	})
+}
