@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -155,6 +156,34 @@ func isHostDriverLib(name string) bool {
 	return strings.HasPrefix(name, "libnvidia-") && strings.Contains(name, ".so")
 }
 
+// optionalPlugin is a library nothing links against: its user dlopens
+// it only where the host provides what it needs, so an image without
+// those libraries is normal, and they are noted, not failed.
+type optionalPlugin struct {
+	prefix   string   // file name prefix
+	hostLibs []string // what it may lack
+	what     string
+}
+
+// optionalPlugins: cuFile dlopens libcufile_rdma.so for GPUDirect
+// Storage over RDMA (rapidsai/kvikio#153: "cuFile will dlopen
+// libcufile_rdma.so by itself"); it needs the host's RDMA stack, whose
+// sonames are as two public readelf-based audits of NVIDIA's cufile
+// wheels list them (read 2026-12-01).
+var optionalPlugins = []optionalPlugin{
+	{prefix: "libcufile_rdma.so", hostLibs: []string{"libibverbs.so.1", "libmlx5.so.1", "librdmacm.so.1"}, what: "cuFile's RDMA plugin, loaded only with the host's RDMA stack"},
+}
+
+// optional says which plugin explains all of m's missing libraries.
+func (m missingLibs) optional() (optionalPlugin, bool) {
+	for _, p := range optionalPlugins {
+		if strings.HasPrefix(path.Base(m.path), p.prefix) && !slices.ContainsFunc(m.names, func(n string) bool { return !slices.Contains(p.hostLibs, n) }) {
+			return p, true
+		}
+	}
+	return optionalPlugin{}, false
+}
+
 // check is the libs/closure finding over the final filesystem (none when
 // the image has no ELF object in scope).
 func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
@@ -191,18 +220,26 @@ func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
 		st = matrix.Warn
 		notes = append(notes, fmt.Sprintf("%d more were not read (over Limits.MaxELFObjects, %d)", x.skipped, x.maxObjects))
 	}
+	var missing []missingLibs
+	for _, m := range res.missing {
+		if p, ok := m.optional(); ok {
+			notes = append(notes, fmt.Sprintf("not counted: /%s needs %s (%s)", m.path, strings.Join(m.names, ", "), p.what))
+		} else {
+			missing = append(missing, m)
+		}
+	}
 	note := ""
 	if len(notes) > 0 {
 		note = "; " + strings.Join(notes, "; ")
 	}
-	if len(res.missing) > 0 {
+	if len(missing) > 0 {
 		var msgs []string
-		for _, m := range res.missing {
+		for _, m := range missing {
 			msgs = append(msgs, fmt.Sprintf("/%s needs %s", m.path, firstFew(m.names, 3, ", ")))
 		}
 		return []Check{{Name: "libs/closure", Status: matrix.Fail, Message: fmt.Sprintf(
 			"%d of %d ELF objects need libraries the image does not provide: %s; install what provides them, or make the object's RPATH or RUNPATH, LD_LIBRARY_PATH or /etc/ld.so.conf.d reach their directory%s",
-			len(res.missing), len(objs), firstFew(msgs, 5, "; "), note)}}
+			len(missing), len(objs), firstFew(msgs, 5, "; "), note)}}
 	}
 	return []Check{{Name: "libs/closure", Status: st, Message: fmt.Sprintf(
 		"%d ELF objects in the Python environment and CUDA's library directories find all %d of their needed libraries in the image (%d driver libraries left to the host)%s",

@@ -39,6 +39,7 @@ func (f *elfFixtures) get(t *testing.T) map[string]string {
 			"cublas":            {Soname: "libcublas.so.12", Needed: []string{"libcublasLt.so.12"}, SearchPath: "$ORIGIN"},
 			"cublaslt":          {Soname: "libcublasLt.so.12"},
 			"plain":             {Soname: "libplain.so.1"},
+			"cufile-rdma":       {Soname: "libcufile_rdma.so.1", Needed: []string{"libibverbs.so.1", "libmlx5.so.1", "librdmacm.so.1"}},
 		} {
 			b, err := testenv.SharedObject(t.Context(), t.TempDir(), spec)
 			if err != nil {
@@ -146,6 +147,10 @@ func TestLibsClosure(t *testing.T) {
 		{"found in a default directory through /lib -> usr/lib", image(t, layer(t,
 			file{torch, so["torch-conf"]}, file{"lib", "->usr/lib"}, file{"usr/lib/x86_64-linux-gnu/libfoo.so.1", so["plain"]})), matrix.Pass,
 			[]string{"1 ELF objects"}},
+		{"cuFile's RDMA plugin without the host's RDMA stack", image(t, base(file{cusp, so["cusparselt"]}, file{sp + "nvidia/cufile/lib/libcufile_rdma.so.1", so["cufile-rdma"]})), matrix.Pass,
+			[]string{"5 ELF objects", "not counted: /" + sp + "nvidia/cufile/lib/libcufile_rdma.so.1 needs libibverbs.so.1, libmlx5.so.1, librdmacm.so.1"}},
+		{"another library without the RDMA stack fails", image(t, base(file{cusp, so["cusparselt"]}, file{sp + "nvidia/other/lib/libother.so.1", so["cufile-rdma"]})), matrix.Fail,
+			[]string{"/" + sp + "nvidia/other/lib/libother.so.1 needs libibverbs.so.1, libmlx5.so.1, librdmacm.so.1"}},
 		{"CUDA's library directory", image(t, layer(t, file{cuda + "libcublas.so.12", so["cublas"]})), matrix.Fail,
 			[]string{"/" + cuda + "libcublas.so.12 needs libcublasLt.so.12"}},
 		{"CUDA's link stubs are not checked", image(t, layer(t, file{cuda + "stubs/libcublas.so", so["cublas"]})), "", nil},
