@@ -34,8 +34,9 @@ type elfDyn struct {
 // pass, dynReader keeps the NUL-terminated printable strings of the first
 // PT_LOAD that can be a library name or a search path (they contain
 // ".so", "/" or "$"), with their offsets; symbol names are dropped. A
-// string table placed after the dynamic segment (patchelf moves it
-// there) is read directly. A name dynReader did not keep makes the file
+// string table placed after the dynamic segment (patchelf moves a grown
+// one there) is scanned the same way, from the first string the dynamic
+// entries name to the last. A name dynReader did not keep makes the file
 // unreadable, never a false "missing".
 type dynReader struct {
 	maxOff  int64 // the dynamic segment must end before this offset
@@ -70,7 +71,6 @@ type dynReader struct {
 	strOff   int64
 	strSize  int64
 	refs     []dynRef
-	late     []byte
 	lateFrom int64
 	lateTo   int64
 }
@@ -105,7 +105,6 @@ const (
 	maxKeptString  = 16 << 10  // longest string kept (a long RPATH list)
 	maxKeptStrings = 1 << 20   // bytes of strings kept per file
 	maxDynSegment  = 256 << 10 // bytes of dynamic segment read
-	maxLateStrings = 1 << 20   // bytes of a late string table read
 )
 
 func newDynReader(maxOff, maxScan int64) *dynReader {
@@ -480,9 +479,10 @@ func (d *dynReader) takeSegment(p []byte) int {
 	switch {
 	case d.lateTo > d.maxOff:
 		d.fail("ELF string table ends past the %d bytes read per file (raise Limits.MaxELFBytes)", d.maxOff)
-	case d.lateTo-d.lateFrom > maxLateStrings:
-		d.fail("ELF dynamic strings span %d bytes, more than the %d read", d.lateTo-d.lateFrom, maxLateStrings)
+	case d.lateTo-d.lateFrom > d.maxScan:
+		d.fail("ELF dynamic strings span %d bytes, more than the %d scanned", d.lateTo-d.lateFrom, d.maxScan)
 	default:
+		d.cur, d.curBad, d.curFrom = d.cur[:0], false, d.lateFrom
 		d.state = dynLate
 	}
 	return used
@@ -496,11 +496,13 @@ func (d *dynReader) takeLate(p []byte) int {
 			return skip
 		}
 	}
-	used := skip + fill(&d.late, int(d.lateTo-d.lateFrom), p[skip:])
-	if int64(len(d.late)) == d.lateTo-d.lateFrom {
-		d.finish()
+	at := d.pos + int64(skip)
+	n := int(min(d.lateTo-at, int64(len(p)-skip)))
+	d.scan(p[skip:skip+n], at)
+	if at+int64(n) == d.lateTo {
+		d.finish() // a string cut at lateTo is not needed: it starts past every reference
 	}
-	return used
+	return skip + n
 }
 
 // finish turns the references into strings.
@@ -523,19 +525,12 @@ func (d *dynReader) finish() {
 			d.res.runpath = append(d.res.runpath, strings.Split(s, ":")...)
 		}
 	}
-	d.strs, d.late = nil, nil
+	d.strs, d.cur = nil, nil
 }
 
-// str is the NUL-terminated string at file offset at: read late, or kept
-// while scanning (a linker may share one string's tail with another).
+// str is the NUL-terminated string at file offset at, from those kept
+// (a linker may share one string's tail with another).
 func (d *dynReader) str(at int64) (string, bool) {
-	if d.lateFrom >= 0 && at >= d.lateFrom && at < d.lateFrom+int64(len(d.late)) {
-		b := d.late[at-d.lateFrom:]
-		if i := bytes.IndexByte(b, 0); i >= 0 {
-			return string(b[:i]), true
-		}
-		return "", false
-	}
 	i := sort.Search(len(d.strs), func(i int) bool { return d.strs[i].off > at }) - 1
 	if i < 0 {
 		return "", false

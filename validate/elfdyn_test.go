@@ -100,10 +100,13 @@ func TestDynReaderAgreesWithDebugELF(t *testing.T) {
 }
 
 // lateStrtab is an ELF64 shared object whose string table lies after its
-// dynamic segment, where patchelf puts a grown one.
-func lateStrtab() []byte {
+// dynamic segment, where patchelf puts a grown one; filler bytes of
+// symbol names lie between its first name and the others.
+func lateStrtab(filler int) []byte {
 	le := binary.LittleEndian
-	b := make([]byte, 0x300)
+	fill := strings.Repeat("_ZN5torch8autograd4NodeD2Ev\x00", filler/28+1)[:filler/28*28]
+	strs := "\x00libfoo.so.1\x00" + fill + "libbar.so.2\x00$ORIGIN/../lib\x00"
+	b := make([]byte, 0x200+len(strs)+0x40)
 	copy(b, elf.ELFMAG)
 	b[elf.EI_CLASS], b[elf.EI_DATA], b[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), 1
 	le.PutUint16(b[16:], uint16(elf.ET_DYN))
@@ -118,11 +121,11 @@ func lateStrtab() []byte {
 		le.PutUint64(b[at+16:], vaddr)
 		le.PutUint64(b[at+32:], size)
 	}
-	ph(64, elf.PT_LOAD, 0, 0x10000, 0x300)
+	ph(64, elf.PT_LOAD, 0, 0x10000, uint64(len(b)))
 	ph(120, elf.PT_DYNAMIC, 0x100, 0x10100, 6*16)
-	strs := "\x00libfoo.so.1\x00libbar.so.2\x00$ORIGIN/../lib\x00"
 	copy(b[0x200:], strs)
-	dyn := [][2]uint64{{uint64(elf.DT_NEEDED), 1}, {uint64(elf.DT_NEEDED), 13}, {uint64(elf.DT_RPATH), 25}, {uint64(elf.DT_STRTAB), 0x10200}, {uint64(elf.DT_STRSZ), uint64(len(strs))}, {uint64(elf.DT_NULL), 0}}
+	bar := uint64(13 + len(fill))
+	dyn := [][2]uint64{{uint64(elf.DT_NEEDED), 1}, {uint64(elf.DT_NEEDED), bar}, {uint64(elf.DT_RPATH), bar + 12}, {uint64(elf.DT_STRTAB), 0x10200}, {uint64(elf.DT_STRSZ), uint64(len(strs))}, {uint64(elf.DT_NULL), 0}}
 	for i, e := range dyn {
 		le.PutUint64(b[0x100+16*i:], e[0])
 		le.PutUint64(b[0x100+16*i+8:], e[1])
@@ -131,10 +134,12 @@ func lateStrtab() []byte {
 }
 
 func TestDynReaderEdges(t *testing.T) {
-	late := lateStrtab()
-	d, err := feed(late, 5, 1<<30)
-	if err != nil || d == nil || !slices.Equal(d.needed, []string{"libfoo.so.1", "libbar.so.2"}) || !slices.Equal(d.rpath, []string{"$ORIGIN/../lib"}) {
-		t.Errorf("string table after the dynamic segment: %+v, %v", d, err)
+	late := lateStrtab(0)
+	for _, filler := range []int{0, 3 << 20} {
+		d, err := feed(lateStrtab(filler), 4093, 1<<30)
+		if err != nil || d == nil || !slices.Equal(d.needed, []string{"libfoo.so.1", "libbar.so.2"}) || !slices.Equal(d.rpath, []string{"$ORIGIN/../lib"}) {
+			t.Errorf("string table after the dynamic segment, names %d bytes apart: %+v, %v", filler, d, err)
+		}
 	}
 	if _, err := feed(late, 4096, 0x120); err == nil || !strings.Contains(err.Error(), "MaxELFBytes") {
 		t.Errorf("dynamic segment past the limit: %v", err)
@@ -154,7 +159,7 @@ func TestDynReaderEdges(t *testing.T) {
 	}
 	// A string table name that is no library name or path is not kept
 	// while scanning: the file is unreadable, not missing a library.
-	odd := lateStrtab()
+	odd := lateStrtab(0)
 	copy(odd[0x200:], "\x00libfoo\x00")
 	// Move the strings before the dynamic segment (offset 0xd0).
 	copy(odd[0xd0:], odd[0x200:0x230])
@@ -212,7 +217,7 @@ func TestDynReaderSystemFiles(t *testing.T) {
 // FuzzDynReader: any bytes, in any chunking, give the same answer as
 // the whole file at once, without a panic.
 func FuzzDynReader(f *testing.F) {
-	late := lateStrtab()
+	late := lateStrtab(0)
 	f.Add(late, uint16(1))
 	f.Add(late[:0x150], uint16(7))
 	f.Add([]byte(elf.ELFMAG+"\x01\x01\x01"), uint16(3))
