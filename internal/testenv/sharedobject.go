@@ -34,7 +34,7 @@ func CC(ctx context.Context) (string, error) {
 	if p, err := exec.LookPath("gcc"); err == nil {
 		return p, nil
 	}
-	if err := EnsurePackages(ctx, "gcc", "libc6-dev"); err != nil {
+	if err := EnsurePackages(ctx, "gcc"); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoCC, err)
 	}
 	return exec.LookPath("gcc")
