@@ -36,6 +36,8 @@ func (f *elfFixtures) get(t *testing.T) map[string]string {
 			"cusparselt":    {Soname: "libcusparseLt.so.0"},
 			// needs a library only torch's RPATH reaches
 			"cusparselt-helper": {Soname: "libcusparseLt.so.0", Needed: []string{"libhelper.so.1"}},
+			// needs a library its loader has loaded already
+			"cusparselt-cublas": {Soname: "libcusparseLt.so.0", Needed: []string{"libcublas.so.12"}},
 			"cublas":            {Soname: "libcublas.so.12", Needed: []string{"libcublasLt.so.12"}, SearchPath: "$ORIGIN"},
 			"cublaslt":          {Soname: "libcublasLt.so.12"},
 			"plain":             {Soname: "libplain.so.1"},
@@ -133,6 +135,10 @@ func TestLibsClosure(t *testing.T) {
 			[]string{"5 ELF objects"}},
 		{"but not through its loader's RUNPATH", image(t, layer(t, append([]file{{torch, so["torch-runpath"]}, {cusp, so["cusparselt-helper"]}, {sp + "nvidia/cublas/lib/libhelper.so.1", so["plain"]}}, cublas...)...)), matrix.Fail,
 			[]string{"1 of 5 ELF objects", "/" + cusp + " needs libhelper.so.1"}},
+		{"a library its loader has already loaded is found by soname", image(t, layer(t, append([]file{{torch, so["torch-runpath"]}, {cusp, so["cusparselt-cublas"]}}, cublas...)...)), matrix.Pass,
+			[]string{"4 ELF objects"}},
+		{"but not without that loader", image(t, layer(t, append([]file{{cusp, so["cusparselt-cublas"]}}, cublas...)...)), matrix.Fail,
+			[]string{"/" + cusp + " needs libcublas.so.12"}},
 		{"found through /etc/ld.so.conf.d", image(t, layer(t,
 			file{torch, so["torch-conf"]}, file{"usr/local/foo/lib/libfoo.so.1", so["plain"]},
 			file{"etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n"}, file{"etc/ld.so.conf.d/foo.conf", "# foo\n/usr/local/foo/lib\n"})), matrix.Pass,

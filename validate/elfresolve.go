@@ -3,6 +3,7 @@ package validate
 import (
 	"debug/elf"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -193,8 +194,13 @@ func (c *closure) find(name string, dirs []string) (string, bool) {
 }
 
 // resolve resolves the needed libraries of objs (sorted by path): first
-// with each object's own search path, then, for what is missing, with
-// the RPATHs of the checked objects that load it (transitively).
+// with each object's own search path; then, for what is missing, as
+// ld.so would when the checked objects that load it (transitively) are
+// loaded first: a name one of them found is already loaded, and ld.so
+// matches a needed name against the sonames loaded before searching
+// (it maps the needed libraries breadth-first, so an ancestor's are all
+// mapped before a descendant's); and their RPATHs apply unless the
+// object has a RUNPATH.
 func (c *closure) resolve(objs []*elfObj) closureResult {
 	var res closureResult
 	byPath := map[string]*elfObj{}
@@ -203,8 +209,10 @@ func (c *closure) resolve(objs []*elfObj) closureResult {
 	}
 	loadedBy := map[*elfObj][]*elfObj{}
 	miss := map[*elfObj][]string{}
+	found := map[*elfObj]map[string]bool{}
 	for _, o := range objs {
 		dirs := c.dirs(o, nil)
+		found[o] = map[string]bool{}
 		for _, n := range o.dyn.needed {
 			if isHostDriverLib(n) {
 				res.driver++
@@ -216,6 +224,7 @@ func (c *closure) resolve(objs []*elfObj) closureResult {
 				continue
 			}
 			res.found++
+			found[o][n] = true
 			if dep := byPath[r]; dep != nil && dep != o {
 				loadedBy[dep] = append(loadedBy[dep], o)
 			}
@@ -226,18 +235,16 @@ func (c *closure) resolve(objs []*elfObj) closureResult {
 		if len(names) == 0 {
 			continue
 		}
+		anc := ancestors(o, loadedBy)
+		dirs := c.dirs(o, anc)
 		var still []string
-		if !o.dyn.hasRunpath {
-			dirs := c.dirs(o, ancestors(o, loadedBy))
-			for _, n := range names {
-				if _, ok := c.find(n, dirs); ok {
-					res.found++
-				} else {
-					still = append(still, n)
-				}
+		for _, n := range names {
+			loaded := slices.ContainsFunc(anc, func(a *elfObj) bool { return found[a][n] })
+			if _, ok := c.find(n, dirs); loaded || ok && !o.dyn.hasRunpath {
+				res.found++
+			} else {
+				still = append(still, n)
 			}
-		} else {
-			still = names
 		}
 		if len(still) > 0 {
 			res.missing = append(res.missing, missingLibs{path: o.path, names: still})
