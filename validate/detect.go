@@ -117,12 +117,14 @@ type detector struct {
 	mu      sync.Mutex
 	facts   []fact
 	secrets []secretHit
+	elf     *elfDeps // the libs/closure check's reads
 }
 
 func newDetector() *detector {
 	return &detector{
 		f:       Found{Packages: map[string]string{}, Kernels: map[string]Kernels{}, pythons: map[string]bool{}, sitePython: map[string]string{}},
 		headers: map[string]map[string]int{},
+		elf:     newELFDeps(Limits{}),
 	}
 }
 
@@ -143,11 +145,13 @@ type fact struct {
 // visit parses an entry and records its fact; it is called concurrently
 // for different layers.
 func (d *detector) visit(e Entry, r io.Reader) error {
+	r, elfDone := d.elf.observe(e, r)
 	if f := d.parse(e, r); f != nil {
 		d.mu.Lock()
 		d.facts = append(d.facts, fact{layer: e.Layer, path: e.Path, apply: f})
 		d.mu.Unlock()
 	}
+	elfDone()
 	return nil
 }
 

@@ -87,6 +87,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 		return nil, fmt.Errorf("read image config: %w", err)
 	}
 	det := newDetector()
+	det.elf = newELFDeps(opt.Limits)
 	walk, err := Walk(ctx, img, opt.Limits, det.visit)
 	if err != nil {
 		return nil, err
@@ -132,6 +133,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.duplicates()
 	c.driverLibs()
+	c.r.Checks = append(c.r.Checks, det.elf.check(walk, c.env)...)
 	c.unreadable(cfg.RootFS.DiffIDs)
 	secrets := fileSecrets(found.secrets, walk, cfg.RootFS.DiffIDs)
 	secrets = append(secrets, secretInEnv(cfg.Config.Env)...)

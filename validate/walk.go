@@ -30,6 +30,13 @@ type Limits struct {
 	MinBombBytes int64
 	// Jobs is how many layers are read at once (default GOMAXPROCS).
 	Jobs int
+	// MaxELFObjects is the most ELF files whose dynamic section the
+	// libs/closure check reads (default 200,000).
+	MaxELFObjects int
+	// MaxELFBytes is how far into a file its dynamic section may lie
+	// (default 8 GiB); the bytes before it are the layer stream the walk
+	// reads anyway, and are not kept.
+	MaxELFBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
