@@ -282,7 +282,7 @@ func TestPackageStepsStripRunFiles(t *testing.T) {
 						continue
 					}
 					steps++
-					cmd := n.Original[strings.Index(n.Original, tt.install):]
+					_, cmd, _ := strings.Cut(n.Original, tt.install)
 					for _, f := range tt.want {
 						if !strings.Contains(cmd, " "+f) || !strings.Contains(cmd, "rm -rf ") {
 							t.Errorf("%s: a step installing packages leaves %s after it: %s", name, f, n.Original)
@@ -308,7 +308,7 @@ func TestPipUpgrade(t *testing.T) {
 	must(t, err)
 	check := "if ! /opt/venv/bin/python -c " + quoteAll([]string{pipFloorCheck})[0] + "; then /opt/venv/bin/python -m pip install --disable-pip-version-check " + PipUpgrade + "; fi"
 	i, venv, record, fw := strings.Index(df, check), strings.Index(df, "-m venv /opt/venv"), strings.Index(df, "gpuimg-plan.py record 0"), strings.Index(df, "FROM gpuimg-python AS gpuimg-frameworks")
-	if i < 0 || !(venv < i && i < record && record < fw) {
+	if i < 0 || venv >= i || i >= record || record >= fw {
 		t.Fatalf("the pip upgrade is missing or not between the venv and the framework steps:\n%s", df)
 	}
 	py, err := exec.LookPath("python3")

@@ -100,7 +100,7 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	if err != nil {
 		return nil, err
 	}
-	defer cs.close()
+	defer func() { _ = cs.close() }() // removes what opening an archive unpacked; nothing to report
 	srcRef, taggable, digest, mediaType, blobs := cs.ref, cs.taggable, cs.digest, cs.mediaType, cs.blobs
 
 	res := &CopyResult{Source: cs.name, Digest: digest, MediaType: mediaType, DryRun: opt.dryRun, Destinations: make([]DestResult, len(dstRefs))}

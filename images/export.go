@@ -72,7 +72,7 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 	if err != nil {
 		return nil, err
 	}
-	defer es.close()
+	defer func() { _ = es.close() }() // removes what opening an archive unpacked; nothing to report
 	res := &ExportResult{Source: es.name, Format: format, Path: dest, Digest: es.digest}
 	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".gpuimg-tmp")
 	_ = os.RemoveAll(tmp)

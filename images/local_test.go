@@ -97,21 +97,6 @@ func editManifest(t *testing.T, dir string, edit func(*v1.Manifest)) {
 	must(t, os.WriteFile(filepath.Join(dir, "index.json"), ib, 0o644))
 }
 
-// editConfig does the same for the config, and the manifest that names it.
-func editConfig(t *testing.T, dir string, edit func(*v1.ConfigFile)) {
-	t.Helper()
-	m := layoutManifest(t, dir)
-	b, err := os.ReadFile(blobFile(dir, m.Config.Digest))
-	must(t, err)
-	cfg, err := v1.ParseConfigFile(bytes.NewReader(b))
-	must(t, err)
-	edit(cfg)
-	nb, err := json.Marshal(cfg)
-	must(t, err)
-	d := writeBlob(t, dir, nb)
-	editManifest(t, dir, func(m *v1.Manifest) { m.Config.Digest, m.Config.Size = d.Digest, d.Size })
-}
-
 // changeByte changes the byte at off of a file in place (same size).
 func changeByte(t *testing.T, file string, off int) {
 	t.Helper()

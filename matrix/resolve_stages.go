@@ -251,11 +251,12 @@ func (s *search) pickPython(cand *onImage) (Version, bool) {
 		needs = append(needs, "--python "+s.c.Python.String())
 	}
 	for _, ch := range cand.combo {
-		need := fmt.Sprintf("%s %s needs Python %s", ch.name, ch.version, ch.python)
+		var need strings.Builder
+		fmt.Fprintf(&need, "%s %s needs Python %s", ch.name, ch.version, ch.python)
 		for _, u := range ch.unserved {
-			need += fmt.Sprintf(", and its CUDA extra cannot be installed on Python %s: it pins %s (%s)", u.Python, u.Pin, u.Why)
+			fmt.Fprintf(&need, ", and its CUDA extra cannot be installed on Python %s: it pins %s (%s)", u.Python, u.Pin, u.Why)
 		}
-		needs = append(needs, need)
+		needs = append(needs, need.String())
 	}
 	s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, joinVersions(o.Pythons), strings.Join(needs, "; "))
 	return Version{}, false

@@ -34,7 +34,9 @@ func feed(b []byte, n int, maxOff int64) (*elfDyn, error) {
 	d := newDynReader(maxOff, maxELFScan)
 	for len(b) > 0 && !d.done() {
 		k := min(n, len(b))
-		d.Write(b[:k])
+		if _, err := d.Write(b[:k]); err != nil {
+			return nil, err
+		}
 		b = b[k:]
 	}
 	return d.result()
