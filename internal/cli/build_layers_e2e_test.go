@@ -31,7 +31,7 @@ const layersScale = 1e-3
 // each for every case, plus a second buildkitd for the rebuild), from
 // wheels with the real proportions of torch 2.3.1+cu121's
 // (testenv.LayeredStackWheels), on a Debian sid base with Python 3.13 and
-// 3.14 pushed as nvidia/cuda:12.8.1-base-ubuntu24.04:
+// 3.14 pushed as nvidia/cuda:12.8.2-base-ubuntu24.04:
 //   - two variants that differ only in Python share every nvidia-* layer;
 //   - two that differ only in the user's --pip package share every layer
 //     below it;
@@ -50,7 +50,7 @@ func TestBuildLayerSharing(t *testing.T) {
 	env := startEnv(t, "gl-")
 	rootfs, err := testenv.TwoPythonsRootfs(ctx)
 	must(t, err)
-	_, err = env.PushBaseRootfs(ctx, rootfs, "nvidia/cuda:12.8.1-base-ubuntu24.04")
+	_, err = env.PushBaseRootfs(ctx, rootfs, "nvidia/cuda:12.8.2-base-ubuntu24.04")
 	must(t, err)
 	must(t, testenv.LayeredStackWheels(env.WheelDir, "2.9.1", "0.24.1", "2.9.1", "12.8", testenv.TwoPythons, layersScale))
 	for _, v := range []string{"1.0", "1.1"} {

@@ -304,7 +304,9 @@ func TestImagesImport(t *testing.T) {
 		name, src, target string
 		reasons           []string
 	}{
-		{"driver too old for the fleet", src, "test/old-driver", []string{"target:test/old-driver:driver"}},
+		// 470.57.02 is below the image's floor, and it reports CUDA 11.4, so
+		// the NVIDIA runtime refuses the image's cuda>= requirement too.
+		{"driver too old for the fleet", src, "test/old-driver", []string{"target:test/old-driver:driver", "target:test/old-driver:driver/require-cuda"}},
 		{"arm64 only", reg.Host + "/ci/model:arm64", "test/sagemaker", []string{"target:test/sagemaker:platform"}},
 		{"over the size limit", src, "test/tiny", []string{"target:test/tiny:size"}},
 	} {

@@ -170,7 +170,7 @@ func payload(seed string, n int) string {
 }
 
 // PushBaseRootfs pushes rootfsTar (BaseRootfs, TwoPythonsRootfs) as tag
-// (nvidia/cuda:12.8.1-base-ubuntu24.04) to the registry standing in for
+// (nvidia/cuda:12.8.2-base-ubuntu24.04) to the registry standing in for
 // Docker Hub, with NVIDIA's environment, and returns its digest.
 func (e *Env) PushBaseRootfs(ctx context.Context, rootfsTar, tag string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
