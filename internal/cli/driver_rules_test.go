@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"archive/tar"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,8 +13,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // cudaTorchImage is an image laid out like a gpuimg build of CUDA cuda
@@ -27,34 +22,14 @@ func cudaTorchImage(t *testing.T, cuda, torchCUDA, require string) v1.Image {
 	t.Helper()
 	tag := "cu" + strings.ReplaceAll(torchCUDA, ".", "")
 	mm := cuda[:strings.LastIndex(cuda, ".")]
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	sp := "opt/venv/lib/python3.10/site-packages/"
-	for _, f := range [][2]string{
+	return filesImage(t, [][2]string{
 		{"etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"},
 		{"usr/local/cuda-" + mm + "/version.json", `{"cuda":{"version":"` + cuda + `"}}`},
 		{"opt/venv/pyvenv.cfg", "version = 3.10.12\n"},
 		{sp + "torch/version.py", "__version__ = '2.3.1+" + tag + "'\ncuda = '" + torchCUDA + "'\n"},
 		{sp + "torch-2.3.1+" + tag + ".dist-info/METADATA", "Name: torch\nVersion: 2.3.1+" + tag + "\n"},
-	} {
-		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(f[1]))
-		must(t, err)
-	}
-	must(t, tw.Close())
-	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-	must(t, err)
-	img, err := mutate.AppendLayers(empty.Image, l)
-	must(t, err)
-	cfg, err := img.ConfigFile()
-	must(t, err)
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Config.Env = []string{"NVIDIA_REQUIRE_CUDA=" + require}
-	img, err = mutate.ConfigFile(img, cfg)
-	must(t, err)
-	return img
+	}, func(c *v1.Config) { c.Env = []string{"NVIDIA_REQUIRE_CUDA=" + require} })
 }
 
 // TestDriverRulesAgree runs matrix check, validate --driver/--gpu,

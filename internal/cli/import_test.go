@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"archive/tar"
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -15,12 +13,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // fakeSecret is a deterministic random string over alphabet: the shape of
@@ -60,26 +57,7 @@ func fakePEMKey() string {
 // "../x" escapes) and CMD /app/serve.
 func layoutOf(t *testing.T, files ...[2]string) string {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(f[1]))
-		must(t, err)
-	}
-	must(t, tw.Close())
-	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-	must(t, err)
-	img, err := mutate.AppendLayers(empty.Image, l)
-	must(t, err)
-	cfg, err := img.ConfigFile()
-	must(t, err)
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Config.Cmd = []string{"/app/serve"}
-	img, err = mutate.ConfigFile(img, cfg)
-	must(t, err)
+	img := filesImage(t, files, func(c *v1.Config) { c.Cmd = []string{"/app/serve"} })
 	dir := filepath.Join(t.TempDir(), "layout")
 	p, err := layout.Write(dir, empty.Index)
 	must(t, err)

@@ -29,16 +29,17 @@ import (
 // torch cu121 version.py, and NVIDIA_REQUIRE_CUDA as given.
 func smallImage(t *testing.T, requireCUDA string) v1.Image {
 	t.Helper()
+	return cudaTorchImage(t, "12.2.2", "12.1", requireCUDA)
+}
+
+// filesImage is a linux/amd64 image of one layer holding files (name,
+// content; names as written, so "../x" escapes), its config changed by
+// edit when edit is not nil.
+func filesImage(t *testing.T, files [][2]string, edit func(*v1.Config)) v1.Image {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	sp := "opt/venv/lib/python3.10/site-packages/"
-	for _, f := range [][2]string{
-		{"etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"},
-		{"usr/local/cuda-12.2/version.json", `{"cuda":{"version":"12.2.2"}}`},
-		{"opt/venv/pyvenv.cfg", "version = 3.10.12\n"},
-		{sp + "torch/version.py", "__version__ = '2.3.1+cu121'\ncuda = '12.1'\n"},
-		{sp + "torch-2.3.1+cu121.dist-info/METADATA", "Name: torch\nVersion: 2.3.1+cu121\n"},
-	} {
+	for _, f := range files {
 		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
 		_, err := tw.Write([]byte(f[1]))
 		must(t, err)
@@ -53,7 +54,9 @@ func smallImage(t *testing.T, requireCUDA string) v1.Image {
 	must(t, err)
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = "amd64", "linux"
-	cfg.Config.Env = []string{"NVIDIA_REQUIRE_CUDA=" + requireCUDA}
+	if edit != nil {
+		edit(&cfg.Config)
+	}
 	img, err = mutate.ConfigFile(img, cfg)
 	must(t, err)
 	return img
