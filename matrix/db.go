@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 //go:embed data/*.yaml
@@ -53,22 +54,11 @@ func Builtin() (*DB, error) { return Load() }
 // of a later file replace rows with the same key from earlier ones (see
 // docs/matrix-data.md). Errors name the file and line.
 func Load(paths ...string) (*DB, error) {
-	var files []*File
-	entries, err := fs.Glob(builtinFS, "data/*.yaml")
+	builtin, err := builtinFiles()
 	if err != nil {
-		return nil, fmt.Errorf("list built-in matrix: %w", err)
+		return nil, err
 	}
-	for _, name := range entries {
-		b, err := builtinFS.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("read built-in matrix %s: %w", name, err)
-		}
-		f, err := ParseFile(name, b)
-		if err != nil {
-			return nil, fmt.Errorf("built-in matrix is broken (a gpuimg bug): %w", err)
-		}
-		files = append(files, f)
-	}
+	files := slices.Clone(builtin)
 	builtinCount := len(files)
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -83,6 +73,31 @@ func Load(paths ...string) (*DB, error) {
 	}
 	return build(files, builtinCount)
 }
+
+// builtinFiles parses the embedded matrix files once per process: they
+// are constant, and every command (and test) loads them. build treats
+// parsed files as read-only (it copies rows into the DB's own slices, and
+// code that orders a row's lists sorts a clone), so DBs built from the
+// same parsed files never share a slice they write.
+var builtinFiles = sync.OnceValues(func() ([]*File, error) {
+	entries, err := fs.Glob(builtinFS, "data/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list built-in matrix: %w", err)
+	}
+	var files []*File
+	for _, name := range entries {
+		b, err := builtinFS.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("read built-in matrix %s: %w", name, err)
+		}
+		f, err := ParseFile(name, b)
+		if err != nil {
+			return nil, fmt.Errorf("built-in matrix is broken (a gpuimg bug): %w", err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+})
 
 // merger keeps rows by key; a later file's row replaces an earlier file's.
 type merger[T any] struct {
