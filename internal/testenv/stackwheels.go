@@ -191,7 +191,7 @@ func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda str
 	info := func(dist, version string) string {
 		return strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/METADATA"
 	}
-	var torchReq []string
+	pinned := map[string]string{}
 	for _, w := range stackWheels {
 		files := map[string]string{}
 		files[info(w.Dist, w.Version)] = meta(w.Dist, w.Version, w.Requires)
@@ -236,11 +236,16 @@ func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda str
 				}
 			}
 		}
-		if strings.HasPrefix(w.Dist, "nvidia-") || w.Dist == "triton" {
-			torchReq = append(torchReq, w.Dist+"=="+w.Version+linux)
-		}
+		pinned[w.Dist] = w.Dist + "==" + w.Version + linux
 	}
-	torchReq = append([]string{"filelock", "typing-extensions>=4.10.0", "networkx", "jinja2", "fsspec"}, torchReq...)
+	// torch's Requires-Dist, in its order (binaryMatrix26, then triton's
+	// and sympy's pins).
+	torchReq := []string{"filelock", "typing-extensions>=4.10.0", "networkx", "jinja2", "fsspec"}
+	for _, d := range []string{"nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12", "nvidia-cuda-cupti-cu12", "nvidia-cudnn-cu12", "nvidia-cublas-cu12",
+		"nvidia-cufft-cu12", "nvidia-curand-cu12", "nvidia-cusolver-cu12", "nvidia-cusparse-cu12", "nvidia-cusparselt-cu12", "nvidia-nccl-cu12",
+		"nvidia-nvtx-cu12", "nvidia-nvjitlink-cu12", "triton"} {
+		torchReq = append(torchReq, pinned[d])
+	}
 	torchReq = append(torchReq, `sympy==1.13.1; python_version >= "3.9"`)
 
 	files := map[string]string{
