@@ -49,6 +49,9 @@ func TestBuildLayerSharing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the BuildKit end-to-end test")
 	}
+	// Parallel: its environment (registry, buildkitd, files) is its own, and it
+	// sets no process environment; CI has 2 cores and waits are overlapped.
+	t.Parallel()
 	ctx := t.Context()
 	env := startEnv(t, "gl-")
 	rootfs, err := testenv.TwoPythonsRootfs(ctx)
