@@ -76,7 +76,7 @@ func (g *gen) standaloneStages() {
 	g.w("FROM %s AS %s\n", g.d.Base, stageCPython)
 	fix := fmt.Sprintf(`import os, sys; [os.utime(p, (%[1]d, %[1]d), follow_symlinks=False) for d, ds, fs in os.walk(sys.argv[1]) for p in [d] + [os.path.join(d, n) for n in ds + fs]]`, CPythonMTime)
 	dest := cpythonRoot + matrix.StandalonePrefix
-	g.w("RUN --mount=type=bind,from=%s-archive,source=/python,target=/tmp/gpuimg-cpython \\\n    mkdir -p %s && cp -a /tmp/gpuimg-cpython %s \\\n && %s/bin/python%s -I -c %s %s\n",
+	g.w("RUN --mount=type=bind,from=%s-archive,source=/python,target=/tmp/gpuimg-cpython \\\n    mkdir -p %s && cp -a /tmp/gpuimg-cpython %s \\\n && %s/bin/python%s -I -B -c %s %s\n",
 		stageCPython, path.Dir(dest), dest, dest, s.Python, quoteAll([]string{fix})[0], cpythonRoot)
 }
 

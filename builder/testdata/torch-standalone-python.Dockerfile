@@ -10,7 +10,7 @@ FROM gpuimg-cpython-${TARGETARCH} AS gpuimg-cpython-archive
 FROM docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04@sha256:3333333333333333333333333333333333333333333333333333333333333333 AS gpuimg-cpython
 RUN --mount=type=bind,from=gpuimg-cpython-archive,source=/python,target=/tmp/gpuimg-cpython \
     mkdir -p /gpuimg/cpython/opt/gpuimg && cp -a /tmp/gpuimg-cpython /gpuimg/cpython/opt/gpuimg/python \
- && /gpuimg/cpython/opt/gpuimg/python/bin/python3.13 -I -c 'import os, sys; [os.utime(p, (0, 0), follow_symlinks=False) for d, ds, fs in os.walk(sys.argv[1]) for p in [d] + [os.path.join(d, n) for n in ds + fs]]' /gpuimg/cpython
+ && /gpuimg/cpython/opt/gpuimg/python/bin/python3.13 -I -B -c 'import os, sys; [os.utime(p, (0, 0), follow_symlinks=False) for d, ds, fs in os.walk(sys.argv[1]) for p in [d] + [os.path.join(d, n) for n in ds + fs]]' /gpuimg/cpython
 
 # Python 3.13 from the standalone CPython, in a virtual environment at /opt/venv.
 FROM docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04@sha256:3333333333333333333333333333333333333333333333333333333333333333 AS gpuimg-python
