@@ -24,7 +24,10 @@ import (
 // must fall back, and the image's venv must come from /opt/gpuimg/python.
 //   - the image imports torch on the standalone CPython 3.13;
 //   - a second variant on another base (ubuntu22.04's tag, another
-//     digest) has the same CPython layer, by digest.
+//     digest) and with another SOURCE_DATE_EPOCH (as bases created at
+//     other times give) has the same CPython layer, by digest: unpacking
+//     dates the archive's directories at build time, which the export
+//     would clamp to each build's epoch, were the times not fixed.
 func TestBuildStandalonePython(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: buildkitd runs build steps with runc")
@@ -62,10 +65,10 @@ func TestBuildStandalonePython(t *testing.T) {
 `), 0o644))
 
 	proj := t.TempDir()
-	build := func(t *testing.T, osName, tag string) (string, builder.Result) {
+	build := func(t *testing.T, osName, tag, epoch string) (string, builder.Result) {
 		t.Helper()
 		ref := env.Registry.Host + "/gpuimg/standalone:" + tag
-		out, errOut, code := run(t, "build", "--torch", "2.7", "--python", "3.13", "--os", osName,
+		out, errOut, code := run(t, "build", "--torch", "2.7", "--python", "3.13", "--os", osName, "--source-date-epoch", epoch,
 			"--matrix-file", env.MatrixFile, "--matrix-file", mf, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", env.Index.URL, "--python-mirror", mirror.URL, "--builder", env.BuildKit.Address(),
 			"--large-wheel", "50kB", "--context", proj, "--progress", "plain", "-o", "json", "-t", ref, "--push")
@@ -101,7 +104,7 @@ func TestBuildStandalonePython(t *testing.T) {
 		return layer
 	}
 
-	refA, resA := build(t, "ubuntu24.04", "a")
+	refA, resA := build(t, "ubuntu24.04", "a", "1700000000")
 	t.Run("the image imports torch on the standalone CPython", func(t *testing.T) {
 		dir := t.TempDir()
 		check := `import sys, torch; assert sys.base_prefix == "/opt/gpuimg/python" and sys.version_info[:2] == (3, 13), (sys.base_prefix, sys.version); print(torch.__version__, sys.version)`
@@ -113,7 +116,7 @@ func TestBuildStandalonePython(t *testing.T) {
 		}
 	})
 	t.Run("a variant on another base shares the CPython layer", func(t *testing.T) {
-		refB, resB := build(t, "ubuntu22.04", "b")
+		refB, resB := build(t, "ubuntu22.04", "b", "1750000000")
 		if resA.Base.Digest == resB.Base.Digest {
 			t.Fatalf("both variants are on base %s", resA.Base.Digest)
 		}

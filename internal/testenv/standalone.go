@@ -47,10 +47,23 @@ const standaloneMTime = 1704067200
 
 // standalonePackages are Debian 13's packages of a CPython minor: the
 // interpreter (linked with libpython statically), its standard library,
-// the shared libpython for embedders and the pip wheel ensurepip installs.
+// ensurepip (Debian ships its __main__ in pythonX.Y-venv), the shared
+// libpython for embedders and the pip wheel ensurepip installs.
 func standalonePackages(minor string) []string {
-	return []string{"python" + minor + "-minimal", "libpython" + minor + "-minimal", "libpython" + minor + "-stdlib", "libpython" + minor, "python3-pip-whl"}
+	return []string{"python" + minor + "-minimal", "libpython" + minor + "-minimal", "libpython" + minor + "-stdlib", "python" + minor + "-venv", "libpython" + minor, "python3-pip-whl"}
 }
+
+// standaloneKey names the cached packages and archive of minor: a change
+// to the packages or to standaloneArchive's layout (standaloneLayout)
+// makes new ones.
+func standaloneKey(minor string) string {
+	sum := sha256.Sum256([]byte(strings.Join(standalonePackages(minor), ",") + " " + standaloneLayout))
+	return fmt.Sprintf("python%s-%x", minor, sum[:4])
+}
+
+// standaloneLayout is the version of standaloneArchive's output; bump it
+// when the archive changes.
+const standaloneLayout = "1"
 
 // DebianStandalone makes an archive of CPython minor (3.13) in the layout
 // of python-build-standalone's install_only archives, from Debian 13
@@ -72,13 +85,14 @@ func standalonePackages(minor string) []string {
 // WHEEL_PKG_DIR (Debian's /usr/share/python-wheels/) is unset so ensurepip
 // uses it; and Debian's sitecustomize link to /etc is left out.
 func DebianStandalone(ctx context.Context, minor string) (StandalonePython, error) {
-	dir := filepath.Join(CacheDir(), "standalone-python"+minor)
+	key := standaloneKey(minor)
+	dir := filepath.Join(CacheDir(), "standalone-"+key)
 	unlock, err := lockFile(ctx, dir+".lock")
 	if err != nil {
 		return StandalonePython{}, err
 	}
 	defer unlock()
-	root, err := debianNonFree(ctx, "debian-python"+minor+"-trixie", "trixie", standalonePackages(minor))
+	root, err := debianNonFree(ctx, "debian-trixie-"+key, "trixie", standalonePackages(minor))
 	if err != nil {
 		return StandalonePython{}, err
 	}

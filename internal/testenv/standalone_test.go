@@ -62,7 +62,7 @@ func TestDebianStandalone(t *testing.T) {
 			t.Errorf("members not sorted: %s before %s", names[i-1], names[i])
 		}
 	}
-	for _, want := range []string{"python/bin/python3.13", "python/lib/python3.13/os.py", "python/lib/python3.13/venv/__init__.py", "python/lib/libpython3.13.so.1.0"} {
+	for _, want := range []string{"python/bin/python3.13", "python/lib/python3.13/os.py", "python/lib/python3.13/venv/__init__.py", "python/lib/python3.13/ensurepip/__main__.py", "python/lib/libpython3.13.so.1.0"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no %s", want)
 		}
@@ -109,7 +109,7 @@ func TestDebianStandalone(t *testing.T) {
 
 func debianRoot(t *testing.T) string {
 	t.Helper()
-	root, err := debianNonFree(t.Context(), "debian-python3.13-trixie", "trixie", standalonePackages("3.13"))
+	root, err := debianNonFree(t.Context(), "debian-trixie-"+standaloneKey("3.13"), "trixie", standalonePackages("3.13"))
 	if err != nil {
 		t.Fatal(err)
 	}
