@@ -43,6 +43,10 @@ type DB struct {
 	// Links are the per-link bandwidths of NVLink generations and PCIe
 	// generations (Link).
 	Links []Link
+	// StandalonePythons are the relocatable CPython builds the builder
+	// installs where no OS packages the Python minor asked for, one per
+	// minor, newest first.
+	StandalonePythons []StandalonePython
 	// Replaced says which built-in rows matrix files replaced.
 	Replaced []string
 }
@@ -153,8 +157,9 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
+		spy  = merger[StandalonePython]{kind: "standalone Python", key: func(r StandalonePython) string { return r.Version.Trunc(2).String() }, pos: func(r StandalonePython) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &ref, &lnk} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &ref, &lnk, &spy} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -177,6 +182,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tgt.add(f.Targets, i, builtinCount, seen())
 		ref.add(f.References, i, builtinCount, seen())
 		lnk.add(f.Links, i, builtinCount, seen())
+		spy.add(f.StandalonePythons, i, builtinCount, seen())
 		if len(f.BaseImages) > 0 {
 			mine := map[string]bool{}
 			for _, b := range f.BaseImages {
@@ -201,6 +207,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
 	db.Targets, db.References, db.Links = tgt.rows, ref.rows, lnk.rows
 	db.CUDAPlatforms = plat.rows
+	db.StandalonePythons = spy.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -402,6 +409,12 @@ func (db *DB) validate() []error {
 			bad(l.At, "%s", m)
 		}
 	}
+	for _, p := range db.StandalonePythons {
+		checkRow(p.Row, "standalone Python "+p.Version.String())
+		for _, m := range validateStandalone(p) {
+			bad(p.At, "%s", m)
+		}
+	}
 	for _, t := range db.Targets {
 		checkRow(t.Row, "target "+t.Name)
 		for _, m := range db.validateTarget(t) {
@@ -419,6 +432,7 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.Torch, func(a, b Torch) int { return newest(a.Version, b.Version) })
 	slices.SortStableFunc(db.TensorFlow, func(a, b TensorFlow) int { return newest(a.Version, b.Version) })
 	slices.SortStableFunc(db.JAX, func(a, b JAX) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.StandalonePythons, func(a, b StandalonePython) int { return newest(a.Version, b.Version) })
 	slices.SortStableFunc(db.BaseImages, func(a, b BaseImage) int { return newest(a.CUDA, b.CUDA) })
 	slices.SortStableFunc(db.Archs, func(a, b Arch) int { return cmp.Compare(archNumber(a.Arch), archNumber(b.Arch)) })
 	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })
