@@ -35,6 +35,9 @@ func TestBuildStandalonePython(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the BuildKit end-to-end test")
 	}
+	// Parallel: its environment (registry, buildkitd, mirror, files) is its
+	// own, and it sets no process environment.
+	t.Parallel()
 	ctx := t.Context()
 	env := startEnv(t, "sp-")
 	sp, err := testenv.DebianStandalone(ctx, "3.13")
@@ -51,7 +54,7 @@ func TestBuildStandalonePython(t *testing.T) {
 			map[string]string{"gpuimg.test.os": osName})
 		must(t, err)
 	}
-	must(t, testenv.LayeredStackWheels(env.WheelDir, "2.7.1", "0.22.1", "2.7.1", "12.6", []string{"3.13"}, layersScale))
+	must(t, testenv.LayeredStackWheels(ctx, env.WheelDir, "2.7.1", "0.22.1", "2.7.1", "12.6", []string{"3.13"}, layersScale))
 	mf := filepath.Join(t.TempDir(), "standalone.yaml")
 	must(t, os.WriteFile(mf, []byte(sp.MatrixRow()+`os:
   - name: ubuntu24.04
