@@ -84,7 +84,11 @@ func TestStandaloneDockerfile(t *testing.T) {
 				if n := strings.Count(df, copyLine); n != wantCopies {
 					t.Errorf("%s adds the CPython layer %d times, want %d", name, n, wantCopies)
 				}
-				pyStage := df[strings.Index(df, "AS "+stagePython+"\n"):]
+				at := strings.Index(df, "AS "+stagePython+"\n")
+				if at < 0 {
+					t.Fatalf("%s has no %s stage", name, stagePython)
+				}
+				pyStage := df[at:]
 				if i := strings.Index(pyStage, copyLine); i < 0 || i > strings.Index(pyStage, "RUN") {
 					t.Errorf("%s: the python stage does not add the CPython before its first step", name)
 				}

@@ -290,9 +290,7 @@ func TestLoadsShareNoWrites(t *testing.T) {
 	got := make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var paths []string
 			if i == 3 {
 				paths = []string{extra}
@@ -309,7 +307,7 @@ func TestLoadsShareNoWrites(t *testing.T) {
 			}
 			b, _ := json.Marshal(s)
 			got[i] = string(b)
-		}()
+		})
 	}
 	wg.Wait()
 	if !strings.HasPrefix(got[3], "{") {

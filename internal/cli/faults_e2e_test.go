@@ -97,8 +97,8 @@ func gpuimgBinary(t *testing.T) string {
 		}
 		testBinary.dir = dir
 		bin := filepath.Join(dir, "gpuimg")
-		// Not t.Context(): the binary outlives the test that builds it.
-		testBinary.err = testenv.GoBuild(context.Background(), "./cmd/gpuimg", bin)
+		// Not cancelled with t: the binary outlives the test that builds it.
+		testBinary.err = testenv.GoBuild(context.WithoutCancel(t.Context()), "./cmd/gpuimg", bin)
 		testBinary.path = bin
 	})
 	if testBinary.err != nil {
