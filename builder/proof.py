@@ -172,7 +172,7 @@ def scan(paths):
             continue
         try:
             o = read_elf(p)
-        except (OSError, struct.error, Unreadable) as e:
+        except (OSError, ValueError, struct.error, Unreadable) as e:
             bad.append((p, str(e)))
             continue
         if o is not None:
