@@ -255,6 +255,13 @@ class Closure:
     def host_driver(self, name):
         return name in self.driver or bool(self.prefix) and name.startswith(self.prefix) and ".so" in name
 
+    def host_driver_file(self, path):
+        """Whether the file is a driver library (matrix.IsHostDriverFile):
+        its own needs are the host driver's."""
+        base = os.path.basename(path)
+        stem, sep, _ = base.partition(".so")
+        return bool(sep) and (self.host_driver(base) or any(l.startswith(stem + ".so") for l in self.driver))
+
     def optional_plugin(self, path, missing):
         for o in self.optional:
             if os.path.basename(path).startswith(o["prefix"]) and all(n in o["host_libs"] for n in missing):
@@ -351,6 +358,7 @@ def closure(host, venv):
     start = time.monotonic()
     objs, bad = scan(candidates(venv))
     c = Closure(host, os.environ.get("LD_LIBRARY_PATH", ""), ld_conf_dirs())
+    objs = [o for o in objs if not c.host_driver_file(o.path)]
     n_found, n_driver, missing = c.resolve(objs)
     problems = 0
     for p, names in missing:

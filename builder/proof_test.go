@@ -87,6 +87,14 @@ func TestProofPy(t *testing.T) {
 				elf("site/jaxlib/cuda/_gpuimgt_cuda.so", lib("", "libcuda.so.1", "libnvidia-ml.so.1")),
 			},
 			has: []string{"1 ELF objects", "(2 driver libraries left to the host"}},
+		{name: "a driver library's own needs are the host's", ok: true,
+			// As CUDA's compat directory holds libnvidia-pkcs11.so, which
+			// needs OpenSSL 1.1 (matrix.IsHostDriverFile).
+			files: []file{
+				elf("site/compat/libnvidia-pkcs11.so.535.104.05", lib("libnvidia-pkcs11.so.535.104.05", "libgpuimgt_crypto.so.1.1")),
+				elf("site/compat/libcuda.so.535.104.05", lib("libcuda.so.1", "libgpuimgt_crypto.so.1.1")),
+			},
+			has: []string{"0 ELF objects"}},
 		{name: "an optional plugin's host libraries are noted, not failed", ok: true,
 			files: []file{
 				elf("site/nvidia/cufile/lib/libcufile_rdma.so.1", lib("libcufile_rdma.so.1", "libibverbs.so.1", "libmlx5.so.1")),

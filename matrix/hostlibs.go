@@ -30,6 +30,27 @@ func IsHostDriverLib(name string) bool {
 	return strings.HasPrefix(name, hostDriverPrefix) && strings.Contains(name, ".so")
 }
 
+// IsHostDriverFile says whether a file, by its base name, is one of the
+// driver's libraries (libcuda.so.535.104.05, libnvidia-ml.so.1,
+// libnvidia-pkcs11.so.535.104.05): its own needs are the host driver's,
+// not the image's. CUDA's forward-compatibility directory
+// (/usr/local/cuda-X.Y/compat, which NVIDIA's base images install) holds
+// such copies, among them libnvidia-pkcs11.so, which needs OpenSSL 1.1's
+// libcrypto.so.1.1 that Ubuntu 22.04 and later lack; it is loaded only in
+// confidential-computing mode, beside its OpenSSL 3 twin
+// libnvidia-pkcs11-openssl3.so (nixpkgs drops the 1.1 one for that
+// reason: NixOS/nixpkgs pkgs/development/cuda-modules/packages/
+// cuda_compat.nix at 783b159d, "keep the OpenSSL 3 PKCS#11 module and
+// discard the unused alternative linked against OpenSSL 1.1", read
+// 2026-12-01).
+func IsHostDriverFile(base string) bool {
+	stem, _, ok := strings.Cut(base, ".so")
+	if !ok {
+		return false
+	}
+	return IsHostDriverLib(base) || slices.ContainsFunc(hostDriverLibs, func(l string) bool { return strings.HasPrefix(l, stem+".so") })
+}
+
 // OptionalPlugin is a library nothing links against: its user dlopens it
 // only where the host provides what it needs, so an image without those
 // libraries is normal, and they are noted, not failed.
@@ -64,7 +85,8 @@ func OptionalPluginOf(p string, missing []string) (OptionalPlugin, bool) {
 
 // HostLibsJSON is the list as data for a check outside Go:
 // {"driver_libs": [...], "driver_prefix": "libnvidia-", "optional": [...]},
-// meaning what IsHostDriverLib and OptionalPluginOf mean.
+// meaning what IsHostDriverLib, IsHostDriverFile and OptionalPluginOf
+// mean.
 func HostLibsJSON() []byte {
 	b, err := json.MarshalIndent(struct {
 		DriverLibs   []string         `json:"driver_libs"`

@@ -32,6 +32,14 @@ func TestHostLibs(t *testing.T) {
 			t.Errorf("HostLibsJSON says %q is the driver's: %v, want %v", name, fromJSON, want)
 		}
 	}
+	for base, want := range map[string]bool{
+		"libcuda.so.535.104.05": true, "libcuda.so.1": true, "libnvidia-pkcs11.so.535.104.05": true, "libnvidia-pkcs11-openssl3.so.590.48.01": true,
+		"libcudadebugger.so.1": true, "libcudart.so.12": false, "libcudnn.so.9": false, "libcuda": false, "libcufile.so.0": false,
+	} {
+		if got := IsHostDriverFile(base); got != want {
+			t.Errorf("IsHostDriverFile(%q) = %v, want %v", base, got, want)
+		}
+	}
 	if p, ok := OptionalPluginOf("usr/local/cuda-12.4/targets/x86_64-linux/lib/libcufile_rdma.so.1", []string{"libmlx5.so.1"}); !ok || !strings.Contains(p.What, "RDMA") {
 		t.Errorf("libcufile_rdma.so.1 lacking libmlx5.so.1: %v %v", p, ok)
 	}

@@ -159,7 +159,9 @@ func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
 			unreadable = append(unreadable, fmt.Sprintf("/%s: %s", o.path, o.err))
 			continue
 		}
-		if !o.dyn.static {
+		// A driver library's own needs are the host driver's
+		// (matrix.IsHostDriverFile: CUDA's compat directory holds some).
+		if !o.dyn.static && !matrix.IsHostDriverFile(path.Base(o.path)) {
 			objs = append(objs, o)
 		}
 	}
