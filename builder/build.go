@@ -419,7 +419,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		// plain Dockerfile), then the layered Dockerfile made from it.
 		dists, err := planDists(opt, func(opt client.SolveOpt) (*client.SolveResponse, error) { return solve(ctx, c, opt, req, steps) })
 		if err != nil {
-			return nil, fmt.Errorf("build %s: plan: %w", plan.Labels["org.opencontainers.image.version"], err)
+			return nil, fmt.Errorf("build %s: plan: %s%w", plan.Labels["org.opencontainers.image.version"], proofHint(err), err)
 		}
 		if dockerfile, err = LayeredDockerfile(plan.definition, dists, req.LargeWheel); err != nil {
 			return nil, err
@@ -450,7 +450,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		}
 		registry, transient := pushFailure(err)
 		if registry == "" || ctx.Err() != nil {
-			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
+			return nil, fmt.Errorf("build %s: %s%w", plan.Labels["org.opencontainers.image.version"], proofHint(err), err)
 		}
 		if !transient || try >= tries {
 			return nil, fmt.Errorf("build %s: push to %s failed (try %d of %d; no tag was written for an incomplete image): %w; check the registry, or raise --retries",
@@ -675,6 +675,15 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 		}
 	}
 	return resp, err
+}
+
+// proofHint says what a failed proof step means, before BuildKit's
+// message (which names only the step and its exit code).
+func proofHint(err error) string {
+	if !strings.Contains(err.Error(), "gpuimg-proof.py") {
+		return ""
+	}
+	return "the image fails its proof (the \"gpuimg check:\" lines above name each file and library, or framework; nothing was exported or pushed; fix what they name, or add --no-checks to build it unproven): "
 }
 
 // solveChecked solves the frontend's default target and each check
