@@ -42,7 +42,8 @@ PT_LOAD, PT_DYNAMIC = 1, 2
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 15, 29
 MACHINES = {62: ("x86_64-linux-gnu", "x86_64"), 183: ("aarch64-linux-gnu", "aarch64"), 21: ("powerpc64le-linux-gnu", "ppc64le")}
 CUDA_SCOPE = re.compile(r"^(?:[^/]+/)*(?:lib|lib64|compat)/[^/]+$")
-MAX_STRTAB = 64 << 20
+MAX_STRTAB = 1 << 30
+MAX_STRING = 64 << 10  # the longest name or search path read
 
 
 class Obj:
@@ -115,25 +116,29 @@ def read_elf(path):
         stroff = next((off + addr - vaddr for vaddr, off, filesz in loads if vaddr <= addr < vaddr + filesz), None)
         if stroff is None:
             raise Unreadable("DT_STRTAB outside the loaded segments")
-        f.seek(stroff)
-        strtab = f.read(strsz)
 
-    def string(off):
-        end = strtab.find(b"\0", off)
-        if off >= len(strtab) or end < 0:
-            raise Unreadable("string %d outside the string table" % off)
-        return strtab[off:end].decode("utf-8", "surrogateescape")
+        def string(off):
+            """The string at off in the string table, read by itself (a
+            C++ library's table is many MB of symbol names)."""
+            if off >= strsz:
+                raise Unreadable("string %d outside the string table" % off)
+            f.seek(stroff + off)
+            b = f.read(min(MAX_STRING, strsz - off))
+            end = b.find(b"\0")
+            if end < 0:
+                raise Unreadable("string %d is not terminated" % off)
+            return b[:end].decode("utf-8", "surrogateescape")
 
-    o = Obj(path, machine)
-    for tag, val in entries:
-        if tag == DT_NEEDED:
-            o.needed.append(string(val))
-        elif tag == DT_RPATH:
-            o.rpath += string(val).split(":")
-        elif tag == DT_RUNPATH:
-            o.runpath += string(val).split(":")
-            o.has_runpath = True
-    return o
+        o = Obj(path, machine)
+        for tag, val in entries:
+            if tag == DT_NEEDED:
+                o.needed.append(string(val))
+            elif tag == DT_RPATH:
+                o.rpath += string(val).split(":")
+            elif tag == DT_RUNPATH:
+                o.runpath += string(val).split(":")
+                o.has_runpath = True
+        return o
 
 
 def candidates(venv):
