@@ -104,8 +104,11 @@ func run(ctx context.Context, runs int, gpuimg string) (err error) {
 			if err != nil {
 				return err
 			}
-			if sc.args == nil && !strings.Contains(p, "gpuimg check: import torch ok") {
-				return fmt.Errorf("the cold build did not run the proof:\n%s", p)
+			if sc.args == nil {
+				if !strings.Contains(p, "gpuimg check: import torch ok") {
+					return fmt.Errorf("the cold build did not run the proof:\n%s", p)
+				}
+				results["proof-steps"] = append(results["proof-steps"], proofSteps(p))
 			}
 			results[sc.name] = append(results[sc.name], d)
 		}
@@ -135,7 +138,7 @@ func run(ctx context.Context, runs int, gpuimg string) (err error) {
 	fmt.Printf("gpuimg build --cuda 12.2 --torch 2.3 --push, %d runs each, on %s\n", runs, hostInfo())
 	fmt.Printf("%-10s %10s %10s %10s\n", "scenario", "median", "min", "max")
 	cold := median(results["cold"])
-	for _, name := range []string{"cold", "cold-nochk", "noop", "noop-nochk", "one-pip"} {
+	for _, name := range []string{"cold", "cold-nochk", "proof-steps", "noop", "noop-nochk", "one-pip"} {
 		r := results[name]
 		fmt.Printf("%-10s %9.2fs %9.2fs %9.2fs   (%.2fx cold)\n", name, median(r).Seconds(), slices.Min(r).Seconds(), slices.Max(r).Seconds(), median(r).Seconds()/cold.Seconds())
 	}
@@ -150,6 +153,29 @@ func run(ctx context.Context, runs int, gpuimg string) (err error) {
 			100*median(diff).Seconds()/median(results[p.without]).Seconds(), p.goal)
 	}
 	return nil
+}
+
+// proofSteps is the time BuildKit's plain progress gives the proof's
+// steps (the RUNs of proof.py) of one build, together: "#12 [gpuimg-check
+// 1/1] RUN … gpuimg-proof.py …", then "#12 DONE 0.8s".
+func proofSteps(progress string) time.Duration {
+	ids := map[string]bool{}
+	var total time.Duration
+	for line := range strings.SplitSeq(progress, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if strings.Contains(line, "] RUN ") && strings.Contains(line, "gpuimg-proof.py") {
+			ids[f[0]] = true
+		}
+		if ids[f[0]] && f[1] == "DONE" && len(f) >= 3 {
+			if d, err := time.ParseDuration(f[2]); err == nil {
+				total += d
+			}
+		}
+	}
+	return total
 }
 
 func median(d []time.Duration) time.Duration {
