@@ -66,6 +66,11 @@ type Request struct {
 	// PipFindLinks replace the find-links pages of the frameworks
 	// (matrix.Framework.FindLinks, JAX's before 0.4.30): a mirror of them.
 	PipFindLinks []string
+	// PythonMirror replaces python-build-standalone's release URL
+	// (matrix.StandalonePythonURL) for a stack whose Python is a
+	// standalone CPython; the archive's name and sha256 stay. It is in
+	// the image's history: CheckPythonMirror refuses credentials.
+	PythonMirror string
 	// SourceDateEpoch fixes timestamps; nil means the base image's
 	// creation time, so the same inputs give the same image.
 	SourceDateEpoch *int64
@@ -181,6 +186,14 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckPythonMirror(req.PythonMirror); err != nil {
+		return nil, err
+	}
+	for _, p := range req.Platforms {
+		if err := checkStandalonePlatform(req.Stack, p); err != nil {
+			return nil, err
+		}
+	}
 	var platform *v1.Platform
 	if len(req.Platforms) > 0 {
 		if platform, err = parsePlatform(req.Platforms[0]); err != nil {
@@ -195,7 +208,8 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
 		PipMirror: req.pipMirror(), PipFindLinks: len(req.PipFindLinks) > 0, Secrets: ids, HasRequirements: hasReq,
-		NoChecks: req.NoChecks,
+		NoChecks:     req.NoChecks,
+		PythonMirror: req.PythonMirror,
 	}
 	df, err := Dockerfile(def)
 	if err != nil {

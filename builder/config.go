@@ -83,6 +83,7 @@ type Flags struct {
 	PipExtraIndexURLs  []string
 	PipTrustedHosts    []string
 	PipFindLinks       []string
+	PythonMirror       string
 	CacheFrom, CacheTo []string
 	Builder            string
 	SourceDateEpoch    string
@@ -162,9 +163,13 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
 		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),
 		PipFindLinks:      m.list("pip_find_links", f.PipFindLinks, file.PipFindLinks),
+		PythonMirror:      m.str("python_mirror", f.PythonMirror, file.PythonMirror),
 		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
 		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
 		Compression:       m.str("compression", f.Compression, file.Compression),
+	}
+	if err := CheckPythonMirror(r.PythonMirror); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, m.src["python_mirror"])
 	}
 	if err := CheckCompression(r.Compression); err != nil {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["compression"])

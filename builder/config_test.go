@@ -23,7 +23,7 @@ func given(keys ...string) func(string) bool {
 // merged value names its source.
 func TestMergePrecedence(t *testing.T) {
 	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Target: "gke/cos-latest", Tag: []string{"r.example.com/a:file"}, Push: true,
-		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"},
+		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"}, PythonMirror: "https://file-pbs.example.com/",
 		Extras: Extras{Env: map[string]string{"A": "file", "B": "file"}, Entrypoint: []string{"python", "-m", "file"}}}
 	tests := []struct {
 		name  string
@@ -60,6 +60,8 @@ func TestMergePrecedence(t *testing.T) {
 		{"target flag beats file", Flags{Stack: StackSpec{Target: "sagemaker/p5"}, Given: given("target")}, Env{}, file, "target", "sagemaker/p5", FromFlag},
 		{"target from file", Flags{Given: given()}, Env{}, file, "target", "gke/cos-latest", FromFile},
 		{"no target without file", Flags{Given: given()}, Env{}, nil, "target", "", FromDefault},
+		{"python mirror flag beats file", Flags{PythonMirror: "http://127.0.0.1:8080/pbs", Given: given("python_mirror")}, Env{}, file, "python_mirror", "http://127.0.0.1:8080/pbs", FromFlag},
+		{"python mirror from file", Flags{Given: given()}, Env{}, file, "python_mirror", "https://file-pbs.example.com/", FromFile},
 		{"nil Given: a non-zero value is given", Flags{Stack: StackSpec{CUDA: "12.4"}}, Env{}, file, "cuda", "12.4", FromFlag},
 		{"nil Given: a zero value is not", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
 	}
@@ -100,6 +102,8 @@ func get(s *Settings, key string) string {
 		return "false"
 	case "builder":
 		return s.Builder
+	case "python_mirror":
+		return r.PythonMirror
 	case "source_date_epoch":
 		if r.SourceDateEpoch == nil {
 			return "<nil>"
@@ -144,6 +148,7 @@ func TestMergeErrors(t *testing.T) {
 		{"bad env pair", Flags{EnvPairs: []string{"1A=x"}}, Env{}, nil, `env "1A=x": want KEY=VALUE`},
 		{"extras checked after the merge", Flags{Extras: Extras{Workdir: "app"}}, Env{}, nil, `workdir "app" must be an absolute path`},
 		{"bad progress mode", Flags{ProgressMode: "fancy"}, Env{}, nil, `progress mode "fancy": use auto, plain, tty, rawjson or quiet`},
+		{"python mirror with credentials, from file", Flags{}, Env{}, &Config{Path: "/src/gpuimg.yaml", PythonMirror: "https://u:pw@pbs.example.com/"}, `python mirror "https://u:xxxxx@pbs.example.com/" holds credentials, which would end up in the image's history: use a mirror that needs none (set by gpuimg.yaml)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,12 +31,13 @@ const (
 // DockerfileSyntax is the Dockerfile frontend the generated Dockerfiles
 // name in their "# syntax=" line: the oldest release with every feature
 // they use (RUN --mount 1.2, COPY --link and named contexts 1.4, the
-// SOURCE_DATE_EPOCH build argument 1.5, per the frontend's reference), so
+// SOURCE_DATE_EPOCH build argument 1.5, ADD --checksum 1.6 and ADD
+// --unpack 1.17 for a standalone Python, per the frontend's reference), so
 // docker buildx or buildctl elsewhere pull a frontend that can build them.
 // gpuimg's own solves keep the frontend built into buildkitd (Build sets
 // the frontend attribute "cmdline", which the built-in frontend reads as
 // "already forwarded" and so does not pull this image).
-const DockerfileSyntax = "docker/dockerfile:1.5"
+const DockerfileSyntax = "docker/dockerfile:1.17"
 
 // Context file names inside the generated build context.
 const (
@@ -80,6 +81,10 @@ type Definition struct {
 	// NoChecks leaves out the build's proof (the check stages, proof.py):
 	// the image is the same, unproven.
 	NoChecks bool
+	// PythonMirror replaces matrix.StandalonePythonURL in the URL of a
+	// standalone Python's archive (Stack.PythonSource); the archive's
+	// name and sha256 stay. Empty: python-build-standalone's releases.
+	PythonMirror string
 }
 
 type osKind struct {
@@ -304,8 +309,14 @@ func (g *gen) venvRun(mounts, venv, more string) {
 // python is the stage with the stack's Python in a virtual environment.
 func (g *gen) python() {
 	s := g.d.Stack
-	g.w("\n# Python %s from %s's own packages, in a virtual environment at %s.\n", s.Python, s.OS, VenvDir)
+	if g.standalone() {
+		g.standaloneStages()
+		g.w("\n# Python %s from the standalone CPython, in a virtual environment at %s.\n", s.Python, VenvDir)
+	} else {
+		g.w("\n# Python %s from %s's own packages, in a virtual environment at %s.\n", s.Python, s.OS, VenvDir)
+	}
 	g.from(stagePython)
+	g.standaloneLayer()
 	g.venvRun(fmt.Sprintf(" --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan), "",
 		fmt.Sprintf("; \\\n    if ! %[1]s/bin/python -c %[2]s; then %[1]s/bin/python -m pip install --disable-pip-version-check %[3]s; fi; \\\n    %[1]s/bin/python -B /tmp/gpuimg-plan.py record 0 %[4]s",
 			VenvDir, quoteAll([]string{pipFloorCheck})[0], PipUpgrade, planState))

@@ -59,6 +59,12 @@ func TestDockerfileGolden(t *testing.T) {
 			Stack: resolve(t, matrix.Constraints{TensorFlow: cons("2.15"), OS: "rockylinux9"}),
 			Base:  "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111",
 		}},
+		// No Ubuntu LTS with torch 2.7's CUDA images packages Python 3.13.
+		{"torch-standalone-python", Definition{
+			Stack:        resolve(t, matrix.Constraints{Torch: cons("2.7"), Python: matrix.MustConstraint("3.13")}),
+			Base:         "docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04@sha256:3333333333333333333333333333333333333333333333333333333333333333",
+			PythonMirror: "https://pbs-mirror.example.com/releases",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,8 +242,10 @@ func TestDockerfileSyntax(t *testing.T) {
 	needs := []struct {
 		feature string
 		minor   int
-	}{{"RUN --mount=", 2}, {"COPY --link", 4}, {"COPY --link --from=" + UserContext, 4}, {"ARG SOURCE_DATE_EPOCH", 5}}
-	for name, df := range map[string]string{"Dockerfile": plain, "LayeredDockerfile": layered} {
+	}{{"RUN --mount=", 2}, {"COPY --link", 4}, {"COPY --link --from=" + UserContext, 4}, {"ARG SOURCE_DATE_EPOCH", 5}, {"ADD --checksum=", 6}, {" --unpack=", 17}}
+	standalone, err := Dockerfile(Definition{Stack: standaloneStack(t, matrix.Constraints{Torch: cons("2.7"), Python: matrix.MustConstraint("3.13")}), Base: pinned})
+	must(t, err)
+	for name, df := range map[string]string{"Dockerfile": plain, "LayeredDockerfile": layered, "a standalone Python's Dockerfile": standalone} {
 		ref, _, _, ok := parser.DetectSyntax([]byte(df))
 		if !ok || ref != DockerfileSyntax {
 			t.Errorf("%s: BuildKit reads syntax %q (found %v), want %q", name, ref, ok, DockerfileSyntax)

@@ -62,6 +62,7 @@ type Config struct {
 	PipExtraIndexURLs []string          `yaml:"pip_extra_index_url"`
 	PipTrustedHosts   []string          `yaml:"pip_trusted_host"`
 	PipFindLinks      []string          `yaml:"pip_find_links"`
+	PythonMirror      string            `yaml:"python_mirror"`
 	CacheFrom         []string          `yaml:"cache_from"`
 	CacheTo           []string          `yaml:"cache_to"`
 	Compression       string            `yaml:"compression"`

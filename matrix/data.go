@@ -245,6 +245,8 @@ type File struct {
 	Targets       []Target        `yaml:"targets"`
 	References    []Reference     `yaml:"references"`
 	Links         []Link          `yaml:"links"`
+	// StandalonePythons: see the type; in data/pythons.yaml.
+	StandalonePythons []StandalonePython `yaml:"standalone_pythons"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 //go:embed data/*.yaml
@@ -42,6 +43,10 @@ type DB struct {
 	// Links are the per-link bandwidths of NVLink generations and PCIe
 	// generations (Link).
 	Links []Link
+	// StandalonePythons are the relocatable CPython builds the builder
+	// installs where no OS packages the Python minor asked for, one per
+	// minor, newest first.
+	StandalonePythons []StandalonePython
 	// Replaced says which built-in rows matrix files replaced.
 	Replaced []string
 }
@@ -53,22 +58,11 @@ func Builtin() (*DB, error) { return Load() }
 // of a later file replace rows with the same key from earlier ones (see
 // docs/matrix-data.md). Errors name the file and line.
 func Load(paths ...string) (*DB, error) {
-	var files []*File
-	entries, err := fs.Glob(builtinFS, "data/*.yaml")
+	builtin, err := builtinFiles()
 	if err != nil {
-		return nil, fmt.Errorf("list built-in matrix: %w", err)
+		return nil, err
 	}
-	for _, name := range entries {
-		b, err := builtinFS.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("read built-in matrix %s: %w", name, err)
-		}
-		f, err := ParseFile(name, b)
-		if err != nil {
-			return nil, fmt.Errorf("built-in matrix is broken (a gpuimg bug): %w", err)
-		}
-		files = append(files, f)
-	}
+	files := slices.Clone(builtin)
 	builtinCount := len(files)
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -83,6 +77,31 @@ func Load(paths ...string) (*DB, error) {
 	}
 	return build(files, builtinCount)
 }
+
+// builtinFiles parses the embedded matrix files once per process: they
+// are constant, and every command (and test) loads them. build treats
+// parsed files as read-only (it copies rows into the DB's own slices, and
+// code that orders a row's lists sorts a clone), so DBs built from the
+// same parsed files never share a slice they write.
+var builtinFiles = sync.OnceValues(func() ([]*File, error) {
+	entries, err := fs.Glob(builtinFS, "data/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list built-in matrix: %w", err)
+	}
+	var files []*File
+	for _, name := range entries {
+		b, err := builtinFS.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("read built-in matrix %s: %w", name, err)
+		}
+		f, err := ParseFile(name, b)
+		if err != nil {
+			return nil, fmt.Errorf("built-in matrix is broken (a gpuimg bug): %w", err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+})
 
 // merger keeps rows by key; a later file's row replaces an earlier file's.
 type merger[T any] struct {
@@ -138,8 +157,9 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
+		spy  = merger[StandalonePython]{kind: "standalone Python", key: func(r StandalonePython) string { return r.Version.Trunc(2).String() }, pos: func(r StandalonePython) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &ref, &lnk} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &ref, &lnk, &spy} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -162,6 +182,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		tgt.add(f.Targets, i, builtinCount, seen())
 		ref.add(f.References, i, builtinCount, seen())
 		lnk.add(f.Links, i, builtinCount, seen())
+		spy.add(f.StandalonePythons, i, builtinCount, seen())
 		if len(f.BaseImages) > 0 {
 			mine := map[string]bool{}
 			for _, b := range f.BaseImages {
@@ -186,6 +207,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
 	db.Targets, db.References, db.Links = tgt.rows, ref.rows, lnk.rows
 	db.CUDAPlatforms = plat.rows
+	db.StandalonePythons = spy.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -387,6 +409,12 @@ func (db *DB) validate() []error {
 			bad(l.At, "%s", m)
 		}
 	}
+	for _, p := range db.StandalonePythons {
+		checkRow(p.Row, "standalone Python "+p.Version.String())
+		for _, m := range validateStandalone(p) {
+			bad(p.At, "%s", m)
+		}
+	}
 	for _, t := range db.Targets {
 		checkRow(t.Row, "target "+t.Name)
 		for _, m := range db.validateTarget(t) {
@@ -404,6 +432,7 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.Torch, func(a, b Torch) int { return newest(a.Version, b.Version) })
 	slices.SortStableFunc(db.TensorFlow, func(a, b TensorFlow) int { return newest(a.Version, b.Version) })
 	slices.SortStableFunc(db.JAX, func(a, b JAX) int { return newest(a.Version, b.Version) })
+	slices.SortStableFunc(db.StandalonePythons, func(a, b StandalonePython) int { return newest(a.Version, b.Version) })
 	slices.SortStableFunc(db.BaseImages, func(a, b BaseImage) int { return newest(a.CUDA, b.CUDA) })
 	slices.SortStableFunc(db.Archs, func(a, b Arch) int { return cmp.Compare(archNumber(a.Arch), archNumber(b.Arch)) })
 	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })

@@ -274,7 +274,7 @@ func (db *DB) FloorsOf(of string, parts []FloorPart) DriverFloors {
 			fl, _ := db.DriverFloor(p.CUDA)
 			raise(fl, p.What)
 		default:
-			if r, ok := db.floorRelease(p.CUDA); ok {
+			if r, ok := db.floorRelease(p.CUDA); ok && f.Strict.Less(r.MinDriver) {
 				raise(r.MinDriver, fmt.Sprintf("%s: CUDA %s, counted at its newest patch %s", p.What, p.CUDA.Trunc(2), r.Version))
 			}
 		}

@@ -14,8 +14,9 @@ import (
 func (db *DB) DriverFloor(v Version) (floor Version, ok bool) {
 	if v.Len() >= 3 {
 		// Exact release, or the newest older patch of the same minor.
+		mm := v.Trunc(2)
 		for _, r := range db.CUDA { // newest first
-			if r.Version.HasPrefix(v.Trunc(2)) && r.Version.Compare(v) <= 0 && !r.MinDriver.IsZero() {
+			if r.Version.HasPrefix(mm) && r.Version.Compare(v) <= 0 && !r.MinDriver.IsZero() {
 				return r.MinDriver, true
 			}
 		}
@@ -33,8 +34,9 @@ func (db *DB) DriverFloor(v Version) (floor Version, ok bool) {
 // major.minor v: its newest patch with a recorded floor.
 func (db *DB) floorRelease(v Version) (CUDARelease, bool) {
 	var out CUDARelease
+	mm := v.Trunc(2)
 	for _, r := range db.CUDA {
-		if r.Version.HasPrefix(v.Trunc(2)) && !r.MinDriver.IsZero() && (out.MinDriver.IsZero() || out.MinDriver.Less(r.MinDriver)) {
+		if r.Version.HasPrefix(mm) && !r.MinDriver.IsZero() && (out.MinDriver.IsZero() || out.MinDriver.Less(r.MinDriver)) {
 			out = r
 		}
 	}

@@ -9,12 +9,17 @@ import (
 // TestAptKeepsAptFamily: --apt names apt packages, so when gpuimg picks
 // the OS it stays with apt; the stack the built-in data gives without
 // --apt for these constraints is rockylinux9, and with --apt the error
-// names it and the way to get it. With --os the packages are that OS's.
+// names it and the way to get it (on a matrix without standalone
+// Pythons; with them, an Ubuntu image with a standalone Python fits). With
+// --os the packages are that OS's.
 func TestAptKeepsAptFamily(t *testing.T) {
-	db, err := Builtin()
+	builtin, err := Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
+	noStandalone := *builtin
+	noStandalone.StandalonePythons = nil
+	db := &noStandalone
 	c := Constraints{CUDA: MustConstraint("12.4"), Torch: cons("2.5"), Python: MustConstraint("3.12")}
 	plain, err := db.Resolve(c)
 	if err != nil {
@@ -33,6 +38,9 @@ func TestAptKeepsAptFamily(t *testing.T) {
 		if PackageManager(a.Stack.OS) != "apt" {
 			t.Errorf("alternative (without %v) is on %s, not an apt OS", a.Dropped, a.Stack.OS)
 		}
+	}
+	if s, err := builtin.Resolve(c); err != nil || PackageManager(s.OS) != "apt" || s.PythonSource == nil || s.PythonSource.Kind != PythonStandalone {
+		t.Errorf("--apt libgl1 with standalone Pythons: %s %+v %v, want an apt OS with a standalone Python", s.OS, s.PythonSource, err)
 	}
 	c.OS = plain.OS
 	if s, err := db.Resolve(c); err != nil || s.OS != plain.OS {

@@ -42,14 +42,32 @@ type search struct {
 	cudas []CUDARelease
 	oses  []OS
 	fails *failures
+	// standalone allows a standalone Python (StandalonePython) where the
+	// OS packages none that fits: the second pass of resolve.
+	standalone bool
 }
 
+// resolve searches twice: with the OSes' own Pythons only, then, when
+// nothing fits and the matrix has standalone Pythons, allowing one where
+// the OS packages no Python that fits. A Python the OS packages is thus
+// preferred over a more preferred CUDA, framework or OS. The failures are
+// both passes' (the furthest stage wins).
 func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
 	s, lists, err := db.newSearch(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.CUDA.IsZero() {
+	if st := s.run(lists); st != nil || len(db.StandalonePythons) == 0 {
+		return st, s.fails, nil
+	}
+	s.standalone, s.fails.pass = true, 1
+	return s.run(lists), s.fails, nil
+}
+
+// run tries the candidates in preference order and returns the first
+// stack that passes every stage, or nil.
+func (s *search) run(lists [][]fwChoice) *Stack {
+	if s.c.CUDA.IsZero() {
 		// Variants in their own preference order, each on the image CUDAs
 		// closest to its wheels.
 		for _, combo := range product(lists) {
@@ -58,11 +76,11 @@ func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
 			}
 			for _, r := range orderCUDA(s.cudas, combo) {
 				if st := s.tryCUDA(combo, r); st != nil {
-					return st, nil, nil
+					return st
 				}
 			}
 		}
-		return nil, s.fails, nil
+		return nil
 	}
 	// A requested CUDA: newest releases first, the newest matching image
 	// CUDA first, and on it the variants closest to its CUDA.
@@ -78,12 +96,12 @@ func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
 					continue
 				}
 				if st := s.tryCUDA(combo, r); st != nil {
-					return st, nil, nil
+					return st
 				}
 			}
 		}
 	}
-	return nil, s.fails, nil
+	return nil
 }
 
 // newSearch checks the input constraints and lists the candidates of each

@@ -99,23 +99,32 @@ type failure struct {
 	// record (a cuDNN version, a driver floor), not for a rule: the
 	// constraints that led there do not conflict, as far as anyone knows.
 	unknown bool
+	pass    int // the search pass that recorded it
 }
 
 // failures keeps the failure of the most preferred candidate that got
-// furthest.
-type failures struct{ best *failure }
+// furthest; at the same stage, one of a later pass of the search (which
+// allowed more: resolve) wins over the earlier pass's.
+type failures struct {
+	best *failure
+	pass int // the search's pass, from 0
+}
 
 func (f *failures) add(st stage, format string, args ...any) {
-	if f.best == nil || st > f.best.stage {
-		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...)}
+	if f.wins(st) {
+		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...), pass: f.pass}
 	}
 }
 
 // addUnknown records a failure for want of a recorded fact.
 func (f *failures) addUnknown(st stage, format string, args ...any) {
-	if f.best == nil || st > f.best.stage {
-		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...), unknown: true}
+	if f.wins(st) {
+		f.best = &failure{stage: st, msg: fmt.Sprintf(format, args...), unknown: true, pass: f.pass}
 	}
+}
+
+func (f *failures) wins(st stage) bool {
+	return f.best == nil || st > f.best.stage || (st == f.best.stage && f.pass > f.best.pass)
 }
 
 // conflict reports whether the search failed on a rule, not only for want

@@ -193,7 +193,10 @@ func (s *search) pickImage(cand *onCUDA, o OS) (*BaseImage, string, bool) {
 
 // picked is what the stages on one image chose.
 type picked struct {
-	python      Version
+	python Version
+	// standalone is the standalone build of python when the OS packages
+	// no Python that fits; nil for the OS's own.
+	standalone  *StandalonePython
 	cudnn, nccl Version
 	floors      floors
 	sass, ptx   []string // the stack's SASS and PTX architectures
@@ -205,7 +208,7 @@ type picked struct {
 func (s *search) tryImage(cand *onImage) *Stack {
 	var p picked
 	var ok bool
-	if p.python, ok = s.pickPython(cand); !ok {
+	if p.python, p.standalone, ok = s.pickPython(cand); !ok {
 		return nil
 	}
 	if p.cudnn, p.nccl, ok = s.checkCuDNN(cand); !ok {
@@ -229,8 +232,11 @@ func (s *search) tryImage(cand *onImage) *Stack {
 }
 
 // pickPython picks the OS's default Python, else the newest the OS
-// packages, that the constraint and every framework accept.
-func (s *search) pickPython(cand *onImage) (Version, bool) {
+// packages, that the constraint and every framework accept. In the
+// search's standalone pass, where the OS packages none of them, it picks
+// the newest standalone Python that fits and has an archive for every
+// platform of the build.
+func (s *search) pickPython(cand *onImage) (Version, *StandalonePython, bool) {
 	o := cand.os
 	pythons := slices.Clone(o.Pythons)
 	if len(pythons) > 1 {
@@ -238,12 +244,8 @@ func (s *search) pickPython(cand *onImage) (Version, bool) {
 		slices.SortFunc(rest, func(a, b Version) int { return b.Compare(a) })
 	}
 	for _, p := range pythons {
-		ok := s.c.Python.Check(p)
-		for _, ch := range cand.combo {
-			ok = ok && ch.python.Check(p) && len(unservedFor(ch.unserved, p)) == 0
-		}
-		if ok {
-			return p, true
+		if s.pythonFits(cand, p) {
+			return p, nil, true
 		}
 	}
 	var needs []string
@@ -258,8 +260,38 @@ func (s *search) pickPython(cand *onImage) (Version, bool) {
 		}
 		needs = append(needs, need.String())
 	}
-	s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, joinVersions(o.Pythons), strings.Join(needs, "; "))
-	return Version{}, false
+	if !s.standalone {
+		s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, joinVersions(o.Pythons), strings.Join(needs, "; "))
+		return Version{}, nil, false
+	}
+	var have []Version
+	for i := range s.db.StandalonePythons { // newest first
+		sp := &s.db.StandalonePythons[i]
+		py := sp.Version.Trunc(2)
+		have = append(have, py)
+		if !s.pythonFits(cand, py) {
+			continue
+		}
+		for _, pl := range s.c.Platforms {
+			if _, ok := (PythonSource{Archives: sp.Archives}).Archive(pl); !ok {
+				s.fails.add(stagePython, "no Python fits on %s: %s packages Python %s, and the standalone CPython %s (python-build-standalone %s) has no archive for %s; add one with --matrix-file (standalone_pythons:)",
+					pl, o.Name, joinVersions(o.Pythons), sp.Version, sp.Release, pl)
+				return Version{}, nil, false
+			}
+		}
+		return py, sp, true
+	}
+	s.fails.add(stagePython, "no Python fits: %s packages Python %s and the matrix has standalone CPython %s; %s", o.Name, joinVersions(o.Pythons), joinVersions(have), strings.Join(needs, "; "))
+	return Version{}, nil, false
+}
+
+// pythonFits says the constraint and every framework accept Python p.
+func (s *search) pythonFits(cand *onImage, p Version) bool {
+	ok := s.c.Python.Check(p)
+	for _, ch := range cand.combo {
+		ok = ok && ch.python.Check(p) && len(unservedFor(ch.unserved, p)) == 0
+	}
+	return ok
 }
 
 // checkCuDNN finds the cuDNN and NCCL the stack loads and checks them
@@ -492,10 +524,10 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 		src(ch.source)
 		st.Notes = append(st.Notes, frameworkNotes(ch, cuda, !s.c.CUDA.IsZero())...)
 	}
-	if p.python.Compare(o.Pythons[0]) == 0 {
-		st.Notes = append(st.Notes, fmt.Sprintf("Python %s is %s's default python3", p.python, o.Name))
-	} else {
-		st.Notes = append(st.Notes, fmt.Sprintf("Python %s comes from %s's own packages (its default python3 is %s)", p.python, o.Name, o.Pythons[0]))
+	st.PythonSource = s.pythonSource(o, p)
+	st.Notes = append(st.Notes, st.PythonSource.Why)
+	if p.standalone != nil {
+		src(p.standalone.Source)
 	}
 	notes, unknown := pinNotes(cand.combo)
 	st.Notes, st.PinsNotCompared = append(st.Notes, notes...), unknown
@@ -512,6 +544,20 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 	sortArchs(st.GPUArchs)
 	sortArchs(st.PTXArchs)
 	return st
+}
+
+// pythonSource says where the stack's Python comes from and why.
+func (s *search) pythonSource(o OS, p *picked) *PythonSource {
+	switch {
+	case p.standalone != nil:
+		sp := p.standalone
+		return &PythonSource{Kind: PythonStandalone, Version: sp.Version.String(), Release: sp.Release, Archives: slices.Clone(sp.Archives),
+			Why: fmt.Sprintf("Python %s is CPython %s from python-build-standalone (release %s), pinned by sha256, in %s: no OS with a fitting nvidia/cuda image packages Python %s (%s packages %s)",
+				p.python, sp.Version, sp.Release, StandalonePrefix, p.python, o.Name, joinVersions(o.Pythons))}
+	case p.python.Compare(o.Pythons[0]) == 0:
+		return &PythonSource{Kind: PythonFromOS, Why: fmt.Sprintf("Python %s is %s's default python3", p.python, o.Name)}
+	}
+	return &PythonSource{Kind: PythonFromOS, Why: fmt.Sprintf("Python %s comes from %s's own packages (its default python3 is %s)", p.python, o.Name, o.Pythons[0])}
 }
 
 // frameworkNotes are the notes a framework choice adds to a stack on an

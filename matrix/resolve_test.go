@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -271,6 +273,49 @@ func TestResolveDeterministic(t *testing.T) {
 			first = b
 		} else if string(b) != string(first) {
 			t.Fatalf("run %d differs:\n%s\n%s", i, first, b)
+		}
+	}
+}
+
+// TestLoadsShareNoWrites loads the built-in matrix (parsed once per
+// process) in several goroutines at once, one with a matrix file that
+// replaces a row, and resolves on each DB: under -race a write to a slice
+// two DBs share fails the test; the built-in DBs give the same answer.
+func TestLoadsShareNoWrites(t *testing.T) {
+	extra := filepath.Join(t.TempDir(), "extra.yaml")
+	if err := os.WriteFile(extra, []byte("os:\n  - name: ubuntu22.04\n    family: ubuntu\n    pythons: [\"3.10\"]\n    source: os-ubuntu-packages\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := Constraints{CUDA: MustConstraint("12.2"), Torch: cons("2.3")}
+	got := make([]string, 4)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			var paths []string
+			if i == 3 {
+				paths = []string{extra}
+			}
+			db, err := Load(paths...)
+			if err != nil {
+				got[i] = err.Error()
+				return
+			}
+			s, err := db.Resolve(c)
+			if err != nil {
+				got[i] = err.Error()
+				return
+			}
+			b, _ := json.Marshal(s)
+			got[i] = string(b)
+		})
+	}
+	wg.Wait()
+	if !strings.HasPrefix(got[3], "{") {
+		t.Errorf("load with a matrix file: %s", got[3])
+	}
+	for i := range got[:3] {
+		if got[i] != got[0] {
+			t.Errorf("load %d resolved\n%s\nload 0\n%s", i, got[i], got[0])
 		}
 	}
 }

@@ -12,8 +12,12 @@ type Stack struct {
 	CuDNN string `json:"cudnn,omitempty" yaml:"cudnn,omitempty"`
 	// NCCL is the NCCL the frameworks load, when known.
 	NCCL string `json:"nccl,omitempty" yaml:"nccl,omitempty"`
-	// Python is the CPython minor version (3.10), from the OS's packages.
+	// Python is the CPython minor version (3.10).
 	Python string `json:"python" yaml:"python"`
+	// PythonSource says where Python comes from: the OS's packages, or a
+	// standalone CPython build (which, with its archives and their
+	// sha256). Nil in labels written before it was recorded: the OS's.
+	PythonSource *PythonSource `json:"python_source,omitempty" yaml:"python_source,omitempty"`
 	// OS is the base image's OS as NVIDIA names it (ubuntu22.04).
 	OS string `json:"os" yaml:"os"`
 	// Flavor is runtime, devel or base.

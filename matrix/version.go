@@ -75,7 +75,11 @@ func ParseVersion(s string) (Version, error) {
 		end++
 	}
 	release, suffix := s[:end], s[end:]
-	m := pep440Suffix.FindStringSubmatch(suffix)
+	// An empty suffix, the common case, matches with every group empty.
+	m := make([]string, pep440Suffix.NumSubexp()+1)
+	if suffix != "" {
+		m = pep440Suffix.FindStringSubmatch(suffix)
+	}
 	if m == nil || release == "" {
 		// Not a suffix gpuimg knows: report the part that is not a number.
 		release, m = s, nil
@@ -200,6 +204,9 @@ func (v Version) Trunc(n int) Version {
 		return Version{}
 	}
 	n = min(n, maxParts)
+	if v.n == n && v.releaseEnd() == len(v.raw) {
+		return v // already n parts, nothing to cut
+	}
 	strs := make([]string, n)
 	for i := range n {
 		strs[i] = strconv.Itoa(v.Part(i))

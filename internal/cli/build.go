@@ -348,6 +348,7 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 	fs.StringArrayVar(&f.PipExtraIndexURLs, "pip-extra-index-url", nil, "extra pip index (repeatable)")
 	fs.StringArrayVar(&f.PipTrustedHosts, "pip-trusted-host", nil, "pip index host to trust without HTTPS (repeatable)")
 	fs.StringArrayVar(&f.PipFindLinks, "pip-find-links", nil, "pip find-links page for every pip step, in place of a framework's own (JAX before 0.4.30 needs one; repeatable)")
+	fs.StringVar(&f.PythonMirror, "python-mirror", "", "URL that replaces "+matrix.StandalonePythonURL+" for a standalone CPython (a stack whose OS packages no Python it can use); the archive's name and sha256 stay, and the URL is in the image's history")
 }
 
 // addCompressionFlag binds --compression and --large-wheel, the layer

@@ -33,6 +33,9 @@ func TestBuildEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the BuildKit end-to-end test")
 	}
+	// Parallel: its environment (registry, buildkitd, index, files) is its
+	// own; the process environment it sets is named below.
+	t.Parallel()
 	ctx := t.Context()
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
 		t.Fatal(err)
@@ -67,7 +70,10 @@ func TestBuildEndToEnd(t *testing.T) {
 	const hfSecret, envSecret = "hf_S3cretHuggingFaceToken0123456789ab", "ghp_S3cretGitHubToken0123456789abcdefgh"
 	hfFile := filepath.Join(t.TempDir(), "hf_token")
 	must(t, os.WriteFile(hfFile, []byte(hfSecret), 0o600))
-	t.Setenv("GPUIMG_E2E_GH_TOKEN", envSecret)
+	// os.Setenv, not t.Setenv: the test runs in parallel, and no other test
+	// reads this variable.
+	os.Setenv("GPUIMG_E2E_GH_TOKEN", envSecret) //nolint:usetesting // t.Setenv panics in a parallel test
+	t.Cleanup(func() { os.Unsetenv("GPUIMG_E2E_GH_TOKEN") })
 	allSecrets := []string{netrcSecret, indexSecret, hfSecret, envSecret}
 
 	ref := env.Registry.Host + "/gpuimg/e2e:cu122-torch2.3"
@@ -349,8 +355,12 @@ func TestBuildEndToEnd(t *testing.T) {
 			}
 			args = append(args, all[i])
 		}
-		// buildkitd is found beside the test binary's PATH: put bin/ on it.
-		t.Setenv("PATH", filepath.Dir(env.Tools.Buildkitd)+":"+os.Getenv("PATH"))
+		// buildkitd is found on PATH: put bin/ on it (os.Setenv, as the test
+		// runs in parallel; bin/ holds only the pinned tools, which the other
+		// tests run by their paths).
+		oldPath := os.Getenv("PATH")
+		os.Setenv("PATH", filepath.Dir(env.Tools.Buildkitd)+":"+oldPath) //nolint:usetesting // t.Setenv panics in a parallel test
+		defer os.Setenv("PATH", oldPath)                                 //nolint:usetesting // as above
 		out, errOut, code := run(t, args...)
 		defer func() {
 			if _, errOut, code := run(t, "builder", "stop", "--state-dir", state); code != 0 {

@@ -29,16 +29,19 @@ const layersScale = 1e-3
 // TestBuildLayerSharing builds torch 2.9 stacks whose Python environment
 // gpuimg splits into layers, on a real buildkitd and registry (one of
 // each for every case, plus a second buildkitd for the rebuild), from
-// wheels with the real proportions of torch 2.3.1+cu121's
-// (testenv.LayeredStackWheels), on a Debian sid base with Python 3.13 and
-// 3.14 pushed as nvidia/cuda:12.8.2-base-ubuntu24.04:
+// structural twins of torch 2.6.0's CUDA 12 wheels, with their
+// proportions, layout and ELF dependency chain (testenv.LayeredStackWheels:
+// cuSPARSELt 0.6 in a top-level cusparselt/lib that torch's DT_RPATH
+// names), on a Debian sid base with Python 3.13 and 3.14 pushed as
+// nvidia/cuda:12.8.2-base-ubuntu24.04:
 //   - two variants that differ only in Python share every nvidia-* layer;
 //   - two that differ only in the user's --pip package share every layer
 //     below it;
 //   - a rebuild on another buildkitd gives the same digest;
 //   - the image holds what one pip install gives, each distribution once;
-//     torch finds nvidia/cublas/lib where its RPATH points; validate finds
-//     no library installed twice; --compression zstd gives zstd layers.
+//     `import torch` loads torch._C and, through torch's DT_RPATH, every
+//     CUDA library, cusparselt/lib's among them; validate finds no library
+//     installed twice; --compression zstd gives zstd layers.
 func TestBuildLayerSharing(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: buildkitd runs build steps with runc")
@@ -46,13 +49,16 @@ func TestBuildLayerSharing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the BuildKit end-to-end test")
 	}
+	// Parallel: its environment (registry, buildkitd, files) is its own, and it
+	// sets no process environment; CI has 2 cores and waits are overlapped.
+	t.Parallel()
 	ctx := t.Context()
 	env := startEnv(t, "gl-")
 	rootfs, err := testenv.TwoPythonsRootfs(ctx)
 	must(t, err)
 	_, err = env.PushBaseRootfs(ctx, rootfs, "nvidia/cuda:12.8.2-base-ubuntu24.04")
 	must(t, err)
-	must(t, testenv.LayeredStackWheels(env.WheelDir, "2.9.1", "0.24.1", "2.9.1", "12.8", testenv.TwoPythons, layersScale))
+	must(t, testenv.LayeredStackWheels(ctx, env.WheelDir, "2.9.1", "0.24.1", "2.9.1", "12.8", testenv.TwoPythons, layersScale))
 	for _, v := range []string{"1.0", "1.1"} {
 		_, err := testenv.Wheel(env.WheelDir, "gpuimg-extra", v, "py3-none-any", map[string]string{"gpuimg_extra/__init__.py": "VERSION = '" + v + "'\n"})
 		must(t, err)
@@ -95,18 +101,18 @@ os:
 	layersA := layerFiles(t, imgA)
 
 	t.Run("the layer plan", func(t *testing.T) {
-		// 50 kB at 1/1000: cudnn, cublas, cusparse, nccl, cusolver, cufft
-		// and curand alone; the other shared ones together; torch and
-		// triton alone; the rest (torchvision, torchaudio, MarkupSafe) in
-		// one layer.
+		// 50 kB at 1/1000: cudnn, cublas, cufft, cusparse, nccl,
+		// cusparselt, cusolver and curand alone; the other shared ones
+		// together; torch and triton alone; the rest (torchvision,
+		// torchaudio, MarkupSafe) in one layer.
 		var own []string
 		for _, l := range resA.Layers {
 			if len(l.Dists) == 1 {
 				own = append(own, l.Dists[0])
 			}
 		}
-		want := []string{"nvidia-cublas-cu12==12.1.3.1", "nvidia-cudnn-cu12==8.9.2.26", "nvidia-cufft-cu12==11.0.2.54", "nvidia-curand-cu12==10.3.2.106",
-			"nvidia-cusolver-cu12==11.4.5.107", "nvidia-cusparse-cu12==12.1.0.106", "nvidia-nccl-cu12==2.20.5", "torch==2.9.1+cu128", "triton==2.3.1"}
+		want := []string{"nvidia-cublas-cu12==12.4.5.8", "nvidia-cudnn-cu12==9.1.0.70", "nvidia-cufft-cu12==11.2.1.3", "nvidia-curand-cu12==10.3.5.147",
+			"nvidia-cusolver-cu12==11.6.1.9", "nvidia-cusparse-cu12==12.3.1.170", "nvidia-cusparselt-cu12==0.6.2", "nvidia-nccl-cu12==2.21.5", "torch==2.9.1+cu128", "triton==3.2.0"}
 		if !slices.Equal(own, want) || len(resA.Layers) != len(want)+2 {
 			t.Errorf("layers with one distribution %v, want %v; all: %+v", own, want, resA.Layers)
 		}
@@ -142,14 +148,25 @@ os:
 		}
 	})
 
-	t.Run("torch finds nvidia/cublas/lib through its RPATH, and imports", func(t *testing.T) {
+	t.Run("import torch loads torch._C and the CUDA libraries through torch's RPATH, cusparselt/lib's among them", func(t *testing.T) {
+		// The twin torch/__init__.py runs `from torch._C import *`: the
+		// loader maps torch/_C, libtorch_python.so, libtorch.so,
+		// libtorch_cuda.so and the CUDA libraries it needs, found through
+		// DT_RPATH from torch/lib. cuSPARSELt 0.6's libcusparseLt.so.0
+		// lies in the shared site directory's top-level cusparselt/lib,
+		// which resolves from torch/lib/../.. only through plan.py
+		// link's symbolic link in the venv.
 		dir := t.TempDir()
-		must(t, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+refA+"\nRUN python -c 'import torch, sys; print(torch.__version__, sys.version)'\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+refA+"\n"+`RUN python -c 'import torch, torch._C, sys; `+
+			`lt = [l.split()[-1] for l in open("/proc/self/maps") if l.rstrip().endswith("/libcusparseLt.so.0")]; `+
+			`print(torch.__version__, torch._C.__name__, sys.version, lt); assert lt and all("/cusparselt/lib/" in p for p in lt), lt'`+"\n"), 0o644))
 		cmd := exec.CommandContext(ctx, env.Tools.Buildctl, "--addr", env.BuildKit.Address(), "build", "--frontend", "dockerfile.v0",
 			"--local", "context="+dir, "--local", "dockerfile="+dir, "--progress", "plain")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("import torch in the image: %v\n%s", err, lastLines(string(out), 20))
 		}
+		t.Logf("import torch in the image:\n%s", lastLines(string(out), 6))
 	})
 
 	t.Run("validate finds no CUDA library installed twice", func(t *testing.T) {
@@ -182,7 +199,9 @@ os:
 		for d, files := range layersA {
 			// A layer with an nvidia-* wheel's library (the venv's layer has
 			// only the .pyc files of the shared directory for its Python).
-			if !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(f, "/nvidia/") && strings.Contains(f, "/lib/lib") }) {
+			if !slices.ContainsFunc(files, func(f string) bool {
+				return (strings.Contains(f, "/nvidia/") || strings.Contains(f, "/cusparselt/")) && strings.Contains(f, "/lib/lib")
+			}) {
 				continue
 			}
 			nvidia++
@@ -190,8 +209,8 @@ os:
 				t.Errorf("layer %s (%d files, %s…) of the Python %s image is not in the Python %s image", d, len(files), files[0], py1, py2)
 			}
 		}
-		if nvidia != 8 { // 7 of their own, 1 of the small shared wheels
-			t.Errorf("only %d layers hold nvidia/ files", nvidia)
+		if nvidia != 9 { // 8 of their own (cusparselt's among them), 1 of the small shared wheels
+			t.Errorf("%d layers hold nvidia/ or cusparselt/ libraries, want 9", nvidia)
 		}
 	})
 

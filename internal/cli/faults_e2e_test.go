@@ -85,15 +85,34 @@ func (s *slowIndex) waitHeld(t *testing.T, n int, what string) {
 }
 
 // gpuimgBinary builds the static gpuimg binary (as `make build` does)
-// into a temporary directory of t, to run as a user would (signals need a
+// once for the whole package, to run as a user would (signals need a
 // process of its own) or to mount into images as --probe-binary.
 func gpuimgBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "gpuimg")
-	if err := testenv.GoBuild(t.Context(), "./cmd/gpuimg", bin); err != nil {
-		t.Fatal(err)
+	testBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gpuimg-bin-")
+		if err != nil {
+			testBinary.err = err
+			return
+		}
+		testBinary.dir = dir
+		bin := filepath.Join(dir, "gpuimg")
+		// Not cancelled with t: the binary outlives the test that builds it.
+		testBinary.err = testenv.GoBuild(context.WithoutCancel(t.Context()), "./cmd/gpuimg", bin)
+		testBinary.path = bin
+	})
+	if testBinary.err != nil {
+		t.Fatal(testBinary.err)
 	}
-	return bin
+	return testBinary.path
+}
+
+// testBinary is the gpuimg binary of this checkout, built once for every
+// test of the package that runs it as a process (TestMain removes it).
+var testBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
 }
 
 // proc is a gpuimg process a test signals.

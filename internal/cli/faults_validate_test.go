@@ -100,6 +100,9 @@ func TestValidateHostileImages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the gpuimg binary and a 128 MiB image")
 	}
+	// Parallel: its images and files are its own, and it sets no process
+	// environment.
+	t.Parallel()
 	bin := gpuimgBinary(t)
 	dir := t.TempDir()
 	osRelease := tarEntry("etc/os-release", []byte("ID=ubuntu\nVERSION_ID=\"22.04\"\n"))

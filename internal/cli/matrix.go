@@ -189,7 +189,11 @@ func renderStack(w io.Writer, output string, s matrix.Stack) error {
 		t.row("flavor", s.FlavorReason)
 	}
 	t.row("OS", s.OS)
-	t.row("Python", s.Python)
+	py := s.Python
+	if ps := s.PythonSource; ps != nil && ps.Kind == matrix.PythonStandalone {
+		py += fmt.Sprintf(" (CPython %s from python-build-standalone %s, not the OS's)", ps.Version, ps.Release)
+	}
+	t.row("Python", py)
 	if s.CuDNN != "" {
 		where := "in the base image"
 		if !s.SystemCuDNN {

@@ -30,6 +30,9 @@ func TestPublishEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the BuildKit end-to-end test")
 	}
+	// Parallel: its environment (registry, buildkitd, files) is its own, and it
+	// sets no process environment; CI has 2 cores and waits are overlapped.
+	t.Parallel()
 	ctx := t.Context()
 	env := startEnv(t, "gp-")
 	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04"); err != nil {
