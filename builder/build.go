@@ -19,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/cmd/buildctl/build"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/session/auth/authprovider"
 	"github.com/moby/buildkit/session/secrets/secretsprovider"
@@ -86,6 +87,11 @@ type Request struct {
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
 	LargeWheel int64
+	// NoChecks leaves out the build's proof (StageCheckEnv, StageCheck:
+	// library closure and framework imports, run inside the image). The
+	// image is the same; the build is faster and unproven. Default:
+	// checked.
+	NoChecks bool
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -202,6 +208,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
 		PipMirror: req.pipMirror(), PipFindLinks: len(req.PipFindLinks) > 0, Secrets: ids, HasRequirements: hasReq,
+		NoChecks:     req.NoChecks,
 		PythonMirror: req.PythonMirror,
 	}
 	df, err := Dockerfile(def)
@@ -276,7 +283,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		return nil, fmt.Errorf("create build context: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy}
+	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy, ctxProof: proofPy, ctxHostLibs: matrix.HostLibsJSON()}
 	ctxDir := req.ContextDir
 	if ctxDir == "" {
 		ctxDir = "."
@@ -426,7 +433,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		// plain Dockerfile), then the layered Dockerfile made from it.
 		dists, err := planDists(opt, func(opt client.SolveOpt) (*client.SolveResponse, error) { return solve(ctx, c, opt, req, steps) })
 		if err != nil {
-			return nil, fmt.Errorf("build %s: plan: %w", plan.Labels["org.opencontainers.image.version"], err)
+			return nil, fmt.Errorf("build %s: plan: %s%w", plan.Labels["org.opencontainers.image.version"], proofHint(err), err)
 		}
 		if dockerfile, err = LayeredDockerfile(plan.definition, dists, req.LargeWheel); err != nil {
 			return nil, err
@@ -444,14 +451,20 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	}
 	tries := max(backoff.Steps, 1)
 	var resp *client.SolveResponse
+	// The checks are solved beside the image (of a Plan from Prepare),
+	// which is exported only when they pass.
+	var checks []string
+	if plan.definition.Base != "" && !plan.definition.NoChecks {
+		checks = []string{StageCheckEnv, StageCheck}
+	}
 	for try := 1; ; try++ {
-		resp, err = solve(ctx, c, opt, req, steps)
+		resp, err = solve(ctx, c, opt, req, steps, checks...)
 		if err == nil {
 			break
 		}
 		registry, transient := pushFailure(err)
 		if registry == "" || ctx.Err() != nil {
-			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], err)
+			return nil, fmt.Errorf("build %s: %s%w", plan.Labels["org.opencontainers.image.version"], proofHint(err), err)
 		}
 		if !transient || try >= tries {
 			return nil, fmt.Errorf("build %s: push to %s failed (try %d of %d; no tag was written for an incomplete image): %w; check the registry, or raise --retries",
@@ -604,7 +617,12 @@ func stepKey(name string) string {
 	return name
 }
 
-func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Request, steps map[string]stepState) (*client.SolveResponse, error) {
+// With checks (Dockerfile stages), the solve builds them beside opt's
+// target through BuildKit's gateway, in the same session, and returns
+// the target for export only when every one succeeded: a failed check
+// fails the build before anything is exported, pushed or tagged, and the
+// exported image is the target's own, as if there were no checks.
+func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Request, steps map[string]stepState, checks ...string) (*client.SolveResponse, error) {
 	mode := req.ProgressMode
 	if mode == "" {
 		mode = string(progressui.AutoMode)
@@ -623,7 +641,15 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error {
 		var err error
-		resp, err = c.Solve(ectx, nil, opt, ch)
+		if len(checks) == 0 {
+			resp, err = c.Solve(ectx, nil, opt, ch)
+		} else {
+			frontend := opt.Frontend
+			opt.Frontend = ""
+			resp, err = c.Build(ectx, opt, "gpuimg", func(ctx context.Context, gw gateway.Client) (*gateway.Result, error) {
+				return solveChecked(ctx, gw, frontend, checks)
+			}, ch)
+		}
 		return err
 	})
 	seen := map[string]stepState{} // this solve's steps
@@ -663,6 +689,43 @@ func solve(ctx context.Context, c *client.Client, opt client.SolveOpt, req Reque
 		}
 	}
 	return resp, err
+}
+
+// proofHint says what a failed proof step means, before BuildKit's
+// message (which names only the step and its exit code).
+func proofHint(err error) string {
+	if !strings.Contains(err.Error(), "gpuimg-proof.py") {
+		return ""
+	}
+	return "the image fails its proof (the \"gpuimg check:\" lines above name each file and library, or framework; nothing was exported or pushed; fix what they name, or add --no-checks to build it unproven): "
+}
+
+// solveChecked solves the frontend's default target and each check
+// target at once (BuildKit runs the steps they share once), and returns
+// the default target's result when every check succeeded.
+func solveChecked(ctx context.Context, gw gateway.Client, frontend string, checks []string) (*gateway.Result, error) {
+	opts := gw.BuildOpts().Opts // the solve's frontend attributes, cache imports included
+	eg, ctx := errgroup.WithContext(ctx)
+	var res *gateway.Result
+	eg.Go(func() error {
+		var err error
+		res, err = gw.Solve(ctx, gateway.SolveRequest{Frontend: frontend, FrontendOpt: opts})
+		return err
+	})
+	for _, target := range checks {
+		eg.Go(func() error {
+			o := maps.Clone(opts)
+			o["target"] = target
+			if _, err := gw.Solve(ctx, gateway.SolveRequest{Frontend: frontend, FrontendOpt: o, Evaluate: true}); err != nil {
+				return fmt.Errorf("%s: %w", target, err)
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // pushRE finds the image BuildKit's exporter failed to push, in the

@@ -99,7 +99,9 @@ type Flags struct {
 	Outputs, Secrets   []string
 	InsecureRegistries []string
 	NoCache            bool
-	ProgressMode       string
+	// NoChecks leaves out the build's proof (Request.NoChecks).
+	NoChecks     bool
+	ProgressMode string
 
 	Given func(key string) bool
 }
@@ -156,7 +158,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	r := Request{
 		Extras: ex, ContextDir: f.ContextDir, Tags: m.list("tag", f.Tags, file.Tag),
 		Platforms: m.list("platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
-		InsecureRegistries: f.InsecureRegistries, NoCache: f.NoCache, ProgressMode: f.ProgressMode,
+		InsecureRegistries: f.InsecureRegistries, NoCache: f.NoCache, NoChecks: f.NoChecks, ProgressMode: f.ProgressMode,
 		PipIndexURL:       m.str("pip_index_url", f.PipIndexURL, file.PipIndexURL),
 		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
 		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),

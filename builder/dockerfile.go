@@ -45,6 +45,8 @@ const (
 	ctxRequirements = "gpuimg/requirements.txt"
 	ctxPlan         = "gpuimg/plan.py"
 	ctxLayered      = "gpuimg/Dockerfile.layered"
+	ctxProof        = "gpuimg/proof.py"
+	ctxHostLibs     = "gpuimg/hostlibs.json"
 	// UserContext is the named build context holding --copy sources.
 	UserContext = "user"
 )
@@ -54,6 +56,9 @@ var verifyPy []byte
 
 //go:embed plan.py
 var planPy []byte
+
+//go:embed proof.py
+var proofPy []byte
 
 // Definition is everything the generated Dockerfile depends on.
 type Definition struct {
@@ -73,6 +78,9 @@ type Definition struct {
 	Secrets []string
 	// HasRequirements says the build context carries requirements.txt.
 	HasRequirements bool
+	// NoChecks leaves out the build's proof (the check stages, proof.py):
+	// the image is the same, unproven.
+	NoChecks bool
 	// PythonMirror replaces matrix.StandalonePythonURL in the URL of a
 	// standalone Python's archive (Stack.PythonSource); the archive's
 	// name and sha256 stay. Empty: python-build-standalone's releases.
@@ -174,9 +182,10 @@ func Dockerfile(d Definition) (string, error) {
 	g.python()
 	g.frameworks()
 	g.w("\n# The image: the frameworks' environment, then what you add.\n")
-	g.w("FROM %s\n", stageFrameworks)
+	g.w("FROM %s AS %s\n", stageFrameworks, StageImage)
 	g.args()
 	g.extras()
+	g.proveImage()
 	return g.b.String(), nil
 }
 
@@ -190,7 +199,46 @@ const (
 	// PlanFile is the plan's name in StagePlan.
 	PlanFile  = "gpuimg-plan.json"
 	planState = VenvDir + "/gpuimg-steps.json"
+	// StageImage is the image, what you add included; the Dockerfile's
+	// last stage is a copy of it (FROM StageImage), so that StageCheck
+	// can stand between them.
+	StageImage = "gpuimg-image"
+	// StageCheckEnv proves the frameworks' environment (proof.py on
+	// stageFrameworks); the plan stage is built on it, so the layered
+	// build starts only from a proven environment.
+	StageCheckEnv = "gpuimg-check-env"
+	// StageCheck proves the image (proof.py on StageImage). Nothing
+	// depends on it, so it adds nothing to the image: Build solves it
+	// beside the image and exports the image only when it succeeds
+	// (elsewhere: build it with --target gpuimg-check).
+	StageCheck = "gpuimg-check"
 )
+
+// proofRun is the step that proves the stage it is in: every ELF file
+// of the venv and of CUDA's library directories finds its libraries
+// (the driver's excepted: matrix.HostLibsJSON), and each framework
+// imports (proof.py).
+func (g *gen) proofRun() {
+	var mods []string
+	for _, fw := range g.d.Stack.FrameworkList() {
+		mods = append(mods, fw.Name) // each framework's module is its name
+	}
+	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-proof.py --mount=type=bind,source=%s,target=/tmp/gpuimg-hostlibs.json \\\n    %s/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json %s%s\n",
+		ctxProof, ctxHostLibs, VenvDir, VenvDir, strings.Join(append([]string{""}, mods...), " "))
+}
+
+// proveImage ends the Dockerfile after StageImage: the check stage, then
+// the image again, as the last (default) stage.
+func (g *gen) proveImage() {
+	if g.d.NoChecks {
+		return
+	}
+	g.w("\n# The proof, on the image as built: libraries resolve, frameworks import.\n")
+	g.w("FROM %s AS %s\n", StageImage, StageCheck)
+	g.proofRun()
+	g.w("\n# The image, unchanged by the proof.\n")
+	g.w("FROM %s\n", StageImage)
+}
 
 // gen writes a Dockerfile.
 type gen struct {
@@ -325,8 +373,15 @@ func (g *gen) frameworks() {
 		g.w("RUN%s --mount=type=bind,source=%s,target=/tmp/gpuimg-verify.py --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    pip install --disable-pip-version-check%s %s \\\n && python /tmp/gpuimg-verify.py %s %s %s \\\n && python -B /tmp/gpuimg-plan.py record %d %s\n",
 			g.pipMounts, ctxVerify, ctxPlan, index, strings.Join(quoteAll(fw.Packages), " "), fw.Name, fw.Version, fw.CUDA, i+1, planState)
 	}
+	planFrom := stageFrameworks
+	if !g.d.NoChecks {
+		g.w("\n# The proof, on the frameworks' environment: libraries resolve, frameworks import.\n")
+		g.w("FROM %s AS %s\n", stageFrameworks, StageCheckEnv)
+		g.proofRun()
+		planFrom = StageCheckEnv
+	}
 	g.w("\n# What the framework steps installed, for the layered build.\n")
-	g.w("FROM %s AS %s-files\n", stageFrameworks, StagePlan)
+	g.w("FROM %s AS %s-files\n", planFrom, StagePlan)
 	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py finish %s /%s\n", ctxPlan, planState, PlanFile)
 	g.w("FROM scratch AS %s\n", StagePlan)
 	g.w("COPY --from=%s-files /%s /%s\n", StagePlan, PlanFile, PlanFile)

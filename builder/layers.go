@@ -165,7 +165,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	}
 
 	g.w("\n# The image: the Python environment in %d layers, most shared first, then what you add.\n", len(layers))
-	g.from("")
+	g.from(StageImage)
 	g.standaloneLayer()
 	for i, l := range layers {
 		if l.Shared {
@@ -197,6 +197,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 		}
 	}
 	g.extras()
+	g.proveImage()
 	return g.b.String(), nil
 }
 

@@ -75,7 +75,7 @@ func TestLayeredDockerfile(t *testing.T) {
 	}
 	// Order: shared COPY --link layers, the venv (with the .pth file and
 	// the links to the shared top-level directories), torch, the rest of torch's step, the user's.
-	final := got[strings.LastIndex(got, "\nFROM "):]
+	final := got[strings.Index(got, " AS "+StageImage+"\n"):strings.Index(got, " AS "+StageCheck+"\n")]
 	order := []string{"COPY --link --from=gpuimg-layer-1 /gpuimg/layer/ /", "COPY --link --from=gpuimg-layer-3", "cp -a /tmp/gpuimg-venv/. /opt/venv/", "gpuimg-shared.pth", "gpuimg-plan.py link /opt/venv/lib/gpuimg-shared/site-packages /tmp/gpuimg-plan.json",
 		"COPY --link --from=gpuimg-layer-4", "COPY --link --from=gpuimg-layer-5", "copy /tmp/gpuimg-venv / MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121", "numpy==1.26.4", `COPY --link --from=user "app"`}
 	last := -1

@@ -7,7 +7,6 @@ import (
 	"io"
 	"path"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +18,7 @@ import (
 // Python environments (site-packages, dist-packages) and in CUDA's
 // library directories must find each of its DT_NEEDED libraries in the
 // image, searched as ld.so searches (see closure.dirs), except the
-// driver libraries the host injects (isHostDriverLib). It reads, as the
+// driver libraries the host injects (matrix.IsHostDriverLib). It reads, as the
 // walk streams past, only each candidate's ELF header, program headers,
 // dynamic segment and the strings it names (dynReader), the symlinks,
 // and /etc/ld.so.conf with /etc/ld.so.conf.d.
@@ -145,45 +144,6 @@ func (x *elfDeps) observe(e Entry, r io.Reader) (_ io.Reader, done func()) {
 	}
 }
 
-// isHostDriverLib says whether a needed library is one the NVIDIA
-// container toolkit mounts from the host's driver, so the image must not
-// carry it (see the driver-libs check).
-func isHostDriverLib(name string) bool {
-	switch name {
-	case "libcuda.so.1", "libcuda.so", "libcudadebugger.so.1", "libnvcuvid.so.1", "libnvoptix.so.1":
-		return true
-	}
-	return strings.HasPrefix(name, "libnvidia-") && strings.Contains(name, ".so")
-}
-
-// optionalPlugin is a library nothing links against: its user dlopens
-// it only where the host provides what it needs, so an image without
-// those libraries is normal, and they are noted, not failed.
-type optionalPlugin struct {
-	prefix   string   // file name prefix
-	hostLibs []string // what it may lack
-	what     string
-}
-
-// optionalPlugins: cuFile dlopens libcufile_rdma.so for GPUDirect
-// Storage over RDMA (rapidsai/kvikio#153: "cuFile will dlopen
-// libcufile_rdma.so by itself"); it needs the host's RDMA stack, whose
-// sonames are as two public readelf-based audits of NVIDIA's cufile
-// wheels list them (read 2026-12-01).
-var optionalPlugins = []optionalPlugin{
-	{prefix: "libcufile_rdma.so", hostLibs: []string{"libibverbs.so.1", "libmlx5.so.1", "librdmacm.so.1"}, what: "cuFile's RDMA plugin, loaded only with the host's RDMA stack"},
-}
-
-// optional says which plugin explains all of m's missing libraries.
-func (m missingLibs) optional() (optionalPlugin, bool) {
-	for _, p := range optionalPlugins {
-		if strings.HasPrefix(path.Base(m.path), p.prefix) && !slices.ContainsFunc(m.names, func(n string) bool { return !slices.Contains(p.hostLibs, n) }) {
-			return p, true
-		}
-	}
-	return optionalPlugin{}, false
-}
-
 // check is the libs/closure finding over the final filesystem (none when
 // the image has no ELF object in scope).
 func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
@@ -199,7 +159,9 @@ func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
 			unreadable = append(unreadable, fmt.Sprintf("/%s: %s", o.path, o.err))
 			continue
 		}
-		if !o.dyn.static {
+		// A driver library's own needs are the host driver's
+		// (matrix.IsHostDriverFile: CUDA's compat directory holds some).
+		if !o.dyn.static && !matrix.IsHostDriverFile(path.Base(o.path)) {
 			objs = append(objs, o)
 		}
 	}
@@ -222,8 +184,8 @@ func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
 	}
 	var missing []missingLibs
 	for _, m := range res.missing {
-		if p, ok := m.optional(); ok {
-			notes = append(notes, fmt.Sprintf("not counted: /%s needs %s (%s)", m.path, strings.Join(m.names, ", "), p.what))
+		if p, ok := matrix.OptionalPluginOf(m.path, m.names); ok {
+			notes = append(notes, fmt.Sprintf("not counted: /%s needs %s (%s)", m.path, strings.Join(m.names, ", "), p.What))
 		} else {
 			missing = append(missing, m)
 		}

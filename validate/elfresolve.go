@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // closure resolves DT_NEEDED names in the image's final filesystem.
@@ -214,7 +216,7 @@ func (c *closure) resolve(objs []*elfObj) closureResult {
 		dirs := c.dirs(o, nil)
 		found[o] = map[string]bool{}
 		for _, n := range o.dyn.needed {
-			if isHostDriverLib(n) {
+			if matrix.IsHostDriverLib(n) {
 				res.driver++
 				continue
 			}

@@ -28,14 +28,27 @@ RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,s
  && python /tmp/gpuimg-verify.py tensorflow 2.15.0 12.2 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json
 
+# The proof, on the frameworks' environment: libraries resolve, frameworks import.
+FROM gpuimg-frameworks AS gpuimg-check-env
+RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv tensorflow
+
 # What the framework steps installed, for the layered build.
-FROM gpuimg-frameworks AS gpuimg-plan-files
+FROM gpuimg-check-env AS gpuimg-plan-files
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py finish /opt/venv/gpuimg-steps.json /gpuimg-plan.json
 FROM scratch AS gpuimg-plan
 COPY --from=gpuimg-plan-files /gpuimg-plan.json /gpuimg-plan.json
 
 # The image: the frameworks' environment, then what you add.
-FROM gpuimg-frameworks
+FROM gpuimg-frameworks AS gpuimg-image
 ARG SOURCE_DATE_EPOCH
 ARG TARGETARCH
+
+# The proof, on the image as built: libraries resolve, frameworks import.
+FROM gpuimg-image AS gpuimg-check
+RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv tensorflow
+
+# The image, unchanged by the proof.
+FROM gpuimg-image

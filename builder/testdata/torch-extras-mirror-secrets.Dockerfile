@@ -28,15 +28,20 @@ RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=secret
  && python /tmp/gpuimg-verify.py torch 2.3.1 12.1 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json
 
+# The proof, on the frameworks' environment: libraries resolve, frameworks import.
+FROM gpuimg-frameworks AS gpuimg-check-env
+RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv torch
+
 # What the framework steps installed, for the layered build.
-FROM gpuimg-frameworks AS gpuimg-plan-files
+FROM gpuimg-check-env AS gpuimg-plan-files
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py finish /opt/venv/gpuimg-steps.json /gpuimg-plan.json
 FROM scratch AS gpuimg-plan
 COPY --from=gpuimg-plan-files /gpuimg-plan.json /gpuimg-plan.json
 
 # The image: the frameworks' environment, then what you add.
-FROM gpuimg-frameworks
+FROM gpuimg-frameworks AS gpuimg-image
 ARG SOURCE_DATE_EPOCH
 ARG TARGETARCH
 
@@ -56,3 +61,11 @@ ENV HF_HOME="/cache/hf"
 ENV PRICE="\$5 \"quoted\""
 WORKDIR /app
 ENTRYPOINT ["python", "/app/train.py"]
+
+# The proof, on the image as built: libraries resolve, frameworks import.
+FROM gpuimg-image AS gpuimg-check
+RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv torch
+
+# The image, unchanged by the proof.
+FROM gpuimg-image

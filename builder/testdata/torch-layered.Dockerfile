@@ -28,8 +28,13 @@ RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,s
  && python /tmp/gpuimg-verify.py torch 2.3.1 12.1 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json
 
+# The proof, on the frameworks' environment: libraries resolve, frameworks import.
+FROM gpuimg-frameworks AS gpuimg-check-env
+RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv torch
+
 # What the framework steps installed, for the layered build.
-FROM gpuimg-frameworks AS gpuimg-plan-files
+FROM gpuimg-check-env AS gpuimg-plan-files
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py finish /opt/venv/gpuimg-steps.json /gpuimg-plan.json
 FROM scratch AS gpuimg-plan
@@ -61,7 +66,7 @@ RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py copy /opt/venv /gpuimg/layer triton==2.3.1
 
 # The image: the Python environment in 6 layers, most shared first, then what you add.
-FROM docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000
+FROM docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000 AS gpuimg-image
 ARG SOURCE_DATE_EPOCH
 ARG TARGETARCH
 ENV CUDA_VERSION=12.2.2 \
@@ -95,3 +100,11 @@ RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
 
 # Files from the context directory.
 COPY --link --from=user "app" "/app"
+
+# The proof, on the image as built: libraries resolve, frameworks import.
+FROM gpuimg-image AS gpuimg-check
+RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv torch
+
+# The image, unchanged by the proof.
+FROM gpuimg-image

@@ -56,6 +56,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR; ids netrc and pip.conf are put where pip reads them (repeatable)")
 	fs.StringVar(&o.ProgressMode, "progress", "auto", "progress output on stderr: auto, plain, tty, rawjson or quiet")
 	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step (pip index settings are not part of the cache key)")
+	fs.BoolVar(&o.NoChecks, "no-checks", false, "leave out the build's proof (every ELF file of the venv and CUDA finds its libraries, each framework imports), which runs inside the image; the image is the same")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
 	outputFlag(fs, &o.Output, "output-format", "text", "json")

@@ -387,6 +387,8 @@ func TestBuildEndToEnd(t *testing.T) {
 
 	t.Run("faults", func(t *testing.T) { testBuildFaults(t, env, buildArgs) })
 
+	t.Run("proof", func(t *testing.T) { testBuildProof(t, env, buildArgs, digest, firstProgress) })
+
 	t.Run("bad daemon and registry addresses fail in one line", func(t *testing.T) {
 		tests := []struct {
 			args []string
