@@ -25,7 +25,7 @@ func TestDockerfileTorchCompile(t *testing.T) {
 		check bool
 	}{
 		{"torch on ubuntu", Definition{Stack: torch, Base: pinned},
-			[]string{"python3.10", "python3.10-venv", "gcc", "libc6-dev", "libpython3.10-dev"}, true},
+			[]string{"python3.10", "python3.10-venv", "gcc", "libc6-dev", "python3.10-dev"}, true},
 		{"torch on rocky 9, its python3.9", Definition{Stack: resolve(t, matrix.Constraints{Torch: cons("2.3"), Python: matrix.MustConstraint("3.9"), OS: "rockylinux9"}), Base: rocky9},
 			[]string{"python3", "gcc", "python3-devel"}, true},
 		{"torch on rocky 9, python3.11", Definition{Stack: resolve(t, matrix.Constraints{Torch: cons("2.3"), Python: matrix.MustConstraint("3.11"), OS: "rockylinux9"}), Base: rocky9},

@@ -115,13 +115,15 @@ func pythonPackages(osName, py string) []string {
 // its C helper with at torch.compile's first use (triton's
 // runtime/build.py: $CC, else gcc, else clang on PATH, with -I the
 // include directory of Python's sysconfig): gcc, the C library's headers
-// (gcc only recommends them) and python X.Y's Python.h, which is in
-// libpythonX.Y-dev on Debian and Ubuntu (python3.X-dev only adds the
-// python3.X-config scripts) and in the -devel package of the Python's own
-// package name on RHEL (python3-devel, python39-devel, python3.11-devel).
+// (gcc only recommends them) and python X.Y's Python.h: pythonX.Y-dev on
+// Debian and Ubuntu (the package their Python docs name for C
+// extensions; Python.h itself is in its dependency libpythonX.Y-dev, as
+// dpkg -S reads on Debian 12), and on RHEL the -devel package of the
+// Python's own package name (python3-devel, python39-devel,
+// python3.11-devel).
 func compilerPackages(osName, py string) []string {
 	if k, _ := osOf(osName); k.family == "apt" {
-		return []string{"gcc", "libc6-dev", "libpython" + py + "-dev"}
+		return []string{"gcc", "libc6-dev", "python" + py + "-dev"}
 	}
 	return []string{"gcc", pythonPackages(osName, py)[0] + "-devel"}
 }

@@ -362,7 +362,7 @@ func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
 // build and publish, to builder.Flags.NoTorchCompile, its negation.
 func addTorchCompileFlag(fs *pflag.FlagSet, f *builder.Flags) {
 	fl := fs.VarPF((*notFlag)(&f.NoTorchCompile), "torch-compile", "",
-		"for a torch that brings triton (2.0 and later), install what torch.compile builds with at first use: gcc, the C library's and Python's headers (about 240 MB on Debian 12; docs/build.md); --torch-compile=false leaves them out")
+		"for a torch that brings triton (2.0 and later), install what torch.compile builds with at first use: gcc, the C library's and Python's headers (239 MB installed on Debian 12; docs/build.md); --torch-compile=false leaves them out")
 	fl.NoOptDefVal = "true"
 	fl.DefValue = "true"
 }
