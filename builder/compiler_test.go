@@ -67,7 +67,7 @@ func TestDockerfileTorchCompile(t *testing.T) {
 						t.Errorf("%s: the Python step tests for Python.h: %v, want %v:\n%s", name, has, tt.check, step)
 					}
 				}
-				if n := strings.Count(df, "apt-get install")+strings.Count(df, "dnf install"); n != len(steps) {
+				if n := strings.Count(df, "apt-get install") + strings.Count(df, "dnf install"); n != len(steps) {
 					t.Errorf("%s: %d OS package installs, want only the Python steps' %d", name, n, len(steps))
 				}
 			}
