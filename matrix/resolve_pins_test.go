@@ -38,10 +38,13 @@ func TestResolvePublicFacts(t *testing.T) {
 			alternative: true,
 		},
 		{
-			name:    "torch 2.3 with tensorflow 2.14: the pins that are recorded agree, the rest is said",
-			source:  "tensorflow-setup-py-2.14",
+			// torch 2.3.1 cu118 pins nvidia-nccl-cu11==2.20.5 against 2.14's
+			// 2.16.5, so 2.3.0, whose pins are not recorded, is chosen and
+			// the note says they were not compared.
+			name:    "torch 2.3 with tensorflow 2.14: 2.3.1's pins conflict, 2.3.0's are unknown and the note says so",
+			source:  "tensorflow-setup-py-2.14, torch-pins-2.3.1-cu118",
 			c:       Constraints{Torch: cons("2.3"), TensorFlow: cons("2.14")},
-			noteHas: []string{"does not record the exact nvidia-* pins of torch 2.3.1 cu118"},
+			noteHas: []string{"does not record the exact nvidia-* pins of torch 2.3.0 cu118"},
 			pkg:     "tensorflow[and-cuda]==2.14.0", python: "3.10", eol: true,
 		},
 		{

@@ -497,7 +497,8 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 	} else {
 		st.Notes = append(st.Notes, fmt.Sprintf("Python %s comes from %s's own packages (its default python3 is %s)", p.python, o.Name, o.Pythons[0]))
 	}
-	st.Notes = append(st.Notes, pinNotes(cand.combo)...)
+	notes, unknown := pinNotes(cand.combo)
+	st.Notes, st.PinsNotCompared = append(st.Notes, notes...), unknown
 	if cand.img.EOL {
 		st.BaseImageEOL = true
 		instead := "pick a supported CUDA release (gpuimg matrix list images)"
@@ -623,12 +624,12 @@ func sortArchs(a []string) {
 
 // pinNotes say, for a stack of several frameworks, which frameworks' exact
 // pins were compared and which were not recorded (pip may then still
-// refuse the pair).
-func pinNotes(combo []fwChoice) []string {
+// refuse the pair); unknown lists the latter.
+func pinNotes(combo []fwChoice) (notes, unknown []string) {
 	if len(combo) < 2 {
-		return nil
+		return nil, nil
 	}
-	var known, partial, unknown []string
+	var known, partial []string
 	for _, ch := range combo {
 		switch {
 		case ch.sysLibs:
@@ -641,7 +642,6 @@ func pinNotes(combo []fwChoice) []string {
 			known = append(known, ch.label())
 		}
 	}
-	var notes []string
 	if len(known) > 1 {
 		notes = append(notes, fmt.Sprintf("the exact pins of %s agree (every package they both pin has one version)", strings.Join(known, " and ")))
 	}
@@ -651,5 +651,5 @@ func pinNotes(combo []fwChoice) []string {
 	if len(unknown) > 0 {
 		notes = append(notes, fmt.Sprintf("the matrix does not record the exact nvidia-* pins of %s, so gpuimg could not check that pip installs them in one environment", strings.Join(unknown, " and ")))
 	}
-	return notes
+	return notes, unknown
 }

@@ -58,6 +58,11 @@ type Stack struct {
 	Notes []string `json:"notes" yaml:"notes"`
 	// Sources maps each source id the stack's facts came from to its URL.
 	Sources map[string]string `json:"sources" yaml:"sources"`
+	// PinsNotCompared names the frameworks sharing the environment whose
+	// exact nvidia-* pins the matrix does not record, so the resolver could
+	// not check that pip installs them together (a note says so too). It
+	// is what the resolver knew, not part of the stack's contract.
+	PinsNotCompared []string `json:"-" yaml:"-"`
 }
 
 // Framework is one framework in a Stack.

@@ -118,6 +118,10 @@ func (e conflictError) Error() string {
 	}
 	for _, a := range e.ce.Alternatives {
 		fmt.Fprintf(&b, "\nwithout %s: %s", flagFor(e.ce.Asked, a.Dropped), a.Stack.Summary())
+		if u := a.Stack.PinsNotCompared; len(u) > 0 {
+			// "These work" is the resolver's word; pip's is still open.
+			fmt.Fprintf(&b, " (unconfirmed: the matrix does not record the nvidia-* pins of %s, so pip may refuse the pair)", strings.Join(u, " and "))
+		}
 	}
 	return b.String()
 }

@@ -70,7 +70,7 @@ func TestConflictSpeaksFlags(t *testing.T) {
 // data for what pip and NVIDIA's images really do (sources in the data
 // rows: tensorflow.yaml tensorflow-setup-py-2.15.0.post1,
 // tensorflow-pr-62520, tensorflow-issue-61986; torch.yaml
-// torch-pins-2.3-cu121; images.yaml images-nvidia-dockerfiles).
+// torch-pins-2.3-cu121, torch-pins-2.3.1-cu118; images.yaml images-nvidia-dockerfiles).
 func TestResolveAgainstUpstreamFacts(t *testing.T) {
 	tests := []struct {
 		args    []string
@@ -80,6 +80,13 @@ func TestResolveAgainstUpstreamFacts(t *testing.T) {
 	}{
 		{args: []string{"--torch", "2.3", "--tensorflow", "2.15"}, code: 1,
 			has: []string{"nvidia-cudnn-cu12 (8.9.2.26 and 8.9.4.25)", "nvidia-nccl-cu12 (2.20.5 and 2.16.5)", "pip installs one version of each package", "these work:", "without --tensorflow 2.15:"}},
+		// torch 2.3.1+cu118 pins nvidia-nccl-cu11==2.20.5 (torch.yaml
+		// torch-pins-2.3.1-cu118), tensorflow[and-cuda]==2.14.0 pins 2.16.5.
+		{args: []string{"--torch", "2.3.1", "--tensorflow", "2.14"}, code: 1,
+			has: []string{"torch 2.3.1 cu118 and tensorflow 2.14.0 pin different versions of nvidia-nccl-cu11 (2.20.5 and 2.16.5)"}},
+		// An alternative whose pins the matrix lacks is offered as unconfirmed.
+		{args: []string{"--torch", "2.3", "--tensorflow", "2.15", "--python", "3.10"}, code: 1,
+			has: []string{"(unconfirmed: the matrix does not record the nvidia-* pins of"}},
 		{args: []string{"--tensorflow", "2.15"}, has: []string{"pip install tensorflow[and-cuda]==2.15.0.post1"}},
 		{args: []string{"--tensorflow", "2.14", "--python", "3.11"}, code: 1,
 			has: []string{"it pins tensorrt==8.5.3.1", "no cp311 wheels", "without --python 3.11: CUDA 11.8.0, tensorflow 2.14.0 (CUDA 11.8), Python 3.10"}},
