@@ -81,6 +81,10 @@ type Request struct {
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
 	LargeWheel int64
+	// NoTorchCompile leaves out torch.compile's C compiler and Python
+	// headers, which a stack whose torch brings triton gets by default
+	// (Definition.NoTorchCompile).
+	NoTorchCompile bool
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -189,6 +193,7 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
 		PipMirror: req.pipMirror(), PipFindLinks: len(req.PipFindLinks) > 0, Secrets: ids, HasRequirements: hasReq,
+		NoTorchCompile: req.NoTorchCompile,
 	}
 	df, err := Dockerfile(def)
 	if err != nil {

@@ -77,7 +77,12 @@ func TestBuildMultiPlatform(t *testing.T) {
 
 	ref := env.Registry.Host + "/gpuimg/multi:cu122-torch2.3"
 	buildStart := time.Now()
-	out, errOut, code := run(t, "build", "--cuda", "12.2", "--torch", "2.3",
+	// --torch-compile=false: the fixture bases have no gcc or Python
+	// headers, and the arm64 one's packages are unpacked, never
+	// configured, so apt would fetch torch.compile's from the network
+	// under emulation (its packages are checked on the rendered steps,
+	// builder's TestDockerfileTorchCompile).
+	out, errOut, code := run(t, "build", "--cuda", "12.2", "--torch", "2.3", "--torch-compile=false",
 		"--platform", "linux/amd64,linux/arm64",
 		"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 		"--pip-index-url", env.Index.URL, "--builder", env.BuildKit.Address(),
