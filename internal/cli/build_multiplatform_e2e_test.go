@@ -78,10 +78,11 @@ func TestBuildMultiPlatform(t *testing.T) {
 	ref := env.Registry.Host + "/gpuimg/multi:cu122-torch2.3"
 	buildStart := time.Now()
 	// --torch-compile=false: the fixture bases have no gcc or Python
-	// headers, and the arm64 one's packages are unpacked, never
-	// configured, so apt would fetch torch.compile's from the network
-	// under emulation (its packages are checked on the rendered steps,
-	// builder's TestDockerfileTorchCompile).
+	// headers, the Env's apt repository holds amd64 packages only, and
+	// the arm64 base's packages are unpacked, never configured, so apt
+	// could not install torch.compile's there (its packages are checked
+	// on the rendered steps, builder's TestDockerfileTorchCompile, and
+	// installed on amd64 by TestBuildPythonlessReproducible).
 	out, errOut, code := run(t, "build", "--cuda", "12.2", "--torch", "2.3", "--torch-compile=false",
 		"--platform", "linux/amd64,linux/arm64",
 		"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
