@@ -31,6 +31,7 @@ func TestZZMeasureCompile(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s", code, lastLines(errOut, 40))
 		}
+		_ = os.WriteFile("/tmp/measure-"+tag+".log", []byte(errOut), 0o644)
 		var res struct{ Digest string }
 		_ = json.Unmarshal([]byte(out), &res)
 		t.Logf("MEASURE %s: %s (%s)", tag, time.Since(start).Round(100*time.Millisecond), res.Digest)
