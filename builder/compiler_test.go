@@ -108,6 +108,7 @@ func installed(step string) []string {
 	for _, cmd := range []string{"apt-get install -y --no-install-recommends ", "dnf install -y --setopt=install_weak_deps=False "} {
 		if _, rest, ok := strings.Cut(step, cmd); ok {
 			rest, _, _ = strings.Cut(rest, " && ")
+			rest, _, _ = strings.Cut(rest, " -o ") // apt's options after the names
 			return strings.Fields(rest)
 		}
 	}

@@ -162,11 +162,15 @@ func pkgCacheMounts(k osKind, osName string) string {
 
 // installCmd installs pkgs with the OS's package manager and then removes
 // what the install writes that differs on every build (pkgRunFiles), in
-// the same step, so the layer depends only on the packages.
+// the same step, so the layer depends only on the packages. apt runs dpkg
+// with --force-unsafe-io (dpkg(1): no sync of each file it unpacks): a
+// build step's files reach a layer only after the step ends, so the
+// syncs cost time and protect nothing; unpacking torch.compile's
+// packages took 45 s of a 68 s step with them, on 2 cores.
 func installCmd(k osKind, pkgs []string) string {
 	clean := " && rm -rf " + strings.Join(pkgRunFiles(k), " ")
 	if k.family == "apt" {
-		return "rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + strings.Join(pkgs, " ") + clean
+		return "rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + strings.Join(pkgs, " ") + " -o Dpkg::Options::=--force-unsafe-io" + clean
 	}
 	return "dnf install -y --setopt=install_weak_deps=False " + strings.Join(pkgs, " ") + clean
 }
