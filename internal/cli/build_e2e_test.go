@@ -71,9 +71,10 @@ func TestBuildEndToEnd(t *testing.T) {
 	allSecrets := []string{netrcSecret, indexSecret, hfSecret, envSecret}
 
 	ref := env.Registry.Host + "/gpuimg/e2e:cu122-torch2.3"
-	// --torch-compile=false: torch.compile's gcc and headers add about 75 s
-	// to a cold build and 16 s to a cached one on 2 cores (apt in the plan
-	// stage and in the image, a 239 MB larger layer to export);
+	// --torch-compile=false: torch.compile's gcc and headers add about 14 s
+	// to a cold build and 2 s to a cached one on 2 cores (apt in the plan
+	// stage and in the image, a 239 MB larger layer to export and
+	// rewrite), on each of this test's builds;
 	// TestBuildPythonlessReproducible installs them end to end.
 	buildArgs := func(extra string, more ...string) []string {
 		args := []string{"build", "--cuda", "12.2", "--torch", "2.3", "--torch-compile=false",
