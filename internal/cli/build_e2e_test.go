@@ -231,7 +231,9 @@ func TestBuildEndToEnd(t *testing.T) {
 			t.Error("a different --pip gave the same digest")
 		}
 		for line := range strings.SplitSeq(progress, "\n") {
-			if strings.Contains(line, "gpuimg-verify.py torch") && strings.Contains(line, "] RUN ") {
+			// (verify.py's options, --no-torch-compile here, come before
+			// the framework's name.)
+			if strings.Contains(line, "gpuimg-verify.py") && strings.Contains(line, " torch 2.3.1 ") && strings.Contains(line, "] RUN ") {
 				step := strings.Fields(line)[0]
 				if !strings.Contains(progress, step+" CACHED") {
 					t.Errorf("the framework step %s was rebuilt:\n%s", step, lastLines(progress, 40))
@@ -253,7 +255,9 @@ func TestBuildEndToEnd(t *testing.T) {
 		// finds the plan's steps cached): the torch step must have run.
 		ran := false
 		for line := range strings.SplitSeq(progress, "\n") {
-			if strings.Contains(line, "gpuimg-verify.py torch") && strings.Contains(line, "] RUN ") {
+			// (verify.py's options, --no-torch-compile here, come before
+			// the framework's name.)
+			if strings.Contains(line, "gpuimg-verify.py") && strings.Contains(line, " torch 2.3.1 ") && strings.Contains(line, "] RUN ") {
 				ran = ran || strings.Contains(progress, "\n"+strings.Fields(line)[0]+" DONE")
 			}
 		}
