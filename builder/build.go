@@ -92,6 +92,10 @@ type Request struct {
 	// image is the same; the build is faster and unproven. Default:
 	// checked.
 	NoChecks bool
+	// NoTorchCompile leaves out torch.compile's C compiler and Python
+	// headers, which a stack whose torch brings triton gets by default
+	// (Definition.NoTorchCompile).
+	NoTorchCompile bool
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -208,8 +212,9 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	def := Definition{
 		Stack: req.Stack, Base: base.From, Extras: req.Extras,
 		PipMirror: req.pipMirror(), PipFindLinks: len(req.PipFindLinks) > 0, Secrets: ids, HasRequirements: hasReq,
-		NoChecks:     req.NoChecks,
-		PythonMirror: req.PythonMirror,
+		NoChecks:       req.NoChecks,
+		PythonMirror:   req.PythonMirror,
+		NoTorchCompile: req.NoTorchCompile,
 	}
 	df, err := Dockerfile(def)
 	if err != nil {

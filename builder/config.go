@@ -93,6 +93,10 @@ type Flags struct {
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own, as matrix.ParseSize reads it ("50MB").
 	LargeWheel string
+	// NoTorchCompile leaves out torch.compile's C compiler and Python
+	// headers (Definition.NoTorchCompile); its Given key is
+	// "torch_compile" (the flag --torch-compile=false).
+	NoTorchCompile bool
 
 	// Settings only flags give.
 	ContextDir         string
@@ -179,6 +183,13 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		if r.LargeWheel = int64(size); err != nil || size <= 0 {
 			return nil, fmt.Errorf("large wheel size %q (from %s): give a size such as 50MB", lw, m.src["large_wheel"])
 		}
+	}
+	// torch_compile is on unless the command line or gpuimg.yaml turns it off.
+	switch m.src["torch_compile"] = m.source("torch_compile", f.NoTorchCompile, file.TorchCompile != nil); m.src["torch_compile"] {
+	case FromFlag:
+		r.NoTorchCompile = f.NoTorchCompile
+	case FromFile:
+		r.NoTorchCompile = !*file.TorchCompile
 	}
 	// An unset flag holds false, its default.
 	m.src["push"] = m.source("push", f.Push, file.Push)

@@ -25,6 +25,8 @@ func TestMergePrecedence(t *testing.T) {
 	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Target: "gke/cos-latest", Tag: []string{"r.example.com/a:file"}, Push: true,
 		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"}, PythonMirror: "https://file-pbs.example.com/",
 		Extras: Extras{Env: map[string]string{"A": "file", "B": "file"}, Entrypoint: []string{"python", "-m", "file"}}}
+	no := false
+	noCompile := &Config{TorchCompile: &no}
 	tests := []struct {
 		name  string
 		flags Flags
@@ -64,6 +66,11 @@ func TestMergePrecedence(t *testing.T) {
 		{"python mirror from file", Flags{Given: given()}, Env{}, file, "python_mirror", "https://file-pbs.example.com/", FromFile},
 		{"nil Given: a non-zero value is given", Flags{Stack: StackSpec{CUDA: "12.4"}}, Env{}, file, "cuda", "12.4", FromFlag},
 		{"nil Given: a zero value is not", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
+		{"torch.compile support by default", Flags{Given: given()}, Env{}, file, "torch_compile", "true", FromDefault},
+		{"torch_compile: false in the file", Flags{Given: given()}, Env{}, noCompile, "torch_compile", "false", FromFile},
+		{"--torch-compile=true beats the file's false", Flags{Given: given("torch_compile")}, Env{}, noCompile, "torch_compile", "true", FromFlag},
+		{"--torch-compile=false", Flags{NoTorchCompile: true, Given: given("torch_compile")}, Env{}, file, "torch_compile", "false", FromFlag},
+		{"nil Given: NoTorchCompile is given", Flags{NoTorchCompile: true}, Env{}, nil, "torch_compile", "false", FromFlag},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +107,8 @@ func get(s *Settings, key string) string {
 			return "true"
 		}
 		return "false"
+	case "torch_compile":
+		return strconv.FormatBool(!r.NoTorchCompile)
 	case "builder":
 		return s.Builder
 	case "python_mirror":

@@ -264,7 +264,8 @@ func TestDockerfileSyntax(t *testing.T) {
 // TestPackageStepsStripRunFiles: every RUN step that installs OS packages
 // (the stack's Python on a base without it, and --apt) removes what the
 // install writes that differs on every build, in the same step (a later
-// step would leave it in the installing layer), after the install.
+// step would leave it in the installing layer), after the install; apt's
+// runs dpkg without a sync of every file (installCmd).
 func TestPackageStepsStripRunFiles(t *testing.T) {
 	for _, tt := range []struct {
 		name, os, install string
@@ -291,6 +292,9 @@ func TestPackageStepsStripRunFiles(t *testing.T) {
 					}
 					steps++
 					_, cmd, _ := strings.Cut(n.Original, tt.install)
+					if tt.os == "" && !strings.Contains(cmd, " -o Dpkg::Options::=--force-unsafe-io ") {
+						t.Errorf("%s: apt runs dpkg with its syncs of every file: %s", name, n.Original)
+					}
 					for _, f := range tt.want {
 						if !strings.Contains(cmd, " "+f) || !strings.Contains(cmd, "rm -rf ") {
 							t.Errorf("%s: a step installing packages leaves %s after it: %s", name, f, n.Original)

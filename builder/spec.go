@@ -67,6 +67,9 @@ type Config struct {
 	CacheTo           []string          `yaml:"cache_to"`
 	Compression       string            `yaml:"compression"`
 	LargeWheel        string            `yaml:"large_wheel"`
+	// TorchCompile false leaves out torch.compile's C compiler and
+	// Python headers (Definition.NoTorchCompile); unset means true.
+	TorchCompile *bool `yaml:"torch_compile"`
 
 	// Path is the file LoadConfig read, for messages.
 	Path string `yaml:"-"`

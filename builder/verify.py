@@ -1,19 +1,29 @@
 """Check, inside the image being built, that a framework gpuimg installed is
 the version and CUDA variant the stack pins.
 
-Usage: python verify.py NAME VERSION CUDA    (e.g. torch 2.3.1 12.1)
+Usage: python verify.py [--no-torch-compile] NAME VERSION CUDA
+       (e.g. torch 2.3.1 12.1)
 
 It reads package metadata and torch's version.py without importing the
 framework (importing needs a GPU driver on some versions and is slow), and
 exits non-zero with one line naming the mismatch, which fails the build
 before a wrong wheel can be published.
+
+When triton is installed, it also checks what torch.compile needs at its
+first use, the way triton's runtime/build.py looks for it: a C compiler
+($CC, else gcc, else clang on PATH) and Python.h in the include directory
+of Python's default sysconfig scheme (posix_prefix for Debian's
+posix_local). --no-torch-compile (the build's --torch-compile=false)
+skips that check with a note.
 """
 
 import importlib.metadata
 import importlib.util
 import os
 import re
+import shutil
 import sys
+import sysconfig
 
 DISTS = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
 TORCH_CUDA = re.compile(r"""^cuda(?:\s*:\s*[^=]+)?\s*=\s*(None|['"]([^'"]*)['"])""", re.M)
@@ -74,10 +84,72 @@ def check(name, want_version, want_cuda):
     return "%s %s" % (dist, got)
 
 
+TRITON_DISTS = ("triton", "pytorch-triton")
+OPT_OUT = "build with --torch-compile=false (gpuimg.yaml torch_compile: false) to leave torch.compile out"
+
+
+def triton_version():
+    """The installed triton distribution as NAME VERSION, or None."""
+    for dist in TRITON_DISTS:
+        try:
+            return "%s %s" % (dist, importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return None
+
+
+def c_compiler():
+    """The C compiler triton would use: $CC, else gcc, else clang on PATH
+    (triton/runtime/build.py); (path or None, what was looked for)."""
+    cc = os.environ.get("CC")
+    if cc is not None:
+        return shutil.which(cc), "$CC (%s)" % cc
+    return shutil.which("gcc") or shutil.which("clang"), "gcc or clang on PATH ($CC unset)"
+
+
+def python_include():
+    """The include directory triton passes with -I: the default scheme's,
+    with Debian's posix_local read as posix_prefix."""
+    if hasattr(sysconfig, "get_default_scheme"):
+        scheme = sysconfig.get_default_scheme()
+    else:
+        scheme = sysconfig._get_default_scheme()
+    if scheme == "posix_local":
+        scheme = "posix_prefix"
+    return sysconfig.get_paths(scheme=scheme)["include"]
+
+
+def check_torch_compile(opted_out):
+    """None without triton; else a line saying what torch.compile builds
+    with. Fails naming what is missing."""
+    triton = triton_version()
+    if triton is None:
+        return None
+    if opted_out:
+        return "torch.compile left out (--torch-compile=false): %s has no C compiler or Python headers checked" % triton
+    cc, looked = c_compiler()
+    if cc is None:
+        fail("torch.compile cannot work: %s compiles a C helper at first use and finds no C compiler (looked for %s): "
+             "install gcc in the base image, or %s" % (triton, looked, OPT_OUT))
+    header = os.path.join(python_include(), "Python.h")
+    if not os.path.isfile(header):
+        fail("torch.compile cannot work: %s compiles its C helper against %s, which is missing: install Python %s's headers "
+             "(libpython%s-dev with apt, the Python's -devel package with dnf) in the base image, or %s"
+             % (triton, header, sysconfig.get_python_version(), sysconfig.get_python_version(), OPT_OUT))
+    return "torch.compile: %s builds with %s against %s" % (triton, cc, header)
+
+
 def main(argv):
-    if len(argv) != 4:
-        fail("usage: verify.py NAME VERSION CUDA")
-    print("gpuimg verify: " + check(argv[1], argv[2], argv[3]) + " ok")
+    args = argv[1:]
+    opted_out = bool(args) and args[0] == "--no-torch-compile"
+    if opted_out:
+        args = args[1:]
+    if len(args) != 3:
+        fail("usage: verify.py [--no-torch-compile] NAME VERSION CUDA")
+    print("gpuimg verify: " + check(args[0], args[1], args[2]) + " ok")
+    line = check_torch_compile(opted_out)
+    if line is not None:
+        print("gpuimg verify: " + line)
 
 
 if __name__ == "__main__":

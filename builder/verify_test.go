@@ -73,3 +73,102 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestVerifyPyTorchCompile runs verify.py's torch.compile check with the
+// real python3 on a fake Python installation: PYTHONHOME is a tree whose
+// lib/pythonX.Y is the real standard library, so sysconfig's include
+// directory (the one triton compiles against) is the tree's, and PATH is
+// a directory holding only the compilers a case gives.
+func TestVerifyPyTorchCompile(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	out, err := exec.Command(py, "-c", `import sys, sysconfig; print(sys.executable); print(sysconfig.get_python_version()); print(sysconfig.get_paths()["stdlib"])`).Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	info := strings.Fields(string(out))
+	if len(info) != 3 {
+		t.Fatalf("python3 printed %q", out)
+	}
+	exe, ver, stdlib := info[0], info[1], info[2]
+	script := filepath.Join(t.TempDir(), "verify.py")
+	must(t, os.WriteFile(script, verifyPy, 0o644))
+
+	type tc struct {
+		name     string
+		triton   bool
+		bin      []string // executables in the only PATH directory
+		cc       string   // $CC, when not empty
+		header   bool     // Python.h in the include directory
+		optOut   bool
+		ok       bool
+		msg, not string
+	}
+	tests := []tc{
+		{name: "gcc and Python.h", triton: true, bin: []string{"gcc"}, header: true, ok: true, msg: "torch.compile: triton 3.0.0 builds with "},
+		{name: "clang when no gcc", triton: true, bin: []string{"clang"}, header: true, ok: true, msg: "/clang against "},
+		{name: "no compiler", triton: true, header: true, msg: "finds no C compiler (looked for gcc or clang on PATH ($CC unset))"},
+		{name: "CC names none on PATH", triton: true, bin: []string{"gcc"}, cc: "cc-missing", header: true, msg: "looked for $CC (cc-missing)"},
+		{name: "CC on PATH", triton: true, bin: []string{"mycc"}, cc: "mycc", header: true, ok: true, msg: "/mycc against "},
+		{name: "no Python.h", triton: true, bin: []string{"gcc"}, msg: "/include/python" + ver + "/Python.h, which is missing"},
+		{name: "opted out", triton: true, optOut: true, ok: true, msg: "torch.compile left out (--torch-compile=false): triton 3.0.0"},
+		{name: "no triton, nothing to check", ok: true, msg: "torch 2.4.1+cu121 (CUDA 12.1) ok", not: "torch.compile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			home := filepath.Join(dir, "prefix")
+			must(t, os.MkdirAll(filepath.Join(home, "lib"), 0o755))
+			must(t, os.Symlink(stdlib, filepath.Join(home, "lib", "python"+ver)))
+			include := filepath.Join(home, "include", "python"+ver)
+			must(t, os.MkdirAll(include, 0o755))
+			if tt.header {
+				must(t, os.WriteFile(filepath.Join(include, "Python.h"), []byte("/* Python.h */\n"), 0o644))
+			}
+			bin := filepath.Join(dir, "bin")
+			must(t, os.MkdirAll(bin, 0o755))
+			for _, b := range tt.bin {
+				must(t, os.WriteFile(filepath.Join(bin, b), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+			}
+			site := filepath.Join(dir, "site")
+			dist := func(name, version string) {
+				d := filepath.Join(site, name+"-"+version+".dist-info")
+				must(t, os.MkdirAll(d, 0o755))
+				must(t, os.WriteFile(filepath.Join(d, "METADATA"), []byte("Metadata-Version: 2.1\nName: "+name+"\nVersion: "+version+"\n"), 0o644))
+			}
+			dist("torch", "2.4.1+cu121")
+			must(t, os.MkdirAll(filepath.Join(site, "torch"), 0o755))
+			must(t, os.WriteFile(filepath.Join(site, "torch", "version.py"), []byte("cuda: Optional[str] = '12.1'\n"), 0o644))
+			if tt.triton {
+				dist("triton", "3.0.0")
+			}
+			args := []string{script}
+			if tt.optOut {
+				args = append(args, "--no-torch-compile")
+			}
+			cmd := exec.Command(exe, append(args, "torch", "2.4.1", "12.1")...)
+			cmd.Env = []string{"PYTHONHOME=" + home, "PYTHONPATH=" + site, "PATH=" + bin, "PYTHONNOUSERSITE=1"}
+			if tt.cc != "" {
+				cmd.Env = append(cmd.Env, "CC="+tt.cc)
+			}
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != tt.ok {
+				t.Fatalf("exit err = %v, want ok=%v\n%s", err, tt.ok, out)
+			}
+			if !strings.Contains(string(out), tt.msg) {
+				t.Errorf("output %q lacks %q", out, tt.msg)
+			}
+			if tt.ok && tt.header && !strings.Contains(string(out), " against "+filepath.Join(include, "Python.h")) {
+				t.Errorf("output %q does not name the fake tree's Python.h", out)
+			}
+			if tt.not != "" && strings.Contains(string(out), tt.not) {
+				t.Errorf("output %q has %q", out, tt.not)
+			}
+			if !tt.ok && strings.Count(strings.TrimSpace(string(out)), "\n") > 1 {
+				t.Errorf("a failure is one line after the version's, got:\n%s", out)
+			}
+		})
+	}
+}

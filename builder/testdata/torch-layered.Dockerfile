@@ -11,7 +11,7 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-ubuntu22.04-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; \
-    if ! python3.10 -c 'import ensurepip, venv' 2>/dev/null; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.10 python3.10-venv && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
+    if ! { python3.10 -c 'import ensurepip, venv' 2>/dev/null && { command -v gcc || command -v clang; } >/dev/null && python3.10 -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths("posix_prefix")["include"], "Python.h")))' 2>/dev/null; }; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.10 python3.10-venv gcc libc6-dev python3.10-dev -o Dpkg::Options::=--force-unsafe-io && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     python3.10 -m venv /opt/venv; \
     if ! /opt/venv/bin/python -c 'import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))'; then /opt/venv/bin/python -m pip install --disable-pip-version-check pip==23.0.1; fi; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json
@@ -78,7 +78,7 @@ COPY --link --from=gpuimg-layer-2 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-3 /gpuimg/layer/ /
 RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-ubuntu22.04-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked --mount=type=bind,from=gpuimg-plan,source=/gpuimg-plan.json,target=/tmp/gpuimg-plan.json --mount=type=bind,from=gpuimg-python,source=/opt/venv,target=/tmp/gpuimg-venv --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; \
-    if ! python3.10 -c 'import ensurepip, venv' 2>/dev/null; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.10 python3.10-venv && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
+    if ! { python3.10 -c 'import ensurepip, venv' 2>/dev/null && { command -v gcc || command -v clang; } >/dev/null && python3.10 -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths("posix_prefix")["include"], "Python.h")))' 2>/dev/null; }; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.10 python3.10-venv gcc libc6-dev python3.10-dev -o Dpkg::Options::=--force-unsafe-io && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     mkdir -p /opt/venv; cp -a /tmp/gpuimg-venv/. /opt/venv/; rm /opt/venv/gpuimg-steps.json; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py prune /opt/venv /tmp/gpuimg-plan.json; \
     site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \

@@ -24,7 +24,7 @@ COPY --link --from=gpuimg-cpython /gpuimg/cpython/ /
 ENV PATH=/opt/gpuimg/python/bin:$PATH
 RUN --mount=type=cache,id=gpuimg-apt-ubuntu24.04-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-ubuntu24.04-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; \
-    if ! python3.13 -c 'import ensurepip, venv' 2>/dev/null; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.13 python3.13-venv && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
+    if ! { python3.13 -c 'import ensurepip, venv' 2>/dev/null && { command -v gcc || command -v clang; } >/dev/null && python3.13 -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths("posix_prefix")["include"], "Python.h")))' 2>/dev/null; }; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev -o Dpkg::Options::=--force-unsafe-io && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     python3.13 -m venv /opt/venv; \
     if ! /opt/venv/bin/python -c 'import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))'; then /opt/venv/bin/python -m pip install --disable-pip-version-check pip==23.0.1; fi; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json

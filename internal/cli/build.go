@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/moby/buildkit/client"
@@ -51,6 +52,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Outputs, "output", nil, "extra output in BuildKit's syntax: type=oci,dest=F | type=docker,dest=F | type=local,dest=DIR | type=image,name=REF,push=true (repeatable)")
 	fs.StringSliceVar(&o.Platforms, "platform", nil, "target platforms, e.g. linux/amd64,linux/arm64 (several give a multi-platform index)")
 	addCompressionFlag(fs, &o.Flags)
+	addTorchCompileFlag(fs, &o.Flags)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax: type=registry,ref=R | type=local,src=DIR (repeatable)")
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max | type=local,dest=DIR (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR; ids netrc and pip.conf are put where pip reads them (repeatable)")
@@ -357,6 +359,31 @@ func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
 	fs.StringVar(&f.LargeWheel, "large-wheel", "50MB", "installed size from which a Python distribution gets an image layer of its own (smaller ones share one layer per framework)")
 	fs.StringVar(&f.Compression, "compression", "", "layer compression of the pushed or written image: zstd (default: smaller and faster to unpack; containerd 1.5+, Docker 23+, podman, CRI-O), gzip (every runtime, Docker 20.10 included; the default for --output type=docker and for a --target that takes no zstd) or estargz (lazy pulls with stargz-snapshotter)")
 }
+
+// addTorchCompileFlag binds --torch-compile (default true), shared by
+// build and publish, to builder.Flags.NoTorchCompile, its negation.
+func addTorchCompileFlag(fs *pflag.FlagSet, f *builder.Flags) {
+	fl := fs.VarPF((*notFlag)(&f.NoTorchCompile), "torch-compile", "",
+		"for a torch that brings triton (2.0 and later), install what torch.compile builds with at first use: gcc, the C library's and Python's headers (239 MB installed on Debian 12; docs/build.md); --torch-compile=false leaves them out")
+	fl.NoOptDefVal = "true"
+	fl.DefValue = "true"
+}
+
+// notFlag is a boolean flag that sets the negation of its value.
+type notFlag bool
+
+func (b *notFlag) String() string { return strconv.FormatBool(!bool(*b)) }
+
+func (b *notFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b = notFlag(!v)
+	return nil
+}
+
+func (b *notFlag) Type() string { return "bool" }
 
 func (o *BuilderOptions) clientOpts() []client.ClientOpt {
 	var opts []client.ClientOpt

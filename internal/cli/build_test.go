@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/builder"
 )
@@ -59,5 +62,39 @@ func TestBuildTargetFromFile(t *testing.T) {
 	_, errOut, code = run(t, "build", "-f", cfg, "--dockerfile-only", "--target", "gke/cos-lates")
 	if code != ExitInvalid || !strings.Contains(errOut, `unknown target "gke/cos-lates"`) {
 		t.Errorf("--target over gpuimg.yaml: exit %d %q", code, errOut)
+	}
+}
+
+// TestTorchCompileFlag: --torch-compile is a boolean that defaults to
+// true and sets builder.Flags.NoTorchCompile, its negation.
+func TestTorchCompileFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		no, set bool
+		err     bool
+	}{
+		{nil, false, false, false},
+		{[]string{"--torch-compile=false"}, true, true, false},
+		{[]string{"--torch-compile"}, false, true, false},
+		{[]string{"--torch-compile=true"}, false, true, false},
+		{[]string{"--torch-compile=maybe"}, false, false, true},
+	} {
+		fs := pflag.NewFlagSet("build", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f builder.Flags
+		addTorchCompileFlag(fs, &f)
+		err := fs.Parse(tt.args)
+		if (err != nil) != tt.err {
+			t.Fatalf("%v: err = %v, want error %v", tt.args, err, tt.err)
+		}
+		if tt.err {
+			continue
+		}
+		if f.NoTorchCompile != tt.no || fs.Changed("torch-compile") != tt.set {
+			t.Errorf("%v: NoTorchCompile = %v, changed = %v; want %v, %v", tt.args, f.NoTorchCompile, fs.Changed("torch-compile"), tt.no, tt.set)
+		}
+		if got := fs.Lookup("torch-compile").DefValue; got != "true" {
+			t.Errorf("default %q, want true", got)
+		}
 	}
 }

@@ -398,7 +398,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		file := filepath.Join(dir, "publish.yaml")
 		repo := reg + "/gpuimg/faults-pub"
 		must(t, os.WriteFile(file, []byte("repository: "+repo+"\ntag: \"{torch}-cu{cuda_short}\"\nmatrix:\n  cuda: [\"12.2\"]\n  torch: [\"2.3\"]\nbuild:\n  pip: [gpuimg-slow==1.0]\nvalidate: {driver: 535.104.05}\n"), 0o644))
-		p := start(t, bin, nil, "publish", "-f", file, "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
+		p := start(t, bin, nil, "publish", "-f", file, "--torch-compile=false", "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", slow.URL+"/simple/", "--builder", env.BuildKit.Address(), "--report-dir", filepath.Join(dir, "report"), "--progress", "plain")
 		slow.waitHeld(t, 1, "gpuimg publish")
 		must(t, p.cmd.Process.Signal(syscall.SIGTERM))

@@ -96,6 +96,7 @@ failed (after all the others finished), 2 when the run could not start.`,
 	fs.StringVar(&o.ContextDir, "context", ".", "directory build.copy and build.requirements paths are relative to")
 	addMirrorFlags(fs, &o.Flags, &o.Registry)
 	addCompressionFlag(fs, &o.Flags)
+	addTorchCompileFlag(fs, &o.Flags)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax, shared by the pool: type=registry,ref=R (repeatable)")
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR (repeatable)")

@@ -105,7 +105,8 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 	// pool-cache:buildcache-NAME and imports its group's.
 	cacheRef := env.Registry.Host + "/gpuimg/pool-cache:buildcache"
 	args := func(reportDir string, builders ...string) []string {
-		a := []string{"publish", "-f", file, "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
+		// --torch-compile=false: as TestPublishEndToEnd's.
+		a := []string{"publish", "-f", file, "--torch-compile=false", "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", env.Index.URL, "--report-dir", reportDir, "--progress", "plain",
 			"--cache-to", "type=registry,ref=" + cacheRef + ",mode=max", "--cache-from", "type=registry,ref=" + cacheRef}
 		for _, b := range builders {

@@ -52,6 +52,10 @@ type ExpandOptions struct {
 	// LargeWheel is the build's builder.Request.LargeWheel; 0 and
 	// builder.DefaultLargeWheel leave it out of Inputs.
 	LargeWheel int64
+	// NoTorchCompile is the build's builder.Request.NoTorchCompile: the
+	// Dockerfile, and so Inputs, leaves torch.compile's compiler and
+	// headers out. The default, false, keeps them.
+	NoTorchCompile bool
 }
 
 // Expand turns a publish file into a plan: the product of f.Matrix's axes
@@ -336,7 +340,7 @@ const unpinned = "@sha256:000000000000000000000000000000000000000000000000000000
 // base's tag (builder.Dockerfile itself insists on a pinned base; expand
 // runs without a registry).
 func Dockerfile(s matrix.Stack, e builder.Extras, opts ExpandOptions) (string, error) {
-	d := builder.Definition{Stack: s, Extras: e, HasRequirements: e.Requirements != ""}
+	d := builder.Definition{Stack: s, Extras: e, HasRequirements: e.Requirements != "", NoTorchCompile: opts.NoTorchCompile}
 	if b, ok := opts.Bases[s.BaseImage]; ok {
 		d.Base = b.From
 		return builder.Dockerfile(d)

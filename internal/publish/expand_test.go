@@ -245,6 +245,7 @@ func TestInputs(t *testing.T) {
 		{"base pinned", inputsBase, ExpandOptions{Bases: map[string]images.Base{stack.BaseImage: pinned}}, false},
 		{"copied file's digest", inputsBase, ExpandOptions{Files: map[string]string{"app": "sha256:1"}}, false},
 		{"source date epoch", inputsBase, ExpandOptions{SourceDateEpoch: 1700000000}, false},
+		{"torch.compile left out", inputsBase, ExpandOptions{NoTorchCompile: true}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

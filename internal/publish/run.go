@@ -238,7 +238,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 		r.fail(i, "read build files", err)
 		return false
 	}
-	v.Inputs, err = Inputs(v.Stack, r.f, ExpandOptions{Bases: map[string]images.Base{v.Stack.BaseImage: plan.Base}, Files: files, SourceDateEpoch: plan.SourceDateEpoch, Compression: req.Compression, LargeWheel: req.LargeWheel})
+	v.Inputs, err = Inputs(v.Stack, r.f, ExpandOptions{Bases: map[string]images.Base{v.Stack.BaseImage: plan.Base}, Files: files, SourceDateEpoch: plan.SourceDateEpoch, Compression: req.Compression, LargeWheel: req.LargeWheel, NoTorchCompile: req.NoTorchCompile})
 	if err != nil {
 		r.fail(i, "inputs", err)
 		return false

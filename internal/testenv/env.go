@@ -13,13 +13,18 @@ import (
 
 // Env is a running build environment: a registry standing in for Docker
 // Hub (buildkitd and gpuimg reach it through --registry-mirror), a
-// buildkitd started by builder.Local, and a PEP 503 index of wheels.
+// buildkitd started by builder.Local, a PEP 503 index of wheels, and an
+// apt repository standing in for Debian's archive, which every base image
+// it pushes names as its only apt source.
 type Env struct {
 	Dir      string
 	Tools    Tools
 	Registry *Registry
 	BuildKit *builder.Local
 	Index    *Index
+	// AptRepo serves AptRepoDir on loopback; the bases the Env pushes
+	// (PushBase, PushBasePythonless, …) have it as their only apt source.
+	AptRepo *AptRepo
 	// WheelDir is what Index serves; add wheels with Wheel.
 	WheelDir string
 	// MatrixFile adjusts the matrix to the fixtures: the Debian bookworm
@@ -51,8 +56,9 @@ cuda_platforms:
     source: gpuimg-testenv
 `
 
-// Start starts a registry, a buildkitd and an index under dir (keep dir
-// short: buildkitd's socket lives there). Call Stop when done, also on error.
+// Start starts a registry, a buildkitd, an index and an apt repository
+// under dir (keep dir short: buildkitd's socket lives there). Call Stop
+// when done, also on error.
 func Start(ctx context.Context, dir string) (*Env, error) {
 	e := &Env{Dir: dir}
 	if os.Geteuid() != 0 {
@@ -66,6 +72,13 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		return nil, err
 	}
 	if e.rootfs, err = BaseRootfs(ctx); err != nil {
+		return nil, err
+	}
+	aptDir, err := AptRepoDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if e.AptRepo, err = ServeAptRepo(aptDir); err != nil {
 		return nil, err
 	}
 	done := startStep(ctx, "starting the registry", "distribution on 127.0.0.1, standing in for Docker Hub")
@@ -125,17 +138,31 @@ func (e *Env) StartBuildKit(ctx context.Context, name string) (*builder.Local, e
 // digest, as when an upstream base image moves.
 func (e *Env) PushBaseLabeled(ctx context.Context, tag string, labels map[string]string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
-	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), labels)
+	return pushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), labels, e.AptRepo)
 }
 
 // Mirror is the --registry-mirror value that reaches the fixture registry.
 func (e *Env) Mirror() string { return "docker.io=" + e.Registry.Host }
 
 // PushBase pushes the fixture rootfs as tag (nvidia/cuda:12.2.2-base-ubuntu22.04)
-// to the registry standing in for Docker Hub, with NVIDIA's environment.
+// to the registry standing in for Docker Hub, with NVIDIA's environment
+// and the Env's apt repository as its apt source.
 func (e *Env) PushBase(ctx context.Context, tag string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
-	return PushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), nil)
+	return pushImage(ctx, e.rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), nil, e.AptRepo)
+}
+
+// PushBasePythonless pushes a base without Python (PythonlessRootfs), as
+// NVIDIA's Ubuntu bases are, as tag, with NVIDIA's environment like
+// PushBase: gpuimg's build then installs Python (and torch.compile's
+// compiler) with apt, from the Env's apt repository.
+func (e *Env) PushBasePythonless(ctx context.Context, tag string) (string, error) {
+	rootfs, err := PythonlessRootfs(ctx)
+	if err != nil {
+		return "", err
+	}
+	repo, version, _ := strings.Cut(tag, ":")
+	return pushImage(ctx, rootfs, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), nil, e.AptRepo)
 }
 
 // TorchWheels writes wheels for torch, torchvision and torchaudio as the
@@ -173,6 +200,7 @@ func (e *Env) Stop(ctx context.Context) error {
 	if e.Index != nil {
 		_ = e.Index.Close()
 	}
+	_ = e.AptRepo.Close()
 	if e.BuildKit != nil {
 		if err := e.BuildKit.Stop(ctx); err != nil {
 			firstErr = err

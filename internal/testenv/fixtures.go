@@ -42,6 +42,16 @@ func BaseRootfs(ctx context.Context, include ...string) (string, error) {
 		"debootstrap --variant=minbase with "+strings.Join(include, ", ")+", once (2 to 3 minutes; cached in %s)")
 }
 
+// PythonlessRootfs returns a tar of a minimal Debian bookworm root
+// filesystem with no extra packages, so no Python at all, as NVIDIA's
+// Ubuntu bases have none: gpuimg's build installs python3.X and its venv
+// with apt there (from the Env's AptRepo in tests). Cached like
+// BaseRootfs.
+func PythonlessRootfs(ctx context.Context) (string, error) {
+	return minbaseRootfs(ctx, "bookworm", nil, "making a Debian bookworm root filesystem without Python",
+		"debootstrap --variant=minbase, once (2 to 3 minutes; cached in %s)")
+}
+
 // minbaseRootfs returns a tar of debootstrap --variant=minbase of suite
 // with include, cached under CacheDir by suite and package list; step and
 // detail (with %s for the cache directory) are the progress line shown
@@ -66,7 +76,11 @@ func minbaseRootfs(ctx context.Context, suite string, include []string, step, de
 	defer os.RemoveAll(root)
 	done := startStep(ctx, step, fmt.Sprintf(detail, dir))
 	defer done()
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), suite, root, DebianMirror)
+	args := []string{"--variant=minbase"}
+	if len(include) > 0 {
+		args = append(args, "--include="+strings.Join(include, ","))
+	}
+	cmd := exec.CommandContext(ctx, "debootstrap", append(args, suite, root, DebianMirror)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("debootstrap %s: %w\n%s", suite, err, tail(b, 2000))
 	}
@@ -103,13 +117,20 @@ func tail(b []byte, n int) []byte {
 // PushImage pushes a single-layer image made of rootfs tar to ref (on a
 // loopback registry, over plain HTTP), with env and labels in its config, and returns
 // its digest. The config's created time is fixed, so the same rootfs gives
-// the same digest.
+// the same digest. Its apt sources stay Debian's; an Env's PushBase* point
+// them at the Env's loopback repository instead.
 func PushImage(ctx context.Context, rootfsTar, ref string, env []string, labels map[string]string) (string, error) {
+	return pushImage(ctx, rootfsTar, ref, env, labels, nil)
+}
+
+// pushImage is PushImage with repo's sources.list in the image
+// (fixtureImage; none changed for a nil repo).
+func pushImage(ctx context.Context, rootfsTar, ref string, env []string, labels map[string]string, repo *AptRepo) (string, error) {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return "", err
 	}
-	img, err := fixtureImage(rootfsTar, "amd64", env, labels)
+	img, err := fixtureImage(rootfsTar, "amd64", env, labels, repo)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -92,9 +93,27 @@ func ForeignRootfs(ctx context.Context, arch string, include ...string) (string,
 
 // fixtureImage is a single-layer image of rootfsTar for linux/arch, with
 // NVIDIA's PATH, env and labels in its config and a fixed creation time,
-// so the same rootfs gives the same digest.
-func fixtureImage(rootfsTar, arch string, env []string, labels map[string]string) (v1.Image, error) {
-	layer, err := tarball.LayerFromFile(rootfsTar)
+// so the same rootfs gives the same digest. Its /etc/apt/sources.list is
+// repo's alone (AptRepo.SourcesList), so apt in a test build never
+// reaches past loopback; a nil repo leaves the rootfs as it is.
+func fixtureImage(rootfsTar, arch string, env []string, labels map[string]string, repo *AptRepo) (v1.Image, error) {
+	opener := func() (io.ReadCloser, error) { return os.Open(rootfsTar) }
+	if repo != nil {
+		opener = func() (io.ReadCloser, error) {
+			f, err := os.Open(rootfsTar)
+			if err != nil {
+				return nil, err
+			}
+			pr, pw := io.Pipe()
+			go func() {
+				err := withSourcesList(pw, f, repo.SourcesList())
+				f.Close()
+				pw.CloseWithError(err)
+			}()
+			return pr, nil
+		}
+	}
+	layer, err := tarball.LayerFromOpener(opener)
 	if err != nil {
 		return nil, fmt.Errorf("layer from %s: %w", rootfsTar, err)
 	}
@@ -117,8 +136,9 @@ func fixtureImage(rootfsTar, arch string, env []string, labels map[string]string
 
 // PushIndex pushes a multi-platform image to ref (on a loopback registry):
 // one fixture image per architecture (arch → rootfs tar), under a manifest
-// list, as NVIDIA publishes nvidia/cuda. It returns the list's digest.
-func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, env []string) (string, error) {
+// list, as NVIDIA publishes nvidia/cuda, with repo's sources.list
+// (fixtureImage). It returns the list's digest.
+func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, env []string, repo *AptRepo) (string, error) {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return "", err
@@ -126,7 +146,7 @@ func PushIndex(ctx context.Context, ref string, rootfsByArch map[string]string, 
 	archs := slices.Sorted(maps.Keys(rootfsByArch))
 	idx := mutate.IndexMediaType(empty.Index, types.DockerManifestList)
 	for _, a := range archs {
-		img, err := fixtureImage(rootfsByArch[a], a, env, nil)
+		img, err := fixtureImage(rootfsByArch[a], a, env, nil, repo)
 		if err != nil {
 			return "", err
 		}
@@ -150,7 +170,7 @@ func (e *Env) PushBaseIndex(ctx context.Context, tag string, foreign map[string]
 	repo, version, _ := strings.Cut(tag, ":")
 	all := map[string]string{"amd64": e.rootfs}
 	maps.Copy(all, foreign)
-	return PushIndex(ctx, e.Registry.Host+"/"+repo+":"+version, all, baseEnv(version))
+	return PushIndex(ctx, e.Registry.Host+"/"+repo+":"+version, all, baseEnv(version), e.AptRepo)
 }
 
 // baseEnv is NVIDIA's environment for a tag's version (12.2.2-base-…).

@@ -311,5 +311,5 @@ func payload(seed string, n int) string {
 // Docker Hub, with NVIDIA's environment, and returns its digest.
 func (e *Env) PushBaseRootfs(ctx context.Context, rootfsTar, tag string) (string, error) {
 	repo, version, _ := strings.Cut(tag, ":")
-	return PushImage(ctx, rootfsTar, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), nil)
+	return pushImage(ctx, rootfsTar, e.Registry.Host+"/"+repo+":"+version, baseEnv(version), nil, e.AptRepo)
 }
