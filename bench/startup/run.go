@@ -283,6 +283,10 @@ func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir st
 		Progress:    io.Discard,
 		LargeWheel:  int64(float64(builder.DefaultLargeWheel) / scale),
 		Compression: compression,
+		// The sid base has no gcc, and the test environment's loopback apt
+		// repository holds Debian 12's packages, not sid's: the startup
+		// figures are about the frameworks' layers, not torch.compile's.
+		NoTorchCompile: true,
 	}
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {
