@@ -116,7 +116,7 @@ tag: "{torch}-cu{cuda_short}-py{python}"
 matrix:
   cuda: ["12.1", "12.2"]
   torch: ["2.2", "2.3"]
-  python: ["3.10", "3.11"]   # the fixture OS has only 3.11: the resolver refuses 3.10
+  python: ["3.7", "3.11"]    # torch 2.2 and 2.3 need Python 3.8 or later: the resolver refuses 3.7
 exclude:
   - {cuda: "12.1", torch: "2.2"}
 validate: {driver: 535.104.05, gpu: [h100, l4]}
