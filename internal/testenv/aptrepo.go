@@ -93,7 +93,7 @@ func AptRepoDir(ctx context.Context) (string, error) {
 	if out, err := exec.CommandContext(ctx, "apt-get", append(opts, "update")...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("apt-get update (Debian 12 for the local apt repository): %w\n%s", err, out)
 	}
-	dl := append(opts, append([]string{"install", "-y", "--download-only", "--no-install-recommends"}, pkgs...)...)
+	dl := slices.Concat(opts, []string{"install", "-y", "--download-only", "--no-install-recommends"}, pkgs)
 	if out, err := exec.CommandContext(ctx, "apt-get", dl...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("apt-get install --download-only %s: %w\n%s", strings.Join(pkgs, " "), err, out)
 	}
