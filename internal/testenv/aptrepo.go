@@ -71,27 +71,23 @@ func AptRepoDir(ctx context.Context) (string, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
-	lists, cache, state := filepath.Join(dir, "lists"), filepath.Join(dir, "cache"), filepath.Join(dir, "state")
-	for _, d := range []string{filepath.Join(lists, "partial"), filepath.Join(repo, "partial"), cache, state} {
+	cache, state, status := filepath.Join(dir, "cache"), filepath.Join(dir, "state"), filepath.Join(dir, "status")
+	for _, d := range []string{filepath.Join(repo, "partial"), cache, state} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
 	}
-	src, status := filepath.Join(dir, "sources.list"), filepath.Join(dir, "status")
-	line := "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] " + DebianMirror + " bookworm main\n"
-	if err := os.WriteFile(src, []byte(line), 0o644); err != nil {
-		return "", err
-	}
 	if err := os.WriteFile(status, nil, 0o644); err != nil {
 		return "", err
 	}
-	opts := []string{"-o", "Dir::Etc::SourceList=" + src, "-o", "Dir::Etc::SourceParts=/dev/null",
+	opts, err := privateApt(ctx, dir, "Debian 12 for the local apt repository",
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "+DebianMirror+" bookworm main",
 		"-o", "Dir::Etc::Preferences=/dev/null", "-o", "Dir::Etc::PreferencesParts=/dev/null",
-		"-o", "Dir::State=" + state, "-o", "Dir::State::Lists=" + lists, "-o", "Dir::State::status=" + status,
-		"-o", "Dir::Cache=" + cache, "-o", "Dir::Cache::Archives=" + repo,
-		"-o", "APT::Architecture=amd64", "-o", "APT::Architectures=amd64", "-o", "APT::Sandbox::User=root", "-qq"}
-	if out, err := exec.CommandContext(ctx, "apt-get", append(opts, "update")...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("apt-get update (Debian 12 for the local apt repository): %w\n%s", err, out)
+		"-o", "Dir::State="+state, "-o", "Dir::State::status="+status,
+		"-o", "Dir::Cache="+cache, "-o", "Dir::Cache::Archives="+repo,
+		"-o", "APT::Architecture=amd64", "-o", "APT::Architectures=amd64")
+	if err != nil {
+		return "", err
 	}
 	dl := slices.Concat(opts, []string{"install", "-y", "--download-only", "--no-install-recommends"}, pkgs)
 	if out, err := exec.CommandContext(ctx, "apt-get", dl...).CombinedOutput(); err != nil {
@@ -105,7 +101,7 @@ func AptRepoDir(ctx context.Context) (string, error) {
 	if err := writeAptIndex(ctx, repo); err != nil {
 		return "", err
 	}
-	for _, p := range []string{lists, cache, state} {
+	for _, p := range []string{filepath.Join(dir, "lists"), cache, state} {
 		_ = os.RemoveAll(p)
 	}
 	return repo, os.WriteFile(done, nil, 0o644)

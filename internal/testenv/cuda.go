@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -64,22 +65,17 @@ func debianNonFree(ctx context.Context, name, suite string, pkgs []string) (root
 	finish := startStep(ctx, "downloading "+strings.Join(pkgs, ", "),
 		fmt.Sprintf("from Debian's non-free archive, once (a minute or more, depending on the network; cached in %s)", dir))
 	defer finish()
-	lists := filepath.Join(dir, "lists")
 	archives := filepath.Join(dir, "archives")
-	for _, d := range []string{filepath.Join(lists, "partial"), filepath.Join(archives, "partial"), root} {
+	for _, d := range []string{filepath.Join(archives, "partial"), root} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
 	}
-	src := filepath.Join(dir, "sources.list")
-	line := "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] " + DebianMirror + " " + suite + " main contrib non-free\n"
-	if err := os.WriteFile(src, []byte(line), 0o644); err != nil {
+	opts, err := privateApt(ctx, dir, "Debian non-free",
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "+DebianMirror+" "+suite+" main contrib non-free",
+		"-o", "Dir::Cache::Archives="+archives)
+	if err != nil {
 		return "", err
-	}
-	opts := []string{"-o", "Dir::Etc::SourceList=" + src, "-o", "Dir::Etc::SourceParts=/dev/null",
-		"-o", "Dir::State::Lists=" + lists, "-o", "Dir::Cache::Archives=" + archives, "-o", "APT::Sandbox::User=root", "-qq"}
-	if out, err := exec.CommandContext(ctx, "apt-get", append(opts, "update")...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("apt-get update (Debian non-free): %w\n%s", err, out)
 	}
 	dl := exec.CommandContext(ctx, "apt-get", append(opts, append([]string{"download"}, pkgs...)...)...)
 	dl.Dir = archives
@@ -97,6 +93,27 @@ func debianNonFree(ctx context.Context, name, suite string, pkgs []string) (root
 		_ = os.Remove(deb)
 	}
 	return root, os.WriteFile(done, nil, 0o644)
+}
+
+// privateApt writes an apt configuration of its own under dir (the one
+// sources line, lists in dir/lists), leaving the host's alone, runs
+// apt-get update with it and returns the apt-get options that use it,
+// extra among them. what names the sources in an error.
+func privateApt(ctx context.Context, dir, what, sources string, extra ...string) ([]string, error) {
+	lists := filepath.Join(dir, "lists")
+	if err := os.MkdirAll(filepath.Join(lists, "partial"), 0o755); err != nil {
+		return nil, err
+	}
+	src := filepath.Join(dir, "sources.list")
+	if err := os.WriteFile(src, []byte(sources+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	opts := slices.Concat([]string{"-o", "Dir::Etc::SourceList=" + src, "-o", "Dir::Etc::SourceParts=/dev/null", "-o", "Dir::State::Lists=" + lists},
+		extra, []string{"-o", "APT::Sandbox::User=root", "-qq"})
+	if out, err := exec.CommandContext(ctx, "apt-get", append(opts, "update")...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("apt-get update (%s): %w\n%s", what, err, out)
+	}
+	return opts, nil
 }
 
 // Cuobjdump returns the cuobjdump unpacked by DebianCUDA or DebianTorchCUDA.
