@@ -40,9 +40,7 @@ type env struct {
 
 func startRegistries(t *testing.T) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: starts real registries")
-	}
+	testenv.Require(t, "starts real registries", testenv.Slow)
 	ctx := t.Context()
 	tools, err := testenv.BuildTools(ctx)
 	if err != nil {

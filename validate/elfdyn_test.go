@@ -176,9 +176,7 @@ func TestDynReaderEdges(t *testing.T) {
 // real toolchains' layouts (with and without -z separate-code, large
 // string tables), not only gcc's output for the fixtures.
 func TestDynReaderSystemFiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: reads every library of this machine")
-	}
+	testenv.Require(t, "reads every library of this machine", testenv.Slow)
 	var files []string
 	for _, g := range []string{"/usr/lib/*-linux-gnu/*.so*", "/usr/lib/*-linux-gnu/*/*.so*", "/usr/lib64/*.so*", "/usr/bin/*"} {
 		m, _ := filepath.Glob(g)

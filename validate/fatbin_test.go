@@ -22,9 +22,7 @@ import (
 // CUDA 11.8 packages) and compares the architectures found with what
 // NVIDIA's cuobjdump lists for the same files.
 func TestScanFatbinMatchesCuobjdump(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: needs Debian's CUDA packages")
-	}
+	testenv.Require(t, "needs Debian's CUDA packages", testenv.Slow)
 	root, err := testenv.DebianCUDA(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +43,7 @@ func TestScanFatbinMatchesCuobjdump(t *testing.T) {
 // binaries that the same toolkit's ptxas and fatbinary make here, which
 // also carry sm_90a PTX, compressed and not.
 func TestScanFatbinMatchesCuobjdumpArchSpecific(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: needs Debian's CUDA build of PyTorch")
-	}
+	testenv.Require(t, "needs Debian's CUDA build of PyTorch", testenv.Slow)
 	root, err := testenv.DebianTorchCUDA(t.Context())
 	if err != nil {
 		t.Fatal(err)

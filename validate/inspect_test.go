@@ -276,9 +276,7 @@ func TestReportRenderings(t *testing.T) {
 // CUDA 11.8 libraries as Debian packages them, plus a pip-wheel copy of
 // cuBLAS (the duplicate a careless Dockerfile makes).
 func TestInspectDebianCUDALibraries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: needs Debian's CUDA packages")
-	}
+	testenv.Require(t, "needs Debian's CUDA packages", testenv.Slow)
 	root, err := testenv.DebianCUDA(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -359,9 +357,7 @@ func must(t testing.TB, err error) {
 // forward-compatibility libcuda and the link stubs are not counted, and a
 // later layer that deletes the library clears the finding.
 func TestInspectDriverLibsBakedIn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: downloads Debian's libnvidia-ml1")
-	}
+	testenv.Require(t, "downloads Debian's libnvidia-ml1", testenv.Slow)
 	lib, err := testenv.DebianNVML(t.Context())
 	must(t, err)
 	real, err := filepath.EvalSymlinks(lib)

@@ -27,12 +27,7 @@ import (
 // runs containers with runc) and Debian's package mirror (debootstrap
 // makes the fixture base image once; it is cached).
 func TestBuildEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	// Parallel: its environment (registry, buildkitd, index, files) is its
 	// own; the process environment it sets is named below.
 	t.Parallel()

@@ -43,12 +43,7 @@ const layersScale = 1e-3
 //     CUDA library, cusparselt/lib's among them; validate finds no library
 //     installed twice; --compression zstd gives zstd layers.
 func TestBuildLayerSharing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	// Parallel: its environment (registry, buildkitd, files) is its own, and it
 	// sets no process environment; CI has 2 cores and waits are overlapped.
 	t.Parallel()

@@ -36,12 +36,7 @@ const (
 // an amd64 and an arm64 Debian rootfs, which gpuimg must pin by the list's
 // digest.
 func TestBuildMultiPlatform(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	ctx := t.Context()
 	start := time.Now()
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {

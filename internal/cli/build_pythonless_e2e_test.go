@@ -4,11 +4,12 @@ import (
 	"archive/tar"
 	"encoding/json"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 // TestBuildPythonlessReproducible builds one torch stack (CUDA 12.2,
@@ -22,12 +23,7 @@ import (
 // test that exercises torch.compile's packages end to end; the other
 // builds of the package pass --torch-compile=false.
 func TestBuildPythonlessReproducible(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	ctx := t.Context()
 	env := startEnv(t, "gy-")
 	_, err := env.PushBasePythonless(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")

@@ -29,12 +29,7 @@ import (
 //     dates the archive's directories at build time, which the export
 //     would clamp to each build's epoch, were the times not fixed.
 func TestBuildStandalonePython(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	// Parallel: its environment (registry, buildkitd, mirror, files) is its
 	// own, and it sets no process environment.
 	t.Parallel()

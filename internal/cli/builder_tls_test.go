@@ -17,12 +17,7 @@ import (
 // TestBuilderTLS connects to a real buildkitd listening on tcp:// with
 // mutual TLS, through the --builder-tls-* flags' options.
 func TestBuilderTLS(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	testenv.Require(t, "starts buildkitd with TLS", testenv.Slow, testenv.Root)
 	ctx := t.Context()
 	tools, err := testenv.BuildTools(ctx)
 	if err != nil {

@@ -144,9 +144,7 @@ func TestMatrixExpandBake(t *testing.T) {
 // TestMatrixExpandBakeBuildx: docker buildx bake (pinned in tools/go.mod)
 // accepts the bake output as is and reads back every target and tag.
 func TestMatrixExpandBakeBuildx(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds docker buildx from tools/go.mod (minutes the first time); run without -short")
-	}
+	testenv.Require(t, "builds docker buildx from tools/go.mod (minutes the first time)", testenv.Slow)
 	buildx, err := testenv.Buildx(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -27,9 +27,7 @@ import (
 // spooling (a small tmpfs; root), two copies racing to one tag, and
 // SIGINT during a copy (the real binary).
 func TestImagesFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts real registries")
-	}
+	testenv.Require(t, "starts real registries", testenv.Slow)
 	ctx := t.Context()
 	tools, err := testenv.BuildTools(ctx)
 	must(t, err)
@@ -62,9 +60,7 @@ func TestImagesFaults(t *testing.T) {
 	pushImage(bigRef, big)
 
 	t.Run("disk full while exporting or spooling: clean error, no partial file", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to mount a tmpfs")
-		}
+		testenv.Require(t, "mounts a tmpfs", testenv.Root)
 		full := t.TempDir()
 		if out, err := exec.CommandContext(ctx, "mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", full).CombinedOutput(); err != nil {
 			t.Skipf("mount tmpfs: %v %s", err, out)

@@ -97,9 +97,7 @@ func retar(b []byte, headers ...int) []byte {
 // must stay bounded whatever the layer's size. TestSparseDeviceLibIsABomb and the fuzz
 // targets cover the same inputs in process; this is the whole binary.
 func TestValidateHostileImages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the gpuimg binary and a 128 MiB image")
-	}
+	testenv.Require(t, "builds the gpuimg binary and a 128 MiB image", testenv.Slow)
 	// Parallel: its images and files are its own, and it sets no process
 	// environment.
 	t.Parallel()

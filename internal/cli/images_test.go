@@ -16,9 +16,7 @@ import (
 )
 
 func TestImagesCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts real registries")
-	}
+	testenv.Require(t, "starts real registries", testenv.Slow)
 	ctx := t.Context()
 	tools, err := testenv.BuildTools(ctx)
 	must(t, err)

@@ -118,12 +118,7 @@ func catalogHas(t *testing.T, host, repo string) bool {
 // and runs it; refusals (driver too old, arm64 only, over the size limit)
 // push nothing.
 func TestImagesImport(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts a registry and dockerd")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: dockerd")
-	}
+	testenv.Require(t, "starts a registry and dockerd", testenv.Slow, testenv.Root)
 	ctx := t.Context()
 	tools, err := testenv.BuildTools(ctx)
 	must(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/publish"
+	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 // TestPublishEndToEnd publishes a 2-variant publish file (CUDA 12.2 +
@@ -24,12 +25,7 @@ import (
 // variant that fails validation gets no tag. Then testPublishPool runs
 // issue 11's pool scenario on the same environment. Root is needed (runc).
 func TestPublishEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	// Parallel: its environment (registry, buildkitd, files) is its own, and it
 	// sets no process environment; CI has 2 cores and waits are overlapped.
 	t.Parallel()

@@ -220,12 +220,7 @@ func tarDir(dir, file string) error {
 
 // TestValidateDockerDaemon reads an image from a real dockerd.
 func TestValidateDockerDaemon(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: dockerd")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	testenv.Require(t, "starts dockerd", testenv.Slow, testenv.Root)
 	dir, err := os.MkdirTemp("/tmp", "gd-")
 	must(t, err)
 	d, err := testenv.StartDockerd(t.Context(), dir)

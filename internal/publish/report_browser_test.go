@@ -42,9 +42,7 @@ func chromiumPath(t *testing.T) string {
 // network), and checks what the browser built: the DOM it dumps and the
 // screenshot it takes.
 func TestReportInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens report.html in a headless chromium (installed with apt-get if missing); run without -short")
-	}
+	testenv.Require(t, "opens report.html in a headless chromium (installed with apt-get if missing)", testenv.Slow)
 	bin := chromiumPath(t)
 	dir := t.TempDir()
 	r := reportFixture()

@@ -14,9 +14,7 @@ import (
 // unpacked on overlayfs, and lazily through stargz-snapshotter (its layers
 // become FUSE mounts, not unpacked copies).
 func TestContainerd(t *testing.T) {
-	if testing.Short() || os.Geteuid() != 0 {
-		t.Skip("needs root, /dev/fuse and the network once (tools, debootstrap); not in -short")
-	}
+	Require(t, "runs containerd with runc and /dev/fuse, builds tools and a debootstrap rootfs once", Slow, Root)
 	ctx := t.Context()
 	tools, err := BuildTools(ctx)
 	if err != nil {

@@ -13,9 +13,7 @@ import (
 // child's own few. A child that touches 200 MiB is measured as such, and
 // exit codes pass through.
 func TestMeasure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: touches 300 MiB")
-	}
+	Require(t, "touches 300 MiB", Slow)
 	ctx := t.Context()
 	py, err := exec.LookPath("python3")
 	if err != nil {
