@@ -158,23 +158,46 @@ func (r *Request) pipConf() []byte {
 	return []byte(b.String())
 }
 
+// parseSecret parses a BuildKit secret, id=ID,src=FILE or id=ID,env=VAR
+// (buildctl's syntax; id=ID alone reads the variable ID), into the
+// source the session serves. The id gpuimg's pip.conf uses is refused.
+func parseSecret(s string) (secretsprovider.Source, error) {
+	src := secretsprovider.Source{}
+	for f := range strings.SplitSeq(s, ",") {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "id":
+			src.ID = v
+		case "src", "source":
+			src.FilePath = v
+		case "env":
+			src.Env = v
+		default:
+			return src, fmt.Errorf("secret %q: unknown key %q (use id, src, env)", s, k)
+		}
+	}
+	if src.ID == "" {
+		return src, fmt.Errorf("secret %q: want id=ID,src=FILE or id=ID,env=VAR", s)
+	}
+	if src.ID == SecretPipMirror {
+		return src, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", src.ID)
+	}
+	if src.FilePath == "" && src.Env == "" {
+		src.Env = src.ID
+	}
+	return src, nil
+}
+
+// secretIDs are the ids of the secrets specs (parseSecret), which the
+// Dockerfile's pip steps mount.
 func secretIDs(specs []string) ([]string, error) {
 	var ids []string
 	for _, s := range specs {
-		id := ""
-		for f := range strings.SplitSeq(s, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			if k == "id" {
-				id = v
-			}
+		src, err := parseSecret(s)
+		if err != nil {
+			return nil, err
 		}
-		if id == "" {
-			return nil, fmt.Errorf("secret %q: want id=ID,src=FILE or id=ID,env=VAR", s)
-		}
-		if id == SecretPipMirror {
-			return nil, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", id)
-		}
-		ids = append(ids, id)
+		ids = append(ids, src.ID)
 	}
 	return ids, nil
 }
@@ -276,6 +299,9 @@ func (r *Request) PlainHTTP(ref string) bool {
 
 // Build runs the plan on BuildKit: the generated Dockerfile through the
 // Dockerfile frontend, with the requested outputs, cache and secrets.
+// Its steps, in order, are run's: the build context, the exports, the
+// session, the layered Dockerfile, the solve (with the proof and push
+// retries) and the result.
 func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Result, error) {
 	if err := CheckCompression(req.Compression); err != nil {
 		return nil, err
@@ -283,11 +309,78 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
 		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
 	}
+	b := &run{c: c, req: req, plan: plan, dockerfile: plan.Dockerfile, steps: map[string]stepState{}}
+	defer b.close()
+	return b.run(ctx)
+}
+
+// run is one Build: what its steps share.
+type run struct {
+	c    *client.Client
+	req  Request
+	plan *Plan
+	// dir holds the generated build context (the Dockerfiles, gpuimg's
+	// scripts, the requirements file); removed by close.
+	dir string
+	opt client.SolveOpt
+	// renames are the staged file outputs, temporary name → final name
+	// (stageOutputs); a temporary file left at close is a failed build's.
+	renames map[string]string
+	// cleanup runs at close, last added first.
+	cleanup []func()
+	// steps are the Dockerfile steps by instruction, as the first solve
+	// saw them.
+	steps      map[string]stepState
+	dockerfile string  // the Dockerfile built: the plan's or the layered one
+	layers     []Layer // the layered build's Python layers
+	start      time.Time
+}
+
+func (b *run) run(ctx context.Context) (*Result, error) {
+	for _, step := range []func(context.Context) error{b.context, b.exports, b.session} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	b.start = time.Now() // Duration: the solves, the layered build's plan included
+	if err := b.layer(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := b.solve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for tmp, dest := range b.renames {
+		if err := os.Rename(tmp, dest); err != nil {
+			return nil, fmt.Errorf("output %s: %w", dest, err)
+		}
+	}
+	return b.result(resp), nil
+}
+
+func (b *run) close() {
+	for tmp := range b.renames {
+		_ = os.Remove(tmp) // left only if the build failed
+	}
+	for _, f := range slices.Backward(b.cleanup) {
+		f()
+	}
+}
+
+// version names the build in errors: the stack's tag.
+func (b *run) version() string { return b.plan.Labels["org.opencontainers.image.version"] }
+
+// context writes the generated build context and sets the solve's local
+// mounts (the generated context, and the user's for --copy) and the
+// frontend's attributes.
+func (b *run) context(context.Context) error {
+	req, plan := b.req, b.plan
 	tmp, err := os.MkdirTemp("", "gpuimg-build-")
 	if err != nil {
-		return nil, fmt.Errorf("create build context: %w", err)
+		return fmt.Errorf("create build context: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	b.dir = tmp
+	b.cleanup = append(b.cleanup, func() { os.RemoveAll(tmp) })
 	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy, ctxProof: proofPy, ctxHostLibs: matrix.HostLibsJSON()}
 	ctxDir := req.ContextDir
 	if ctxDir == "" {
@@ -298,34 +391,30 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(ctxDir, p)
 		}
-		b, err := os.ReadFile(p)
+		data, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("read requirements: %w", err)
+			return fmt.Errorf("read requirements: %w", err)
 		}
-		files[ctxRequirements] = b
+		files[ctxRequirements] = data
 	}
-	for name, b := range files {
-		p := filepath.Join(tmp, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return nil, fmt.Errorf("write build context: %w", err)
+	for name, data := range files {
+		if err := b.writeContext(name, data); err != nil {
+			return err
 		}
 	}
 	if err := checkCopySources(ctxDir, req.Extras.Copy); err != nil {
-		return nil, err
+		return err
 	}
 	localCtx, err := fsutil.NewFS(tmp)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mounts := map[string]fsutil.FS{"context": localCtx, "dockerfile": localCtx}
 	attrs := frontendAttrs(plan.SourceDateEpoch)
 	if len(req.Extras.Copy) > 0 {
 		userCtx, err := fsutil.NewFS(ctxDir)
 		if err != nil {
-			return nil, fmt.Errorf("context directory %s: %w", ctxDir, err)
+			return fmt.Errorf("context directory %s: %w", ctxDir, err)
 		}
 		mounts[UserContext] = userCtx
 		attrs["context:"+UserContext] = "local:" + UserContext
@@ -339,18 +428,35 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	for k, v := range plan.Labels {
 		attrs["label:"+k] = v
 	}
+	b.opt.Frontend = "dockerfile.v0"
+	b.opt.FrontendAttrs = attrs
+	b.opt.LocalMounts = mounts
+	return nil
+}
 
-	// File outputs are written under a temporary name and renamed when the
-	// build succeeds, so a failed build leaves no half-written archive.
+// writeContext writes one file of the generated build context.
+func (b *run) writeContext(name string, data []byte) error {
+	p := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write build context: %w", err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("write build context: %w", err)
+	}
+	return nil
+}
+
+// exports sets the solve's exports (the user's outputs, file outputs
+// staged under a temporary name and renamed when the build succeeds, so
+// a failed build leaves no half-written archive; the tags' image export)
+// and its cache imports and exports.
+func (b *run) exports(context.Context) error {
+	req := b.req
 	outputs, renames := stageOutputs(req.Outputs)
-	defer func() {
-		for tmp := range renames {
-			_ = os.Remove(tmp) // left only if the build failed
-		}
-	}()
+	b.renames = renames
 	exports, err := build.ParseOutput(outputs)
 	if err != nil {
-		return nil, fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--output: %w", err)
 	}
 	if len(req.Tags) > 0 {
 		e := client.ExportEntry{Type: client.ExporterImage, Attrs: map[string]string{"name": strings.Join(req.Tags, ",")}}
@@ -371,132 +477,125 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 			exporterCompression(exports[i].Attrs, req.Compression, exports[i].Type)
 		}
 	}
-	cacheTo, err := build.ParseExportCache(req.CacheTo)
-	if err != nil {
-		return nil, fmt.Errorf("--cache-to: %w", err)
+	if b.opt.CacheExports, err = build.ParseExportCache(req.CacheTo); err != nil {
+		return fmt.Errorf("--cache-to: %w", err)
 	}
-	cacheFrom, err := build.ParseImportCache(req.CacheFrom)
-	if err != nil {
-		return nil, fmt.Errorf("--cache-from: %w", err)
+	if b.opt.CacheImports, err = build.ParseImportCache(req.CacheFrom); err != nil {
+		return fmt.Errorf("--cache-from: %w", err)
 	}
+	b.opt.Exports = exports
+	return nil
+}
 
-	// Secrets: the user's, plus the generated pip.conf.
+// session sets what the solve's session serves: registry credentials
+// from the Docker config, and the secrets (the user's, and the generated
+// pip.conf when pip settings are given).
+func (b *run) session(context.Context) error {
+	req := b.req
 	var sources []secretsprovider.Source
 	for _, s := range req.Secrets {
-		src := secretsprovider.Source{}
-		for f := range strings.SplitSeq(s, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "id":
-				src.ID = v
-			case "src", "source":
-				src.FilePath = v
-			case "env":
-				src.Env = v
-			default:
-				return nil, fmt.Errorf("secret %q: unknown key %q (use id, src, env)", s, k)
-			}
-		}
-		if src.FilePath == "" && src.Env == "" {
-			src.Env = src.ID
+		src, err := parseSecret(s)
+		if err != nil {
+			return err
 		}
 		sources = append(sources, src)
 	}
 	if req.pipMirror() {
-		p := filepath.Join(tmp, "..", filepath.Base(tmp)+".pip.conf")
+		// Beside the context directory, not in it: the context is sent
+		// to the daemon, a secret is not.
+		p := filepath.Join(filepath.Dir(b.dir), filepath.Base(b.dir)+".pip.conf")
 		if err := os.WriteFile(p, req.pipConf(), 0o600); err != nil {
-			return nil, fmt.Errorf("write pip.conf secret: %w", err)
+			return fmt.Errorf("write pip.conf secret: %w", err)
 		}
-		defer os.Remove(p)
+		b.cleanup = append(b.cleanup, func() { os.Remove(p) })
 		sources = append(sources, secretsprovider.Source{ID: SecretPipMirror, FilePath: p})
 	}
 	store, err := secretsprovider.NewStore(sources)
 	if err != nil {
-		return nil, fmt.Errorf("secrets: %w", err)
+		return fmt.Errorf("secrets: %w", err)
 	}
 	dockerConfig := config.LoadDefaultConfigFile(io.Discard)
-	attach := []session.Attachable{
+	b.opt.Session = []session.Attachable{
 		authprovider.NewDockerAuthProvider(authprovider.DockerAuthProviderConfig{AuthConfigProvider: authprovider.LoadAuthConfig(dockerConfig)}),
 		secretsprovider.NewSecretProvider(store),
 	}
+	return nil
+}
 
-	opt := client.SolveOpt{
-		Frontend:      "dockerfile.v0",
-		FrontendAttrs: attrs,
-		LocalMounts:   mounts,
-		Exports:       exports,
-		CacheExports:  cacheTo,
-		CacheImports:  cacheFrom,
-		Session:       attach,
+// layer is the layered build's first pass (layered, for a Plan from
+// Prepare): it solves the plan stage (the frameworks' pip installs, as
+// in the plain Dockerfile), and points the solve at the layered
+// Dockerfile made from its plan.
+func (b *run) layer(ctx context.Context) error {
+	if !layered(b.req) || b.plan.definition.Base == "" {
+		return nil
 	}
-	start := time.Now()
-	steps := map[string]stepState{} // Dockerfile steps by instruction, as the first solve saw them
-	dockerfile := plan.Dockerfile
-	var layers []Layer
-	if layered(req) && plan.definition.Base != "" { // a Plan from Prepare
-		// First the plan stage (the frameworks' pip installs, as in the
-		// plain Dockerfile), then the layered Dockerfile made from it.
-		dists, err := planDists(opt, func(opt client.SolveOpt) (*client.SolveResponse, error) { return solve(ctx, c, opt, req, steps) })
-		if err != nil {
-			return nil, fmt.Errorf("build %s: plan: %s%w", plan.Labels["org.opencontainers.image.version"], proofHint(err), err)
-		}
-		if dockerfile, err = LayeredDockerfile(plan.definition, dists, req.LargeWheel); err != nil {
-			return nil, err
-		}
-		layers = LayerPlan(dists, req.LargeWheel)
-		if err := os.WriteFile(filepath.Join(tmp, ctxLayered), []byte(dockerfile), 0o644); err != nil {
-			return nil, fmt.Errorf("write build context: %w", err)
-		}
-		opt.FrontendAttrs = maps.Clone(attrs)
-		opt.FrontendAttrs["filename"] = ctxLayered
+	dists, err := planDists(b.opt, func(opt client.SolveOpt) (*client.SolveResponse, error) { return solve(ctx, b.c, opt, b.req, b.steps) })
+	if err != nil {
+		return fmt.Errorf("build %s: plan: %s%w", b.version(), proofHint(err), err)
 	}
+	if b.dockerfile, err = LayeredDockerfile(b.plan.definition, dists, b.req.LargeWheel); err != nil {
+		return err
+	}
+	b.layers = LayerPlan(dists, b.req.LargeWheel)
+	if err := b.writeContext(ctxLayered, []byte(b.dockerfile)); err != nil {
+		return err
+	}
+	b.opt.FrontendAttrs = maps.Clone(b.opt.FrontendAttrs)
+	b.opt.FrontendAttrs["filename"] = ctxLayered
+	return nil
+}
+
+// solve builds and exports the image, with the proof's check stages
+// beside it (for a Plan from Prepare, unless NoChecks), and solves again
+// after a push that failed for a transient cause, as many times as the
+// registry options' retries allow; every step is cached by then, so
+// another solve only pushes.
+func (b *run) solve(ctx context.Context) (*client.SolveResponse, error) {
+	req := b.req
 	backoff, err := images.RetryBackoff(req.Registry...)
 	if err != nil {
 		return nil, err
 	}
 	tries := max(backoff.Steps, 1)
-	var resp *client.SolveResponse
-	// The checks are solved beside the image (of a Plan from Prepare),
-	// which is exported only when they pass.
 	var checks []string
-	if plan.definition.Base != "" && !plan.definition.NoChecks {
+	if b.plan.definition.Base != "" && !b.plan.definition.NoChecks {
 		checks = []string{StageCheckEnv, StageCheck}
 	}
 	for try := 1; ; try++ {
-		resp, err = solve(ctx, c, opt, req, steps, checks...)
+		resp, err := solve(ctx, b.c, b.opt, req, b.steps, checks...)
 		if err == nil {
-			break
+			return resp, nil
 		}
 		registry, transient := pushFailure(err)
 		if registry == "" || ctx.Err() != nil {
-			return nil, fmt.Errorf("build %s: %s%w", plan.Labels["org.opencontainers.image.version"], proofHint(err), err)
+			return nil, fmt.Errorf("build %s: %s%w", b.version(), proofHint(err), err)
 		}
 		if !transient || try >= tries {
 			return nil, fmt.Errorf("build %s: push to %s failed (try %d of %d; no tag was written for an incomplete image): %w; check the registry, or raise --retries",
-				plan.Labels["org.opencontainers.image.version"], registry, try, tries, err)
+				b.version(), registry, try, tries, err)
 		}
-		// Every step is cached now: another solve only pushes again.
 		wait := backoff.Step()
 		if req.Progress != nil && req.ProgressMode != string(progressui.QuietMode) {
 			fmt.Fprintf(req.Progress, "gpuimg: push to %s failed (try %d of %d), trying again in %s: %v\n", registry, try, tries, wait.Round(time.Millisecond), err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("build %s: %w", plan.Labels["org.opencontainers.image.version"], context.Cause(ctx))
+			return nil, fmt.Errorf("build %s: %w", b.version(), context.Cause(ctx))
 		case <-time.After(wait):
 		}
 	}
-	for tmp, dest := range renames {
-		if err := os.Rename(tmp, dest); err != nil {
-			return nil, fmt.Errorf("output %s: %w", dest, err)
-		}
-	}
-	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: plan.Base, Stack: req.Stack, Duration: time.Since(start),
-		Dockerfile: dockerfile, Layers: layers}
+}
+
+// result is what the build produced, from the final solve's response.
+func (b *run) result(resp *client.SolveResponse) *Result {
+	req := b.req
+	res := &Result{Tags: req.Tags, Pushed: req.Push && len(req.Tags) > 0, Base: b.plan.Base, Stack: req.Stack, Duration: time.Since(b.start),
+		Dockerfile: b.dockerfile, Layers: b.layers}
 	if len(req.Tags) > 0 {
 		res.Compression = compressionOf(req.Compression, client.ExporterImage)
 	}
-	for _, st := range steps {
+	for _, st := range b.steps {
 		if st.done {
 			res.TotalSteps++
 			if st.cached {
@@ -507,7 +606,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if resp != nil {
 		res.Digest = resp.ExporterResponse["containerimage.digest"]
 	}
-	return res, nil
+	return res
 }
 
 // frontendAttrs are the Dockerfile frontend's attributes every solve of a
@@ -732,6 +831,15 @@ func solveChecked(ctx context.Context, gw gateway.Client, frontend string, check
 	}
 	return res, nil
 }
+
+// Why push failures are read from text: the push runs in buildkitd
+// (exporter/containerimage, "failed to push REF: cause", wrapping the
+// registry client's error), and only a gRPC status crosses to the client
+// (util/grpcerrors.ToGRPC, BuildKit v0.33): a code, the message, and as
+// typed details only BuildKit's own errors (solver/errdefs: exit codes,
+// vertices, sources). The registry client's typed errors (containerd's
+// remotes.ErrUnexpectedStatus with its status code, net.OpError) carry
+// no gRPC code and arrive as Unknown, so the message is all there is.
 
 // pushRE finds the image BuildKit's exporter failed to push, in the
 // message that reaches the client ("failed to push REF: cause").
