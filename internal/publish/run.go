@@ -34,6 +34,10 @@ type RunOptions struct {
 	// Connect dials a builder (TLS settings and so on); default
 	// builder.Connect.
 	Connect func(ctx context.Context, addr string) (*client.Client, error)
+	// Dial gives the Builder at an address; default: the BuildKit daemon
+	// there (Local's, or through Connect). A test gives its own to run the
+	// scheduling, validation and publication without a daemon.
+	Dial func(ctx context.Context, addr string) (Builder, error)
 	// Jobs is how many variants build at once on each builder (default 1).
 	Jobs int
 	// Only keeps the variants whose name equals it or matches it as a
@@ -137,6 +141,25 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 	rep.Finished = now().UTC()
 	return rep, nil
 }
+
+// Builder is one builder of the pool as Run uses it: it builds a
+// variant's plan, says after a failed build whether it still answers
+// (when it does not, the variant is retried on another builder), and is
+// closed when the run ends.
+type Builder interface {
+	Build(ctx context.Context, req builder.Request, plan *builder.Plan) (*builder.Result, error)
+	Alive(ctx context.Context) bool
+	Close() error
+}
+
+// buildKit is a Builder on a BuildKit daemon.
+type buildKit struct{ c *client.Client }
+
+func (b buildKit) Build(ctx context.Context, req builder.Request, plan *builder.Plan) (*builder.Result, error) {
+	return builder.Build(ctx, b.c, req, plan)
+}
+func (b buildKit) Alive(ctx context.Context) bool { return builder.Alive(ctx, b.c) }
+func (b buildKit) Close() error                   { return b.c.Close() }
 
 // runner is one Run's state.
 type runner struct {
@@ -354,17 +377,33 @@ func (r *runner) build(ctx context.Context, todo []task) {
 		}
 		addrs = []string{r.opts.Local.Address()}
 	}
-	connect := r.opts.Connect
-	if connect == nil {
-		connect = func(ctx context.Context, addr string) (*client.Client, error) { return builder.Connect(ctx, addr) }
+	dial := r.opts.Dial
+	if dial == nil {
+		connect := r.opts.Connect
+		if connect == nil {
+			connect = func(ctx context.Context, addr string) (*client.Client, error) { return builder.Connect(ctx, addr) }
+		}
+		dial = func(ctx context.Context, addr string) (Builder, error) {
+			var c *client.Client
+			var err error
+			if local {
+				c, err = r.opts.Local.Ensure(ctx)
+			} else {
+				c, err = connect(ctx, addr)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return buildKit{c}, nil
+		}
 	}
-	clients := make([]*client.Client, len(addrs))
+	clients := make([]Builder, len(addrs))
 	conns := make([]sync.Once, len(addrs))
 	connErr := make([]error, len(addrs))
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
-				c.Close()
+				_ = c.Close()
 			}
 		}
 	}()
@@ -372,13 +411,7 @@ func (r *runner) build(ctx context.Context, todo []task) {
 		builders: addrs,
 		jobs:     r.opts.Jobs,
 		run: func(ctx context.Context, b, id int) error {
-			conns[b].Do(func() {
-				if local {
-					clients[b], connErr[b] = r.opts.Local.Ensure(ctx)
-				} else {
-					clients[b], connErr[b] = connect(ctx, addrs[b])
-				}
-			})
+			conns[b].Do(func() { clients[b], connErr[b] = dial(ctx, addrs[b]) })
 			if connErr[b] != nil {
 				return &BuilderError{Addr: addrs[b], Err: connErr[b]}
 			}
@@ -404,7 +437,7 @@ func (r *runner) build(ctx context.Context, todo []task) {
 // and published (finish). It returns a *BuilderError when the builder
 // failed (the scheduler retries elsewhere); every other failure is
 // recorded.
-func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Client) error {
+func (r *runner) buildOne(ctx context.Context, i int, addr string, c Builder) error {
 	start := time.Now()
 	v := r.variants[i]
 	res := &r.rep.Results[i]
@@ -420,10 +453,10 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c *client.Cli
 	}
 	req.Outputs = append(req.Outputs, out)
 	r.event(i, "building on %s", addr)
-	built, err := builder.Build(ctx, c, req, r.prepared[i])
+	built, err := c.Build(ctx, req, r.prepared[i])
 	res.Times.Build = time.Since(start)
 	if err != nil {
-		if ctx.Err() == nil && !builder.Alive(ctx, c) {
+		if ctx.Err() == nil && !c.Alive(ctx) {
 			return &BuilderError{Addr: addr, Err: err}
 		}
 		r.fail(i, "build", err)

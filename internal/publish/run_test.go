@@ -1,14 +1,21 @@
 package publish
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -173,4 +180,159 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// fakeBuilder stands for a BuildKit daemon in Run's pool: a dead one
+// fails every build and no longer answers; a live one pushes a small
+// image by digest to the repository of the request's image output, with
+// the plan's labels and the output's annotations, as BuildKit's exporter
+// does for publish's push-by-digest output.
+type fakeBuilder struct {
+	dead   bool
+	builds *atomic.Int32
+}
+
+func (b fakeBuilder) Build(ctx context.Context, req builder.Request, plan *builder.Plan) (*builder.Result, error) {
+	b.builds.Add(1)
+	if b.dead {
+		return nil, errors.New("rpc error: code = Unavailable desc = connection refused")
+	}
+	var repo string
+	annotations := map[string]string{}
+	for _, out := range req.Outputs {
+		fields := strings.Split(out, ",")
+		if !slices.Contains(fields, "type=image") || !slices.Contains(fields, "push-by-digest=true") {
+			continue
+		}
+		for _, f := range fields {
+			k, v, _ := strings.Cut(f, "=")
+			if k == "name" {
+				repo = v
+			}
+			if a, ok := strings.CutPrefix(k, "annotation."); ok {
+				annotations[a] = v
+			}
+		}
+	}
+	if repo == "" {
+		return nil, fmt.Errorf("no push-by-digest image output in %q", req.Outputs)
+	}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Labels = plan.Labels
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		return nil, err
+	}
+	img = mutate.Annotations(img, annotations).(v1.Image)
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := name.ParseReference(repo + "@" + d.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		return nil, err
+	}
+	return &builder.Result{Digest: d.String()}, nil
+}
+
+func (b fakeBuilder) Alive(context.Context) bool { return !b.dead }
+func (b fakeBuilder) Close() error               { return nil }
+
+// TestRunBuildSeam runs Run's build, retry, validation and publication
+// logic on a pool of two fake builders (RunOptions.Dial) against an
+// in-process registry: the variant lands on the dead builder first and
+// is retried on the live one, which pushes it by digest with its inputs
+// annotation; the image (random layers claiming a torch stack) fails
+// static validation, so its report is attached to the digest and its
+// tag is not written.
+func TestRunBuildSeam(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	f, err := parse(t, strings.ReplaceAll(runFile, "REPO", host+"/ml/torch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := builtin(t)
+	plan, err := Expand(t.Context(), db, f, ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrors := images.Mirrors{"index.docker.io": host}
+	if err := remote.Write(mustRef(t, host+"/"+strings.TrimPrefix(plan.Variants[0].Stack.BaseImage, "docker.io/")), base); err != nil {
+		t.Fatal(err)
+	}
+	var deadBuilds, liveBuilds atomic.Int32
+	dialed := map[string]int{}
+	var mu sync.Mutex
+	only := plan.Variants[0]
+	rep, err := Run(t.Context(), f, db, RunOptions{
+		Builders: []string{"dead", "live"},
+		Only:     only.Name,
+		Request:  builder.Request{Mirrors: mirrors},
+		Dial: func(_ context.Context, addr string) (Builder, error) {
+			mu.Lock()
+			dialed[addr]++
+			mu.Unlock()
+			if addr == "dead" {
+				return fakeBuilder{dead: true, builds: &deadBuilds}, nil
+			}
+			return fakeBuilder{builds: &liveBuilds}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Results[0]
+	if deadBuilds.Load() != 1 || liveBuilds.Load() != 1 || dialed["dead"] != 1 || dialed["live"] != 1 {
+		t.Errorf("builds: dead %d, live %d; dials %v; want the variant on the dead builder once, then once on the live one, each dialed once",
+			deadBuilds.Load(), liveBuilds.Load(), dialed)
+	}
+	if res.Builder != "live" || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "builder dead failed, retried on live") }) {
+		t.Errorf("builder %q, notes %q: want the retry on live noted", res.Builder, res.Notes)
+	}
+	if res.Outcome != Failed || res.Digest == "" || !strings.Contains(res.Error, "static validation fail") || !strings.Contains(res.Error, "the tag was not written") {
+		t.Fatalf("result %+v: want a failed validation of a pushed digest", res)
+	}
+	digestRef := host + "/ml/torch@" + res.Digest
+	desc, err := remote.Get(mustRef(t, digestRef))
+	if err != nil {
+		t.Fatalf("the pushed digest: %v", err)
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := images.PinBase(t.Context(), only.Stack.BaseImage, mirrors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := Inputs(only.Stack, f, ExpandOptions{Bases: map[string]images.Base{only.Stack.BaseImage: pinned}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Annotations[InputsLabel] != inputs {
+		t.Errorf("manifest annotation %s = %q, want the variant's inputs %q", InputsLabel, m.Annotations[InputsLabel], inputs)
+	}
+	_, reports, err := images.Referrers(t.Context(), digestRef, images.ReportArtifactType)
+	if err != nil || len(reports) != 1 || reports[0].Annotations[images.AnnotationVerdict] != "fail" {
+		t.Errorf("reports attached to %s: %d, %v; want the failed validation's", digestRef, len(reports), err)
+	}
+	if _, err := remote.Head(mustRef(t, only.Tag)); err == nil {
+		t.Errorf("%s was written though its image failed validation", only.Tag)
+	}
 }
