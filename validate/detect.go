@@ -217,7 +217,7 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		for line := range strings.SplitSeq(string(readSmall(r, 64<<10)), "\n") {
 			k, v, ok := strings.Cut(line, "=")
 			if ok && (strings.TrimSpace(k) == "version" || strings.TrimSpace(k) == "version_info") {
-				py := minorOf(strings.TrimSpace(v))
+				py := matrix.MajorMinor(strings.TrimSpace(v))
 				add(func(d *detector) { d.f.venvPython = py })
 			}
 		}
@@ -404,14 +404,6 @@ func fmtVersion(parts ...int) string {
 		s[i] = strconv.Itoa(p)
 	}
 	return strings.Join(s, ".")
-}
-
-func minorOf(v string) string {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }
 
 // newer reports whether dotted version a sorts after b ("" and versions

@@ -67,6 +67,13 @@ var importRules = []importRule{
 		why:    "validate judges what it is handed (layers, a probe's answer); callers open images",
 	},
 	{
+		// validate wraps the probe's Result into a GPU Report, so the
+		// probe must not know validate, nor how an image is run.
+		from: []string{"validate/gpuprobe/..."},
+		deny: []string{"validate", "validate/gpurun/..."},
+		why:  "validate/gpuprobe measures and judges the machine it runs on, against the matrix alone",
+	},
+	{
 		from: []string{"builder/..."},
 		deny: []string{"validate/..."},
 		why:  "builder uses images (PinBase) and matrix only",

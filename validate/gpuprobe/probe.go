@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ var probePy []byte
 // NoGPU is the verdict of a probe that found no usable NVIDIA driver or GPU.
 const NoGPU Status = "no-gpu"
 
-// ProbeResult is what `gpuimg probe` prints: the driver and GPUs from
+// Result is what `gpuimg probe` prints: the driver and GPUs from
 // NVML, what the Python frameworks see, benchmark figures, and checks.
-type ProbeResult struct {
+type Result struct {
 	Driver  *DriverInfo `json:"driver,omitempty"`
 	GPUs    []GPUInfo   `json:"gpus"`
 	NoGPU   string      `json:"no_gpu,omitempty"` // why, when there is no driver or GPU
@@ -109,8 +109,8 @@ type TorchDevice struct {
 	TotalMemory uint64 `json:"total_memory,omitempty"`
 }
 
-// ProbeOptions tune Probe.
-type ProbeOptions struct {
+// Options tune Probe.
+type Options struct {
 	// Bench runs the benchmarks.
 	Bench bool
 	// Python is the interpreter; default python3 on PATH (none: skipped).
@@ -132,8 +132,8 @@ type ProbeOptions struct {
 }
 
 // Probe checks this machine's GPUs and Python frameworks.
-func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
-	res := &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}, ProbeVersion: ProbeVersion}
+func Probe(ctx context.Context, opt Options) *Result {
+	res := &Result{Created: time.Now().UTC(), GPUs: []GPUInfo{}, ProbeVersion: ProbeVersion}
 	add := func(name string, st Status, format string, args ...any) {
 		res.Checks = append(res.Checks, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
 	}
@@ -178,7 +178,7 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 
 // judgePyBench judges the Python probe's benchmark figures against the GPU
 // that produced them.
-func judgePyBench(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
+func judgePyBench(opt Options, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
 	if len(pp.Bench) == 0 {
 		return
 	}
@@ -194,7 +194,7 @@ func judgePyBench(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string
 // your driver …") means the host's driver is older than the image's
 // NVIDIA_REQUIRE_CUDA. ok is false when stderr says something else. The
 // driver and GPUs come from this host's NVML (the engine runs here).
-func RuntimeRefused(stderr string) (res *ProbeResult, ok bool) {
+func RuntimeRefused(stderr string) (res *Result, ok bool) {
 	_, cond, found := strings.Cut(stderr, "requirement error: unsatisfied condition: ")
 	if !found {
 		return nil, false
@@ -203,7 +203,7 @@ func RuntimeRefused(stderr string) (res *ProbeResult, ok bool) {
 		cond = cond[:i]
 	}
 	cond = strings.TrimSpace(cond)
-	res = &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
+	res = &Result{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
 	msg := "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
 	if drv, gpus, err := ProbeGPUs(); err == nil {
 		res.Driver, res.GPUs = drv, gpus
@@ -369,7 +369,7 @@ func checkRequire(db *matrix.DB, req string, drv *DriverInfo, gpus []GPUInfo, ad
 
 // runPyProbe runs probe.py with the environment's python3; nil when there
 // is no Python. Crashes and timeouts become failed checks.
-func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(string, Status, string, ...any)) *PyProbe {
+func runPyProbe(ctx context.Context, opt Options, noGPU bool, add func(string, Status, string, ...any)) *PyProbe {
 	py := opt.Python
 	if py == "" {
 		var err error
@@ -530,7 +530,7 @@ func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
 // 2 needs driver 535.104.05, while a 535.54.03 driver already reports CUDA
 // 12.2. It adds a driver-floor/stack check and updates the verdict; it
 // does nothing without a driver or a label.
-func CheckStackDriver(p *ProbeResult, labels map[string]string) {
+func CheckStackDriver(p *Result, labels map[string]string) {
 	if p.Driver == nil || p.Driver.Version == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestProbeWithoutDriver(t *testing.T) {
 	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); err == nil {
 		t.Skip("this machine has an NVIDIA driver")
 	}
-	res := Probe(t.Context(), ProbeOptions{})
+	res := Probe(t.Context(), Options{})
 	if res.Verdict != NoGPU || res.NoGPU == "" || len(res.Checks) == 0 || res.Checks[0].Name != "nvidia-driver" || res.Checks[0].Status != matrix.Fail {
 		t.Errorf("probe = %+v", res)
 	}
@@ -97,7 +97,7 @@ func TestProbePythonCrashAndTimeout(t *testing.T) {
 		add := func(name string, st Status, format string, args ...any) {
 			got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 		}
-		if pp := runPyProbe(t.Context(), ProbeOptions{Python: tt.py, Budget: tt.budget}, false, add); pp != nil {
+		if pp := runPyProbe(t.Context(), Options{Python: tt.py, Budget: tt.budget}, false, add); pp != nil {
 			t.Errorf("%s: got a probe result", tt.py)
 		}
 		if len(got) != 1 || got[0].Status != matrix.Fail || !strings.Contains(got[0].Message, tt.want) {
@@ -131,7 +131,7 @@ func TestProbePythonCrashAndTimeout(t *testing.T) {
 		add := func(name string, st Status, format string, args ...any) {
 			got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 		}
-		pp := runPyProbe(t.Context(), ProbeOptions{Python: tt.py, Budget: tt.budget}, false, add)
+		pp := runPyProbe(t.Context(), Options{Python: tt.py, Budget: tt.budget}, false, add)
 		if pp == nil || pp.Complete != tt.complete || pp.Bench["gemm_bf16_tflops"] != 700.5 || len(pp.Checks) != 2 {
 			t.Fatalf("%s: kept %+v", tt.py, pp)
 		}
@@ -151,7 +151,7 @@ func TestJudgeBench(t *testing.T) {
 		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 	}
 	bench := map[string]float64{"gemm_bf16_tflops": 600, "memory_bandwidth_gbs": 2000, "resnet50_images_per_s": 3000}
-	judgeBench(ProbeOptions{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
+	judgeBench(Options{DB: db, Bench: true}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
 	st := map[string]Status{}
 	for _, c := range got {
 		st[c.Name] = c.Status
@@ -160,25 +160,25 @@ func TestJudgeBench(t *testing.T) {
 		t.Errorf("judged %+v", got)
 	}
 	got = nil
-	judgeBench(ProbeOptions{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
+	judgeBench(Options{DB: db, MinEfficiency: map[string]float64{"gemm_bf16": 0.7}}, GPUInfo{Name: "NVIDIA H200"}, bench, nil, add)
 	if got[0].Status != matrix.Fail {
 		t.Errorf("--min-efficiency gemm_bf16=0.7: %+v", got)
 	}
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, nil, add)
+	judgeBench(Options{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5"}, bench, nil, add)
 	if len(got) != 1 || got[0].Status != matrix.Warn {
 		t.Errorf("unknown GPU: %+v", got)
 	}
 	// Under MIG the figures are a slice's: not judged against the card.
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, nil, add)
+	judgeBench(Options{DB: db}, GPUInfo{Name: "NVIDIA H200", MIG: "enabled"}, bench, nil, add)
 	if len(got) != 1 || got[0].Status != matrix.Warn || !strings.Contains(got[0].Message, "MIG is enabled") {
 		t.Errorf("MIG: %+v", got)
 	}
 	// Host copies are judged against the PCIe link (gen5 x16: 63.0 GB/s a
 	// direction), also on a card the matrix does not know.
 	got = nil
-	judgeBench(ProbeOptions{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, nil, add)
+	judgeBench(Options{DB: db}, GPUInfo{Name: "NVIDIA Voodoo5", PCIeMaxGen: 5, PCIeMaxWidth: 16}, map[string]float64{"h2d_gbs": 52, "d2h_gbs": 20}, nil, add)
 	st = map[string]Status{}
 	for _, c := range got {
 		st[c.Name] = c.Status
@@ -325,7 +325,7 @@ func TestProbeCPUOnlyTorch(t *testing.T) {
 		t.Skip("this machine has an NVIDIA driver")
 	}
 	var steps []string
-	res := Probe(t.Context(), ProbeOptions{Python: py, DB: db(t), Progress: func(step string, _ time.Duration) { steps = append(steps, step) }})
+	res := Probe(t.Context(), Options{Python: py, DB: db(t), Progress: func(step string, _ time.Duration) { steps = append(steps, step) }})
 	if strings.Join(steps, " ") != "torch/import" {
 		t.Errorf("progress told %q, want the one step before the end", steps)
 	}
@@ -348,8 +348,8 @@ func TestProbeCPUOnlyTorch(t *testing.T) {
 }
 
 // TestGPUFixtures reads the results bench/gpu/run.sh brought back from GPU
-// machines (validate/testdata/gpu-*/probe-bench.json): each must parse as
-// a ProbeResult with a GPU the matrix knows, its benchmark figures must be
+// machines (validate/gpuprobe/testdata/gpu-*/probe-bench.json): each must parse as
+// a Result with a GPU the matrix knows, its benchmark figures must be
 // judged against that GPU's peaks, and the verdict recorded must be the
 // one Probe's rules give for its checks.
 func TestGPUFixtures(t *testing.T) {
@@ -362,7 +362,7 @@ func TestGPUFixtures(t *testing.T) {
 		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
 			b, err := os.ReadFile(f)
 			must(t, err)
-			var res ProbeResult
+			var res Result
 			must(t, json.Unmarshal(b, &res))
 			if res.Driver == nil || res.Driver.Version == "" || len(res.GPUs) == 0 || res.Python == nil {
 				t.Fatalf("incomplete result: driver %+v, %d GPUs, python %v", res.Driver, len(res.GPUs), res.Python != nil)
@@ -382,7 +382,7 @@ func TestGPUFixtures(t *testing.T) {
 				t.Errorf("GPU fields %+v", g)
 			}
 			var judged []Check
-			judgePyBench(ProbeOptions{DB: db, Bench: true}, res.GPUs, res.Python, func(name string, st Status, format string, args ...any) {
+			judgePyBench(Options{DB: db, Bench: true}, res.GPUs, res.Python, func(name string, st Status, format string, args ...any) {
 				judged = append(judged, Check{Name: name, Status: st, Message: sprintf(format, args...)})
 			})
 			if len(judged) < 4 {
@@ -424,7 +424,7 @@ func gpuAcceptance(t *testing.T, db *matrix.DB, dir string) {
 	must(t, err)
 	second, err := os.ReadFile(filepath.Join(dir, "probe-accept.json"))
 	must(t, err)
-	var res ProbeResult
+	var res Result
 	must(t, json.Unmarshal(second, &res))
 	if res.Acceptance == nil || res.Acceptance.Against != "baseline" {
 		t.Fatalf("probe-accept.json has no acceptance against the baseline: %+v", res.Acceptance)
@@ -434,10 +434,14 @@ func gpuAcceptance(t *testing.T, db *matrix.DB, dir string) {
 			t.Errorf("two runs on one machine disagree: %s %.1f against %.1f (%.1f%% short)", f.Figure, f.Value, f.Expected, f.LossPct)
 		}
 	}
-	j, err := Judge([]string{"probe-accept.json"}, [][]byte{second}, AcceptOptions{Baseline: b, DB: db})
-	must(t, err)
-	if j.Instances[0].Verdict != res.Acceptance.Verdict {
-		t.Errorf("judged again %s, recorded %s", j.Instances[0].Verdict, res.Acceptance.Verdict)
+	// As probe judge does (validate.Judge): the recorded result judged
+	// again with this gpuimg's rules, then accepted against the baseline.
+	var again Result
+	must(t, json.Unmarshal(second, &again))
+	Rejudge(&again, db)
+	Accept(&again, AcceptOptions{Baseline: b, DB: db})
+	if again.Acceptance.Verdict != res.Acceptance.Verdict {
+		t.Errorf("judged again %s, recorded %s", again.Acceptance.Verdict, res.Acceptance.Verdict)
 	}
 }
 
@@ -455,14 +459,14 @@ func TestCheckStackDriver(t *testing.T) {
 		{"535.54.03", matrix.Warn, matrix.Pass}, // reports CUDA 12.2, below 12.2 Update 2's floor
 		{"470.256.02", matrix.Fail, matrix.Fail},
 	} {
-		p := &ProbeResult{Driver: &DriverInfo{Version: tt.driver}, Verdict: matrix.Pass}
+		p := &Result{Driver: &DriverInfo{Version: tt.driver}, Verdict: matrix.Pass}
 		CheckStackDriver(p, labels)
 		if len(p.Checks) != 1 || p.Checks[0].Name != "driver-floor/stack" || p.Checks[0].Status != tt.status || p.Verdict != tt.verdict {
 			t.Errorf("driver %s: %+v verdict %s, want %s %s", tt.driver, p.Checks, p.Verdict, tt.status, tt.verdict)
 		}
 	}
 	// No driver (no GPU) or no label: nothing to judge.
-	for _, p := range []*ProbeResult{{Verdict: NoGPU}, {Driver: &DriverInfo{Version: "580.95.05"}, Verdict: matrix.Pass}} {
+	for _, p := range []*Result{{Verdict: NoGPU}, {Driver: &DriverInfo{Version: "580.95.05"}, Verdict: matrix.Pass}} {
 		l := labels
 		if p.Driver != nil {
 			l = nil
@@ -474,7 +478,7 @@ func TestCheckStackDriver(t *testing.T) {
 	}
 	// A label that is there but is not a stack is a warning, not silence.
 	for _, bad := range []string{"{not json", `{"cuda":"12.2.2"}`} {
-		p := &ProbeResult{Driver: &DriverInfo{Version: "580.95.05"}, Verdict: matrix.Pass}
+		p := &Result{Driver: &DriverInfo{Version: "580.95.05"}, Verdict: matrix.Pass}
 		CheckStackDriver(p, map[string]string{"dev.gpuimg.stack": bad})
 		if len(p.Checks) != 1 || p.Checks[0].Status != matrix.Warn || !strings.Contains(p.Checks[0].Message, "not judged") || p.Verdict != matrix.Pass {
 			t.Errorf("label %q: %+v verdict %s", bad, p.Checks, p.Verdict)
@@ -505,66 +509,66 @@ func TestJudgeRecordedH200(t *testing.T) {
 	db := db(t)
 	for _, tt := range []struct {
 		name      string
-		transform func(*ProbeResult)
-		opt       ProbeOptions
+		transform func(*Result)
+		opt       Options
 		check     string // the check that tells
 		status    Status
 		want      string
 		verdict   Status
 	}{
-		{"as recorded", func(*ProbeResult) {}, ProbeOptions{}, "bench/gemm_bf16", matrix.Pass, "720.0 TFLOP/s = 73% of H200-SXM's 989.5 (threshold 50%)", matrix.Pass},
+		{"as recorded", func(*Result) {}, Options{}, "bench/gemm_bf16", matrix.Pass, "720.0 TFLOP/s = 73% of H200-SXM's 989.5 (threshold 50%)", matrix.Pass},
 		// 7% slower GEMM: still well above the datasheet floor (a
 		// baseline judges such a loss, not the peaks).
-		{"GEMM 7% slower", func(r *ProbeResult) {
+		{"GEMM 7% slower", func(r *Result) {
 			for _, k := range []string{"gemm_bf16_tflops", "gemm_fp16_tflops", "gemm_fp32_tflops"} {
 				r.Python.Bench[k] *= 0.93
 			}
-		}, ProbeOptions{}, "bench/gemm_bf16", matrix.Pass, "669.6 TFLOP/s = 68% of H200-SXM's 989.5", matrix.Pass},
+		}, Options{}, "bench/gemm_bf16", matrix.Pass, "669.6 TFLOP/s = 68% of H200-SXM's 989.5", matrix.Pass},
 		// The same GPU in a slot that gives it only gen3 x8 copies.
-		{"host copies at gen3 x8", func(r *ProbeResult) {
+		{"host copies at gen3 x8", func(r *Result) {
 			r.Python.Bench["h2d_gbs"], r.Python.Bench["d2h_gbs"] = 7.1, 7.2
-		}, ProbeOptions{}, "bench/h2d", matrix.Fail, "7.1 GB/s = 11% of PCIe gen5 x16's 63.0 (threshold 50%)", matrix.Fail},
+		}, Options{}, "bench/h2d", matrix.Fail, "7.1 GB/s = 11% of PCIe gen5 x16's 63.0 (threshold 50%)", matrix.Fail},
 		// A link that trains at gen3 x8 at most: judged against what it can do.
-		{"link gen3 x8", func(r *ProbeResult) {
+		{"link gen3 x8", func(r *Result) {
 			r.GPUs[0].PCIeMaxGen, r.GPUs[0].PCIeMaxWidth = 3, 8
 			r.Python.Bench["h2d_gbs"], r.Python.Bench["d2h_gbs"] = 7.1, 7.2
-		}, ProbeOptions{}, "bench/h2d", matrix.Pass, "7.1 GB/s = 90% of PCIe gen3 x8's 7.9", matrix.Pass},
-		{"MIG slice", func(r *ProbeResult) {
+		}, Options{}, "bench/h2d", matrix.Pass, "7.1 GB/s = 90% of PCIe gen3 x8's 7.9", matrix.Pass},
+		{"MIG slice", func(r *Result) {
 			r.GPUs[0].MIG = "enabled"
 			r.Python.Bench["gemm_bf16_tflops"] /= 7
-		}, ProbeOptions{}, "bench/peak", matrix.Warn, "MIG is enabled on NVIDIA H200", matrix.Pass},
-		{"TF32 leaked into fp32", func(r *ProbeResult) {
+		}, Options{}, "bench/peak", matrix.Warn, "MIG is enabled on NVIDIA H200", matrix.Pass},
+		{"TF32 leaked into fp32", func(r *Result) {
 			r.Python.Bench["gemm_fp32_tflops"] = 400
 			r.Python.Env = map[string]string{"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
-		}, ProbeOptions{}, "bench/gemm_fp32", matrix.Warn, "above the peak, so it measured something else: TF32 tensor cores, not float32 on the CUDA cores; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 lets cuBLAS", matrix.Pass},
-		{"bandwidth above HBM", func(r *ProbeResult) {
+		}, Options{}, "bench/gemm_fp32", matrix.Warn, "above the peak, so it measured something else: TF32 tensor cores, not float32 on the CUDA cores; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 lets cuBLAS", matrix.Pass},
+		{"bandwidth above HBM", func(r *Result) {
 			r.Python.Bench["memory_bandwidth_gbs"] = 9000
-		}, ProbeOptions{}, "bench/memory_bandwidth", matrix.Warn, "a copy served from cache", matrix.Pass},
-		{"GH200 host copies over NVLink-C2C", func(r *ProbeResult) {
+		}, Options{}, "bench/memory_bandwidth", matrix.Warn, "a copy served from cache", matrix.Pass},
+		{"GH200 host copies over NVLink-C2C", func(r *Result) {
 			r.GPUs[0].Name, r.Python.Device.Name = "NVIDIA GH200 480GB", "NVIDIA GH200 480GB"
 			r.Python.Bench["h2d_gbs"] = 380
-		}, ProbeOptions{}, "bench/h2d", matrix.Pass, "380.0 GB/s over NVLink-C2C", matrix.Pass},
+		}, Options{}, "bench/h2d", matrix.Pass, "380.0 GB/s over NVLink-C2C", matrix.Pass},
 		// torch's cuda:0 is NVML's GPU 1 (CUDA_VISIBLE_DEVICES=1): the
 		// figures are judged against GPU 1, here a slower card.
-		{"CUDA_VISIBLE_DEVICES picks GPU 1", func(r *ProbeResult) {
+		{"CUDA_VISIBLE_DEVICES picks GPU 1", func(r *Result) {
 			r.GPUs = append(r.GPUs, GPUInfo{Index: 1, Name: "NVIDIA L4", UUID: "GPU-0000aaaa-1111-2222-3333-444455556666", Arch: "sm_89", MIG: "disabled"})
 			r.Python.Device = &TorchDevice{Name: "NVIDIA L4", UUID: "0000aaaa-1111-2222-3333-444455556666"}
 			r.Python.Env = map[string]string{"CUDA_VISIBLE_DEVICES": "1"}
 			r.Python.Bench = map[string]float64{"gemm_fp32_tflops": 12}
-		}, ProbeOptions{}, "bench/gemm_fp32", matrix.Pass, "12.0 TFLOP/s = 40% of L4's 30.3 (threshold 30% for sm_89)", matrix.Pass},
-		{"sm_89 floor overridden", func(r *ProbeResult) {
+		}, Options{}, "bench/gemm_fp32", matrix.Pass, "12.0 TFLOP/s = 40% of L4's 30.3 (threshold 30% for sm_89)", matrix.Pass},
+		{"sm_89 floor overridden", func(r *Result) {
 			r.GPUs[0] = GPUInfo{Name: "NVIDIA L4", UUID: r.GPUs[0].UUID, Arch: "sm_89", MIG: "disabled"}
 			r.Python.Bench = map[string]float64{"gemm_fp32_tflops": 12}
-		}, ProbeOptions{MinEfficiency: map[string]float64{"gemm_fp32": 0.5}}, "bench/gemm_fp32", matrix.Fail, "(threshold 50%)", matrix.Fail},
-		{"torch without UUID", func(r *ProbeResult) {
+		}, Options{MinEfficiency: map[string]float64{"gemm_fp32": 0.5}}, "bench/gemm_fp32", matrix.Fail, "(threshold 50%)", matrix.Fail},
+		{"torch without UUID", func(r *Result) {
 			r.Python.Device.UUID = ""
-		}, ProbeOptions{}, "bench/gpu", matrix.Warn, "torch does not report cuda:0's UUID (torch older than 2.4): the figures are judged against NVML's GPU 0 (NVIDIA H200)", matrix.Pass},
-		{"torch's GPU unknown to NVML", func(r *ProbeResult) {
+		}, Options{}, "bench/gpu", matrix.Warn, "torch does not report cuda:0's UUID (torch older than 2.4): the figures are judged against NVML's GPU 0 (NVIDIA H200)", matrix.Pass},
+		{"torch's GPU unknown to NVML", func(r *Result) {
 			r.Python.Device.UUID = "0000bbbb-1111-2222-3333-444455556666"
-		}, ProbeOptions{}, "bench/gpu", matrix.Warn, "is none of the GPUs NVML lists", matrix.Pass},
+		}, Options{}, "bench/gpu", matrix.Warn, "is none of the GPUs NVML lists", matrix.Pass},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var res ProbeResult
+			var res Result
 			must(t, json.Unmarshal([]byte(h200Recorded), &res))
 			tt.transform(&res)
 			opt := tt.opt
@@ -587,7 +591,7 @@ func TestJudgeRecordedH200(t *testing.T) {
 }
 
 // judged is what Probe adds for a recorded result's GPUs and benchmarks.
-func judged(opt ProbeOptions, res *ProbeResult) []Check {
+func judged(opt Options, res *Result) []Check {
 	var got []Check
 	add := func(name string, st Status, format string, args ...any) {
 		got = append(got, Check{Name: name, Status: st, Message: sprintf(format, args...)})
@@ -727,7 +731,7 @@ func TestNVMLLostGPU(t *testing.T) {
 // TestGPUCheckBudget: bench/gpu/run.sh's step timeouts add up to at most
 // the 500 s it promises, so a rerun fits the device allowance.
 func TestGPUCheckBudget(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "bench", "gpu", "run.sh"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "bench", "gpu", "run.sh"))
 	must(t, err)
 	total := 0
 	for _, m := range regexp.MustCompile(`\btimeout (\d+) `).FindAllStringSubmatch(string(b), -1) {
@@ -737,5 +741,21 @@ func TestGPUCheckBudget(t *testing.T) {
 	}
 	if total == 0 || total > 500 {
 		t.Errorf("run.sh's timeouts add up to %d s, want at most 500", total)
+	}
+}
+
+func db(t testing.TB) *matrix.DB {
+	t.Helper()
+	d, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

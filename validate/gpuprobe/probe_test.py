@@ -1,4 +1,4 @@
-"""Tests of probe.py, run by validate/probe_test.go (TestProbePyUnit) with
+"""Tests of probe.py, run by validate/gpuprobe/probe_test.go (TestProbePyUnit) with
 Debian's python3-torch (a real CPU-only torch) and, on a machine with a GPU,
 with the GPU's torch:
 
