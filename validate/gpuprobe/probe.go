@@ -1,16 +1,11 @@
 package gpuprobe
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -365,138 +360,6 @@ func checkRequire(db *matrix.DB, req string, drv *DriverInfo, gpus []GPUInfo, ad
 	}
 	f := db.JudgeRuntimeOn("driver-floor", map[string]string{"NVIDIA_REQUIRE_CUDA": req}, fmt.Sprintf("driver %s reports CUDA %s (NVML)", drv.Version, drv.CUDAVersion), hosts)
 	add(f.Name, f.Status, "%s", f.Message)
-}
-
-// runPyProbe runs probe.py with the environment's python3; nil when there
-// is no Python. Crashes and timeouts become failed checks.
-func runPyProbe(ctx context.Context, opt Options, noGPU bool, add func(string, Status, string, ...any)) *PyProbe {
-	py := opt.Python
-	if py == "" {
-		var err error
-		if py, err = exec.LookPath("python3"); err != nil {
-			return nil
-		}
-	}
-	budget := opt.Budget
-	if budget == 0 {
-		budget = 2 * time.Minute
-		if opt.Bench {
-			budget = 12 * time.Minute
-		}
-	}
-	dir, err := os.MkdirTemp("", "gpuimg-probe-")
-	if err != nil {
-		add("probe/python", matrix.Fail, "temporary directory: %v", err)
-		return nil
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "probe.py")
-	if err := os.WriteFile(script, probePy, 0o644); err != nil {
-		add("probe/python", matrix.Fail, "write probe: %v", err)
-		return nil
-	}
-	args := []string{script, "--budget", fmt.Sprint(int(budget.Seconds() * 0.8))}
-	if opt.Bench {
-		args = append(args, "--bench")
-	}
-	if noGPU {
-		args = append(args, "--no-gpu")
-	}
-	cctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, py, args...)
-	// torch numbers GPUs fastest first by default, NVML by PCI bus: the
-	// same order for both, so the figures are judged against the GPU
-	// that produced them.
-	cmd.Env = append(os.Environ(), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stepWriter{buf: &stdout, progress: opt.Progress, start: time.Now()}, &stderr
-	err = cmd.Run()
-	pp := lastSnapshot(stdout.Bytes())
-	why := ""
-	switch {
-	case err == nil && pp != nil && pp.Complete:
-		return pp
-	case ctx.Err() != nil:
-		why = "the Python probe was interrupted"
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		why = fmt.Sprintf("the Python probe did not finish within %s", budget)
-	case err != nil:
-		why = fmt.Sprintf("the Python probe crashed (%v): %s", err, errorLine(stderr.String()))
-	default:
-		why = "the Python probe stopped without its result: " + errorLine(stderr.String())
-	}
-	if pp == nil {
-		add("probe/python", matrix.Fail, "%s", why)
-		return nil
-	}
-	if pp.Complete {
-		// Every step finished; only the interpreter's exit (CUDA or NCCL
-		// teardown) hung or crashed.
-		pp.Checks = append(pp.Checks, Check{Name: "probe/python", Status: matrix.Warn, Message: why + " after printing its complete result"})
-		return pp
-	}
-	// Keep what the steps before the hang or crash found.
-	pp.Checks = append(pp.Checks, Check{Name: "probe/python", Status: matrix.Fail, Message: why + "; results up to " + pp.Step + " are kept"})
-	return pp
-}
-
-// errorLine is the line of a Python stderr most likely to say what went
-// wrong: the last one that is neither a warning nor a quoted source line
-// (torch's deprecation warnings end with the line that raised them).
-func errorLine(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for _, l := range slices.Backward(lines) {
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") || strings.Contains(l, "Warning:") {
-			continue
-		}
-		return strings.TrimSpace(l)
-	}
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// stepWriter keeps probe.py's output and tells progress the step of each
-// snapshot line as it arrives.
-type stepWriter struct {
-	buf      *bytes.Buffer
-	progress func(string, time.Duration)
-	start    time.Time
-	seen     int // bytes of buf already scanned for whole lines
-}
-
-func (w *stepWriter) Write(p []byte) (int, error) {
-	n, _ := w.buf.Write(p)
-	if w.progress == nil {
-		return n, nil
-	}
-	for {
-		rest := w.buf.Bytes()[w.seen:]
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return n, nil
-		}
-		var snap struct {
-			Step     string `json:"step"`
-			Complete bool   `json:"complete"`
-		}
-		if json.Unmarshal(rest[:i], &snap) == nil && snap.Step != "" && !snap.Complete {
-			w.progress(snap.Step, time.Since(w.start))
-		}
-		w.seen += i + 1
-	}
-}
-
-// lastSnapshot is the last line of probe.py's output that is a whole JSON
-// snapshot; nil when there is none.
-func lastSnapshot(out []byte) *PyProbe {
-	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	for _, l := range slices.Backward(lines) {
-		var pp PyProbe
-		if json.Unmarshal(l, &pp) == nil && pp.Python != "" {
-			return &pp
-		}
-	}
-	return nil
 }
 
 // GPURow finds a GPU in the matrix's table by a name as NVML prints it
