@@ -100,7 +100,6 @@ var (
 	reCUDAVersion  = regexp.MustCompile(`^usr/local/cuda(-[0-9.]+)?/version\.(json|txt)$`)
 	reDefine       = regexp.MustCompile(`(?m)^#define\s+(CUDNN_MAJOR|CUDNN_MINOR|CUDNN_PATCHLEVEL|NCCL_MAJOR|NCCL_MINOR|NCCL_PATCH|CUDA_VERSION)\s+([0-9]+)`)
 	reTorchVersion = regexp.MustCompile(`(?m)^__version__[ \t]*=[ \t]*['"]([^'"\n]+)['"]`)
-	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:[ \t]*:[ \t]*[^=\n]+)?[ \t]*=[ \t]*(None|['"]([^'"\n]*)['"])`)
 	reNormalize    = regexp.MustCompile(`[-_.]+`)
 )
 
@@ -227,8 +226,8 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		if m := reTorchVersion.FindSubmatch(b); m != nil {
 			ti.Version = string(m[1])
 		}
-		if m := reTorchCUDA.FindSubmatch(b); m != nil && string(m[1]) != "None" {
-			ti.CUDA = string(m[2])
+		if cuda, ok := matrix.TorchCUDA(b); ok {
+			ti.CUDA = cuda
 		}
 		add(func(d *detector) { d.f.Torch = ti })
 	case (base == "cudnn_version.h" || base == "nccl.h" || base == "cuda.h") && isReg:
