@@ -25,7 +25,7 @@ bin/golangci-lint: tools/go.mod tools/go.sum
 test: lint tools ## lint, unit and integration tests (real buildkitd and registry), a short fuzz run
 	$(GO) test -race -count=1 -timeout 45m ./...
 # The shipped binary is cgo-free: load the real NVML without cgo too.
-	CGO_ENABLED=0 $(GO) test -count=1 -run='^TestProbe(RealNVML|WithoutDriver)' ./validate
+	CGO_ENABLED=0 $(GO) test -count=1 -run='^TestProbe(RealNVML|WithoutDriver)' ./validate/gpuprobe
 # A run that fails is run once more: Go's fuzz coordinator can end a timed
 # run with "context deadline exceeded" (a toolchain flake); a real crasher
 # is saved under testdata/fuzz and fails the second run again.

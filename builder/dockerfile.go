@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"bytes"
 	_ "embed"
 	"fmt"
 	"maps"
@@ -52,7 +53,11 @@ const (
 )
 
 //go:embed verify.py
-var verifyPy []byte
+var verifyPyTemplate []byte
+
+// verifyPy is verify.py with matrix.TorchCUDAPattern rendered in: one
+// rule for torch/version.py's CUDA line, here and in validate.
+var verifyPy = bytes.Replace(verifyPyTemplate, []byte("@TORCH_CUDA_PATTERN@"), []byte(matrix.TorchCUDAPattern), 1)
 
 //go:embed plan.py
 var planPy []byte

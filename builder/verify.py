@@ -26,7 +26,10 @@ import sys
 import sysconfig
 
 DISTS = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
-TORCH_CUDA = re.compile(r"""^cuda(?:\s*:\s*[^=]+)?\s*=\s*(None|['"]([^'"]*)['"])""", re.M)
+# The CUDA line of torch/version.py: gpuimg renders matrix.TorchCUDAPattern
+# (matrix/torchversion.go) in here, the one rule its image validation
+# reads torch's CUDA with too.
+TORCH_CUDA = re.compile(r"""@TORCH_CUDA_PATTERN@""")
 
 
 def fail(msg):

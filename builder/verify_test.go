@@ -1,11 +1,15 @@
 package builder
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // TestVerifyPy runs the install check that goes into every image against
@@ -64,6 +68,60 @@ func TestVerifyPy(t *testing.T) {
 				t.Errorf("output %q lacks %q", out, tt.msg)
 			}
 		})
+	}
+}
+
+// TestVerifyPyTorchCUDALine: verify.py reads torch/version.py's CUDA line
+// with matrix.TorchCUDAPattern, rendered in, and with Python's re it
+// accepts and rejects the same fixtures as matrix.TorchCUDA with Go's
+// regexp (matrix/testdata/torch-version-py.json, TestTorchCUDA).
+func TestVerifyPyTorchCUDALine(t *testing.T) {
+	if bytes.Contains(verifyPy, []byte("@TORCH_CUDA_PATTERN@")) || !bytes.Contains(verifyPy, []byte(`r"""`+matrix.TorchCUDAPattern+`"""`)) {
+		t.Fatal("verify.py does not hold matrix.TorchCUDAPattern as a raw string")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	fixtures, err := os.ReadFile(filepath.Join("..", "matrix", "testdata", "torch-version-py.json"))
+	must(t, err)
+	var cases []struct {
+		Name, Text string
+		Found      bool
+		CUDA       string
+	}
+	must(t, json.Unmarshal(fixtures, &cases))
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "verify.py"), verifyPy, 0o644))
+	// Each case's text through verify.TORCH_CUDA, as torch_cuda() reads it.
+	prog := `import json, sys
+sys.path.insert(0, sys.argv[1])
+import verify
+out = []
+for c in json.load(open(sys.argv[2])):
+    m = verify.TORCH_CUDA.search(c["text"])
+    out.append({"found": m is not None, "cuda": (m.group(2) or "") if m else ""})
+print(json.dumps(out))
+`
+	out, err := exec.Command(py, "-c", prog, dir, filepath.Join("..", "matrix", "testdata", "torch-version-py.json")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	var got []struct {
+		Found bool
+		CUDA  string
+	}
+	must(t, json.Unmarshal(out, &got))
+	if len(got) != len(cases) || len(cases) < 5 {
+		t.Fatalf("%d answers for %d cases", len(got), len(cases))
+	}
+	for i, tt := range cases {
+		if got[i].Found != tt.Found || got[i].CUDA != tt.CUDA {
+			t.Errorf("%s: verify.py found %v, CUDA %q; want %v, %q", tt.Name, got[i].Found, got[i].CUDA, tt.Found, tt.CUDA)
+		}
+		if cuda, found := matrix.TorchCUDA([]byte(tt.Text)); found != got[i].Found || cuda != got[i].CUDA {
+			t.Errorf("%s: Go says %v, %q; Python %v, %q", tt.Name, found, cuda, got[i].Found, got[i].CUDA)
+		}
 	}
 }
 

@@ -196,6 +196,17 @@ func (v Version) Major() int { return v.Part(0) }
 // Minor returns the second part, or 0.
 func (v Version) Minor() int { return v.Part(1) }
 
+// MajorMinor is the first two dot-separated parts of a version as written
+// ("3.11.4" → "3.11", "2.9.0+cu128" → "2.9"), without parsing it; a
+// string with no dot is returned as it is.
+func MajorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
 // Trunc returns the version cut to its first n numeric parts (12.2.2 → 12.2
 // for n=2), without a pre-release or local label. Missing parts are filled
 // with zeros; n is at most 4.

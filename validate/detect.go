@@ -100,7 +100,6 @@ var (
 	reCUDAVersion  = regexp.MustCompile(`^usr/local/cuda(-[0-9.]+)?/version\.(json|txt)$`)
 	reDefine       = regexp.MustCompile(`(?m)^#define\s+(CUDNN_MAJOR|CUDNN_MINOR|CUDNN_PATCHLEVEL|NCCL_MAJOR|NCCL_MINOR|NCCL_PATCH|CUDA_VERSION)\s+([0-9]+)`)
 	reTorchVersion = regexp.MustCompile(`(?m)^__version__[ \t]*=[ \t]*['"]([^'"\n]+)['"]`)
-	reTorchCUDA    = regexp.MustCompile(`(?m)^cuda(?:[ \t]*:[ \t]*[^=\n]+)?[ \t]*=[ \t]*(None|['"]([^'"\n]*)['"])`)
 	reNormalize    = regexp.MustCompile(`[-_.]+`)
 )
 
@@ -217,7 +216,7 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		for line := range strings.SplitSeq(string(readSmall(r, 64<<10)), "\n") {
 			k, v, ok := strings.Cut(line, "=")
 			if ok && (strings.TrimSpace(k) == "version" || strings.TrimSpace(k) == "version_info") {
-				py := minorOf(strings.TrimSpace(v))
+				py := matrix.MajorMinor(strings.TrimSpace(v))
 				add(func(d *detector) { d.f.venvPython = py })
 			}
 		}
@@ -227,8 +226,8 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		if m := reTorchVersion.FindSubmatch(b); m != nil {
 			ti.Version = string(m[1])
 		}
-		if m := reTorchCUDA.FindSubmatch(b); m != nil && string(m[1]) != "None" {
-			ti.CUDA = string(m[2])
+		if cuda, ok := matrix.TorchCUDA(b); ok {
+			ti.CUDA = cuda
 		}
 		add(func(d *detector) { d.f.Torch = ti })
 	case (base == "cudnn_version.h" || base == "nccl.h" || base == "cuda.h") && isReg:
@@ -404,14 +403,6 @@ func fmtVersion(parts ...int) string {
 		s[i] = strconv.Itoa(p)
 	}
 	return strings.Join(s, ".")
-}
-
-func minorOf(v string) string {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }
 
 // newer reports whether dotted version a sorts after b ("" and versions

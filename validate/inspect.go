@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 // Status is a check's outcome: pass, warn or fail.
@@ -43,13 +44,7 @@ type Report struct {
 	Checks   []Check   `json:"checks"`
 	Verdict  Status    `json:"verdict"` // pass, fail, or no-gpu for a GPU run without a GPU
 	// Probe holds the GPU run's raw result (kind gpu).
-	Probe *ProbeResult `json:"probe,omitempty"`
-}
-
-// GPUReport turns a probe of image (run inside it) into a Report.
-func GPUReport(image, digest string, p *ProbeResult) *Report {
-	return &Report{Kind: "gpu", Image: image, Digest: digest, Created: p.Created, Found: Found{Packages: map[string]string{}, Kernels: map[string]Kernels{}},
-		Checks: p.Checks, Verdict: p.Verdict, Probe: p}
+	Probe *gpuprobe.Result `json:"probe,omitempty"`
 }
 
 // Options for Inspect. DB is required.

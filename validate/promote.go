@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 // PromotionPolicy is what an attached validation report must show for
@@ -34,7 +35,7 @@ func (p PromotionPolicy) Accept(payload []byte, gpu, driver string) (bool, strin
 		return false, fmt.Sprintf("%s report %s", rep.Kind, verdictWord(rep.Verdict))
 	case p.Require != "static" && rep.Kind != "gpu":
 		return false, fmt.Sprintf("%s report, a GPU report is required (or --require static)", rep.Kind)
-	case p.GPU != "" && !SameGPU(p.DB, gpu, p.GPU):
+	case p.GPU != "" && !gpuprobe.SameGPU(p.DB, gpu, p.GPU):
 		return false, fmt.Sprintf("report for GPU %q, not %s", gpu, p.GPU)
 	case !p.MinDriver.IsZero():
 		v, err := matrix.ParseVersion(driver)
@@ -49,7 +50,7 @@ func (p PromotionPolicy) Accept(payload []byte, gpu, driver string) (bool, strin
 }
 
 func verdictWord(v Status) string {
-	if v == NoGPU {
+	if v == gpuprobe.NoGPU {
 		return "found no GPU"
 	}
 	return "failed"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 func TestPromotionPolicy(t *testing.T) {
@@ -31,7 +32,7 @@ func TestPromotionPolicy(t *testing.T) {
 		{"static report needs --require static", PromotionPolicy{}, staticPass, "", "", false, "a GPU report is required"},
 		{"static allowed", PromotionPolicy{Require: "static"}, staticPass, "", "", true, "static report passed"},
 		{"failed", PromotionPolicy{Require: "static"}, report("static", matrix.Fail), "", "", false, "static report failed"},
-		{"no GPU where it ran", PromotionPolicy{}, report("gpu", NoGPU), "", "", false, "gpu report found no GPU"},
+		{"no GPU where it ran", PromotionPolicy{}, report("gpu", gpuprobe.NoGPU), "", "", false, "gpu report found no GPU"},
 		{"not a report", PromotionPolicy{}, []byte(`{"hello":1}`), "", "", false, "not a gpuimg report"},
 		{"same card by NVML name", PromotionPolicy{GPU: "h100"}, gpuPass, "NVIDIA H100 80GB HBM3", "550.54.14", true, ""},
 		{"another board of the family", PromotionPolicy{GPU: "h100"}, gpuPass, "NVIDIA H100 PCIe", "550.54.14", false, `report for GPU "NVIDIA H100 PCIe", not h100`},

@@ -15,7 +15,7 @@
 # the GPU: it changes no setting of the card (no nvidia-smi -pm/-lgc/-pl,
 # no MIG).
 #
-# Results (commit them under validate/testdata/gpu-<card>/):
+# Results (commit them under validate/gpuprobe/testdata/gpu-<card>/):
 #   env.txt            date, kernel, nvidia-smi, nvidia-smi -q, nvidia-smi
 #                      nvlink -s, torch versions
 #   probe-bench.json   gpuimg probe --bench -o json (the fixture for tests),
@@ -93,7 +93,7 @@ a = r.get("acceptance") or {}
 print("acceptance", a.get("verdict"), "against the", a.get("against"), "verdict", r["verdict"])
 PY
 
-(cd validate && timeout 40 python3 -m unittest -v probe_test) >"$out/probe_test.txt" 2>&1
+(cd validate/gpuprobe && timeout 40 python3 -m unittest -v probe_test) >"$out/probe_test.txt" 2>&1
 status probe_test $?
 
 # The fat-binary scanner against NVIDIA's cuobjdump on torch's libraries.

@@ -31,22 +31,23 @@ type importRule struct {
 // non-test code: tests may use internal/testenv, for example.
 var importRules = []importRule{
 	{
-		from: []string{"matrix/...", "builder/...", "validate/...", "images/...", "internal/humanize/...", "internal/publish/..."},
+		from: []string{"matrix/...", "builder/...", "validate/...", "images/...", "internal/humanize/...", "internal/publish/...", "internal/upstream/..."},
 		deny: []string{"github.com/spf13/cobra/...", "github.com/spf13/pflag/...", "internal/cli/...", "internal/testenv/...", "cmd/..."},
 		why:  "library packages never depend on the CLI or the test environment",
 	},
 	{
+		// internal/upstream, which reads nvidia/cuda's tags through
+		// images, is outside matrix for that reason.
 		from: []string{"matrix/..."},
-		deny: []string{"builder/...", "validate/..."},
+		deny: []string{"builder/...", "validate/...", "images/..."},
 		why:  "matrix holds the compatibility facts the other packages build on",
 	},
 	{
-		// matrix/upstream reads nvidia/cuda's tags and image configs, and
-		// images is the only package that talks to registries.
-		from:   []string{"matrix/..."},
-		except: []string{"matrix/upstream"},
-		deny:   []string{"images/..."},
-		why:    "matrix holds the compatibility facts the other packages build on",
+		// It reads upstream's sources into a matrix overlay; the CLI
+		// hands it validate.ScanFatbin as its ArchScanner.
+		from: []string{"internal/upstream/..."},
+		deny: []string{"builder/...", "validate/...", "internal/publish/..."},
+		why:  "internal/upstream reads upstream's sources over HTTP and registries through images, nothing else",
 	},
 	{
 		from: []string{"images/..."},
@@ -65,6 +66,13 @@ var importRules = []importRule{
 		except: []string{"validate/gpurun"},
 		deny:   []string{"images/..."},
 		why:    "validate judges what it is handed (layers, a probe's answer); callers open images",
+	},
+	{
+		// validate wraps the probe's Result into a GPU Report, so the
+		// probe must not know validate, nor how an image is run.
+		from: []string{"validate/gpuprobe/..."},
+		deny: []string{"validate", "validate/gpurun/..."},
+		why:  "validate/gpuprobe measures and judges the machine it runs on, against the matrix alone",
 	},
 	{
 		from: []string{"builder/..."},

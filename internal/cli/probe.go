@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 	"github.com/gpuimg/gpuimg/validate/gpurun"
 )
 
@@ -29,7 +30,7 @@ func parseEfficiency(pairs []string) (map[string]float64, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		f, err := strconv.ParseFloat(v, 64)
-		if _, known := validate.DefaultMinEfficiency[k]; !ok || err != nil || f < 0 || f > 1 || !known {
+		if _, known := gpuprobe.DefaultMinEfficiency[k]; !ok || err != nil || f < 0 || f > 1 || !known {
 			return nil, invalid(fmt.Errorf("--min-efficiency %q", p), "write KEY=FRACTION with KEY one of gemm_bf16, gemm_fp16, gemm_fp32, memory_bandwidth, h2d, d2h, nccl_busbw, e.g. gemm_bf16=0.7")
 		}
 		out[k] = f
@@ -96,15 +97,15 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 			if (judging || saveBaseline != "") && !bench {
 				return invalid(errors.New("--baseline, --reference and --save-baseline judge or record benchmark figures"), "add --bench")
 			}
-			res := validate.Probe(cmd.Context(), validate.ProbeOptions{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
+			res := gpuprobe.Probe(cmd.Context(), gpuprobe.Options{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
 				RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true})
 			if judging {
-				validate.Accept(res, accept)
+				gpuprobe.Accept(res, accept)
 			}
 			if err := renderProbe(cmd.OutOrStdout(), output, res); err != nil {
 				return err
 			}
-			if saveBaseline != "" && res.Verdict != validate.NoGPU {
+			if saveBaseline != "" && res.Verdict != gpuprobe.NoGPU {
 				if err := writeBaseline(saveBaseline, res); err != nil {
 					return err
 				}
@@ -140,8 +141,8 @@ func (a *acceptFlags) addFlags(fs *pflag.FlagSet) {
 }
 
 // options reads the baseline file and the loss.
-func (a *acceptFlags) options(db *matrix.DB) (validate.AcceptOptions, error) {
-	opt := validate.AcceptOptions{Reference: a.reference, DB: db}
+func (a *acceptFlags) options(db *matrix.DB) (gpuprobe.AcceptOptions, error) {
+	opt := gpuprobe.AcceptOptions{Reference: a.reference, DB: db}
 	if a.baseline != "" && a.reference {
 		return opt, invalid(errors.New("--baseline and --reference both given"), "judge against one: your baseline, or the published references")
 	}
@@ -155,7 +156,7 @@ func (a *acceptFlags) options(db *matrix.DB) (validate.AcceptOptions, error) {
 		if err != nil {
 			return opt, invalid(fmt.Errorf("read baseline: %w", err), "give the file gpuimg probe --bench --save-baseline wrote")
 		}
-		if opt.Baseline, err = validate.ReadBaseline(b); err != nil {
+		if opt.Baseline, err = gpuprobe.ReadBaseline(b); err != nil {
 			return opt, invalid(fmt.Errorf("baseline %s: %w", a.baseline, err), "")
 		}
 	}
@@ -179,8 +180,8 @@ func parseLoss(s string) (float64, error) {
 
 // writeBaseline writes res's baseline to path atomically: path never holds
 // half a file, and a failed run writes none.
-func writeBaseline(path string, res *validate.ProbeResult) error {
-	b, err := validate.NewBaseline(res)
+func writeBaseline(path string, res *gpuprobe.Result) error {
+	b, err := gpuprobe.NewBaseline(res)
 	if err != nil {
 		return &Error{Err: err, Hint: "fix the failed checks, or record the baseline on a machine that passes", Code: ExitFailed}
 	}
@@ -251,7 +252,7 @@ Exit status: 0 every instance accepted, 1 one rejected, 2 could not run,
 func judgeExit(j *validate.Judgement) error {
 	noGPU := 0
 	for _, in := range j.Instances {
-		if in.Report.Verdict == validate.NoGPU {
+		if in.Report.Verdict == gpuprobe.NoGPU {
 			noGPU++
 		}
 	}
@@ -298,7 +299,7 @@ func renderJudgement(w io.Writer, output string, j *validate.Judgement) error {
 
 func probeExit(v validate.Status) error {
 	switch v {
-	case validate.NoGPU:
+	case gpuprobe.NoGPU:
 		return &Error{Err: errors.New("no NVIDIA driver or GPU (see the nvidia-driver check)"), Code: ExitNoGPU}
 	case matrix.Fail:
 		return &Error{Err: errors.New("a GPU check failed (see the failed checks)"), Code: ExitFailed}
@@ -306,7 +307,7 @@ func probeExit(v validate.Status) error {
 	return nil
 }
 
-func renderProbe(w io.Writer, output string, res *validate.ProbeResult) error {
+func renderProbe(w io.Writer, output string, res *gpuprobe.Result) error {
 	if output == "json" {
 		return writeJSON(w, res)
 	}

@@ -8,18 +8,19 @@ import (
 	"testing"
 
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
-// TestProbeJudge judges recorded results (validate/testdata/probe) with
+// TestProbeJudge judges recorded results (validate/gpuprobe/testdata/probe) with
 // gpuimg probe judge: the table, the JSON verdict, the exit codes, and the
 // errors for bad input.
 func TestProbeJudge(t *testing.T) {
 	dir := t.TempDir()
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "validate", "testdata", "probe", "h200.json"))
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "validate", "gpuprobe", "testdata", "probe", "h200.json"))
 	must(t, err)
-	var res validate.ProbeResult
+	var res gpuprobe.Result
 	must(t, json.Unmarshal(fixture, &res))
-	b, err := validate.NewBaseline(&res)
+	b, err := gpuprobe.NewBaseline(&res)
 	must(t, err)
 	write := func(name string, v any) string {
 		data, err := json.Marshal(v)
@@ -85,16 +86,16 @@ func TestProbeJudge(t *testing.T) {
 // passing run, replaces an older one whole, and a failed run leaves the
 // older one as it was.
 func TestWriteBaseline(t *testing.T) {
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "validate", "testdata", "probe", "h200.json"))
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "validate", "gpuprobe", "testdata", "probe", "h200.json"))
 	must(t, err)
-	var res validate.ProbeResult
+	var res gpuprobe.Result
 	must(t, json.Unmarshal(fixture, &res))
 	path := filepath.Join(t.TempDir(), "base.json")
 	must(t, os.WriteFile(path, []byte("old"), 0o644))
 	must(t, writeBaseline(path, &res))
 	b, err := os.ReadFile(path)
 	must(t, err)
-	got, err := validate.ReadBaseline(b)
+	got, err := gpuprobe.ReadBaseline(b)
 	if err != nil || got.GPU != "NVIDIA H200" || got.Bench["gemm_bf16_tflops"] != 720 {
 		t.Fatalf("baseline %+v, %v", got, err)
 	}

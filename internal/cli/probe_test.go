@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 	"github.com/gpuimg/gpuimg/validate/gpurun"
 )
 
@@ -236,10 +237,10 @@ func TestValidateRunDriverTooOld(t *testing.T) {
 // its link, the benchmark figures in a fixed order, every check and the
 // verdict.
 func TestRenderProbeText(t *testing.T) {
-	res := &validate.ProbeResult{
-		Driver:  &validate.DriverInfo{Version: "580.95.05", CUDAVersion: "13.0"},
-		GPUs:    []validate.GPUInfo{{Index: 0, Name: "NVIDIA H200", UUID: "GPU-1", Arch: "sm_90", MemoryBytes: 150 << 30, MIG: "disabled", PCIeGen: 1, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16}},
-		Python:  &validate.PyProbe{Python: "3.12.3", Bench: map[string]float64{"memory_bandwidth_gbs": 4100, "gemm_bf16_tflops": 700.25, "d2h_gbs": 50}},
+	res := &gpuprobe.Result{
+		Driver:  &gpuprobe.DriverInfo{Version: "580.95.05", CUDAVersion: "13.0"},
+		GPUs:    []gpuprobe.GPUInfo{{Index: 0, Name: "NVIDIA H200", UUID: "GPU-1", Arch: "sm_90", MemoryBytes: 150 << 30, MIG: "disabled", PCIeGen: 1, PCIeWidth: 16, PCIeMaxGen: 5, PCIeMaxWidth: 16}},
+		Python:  &gpuprobe.PyProbe{Python: "3.12.3", Bench: map[string]float64{"memory_bandwidth_gbs": 4100, "gemm_bf16_tflops": 700.25, "d2h_gbs": 50}},
 		Checks:  []validate.Check{{Name: "torch/cuda", Status: "pass", Message: "sees 1 GPU"}},
 		Verdict: "pass",
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/upstream"
 	"github.com/gpuimg/gpuimg/matrix"
-	"github.com/gpuimg/gpuimg/matrix/upstream"
 	"github.com/gpuimg/gpuimg/validate"
 )
 

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 	"github.com/gpuimg/gpuimg/validate/gpurun"
 )
 
@@ -128,7 +129,7 @@ driver or GPU where the probe ran.`,
 					return nil // --run kubernetes: the Job is the output
 				}
 				if judging && rep.Probe != nil {
-					validate.Accept(rep.Probe, accept)
+					gpuprobe.Accept(rep.Probe, accept)
 					rep.Checks, rep.Verdict = rep.Probe.Checks, rep.Probe.Verdict
 				}
 				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, "", "")
@@ -322,7 +323,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 	switch rep.Verdict {
 	case matrix.Fail:
 		return &Error{Err: errors.New("validation failed (see the failed checks)"), Code: ExitFailed}
-	case validate.NoGPU:
+	case gpuprobe.NoGPU:
 		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
 	}
 	return nil

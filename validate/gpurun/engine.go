@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 // probeInContainer is where the probe binary is mounted in the container.
@@ -73,7 +73,7 @@ type engineAnswer struct {
 	// refused is the result when the NVIDIA container runtime refused to
 	// start the image: the host's driver is older than its
 	// NVIDIA_REQUIRE_CUDA.
-	refused *validate.ProbeResult
+	refused *gpuprobe.Result
 	// noGPU: the engine cannot give a container a GPU here (no NVIDIA
 	// container toolkit, no CDI spec, no driver), rather than the image
 	// or the run failing.
@@ -86,7 +86,7 @@ var noGPUSigns = []string{"could not select device driver", "nvidia-container", 
 
 // readEngineError reads an engine's stderr after a run that printed nothing.
 func readEngineError(stderr string) engineAnswer {
-	if res, ok := validate.RuntimeRefused(stderr); ok {
+	if res, ok := gpuprobe.RuntimeRefused(stderr); ok {
 		return engineAnswer{refused: res}
 	}
 	for _, s := range noGPUSigns {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
-	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 func ref(t *testing.T, s string) images.Ref {
@@ -305,7 +305,7 @@ func TestRunWithoutGPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Kind != "gpu" || rep.Verdict != validate.NoGPU || rep.Image != "127.0.0.1:5000/gpuimg/probe:1" || rep.Digest != "sha256:abc" || rep.Probe.NoGPU == "" {
+			if rep.Kind != "gpu" || rep.Verdict != gpuprobe.NoGPU || rep.Image != "127.0.0.1:5000/gpuimg/probe:1" || rep.Digest != "sha256:abc" || rep.Probe.NoGPU == "" {
 				t.Errorf("report %+v", rep)
 			}
 			want := "gpuimg: " + string(tt.mode) + " cannot give the container a GPU (" + lastLine(tt.stderr) + "); probing without one\ngpuimg: probe: torch/cuda done after 1s\n"

@@ -12,7 +12,7 @@ import (
 // (Progress), so that Run can pass them through from a container.
 const ProgressPrefix = "gpuimg: probe: "
 
-// Progress returns a validate.ProbeOptions.Progress that writes each step
+// Progress returns a gpuprobe.Options.Progress that writes each step
 // the probe finishes to w (stderr), so a 12-minute benchmark run shows
 // where it is. Run passes these lines through from the container.
 func Progress(w io.Writer) func(step string, elapsed time.Duration) {

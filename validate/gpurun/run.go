@@ -14,6 +14,7 @@ import (
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 // Mode is where the probe runs.
@@ -52,7 +53,7 @@ type Options struct {
 	// Budget bounds the probe's Python checks and benchmarks (0: the
 	// probe's default, 2 min, 12 min with Bench); negative is an error.
 	Budget time.Duration
-	// MinEfficiency overrides benchmark thresholds (validate.DefaultMinEfficiency keys).
+	// MinEfficiency overrides benchmark thresholds (gpuprobe.DefaultMinEfficiency keys).
 	MinEfficiency map[string]float64
 	// MatrixFiles are mounted into the container and handed to the probe,
 	// so that it judges against the same GPU table as DB.
@@ -89,7 +90,7 @@ func Run(ctx context.Context, opt Options) (*validate.Report, error) {
 	if opt.Stderr == nil {
 		opt.Stderr = io.Discard
 	}
-	var res *validate.ProbeResult
+	var res *gpuprobe.Result
 	switch opt.Mode {
 	case Kubernetes:
 		w := opt.Manifest
@@ -101,7 +102,7 @@ func Run(ctx context.Context, opt Options) (*validate.Report, error) {
 		}
 		return nil, WriteJob(w, Job{Image: image, ProbeImage: opt.ProbeImage, Bench: opt.Bench, Args: probeCommand(opt)})
 	case Host:
-		res = validate.Probe(ctx, hostOptions(opt))
+		res = gpuprobe.Probe(ctx, hostOptions(opt))
 	default:
 		if res, err = runEngine(ctx, opt, image); err != nil {
 			return nil, err
@@ -144,8 +145,8 @@ func (opt Options) check() (string, error) {
 }
 
 // hostOptions are the probe's options on this host.
-func hostOptions(opt Options) validate.ProbeOptions {
-	return validate.ProbeOptions{Bench: opt.Bench, DB: opt.DB, MinEfficiency: opt.MinEfficiency, Budget: opt.Budget,
+func hostOptions(opt Options) gpuprobe.Options {
+	return gpuprobe.Options{Bench: opt.Bench, DB: opt.DB, MinEfficiency: opt.MinEfficiency, Budget: opt.Budget,
 		RequireCUDA: opt.RequireCUDA, Progress: Progress(opt.Stderr)}
 }
 
@@ -153,7 +154,7 @@ func hostOptions(opt Options) validate.ProbeOptions {
 // GPU, and again without one when the engine cannot give the container a
 // GPU here. With a driver in the answer, it judges the driver against the
 // floor in the image's stack label, read from the engine.
-func runEngine(ctx context.Context, opt Options, image string) (*validate.ProbeResult, error) {
+func runEngine(ctx context.Context, opt Options, image string) (*gpuprobe.Result, error) {
 	if opt.ProbeBinary == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -184,7 +185,7 @@ func runEngine(ctx context.Context, opt Options, image string) (*validate.ProbeR
 			out, errOut, err = run(false)
 		}
 	}
-	var res validate.ProbeResult
+	var res gpuprobe.Result
 	if jerr := json.Unmarshal(out, &res); jerr != nil {
 		if err == nil {
 			err = jerr
@@ -194,7 +195,7 @@ func runEngine(ctx context.Context, opt Options, image string) (*validate.ProbeR
 	if res.Driver != nil {
 		// The engine has the image now: judge the driver against the
 		// floor its stack label records.
-		validate.CheckStackDriver(&res, ImageLabels(ctx, engine, image))
+		gpuprobe.CheckStackDriver(&res, ImageLabels(ctx, engine, image))
 	}
 	return &res, nil
 }

@@ -1,16 +1,11 @@
-package validate
+package gpuprobe
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +20,9 @@ var probePy []byte
 // NoGPU is the verdict of a probe that found no usable NVIDIA driver or GPU.
 const NoGPU Status = "no-gpu"
 
-// ProbeResult is what `gpuimg probe` prints: the driver and GPUs from
+// Result is what `gpuimg probe` prints: the driver and GPUs from
 // NVML, what the Python frameworks see, benchmark figures, and checks.
-type ProbeResult struct {
+type Result struct {
 	Driver  *DriverInfo `json:"driver,omitempty"`
 	GPUs    []GPUInfo   `json:"gpus"`
 	NoGPU   string      `json:"no_gpu,omitempty"` // why, when there is no driver or GPU
@@ -109,8 +104,8 @@ type TorchDevice struct {
 	TotalMemory uint64 `json:"total_memory,omitempty"`
 }
 
-// ProbeOptions tune Probe.
-type ProbeOptions struct {
+// Options tune Probe.
+type Options struct {
 	// Bench runs the benchmarks.
 	Bench bool
 	// Python is the interpreter; default python3 on PATH (none: skipped).
@@ -132,8 +127,8 @@ type ProbeOptions struct {
 }
 
 // Probe checks this machine's GPUs and Python frameworks.
-func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
-	res := &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}, ProbeVersion: ProbeVersion}
+func Probe(ctx context.Context, opt Options) *Result {
+	res := &Result{Created: time.Now().UTC(), GPUs: []GPUInfo{}, ProbeVersion: ProbeVersion}
 	add := func(name string, st Status, format string, args ...any) {
 		res.Checks = append(res.Checks, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
 	}
@@ -178,7 +173,7 @@ func Probe(ctx context.Context, opt ProbeOptions) *ProbeResult {
 
 // judgePyBench judges the Python probe's benchmark figures against the GPU
 // that produced them.
-func judgePyBench(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
+func judgePyBench(opt Options, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
 	if len(pp.Bench) == 0 {
 		return
 	}
@@ -194,7 +189,7 @@ func judgePyBench(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string
 // your driver …") means the host's driver is older than the image's
 // NVIDIA_REQUIRE_CUDA. ok is false when stderr says something else. The
 // driver and GPUs come from this host's NVML (the engine runs here).
-func RuntimeRefused(stderr string) (res *ProbeResult, ok bool) {
+func RuntimeRefused(stderr string) (res *Result, ok bool) {
 	_, cond, found := strings.Cut(stderr, "requirement error: unsatisfied condition: ")
 	if !found {
 		return nil, false
@@ -203,7 +198,7 @@ func RuntimeRefused(stderr string) (res *ProbeResult, ok bool) {
 		cond = cond[:i]
 	}
 	cond = strings.TrimSpace(cond)
-	res = &ProbeResult{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
+	res = &Result{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
 	msg := "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
 	if drv, gpus, err := ProbeGPUs(); err == nil {
 		res.Driver, res.GPUs = drv, gpus
@@ -367,138 +362,6 @@ func checkRequire(db *matrix.DB, req string, drv *DriverInfo, gpus []GPUInfo, ad
 	add(f.Name, f.Status, "%s", f.Message)
 }
 
-// runPyProbe runs probe.py with the environment's python3; nil when there
-// is no Python. Crashes and timeouts become failed checks.
-func runPyProbe(ctx context.Context, opt ProbeOptions, noGPU bool, add func(string, Status, string, ...any)) *PyProbe {
-	py := opt.Python
-	if py == "" {
-		var err error
-		if py, err = exec.LookPath("python3"); err != nil {
-			return nil
-		}
-	}
-	budget := opt.Budget
-	if budget == 0 {
-		budget = 2 * time.Minute
-		if opt.Bench {
-			budget = 12 * time.Minute
-		}
-	}
-	dir, err := os.MkdirTemp("", "gpuimg-probe-")
-	if err != nil {
-		add("probe/python", matrix.Fail, "temporary directory: %v", err)
-		return nil
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "probe.py")
-	if err := os.WriteFile(script, probePy, 0o644); err != nil {
-		add("probe/python", matrix.Fail, "write probe: %v", err)
-		return nil
-	}
-	args := []string{script, "--budget", fmt.Sprint(int(budget.Seconds() * 0.8))}
-	if opt.Bench {
-		args = append(args, "--bench")
-	}
-	if noGPU {
-		args = append(args, "--no-gpu")
-	}
-	cctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, py, args...)
-	// torch numbers GPUs fastest first by default, NVML by PCI bus: the
-	// same order for both, so the figures are judged against the GPU
-	// that produced them.
-	cmd.Env = append(os.Environ(), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stepWriter{buf: &stdout, progress: opt.Progress, start: time.Now()}, &stderr
-	err = cmd.Run()
-	pp := lastSnapshot(stdout.Bytes())
-	why := ""
-	switch {
-	case err == nil && pp != nil && pp.Complete:
-		return pp
-	case ctx.Err() != nil:
-		why = "the Python probe was interrupted"
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		why = fmt.Sprintf("the Python probe did not finish within %s", budget)
-	case err != nil:
-		why = fmt.Sprintf("the Python probe crashed (%v): %s", err, errorLine(stderr.String()))
-	default:
-		why = "the Python probe stopped without its result: " + errorLine(stderr.String())
-	}
-	if pp == nil {
-		add("probe/python", matrix.Fail, "%s", why)
-		return nil
-	}
-	if pp.Complete {
-		// Every step finished; only the interpreter's exit (CUDA or NCCL
-		// teardown) hung or crashed.
-		pp.Checks = append(pp.Checks, Check{Name: "probe/python", Status: matrix.Warn, Message: why + " after printing its complete result"})
-		return pp
-	}
-	// Keep what the steps before the hang or crash found.
-	pp.Checks = append(pp.Checks, Check{Name: "probe/python", Status: matrix.Fail, Message: why + "; results up to " + pp.Step + " are kept"})
-	return pp
-}
-
-// errorLine is the line of a Python stderr most likely to say what went
-// wrong: the last one that is neither a warning nor a quoted source line
-// (torch's deprecation warnings end with the line that raised them).
-func errorLine(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for _, l := range slices.Backward(lines) {
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") || strings.Contains(l, "Warning:") {
-			continue
-		}
-		return strings.TrimSpace(l)
-	}
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// stepWriter keeps probe.py's output and tells progress the step of each
-// snapshot line as it arrives.
-type stepWriter struct {
-	buf      *bytes.Buffer
-	progress func(string, time.Duration)
-	start    time.Time
-	seen     int // bytes of buf already scanned for whole lines
-}
-
-func (w *stepWriter) Write(p []byte) (int, error) {
-	n, _ := w.buf.Write(p)
-	if w.progress == nil {
-		return n, nil
-	}
-	for {
-		rest := w.buf.Bytes()[w.seen:]
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return n, nil
-		}
-		var snap struct {
-			Step     string `json:"step"`
-			Complete bool   `json:"complete"`
-		}
-		if json.Unmarshal(rest[:i], &snap) == nil && snap.Step != "" && !snap.Complete {
-			w.progress(snap.Step, time.Since(w.start))
-		}
-		w.seen += i + 1
-	}
-}
-
-// lastSnapshot is the last line of probe.py's output that is a whole JSON
-// snapshot; nil when there is none.
-func lastSnapshot(out []byte) *PyProbe {
-	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	for _, l := range slices.Backward(lines) {
-		var pp PyProbe
-		if json.Unmarshal(l, &pp) == nil && pp.Python != "" {
-			return &pp
-		}
-	}
-	return nil
-}
-
 // GPURow finds a GPU in the matrix's table by a name as NVML prints it
 // ("NVIDIA H200", "NVIDIA A100-SXM4-80GB") or as a user writes it ("h200").
 func GPURow(db *matrix.DB, name string) (matrix.GPU, bool) { return gpuRow(db, name) }
@@ -530,7 +393,7 @@ func gpuRow(db *matrix.DB, nvmlName string) (matrix.GPU, bool) {
 // 2 needs driver 535.104.05, while a 535.54.03 driver already reports CUDA
 // 12.2. It adds a driver-floor/stack check and updates the verdict; it
 // does nothing without a driver or a label.
-func CheckStackDriver(p *ProbeResult, labels map[string]string) {
+func CheckStackDriver(p *Result, labels map[string]string) {
 	if p.Driver == nil || p.Driver.Version == "" {
 		return
 	}

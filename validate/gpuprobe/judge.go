@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"fmt"
@@ -125,7 +125,7 @@ func minEfficiency(arch string, user map[string]float64) map[string]float64 {
 // judgeBench compares benchmark figures with the GPU's datasheet peaks:
 // below the floor fails, above MaxOverPeak warns that the figure measured
 // something else. env is the probe's recorded environment.
-func judgeBench(opt ProbeOptions, g GPUInfo, bench map[string]float64, env map[string]string, add func(string, Status, string, ...any)) {
+func judgeBench(opt Options, g GPUInfo, bench map[string]float64, env map[string]string, add func(string, Status, string, ...any)) {
 	if opt.DB == nil || len(bench) == 0 {
 		return
 	}

@@ -14,7 +14,7 @@ func readData(t *testing.T) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
 	for _, name := range DataFiles() {
-		b, err := os.ReadFile(filepath.Join("..", "data", name))
+		b, err := os.ReadFile(filepath.Join("..", "..", "matrix", "data", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"fmt"
@@ -116,7 +116,7 @@ func ncclGPUs(gpus []GPUInfo, n int, env map[string]string) []GPUInfo {
 // an achievable share for every link and GPU count), so a figure below it
 // warns; a floor set with --min-efficiency nccl_busbw fails. One GPU has
 // no link to judge.
-func judgeNCCL(opt ProbeOptions, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
+func judgeNCCL(opt Options, gpus []GPUInfo, pp *PyProbe, add func(string, Status, string, ...any)) {
 	const name = "bench/nccl_busbw"
 	got, measured := pp.Bench[ncclBusBW]
 	if !measured {

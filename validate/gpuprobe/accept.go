@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"crypto/sha256"
@@ -51,7 +51,7 @@ type Baseline struct {
 
 // NewBaseline makes a baseline of a probe result. Only a passing result
 // with benchmark figures from a GPU the probe identified makes one.
-func NewBaseline(res *ProbeResult) (*Baseline, error) {
+func NewBaseline(res *Result) (*Baseline, error) {
 	switch {
 	case res.Verdict == NoGPU:
 		return nil, errors.New("save baseline: the probe found no GPU")
@@ -156,7 +156,7 @@ type FigureJudgement struct {
 // references, adds an accept/… check per figure and the Acceptance, and
 // updates the verdict: any failed check, health and datasheet floors
 // included, rejects the instance.
-func Accept(res *ProbeResult, opt AcceptOptions) {
+func Accept(res *Result, opt AcceptOptions) {
 	if opt.MaxLoss == 0 {
 		opt.MaxLoss = DefaultMaxLoss
 	}
@@ -220,7 +220,7 @@ func lossText(got, want float64, unit, of string, maxLoss float64) (float64, str
 	return loss, fmt.Sprintf("%.1f %s against %s %.1f: %.1f%% above", got, unit, of, want, 100*-loss)
 }
 
-func judgeBaseline(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add func(string, Status, string, ...any)) {
+func judgeBaseline(res *Result, opt AcceptOptions, acc *Acceptance, add func(string, Status, string, ...any)) {
 	b := opt.Baseline
 	g, ok := benchGPU(res.GPUs, res.Python, func(string, Status, string, ...any) {})
 	if !ok {
@@ -261,7 +261,7 @@ func judgeBaseline(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add fun
 
 // softwareDiffs lists what differs between the baseline's software and
 // the result's: driver, CUDA, framework versions, probe version.
-func softwareDiffs(b *Baseline, res *ProbeResult) []string {
+func softwareDiffs(b *Baseline, res *Result) []string {
 	var diffs []string
 	diff := func(what, was, now string) {
 		if was != now {
@@ -320,7 +320,7 @@ var referencePrecision = map[string]string{"bf16 autocast": "amp-bf16", "fp16 au
 // probe: only those are like for like with the probe's own.
 const ProbeSoftware = "gpuimg probe"
 
-func judgeReference(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add func(string, Status, string, ...any)) {
+func judgeReference(res *Result, opt AcceptOptions, acc *Acceptance, add func(string, Status, string, ...any)) {
 	g, ok := benchGPU(res.GPUs, res.Python, func(string, Status, string, ...any) {})
 	if !ok {
 		add("accept/reference", matrix.Warn, "the GPU that produced the figures is unknown (see bench/gpu): not judged against a reference")
@@ -393,7 +393,7 @@ func judgeReference(res *ProbeResult, opt AcceptOptions, acc *Acceptance, add fu
 		if r.Batch != 0 && r.Batch != cond.Batch {
 			unlike = append(unlike, fmt.Sprintf("batch %d, here %d", r.Batch, cond.Batch))
 		}
-		if r.Torch != "" && minorOf(r.Torch) != minorOf(torch) {
+		if r.Torch != "" && matrix.MajorMinor(r.Torch) != matrix.MajorMinor(torch) {
 			unlike = append(unlike, fmt.Sprintf("torch %s, here %s", r.Torch, orNA(torch)))
 		}
 		loss, msg := lossText(got, want, figureUnit(key), of, opt.MaxLoss)
@@ -451,34 +451,13 @@ func precisionOf(cond BenchConditions, key string) string {
 	return cond.Precision
 }
 
-// ParseResult reads a probe result collected elsewhere: gpuimg probe -o
-// json, or a GPU report (gpuimg validate --run … -o json), whose probe it
-// returns with the report's image and digest.
-func ParseResult(data []byte) (res *ProbeResult, image, digest string, err error) {
-	var rep Report
-	if json.Unmarshal(data, &rep) == nil && rep.Kind != "" {
-		if rep.Kind == BaselineKind {
-			return nil, "", "", errors.New("a baseline, not a probe result: give it with --baseline")
-		}
-		if rep.Probe == nil {
-			return nil, "", "", fmt.Errorf("a %s report without a probe result: only GPU reports (gpuimg validate --run) and gpuimg probe -o json can be judged", rep.Kind)
-		}
-		return rep.Probe, rep.Image, rep.Digest, nil
-	}
-	var p ProbeResult
-	if err := json.Unmarshal(data, &p); err != nil || p.Verdict == "" {
-		return nil, "", "", errors.New("not a probe result (gpuimg probe -o json) or a GPU report (gpuimg validate --run … -o json)")
-	}
-	return &p, "", "", nil
-}
-
 // Rejudge judges a recorded result again with this gpuimg's rules, as
 // Probe would have on the instance: NVML's health, sharing and what it saw
 // during the benchmarks, the Python checks as recorded, and the figures
 // against the datasheet floors (the defaults). The driver-floor checks
 // (which needed the image's environment and labels) and probe/python
 // (how the probe ran) are kept as recorded. A no-GPU result is left alone.
-func Rejudge(res *ProbeResult, db *matrix.DB) {
+func Rejudge(res *Result, db *matrix.DB) {
 	if res.Verdict == NoGPU || res.Driver == nil {
 		return
 	}
@@ -497,41 +476,7 @@ func Rejudge(res *ProbeResult, db *matrix.DB) {
 	}
 	if res.Python != nil {
 		checks = append(checks, res.Python.Checks...)
-		judgePyBench(ProbeOptions{DB: db, Bench: true}, res.GPUs, res.Python, add)
+		judgePyBench(Options{DB: db, Bench: true}, res.GPUs, res.Python, add)
 	}
 	res.Checks, res.Verdict = checks, matrix.Verdict(checks)
-}
-
-// JudgedInstance is one result of Judge.
-type JudgedInstance struct {
-	Name    string  `json:"name"` // the file it was read from
-	Verdict string  `json:"verdict"`
-	Report  *Report `json:"report"`
-}
-
-// Judgement is Judge's answer: reject when any instance is rejected.
-type Judgement struct {
-	Verdict   string           `json:"verdict"` // accept, reject
-	Instances []JudgedInstance `json:"instances"`
-}
-
-// Judge judges probe results collected elsewhere (names and contents),
-// each with Rejudge and Accept, without a GPU. A result that cannot be read is an
-// error naming it.
-func Judge(names []string, data [][]byte, opt AcceptOptions) (*Judgement, error) {
-	j := &Judgement{Verdict: "accept"}
-	for i, name := range names {
-		res, image, digest, err := ParseResult(data[i])
-		if err != nil {
-			return nil, fmt.Errorf("judge %s: %w", name, err)
-		}
-		Rejudge(res, opt.DB)
-		Accept(res, opt)
-		in := JudgedInstance{Name: name, Verdict: res.Acceptance.Verdict, Report: GPUReport(image, digest, res)}
-		if in.Verdict != "accept" {
-			j.Verdict = "reject"
-		}
-		j.Instances = append(j.Instances, in)
-	}
-	return j, nil
 }

@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package validate
+package gpuprobe
 
 import (
 	"encoding/json"
@@ -13,16 +13,16 @@ import (
 )
 
 // h200 reads the recorded H200 result (testdata/probe/README.md).
-func h200(t *testing.T) *ProbeResult {
+func h200(t *testing.T) *Result {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "probe", "h200.json"))
 	must(t, err)
-	var res ProbeResult
+	var res Result
 	must(t, json.Unmarshal(b, &res))
 	return &res
 }
 
-func rejudge(d *matrix.DB, res *ProbeResult) { Rejudge(res, d) }
+func rejudge(d *matrix.DB, res *Result) { Rejudge(res, d) }
 
 func checkNamed(cs []Check, name string) *Check {
 	for i := range cs {
@@ -39,10 +39,10 @@ func checkNamed(cs []Check, name string) *Check {
 // verdict and the message of the check that tells.
 func TestAcceptTransformations(t *testing.T) {
 	d := db(t)
-	base, err := NewBaseline(func() *ProbeResult { r := h200(t); rejudge(d, r); return r }())
+	base, err := NewBaseline(func() *Result { r := h200(t); rejudge(d, r); return r }())
 	must(t, err)
-	slower := func(f float64, keys ...string) func(*ProbeResult) {
-		return func(r *ProbeResult) {
+	slower := func(f float64, keys ...string) func(*Result) {
+		return func(r *Result) {
 			for _, k := range keys {
 				r.Python.Bench[k] *= f
 			}
@@ -59,14 +59,14 @@ references:
 	must(t, err)
 	for _, tt := range []struct {
 		name      string
-		transform func(*ProbeResult)
+		transform func(*Result)
 		opt       AcceptOptions
 		check     string
 		status    Status
 		want      string
 		verdict   string
 	}{
-		{"as recorded", func(*ProbeResult) {}, AcceptOptions{Baseline: base}, "accept/gemm_bf16_tflops", matrix.Pass, "720.0 TFLOP/s against the baseline's 720.0: 0.0% short (allowed 5%)", "accept"},
+		{"as recorded", func(*Result) {}, AcceptOptions{Baseline: base}, "accept/gemm_bf16_tflops", matrix.Pass, "720.0 TFLOP/s against the baseline's 720.0: 0.0% short (allowed 5%)", "accept"},
 		// 1. GEMM 7% slower: within the datasheet floor, rejected by the baseline.
 		{"GEMM 7% slower", slower(0.93, "gemm_bf16_tflops", "gemm_fp16_tflops", "gemm_fp32_tflops"), AcceptOptions{Baseline: base},
 			"accept/gemm_bf16_tflops", matrix.Fail, "669.6 TFLOP/s against the baseline's 720.0: 7.0% short (allowed 5%)", "reject"},
@@ -75,23 +75,23 @@ references:
 		{"GEMM 4% slower", slower(0.96, "gemm_bf16_tflops"), AcceptOptions{Baseline: base}, "accept/gemm_bf16_tflops", matrix.Pass, "4.0% short (allowed 5%)", "accept"},
 		// 2. A link that trains at gen3 x8 under load in a gen5 x16 slot:
 		// called out even where the copies would pass.
-		{"link at gen3 x8", func(r *ProbeResult) {
+		{"link at gen3 x8", func(r *Result) {
 			r.GPUs[0].DuringBench.PCIeGen, r.GPUs[0].DuringBench.PCIeWidth = 3, 8
 		}, AcceptOptions{Baseline: base}, "gpu0/pcie", matrix.Fail, "the PCIe link never reached gen5 x16 under load (fastest seen gen3 x8): the link is degraded", "reject"},
-		{"link at gen3 x8, copies too", func(r *ProbeResult) {
+		{"link at gen3 x8, copies too", func(r *Result) {
 			r.GPUs[0].DuringBench.PCIeGen, r.GPUs[0].DuringBench.PCIeWidth = 3, 8
 			r.Python.Bench["h2d_gbs"], r.Python.Bench["d2h_gbs"] = 7.1, 7.2
 		}, AcceptOptions{Baseline: base}, "accept/h2d_gbs", matrix.Fail, "7.1 GB/s against the baseline's 53.0: 86.6% short", "reject"},
 		// 3. A hardware thermal slowdown while the benchmarks ran.
-		{"thermal throttle", func(r *ProbeResult) {
+		{"thermal throttle", func(r *Result) {
 			r.GPUs[0].DuringBench.ClockEvents = map[string]int{"hardware thermal slowdown": 12, "software power cap": 41}
 			r.GPUs[0].DuringBench.MinSMClockMHz = 1095
 		}, AcceptOptions{Baseline: base}, "gpu0/bench-clocks", matrix.Fail, "clocks held down during the benchmarks: hardware thermal slowdown in 12 of 300 samples; SM clock 1095 to 1980 MHz (max 1980)", "reject"},
-		{"software thermal slowdown", func(r *ProbeResult) {
+		{"software thermal slowdown", func(r *Result) {
 			r.GPUs[0].DuringBench.ClockEvents = map[string]int{"software thermal slowdown": 3}
 		}, AcceptOptions{Baseline: base}, "gpu0/bench-clocks", matrix.Warn, "software thermal slowdown in 3 of 300 samples", "accept"},
 		// 4. A MIG slice: torch runs on a 1g.18gb instance.
-		{"MIG slice", func(r *ProbeResult) {
+		{"MIG slice", func(r *Result) {
 			r.GPUs[0].MIG = "enabled"
 			r.GPUs[0].MIGDevices = []MIGDevice{{UUID: "MIG-0d2f0b9e-5a2c-5c43-9d6a-3c1e6f1f3b11", Name: "NVIDIA H200 MIG 1g.18gb", MemoryBytes: 18 << 30, SMs: 16}}
 			r.Python.Device.UUID = "0d2f0b9e-5a2c-5c43-9d6a-3c1e6f1f3b11"
@@ -100,29 +100,29 @@ references:
 			}
 		}, AcceptOptions{Baseline: base}, "gpu0/mig", matrix.Warn, "MIG is enabled: work runs on a slice of the card's 140.4 GiB, not the whole GPU: NVIDIA H200 MIG 1g.18gb (16 SMs, 18.0 GiB)", "reject"},
 		// Other tenants' processes and other software than the baseline's.
-		{"other processes", func(r *ProbeResult) { n := 2; r.GPUs[0].Processes = &n }, AcceptOptions{Baseline: base},
+		{"other processes", func(r *Result) { n := 2; r.GPUs[0].Processes = &n }, AcceptOptions{Baseline: base},
 			"gpu0/processes", matrix.Warn, "2 other compute process(es) on the GPU", "accept"},
-		{"other torch, GEMM 7% slower", func(r *ProbeResult) {
+		{"other torch, GEMM 7% slower", func(r *Result) {
 			r.Python.Frameworks["torch"] = json.RawMessage(`{"version": "2.10.0+cu130", "cuda": "13.0", "cudnn": 91300}`)
 			slower(0.93, "gemm_bf16_tflops")(r)
 		}, AcceptOptions{Baseline: base}, "accept/software", matrix.Warn, "torch 2.9.1+cu130, now 2.10.0+cu130", "accept"},
-		{"other torch: the loss warns", func(r *ProbeResult) {
+		{"other torch: the loss warns", func(r *Result) {
 			r.Python.Frameworks["torch"] = json.RawMessage(`{"version": "2.10.0+cu130"}`)
 			slower(0.93, "gemm_bf16_tflops")(r)
 		}, AcceptOptions{Baseline: base}, "accept/gemm_bf16_tflops", matrix.Warn, "7.0% short (allowed 5%)", "accept"},
-		{"other batch", func(r *ProbeResult) {
+		{"other batch", func(r *Result) {
 			c := r.Python.Conditions["resnet50_images_per_s"]
 			c.Batch = 128
 			r.Python.Conditions["resnet50_images_per_s"] = c
 		}, AcceptOptions{Baseline: base}, "accept/resnet50_images_per_s", matrix.Warn, "measured under other conditions than the baseline's 2900.0 (batch 256, now 128): not judged", "accept"},
-		{"baseline of another GPU", func(r *ProbeResult) {
+		{"baseline of another GPU", func(r *Result) {
 			r.GPUs[0].Name, r.Python.Device.Name = "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"
 		}, AcceptOptions{Baseline: base}, "accept/gpu", matrix.Fail, "the baseline is for NVIDIA H200, this result is from NVIDIA H100 80GB HBM3", "reject"},
 		// The published references: measured with other software, so a
 		// shortfall warns.
-		{"reference", func(*ProbeResult) {}, AcceptOptions{Reference: true},
+		{"reference", func(*Result) {}, AcceptOptions{Reference: true},
 			"accept/gemm_bf16_share", matrix.Warn, "720.0 TFLOP/s against the reference 80.3% of 989.5 (bf16, torch matmul, mamf-finder.py (best shape 2048x2048x13312, measured on an H100 SXM), torch 2.7.0+cu126, ref-mamf-table) 794.6: 9.4% short (allowed 5%); not like for like (measured with other software; torch 2.7.0+cu126, here 2.9.1+cu130)", "accept"},
-		{"no reference for the GPU", func(r *ProbeResult) {
+		{"no reference for the GPU", func(r *Result) {
 			r.GPUs[0].Name, r.Python.Device.Name = "NVIDIA L4", "NVIDIA L4"
 		}, AcceptOptions{Reference: true}, "accept/reference", matrix.Warn, "no published reference figure for L4 matches a figure this run measured: not judged", "accept"},
 		{"a reference measured with this probe", slower(0.9, "resnet50_images_per_s"), AcceptOptions{Reference: true, DB: withFleet},
@@ -183,44 +183,6 @@ func TestBaselineRoundTrip(t *testing.T) {
 		if _, err := ReadBaseline([]byte(bad)); err == nil || !strings.Contains(err.Error(), "--save-baseline") {
 			t.Errorf("ReadBaseline(%s) = %v", bad, err)
 		}
-	}
-}
-
-// TestJudgeSeveral judges several recorded results, a probe's JSON and a
-// GPU report, as probe judge does: one rejected instance rejects the lot,
-// and each instance's report is the kind images promote reads.
-func TestJudgeSeveral(t *testing.T) {
-	d := db(t)
-	good := h200(t)
-	rejudge(d, good)
-	base, err := NewBaseline(good)
-	must(t, err)
-	goodJSON, err := json.Marshal(good)
-	must(t, err)
-	slow := h200(t)
-	slow.Python.Bench["gemm_bf16_tflops"] *= 0.93
-	rejudge(d, slow)
-	slowReport, err := json.Marshal(GPUReport("registry.example/torch:2.9", "sha256:abc", slow))
-	must(t, err)
-	j, err := Judge([]string{"node-a.json", "node-b.json"}, [][]byte{goodJSON, slowReport}, AcceptOptions{Baseline: base, DB: d})
-	must(t, err)
-	if j.Verdict != "reject" || len(j.Instances) != 2 || j.Instances[0].Verdict != "accept" || j.Instances[1].Verdict != "reject" {
-		t.Fatalf("judgement %+v", j)
-	}
-	b := j.Instances[1].Report
-	if b.Kind != "gpu" || b.Image != "registry.example/torch:2.9" || b.Verdict != matrix.Fail || checkNamed(b.Checks, "accept/gemm_bf16_tflops").Status != matrix.Fail {
-		t.Errorf("report %+v", b)
-	}
-	policy := PromotionPolicy{Require: "gpu", DB: d}
-	for i, want := range []bool{true, false} {
-		payload, err := json.Marshal(j.Instances[i].Report)
-		must(t, err)
-		if ok, why := policy.Accept(payload, "NVIDIA H200", "580.95.05"); ok != want {
-			t.Errorf("instance %d: promote %v (%s), want %v", i, ok, why, want)
-		}
-	}
-	if _, err := Judge([]string{"x.json"}, [][]byte{[]byte(`{"kind": "static", "verdict": "pass"}`)}, AcceptOptions{Baseline: base}); err == nil || !strings.Contains(err.Error(), "judge x.json: a static report without a probe result") {
-		t.Errorf("static report: %v", err)
 	}
 }
 

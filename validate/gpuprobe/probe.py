@@ -5,26 +5,31 @@ gpuimg runs this file with the image's python3 (gpuimg probe, gpuimg validate
 when it is installed. It never raises: every failure, a framework that does
 not import included, becomes a check with its reason.
 
-    python3 probe.py [--bench] [--budget SECONDS] [--no-gpu] [--framework NAME]
+    python3 probe.py --facts
+    python3 probe.py --framework NAME [--bench] [--budget SECONDS] [--no-gpu]
 
-Each framework runs in its own child process (probe.py --framework NAME):
-JAX preallocates 75% of the GPU's memory and TensorFlow nearly all of it,
+It reports facts; gpuimg (validate/gpuprobe) judges them and supervises it.
+--facts prints one JSON object: {"python": "3.10.12", "env": {...},
+"installed": ["torch", ...]}, where "env" holds the variables that change
+what the figures mean (TF32 overrides, CUDA_VISIBLE_DEVICES). gpuimg then
+runs each installed framework in its own process (--framework NAME): JAX
+preallocates 75% of the GPU's memory and TensorFlow nearly all of it,
 torch's cache still holds what its benchmarks used, and only one
 libcudnn.so.9 loads per process, so in one process the second framework
 would fail with the wrong diagnosis.
 
-Output: one JSON object per line, each a snapshot of everything found so far,
-printed after every step, so that a step that hangs or kills the interpreter
-(a CUDA fault, the caller's timeout) still leaves the results before it. The
-last line has "complete": true:
+A framework's output: one JSON object per line, each a snapshot of
+everything found so far, printed after every step, so that a step that
+hangs or kills the interpreter (a CUDA fault, gpuimg's timeout) still
+leaves the results before it. The last line has "complete": true:
 {"python": "3.10.12", "frameworks": {"torch": {...}}, "checks": [...],
 "bench": {...}, "conditions": {...}, "env": {...}, "step": "bench/gemm",
 "complete": false} where each check is
 {"name", "status" (pass|warn|fail), "message"}, bench figures are in TFLOP/s,
 GB/s and images/s, "conditions" says how a figure was measured (ResNet-50's
-batch and precision), "env" holds the variables that change what the
-figures mean (TF32 overrides, CUDA_VISIBLE_DEVICES), and "step" names the
-step the snapshot follows.
+batch and precision), and "step" names the step the snapshot follows.
+torch's entry in "frameworks" holds "arch_list" (torch.cuda.get_arch_list())
+and "capability" ("9.0", cuda:0's), from which gpuimg judges torch/arch.
 """
 
 import argparse
@@ -32,47 +37,12 @@ import importlib.util
 import json
 import os
 import platform
-import queue
-import subprocess
 import sys
-import threading
 import time
 
 
 def check(name, status, message):
     return {"name": name, "status": status, "message": message}
-
-
-def arch_covered(capability, arch_list):
-    """Whether torch's compiled architectures run on a GPU of this capability.
-
-    SASS (sm_XY) and family-specific SASS (sm_100f) run on the same major
-    with an equal or newer minor, arch-specific SASS (sm_90a) only on that
-    exact GPU; PTX (compute_XY) is JIT-compiled for any newer GPU, but not
-    arch- or family-specific PTX.
-    """
-    major, minor = capability
-    for a in arch_list:
-        kind, _, num = a.partition("_")
-        suffix = num[-1:] if num[-1:] in ("a", "f") else ""
-        num = num[: len(num) - len(suffix)]
-        if not num.isdigit():
-            continue
-        n = int(num)
-        a_major, a_minor = divmod(n, 10)
-        if suffix == "a":  # sm_90a: only on that exact GPU
-            if kind == "sm" and (a_major, a_minor) == (major, minor):
-                return "native"
-            continue
-        if suffix == "f":  # sm_100f: the family, same major, this minor or newer
-            if kind == "sm" and a_major == major and a_minor <= minor:
-                return "native"
-            continue
-        if kind == "sm" and a_major == major and a_minor <= minor:
-            return "native"
-        if kind == "compute" and (a_major, a_minor) <= (major, minor):
-            return "ptx"
-    return None
 
 
 def timed(fn, sync, min_time=0.2, repeats=3, warmup=2, runs=None):
@@ -426,17 +396,10 @@ def probe_torch(bench, deadline, out, gpu=True, emit=lambda step: None):
     except Exception as e:  # noqa: BLE001
         checks.append(check("torch/device", "warn", "cannot read cuda:0's properties: %r" % (e,)))
     emit("torch/cuda")
-    arch_list = torch.cuda.get_arch_list()
-    info["arch_list"] = arch_list
-    cap = torch.cuda.get_device_capability(0)
-    covered = arch_covered(cap, arch_list)
-    sm = "sm_%d%d" % cap
-    if covered == "native":
-        checks.append(check("torch/arch", "pass", "torch has native kernels for %s" % sm))
-    elif covered == "ptx":
-        checks.append(check("torch/arch", "warn", "torch has only PTX for %s: kernels are JIT-compiled on first use" % sm))
-    else:
-        checks.append(check("torch/arch", "fail", "torch was compiled for %s, none of which runs on %s" % (" ".join(arch_list), sm)))
+    # The facts gpuimg judges torch/arch with (matrix.KernelCoverage):
+    # the architectures torch was compiled for, and cuda:0's capability.
+    info["arch_list"] = torch.cuda.get_arch_list()
+    info["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
     dev = torch.device("cuda")
     torch.backends.cudnn.enabled = True
     fp32_exact(torch)
@@ -566,49 +529,6 @@ def probe_jax(out, gpu=True, emit=lambda step: None):
     emit("jax/checks")
 
 
-def cgroup_cpu_quota(root="/sys/fs/cgroup"):
-    """The CPUs the cgroup's CFS quota allows this process, or None
-    without a quota: cgroup v2's cpu.max ("200000 100000", or "max
-    100000"), else v1's cpu.cfs_quota_us over cpu.cfs_period_us (-1: none)."""
-    try:
-        with open(os.path.join(root, "cpu.max")) as f:
-            quota, period = f.read().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    for d in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
-        try:
-            with open(os.path.join(root, d, "cpu.cfs_quota_us")) as f:
-                quota = int(f.read())
-            with open(os.path.join(root, d, "cpu.cfs_period_us")) as f:
-                period = int(f.read())
-        except (OSError, ValueError):
-            continue
-        return None if quota <= 0 or period <= 0 else quota / period
-    return None
-
-
-def cpus_seen():
-    """The CPUs this process may run on (its affinity), as os.cpu_count()
-    and a DataLoader sized to it see them."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 0
-
-
-def check_cpu_quota(out, root="/sys/fs/cgroup", seen=None):
-    """A container's CPU quota against the CPUs it sees, recorded under
-    "host"; a quota below them is a warning: it throttles a DataLoader
-    sized to os.cpu_count() and starves the GPU, the usual cause of a GPU
-    that waits for data."""
-    seen = cpus_seen() if seen is None else seen
-    quota = cgroup_cpu_quota(root)
-    out["host"] = {"cpus_seen": seen, "cpu_quota": quota}
-    if quota is not None and quota < seen - 0.5:
-        out["checks"].append(check("host/cpu", "warn", "the cgroup CPU quota allows %.1f CPUs but the process sees %d: a DataLoader with a worker per visible CPU is throttled and starves the GPU (size num_workers to %d)" % (quota, seen, max(int(quota), 1))))
-
-
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 
 # Variables that change what the figures mean, recorded with them: TF32
@@ -629,10 +549,6 @@ ENV_VARS = (
     "TF_FORCE_GPU_ALLOW_GROWTH",
 )
 
-# Set for a framework's child unless already set: JAX and TensorFlow then
-# take GPU memory as they need it instead of most of the card up front.
-CHILD_ENV = {"jax": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, "tensorflow": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}}
-
 
 def recorded_env(environ):
     return {k: environ[k] for k in ENV_VARS if k in environ}
@@ -648,7 +564,7 @@ def installed(name):
 
 
 def run_framework(name, bench, budget, gpu, out, emit):
-    """Probes one framework in this process (the child's side)."""
+    """Probes one framework in this process."""
     deadline = time.monotonic() + budget
     try:
         if name == "torch":
@@ -661,98 +577,21 @@ def run_framework(name, bench, budget, gpu, out, emit):
         out["checks"].append(check("probe", "fail", "the probe itself failed: %r" % (e,)))
 
 
-def error_line(stderr):
-    """The line of a Python stderr most likely to say what went wrong: the
-    last that is neither indented (a quoted source line) nor a warning."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    for line in reversed(lines):
-        if not line.startswith((" ", "\t")) and "Warning:" not in line:
-            return line.strip()
-    return lines[-1].strip() if lines else ""
-
-
-def merge(out, base_checks, snap):
-    """Takes a child's snapshot into out: its checks after base_checks."""
-    out["checks"] = base_checks + snap.get("checks", [])
-    for key in ("frameworks", "bench", "conditions", "spread"):
-        out.setdefault(key, {}).update(snap.get(key) or {})
-    if snap.get("device"):
-        out["device"] = snap["device"]
-
-
-def run_child(name, child_args, timeout, out, emit, argv0=None):
-    """Runs probe.py --framework name in a child process and takes its
-    snapshots into out as they arrive, emitting each step; a child that
-    hangs past timeout seconds is killed. A crash or a hang becomes a failed
-    probe/NAME check; what the child found before it is kept."""
-    cmd = [sys.executable, argv0 or os.path.abspath(__file__), "--framework", name] + child_args
-    env = dict(os.environ)
-    for k, v in CHILD_ENV.get(name, {}).items():
-        env.setdefault(k, v)
-    base = list(out["checks"])
-    try:
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    except OSError as e:
-        out["checks"].append(check("probe/" + name, "fail", "cannot start the %s probe: %r" % (name, e)))
-        return
-    lines = queue.Queue()
-    stderr = []
-
-    def pump():
-        for line in p.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    err_reader = threading.Thread(target=lambda: stderr.append(p.stderr.read()), daemon=True)
-    err_reader.start()
-    end = time.monotonic() + timeout
-    last, why = None, None
-    while True:
-        try:
-            line = lines.get(timeout=max(end - time.monotonic(), 0.001))
-        except queue.Empty:
-            p.kill()
-            why = "did not finish within %.0f s" % timeout
-            break
-        if line is None:
-            break
-        try:
-            snap = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(snap, dict):
-            continue
-        merge(out, base, snap)
-        last = snap
-        if not snap.get("complete"):
-            emit(snap.get("step", name))
-    rc = p.wait()
-    err_reader.join(5)
-    p.stdout.close()
-    p.stderr.close()
-    detail = error_line("".join(stderr))
-    if why is None:
-        if last is not None and last.get("complete"):
-            if rc != 0:
-                out["checks"].append(check("probe/" + name, "warn", "the %s probe exited with status %d after printing its complete result: %s" % (name, rc, detail)))
-            return
-        why = "crashed (%s)" % ("signal %d" % -rc if rc < 0 else "exit status %d" % rc)
-    msg = "the %s probe %s" % (name, why)
-    if detail:
-        msg += ": " + detail
-    if last is not None:
-        msg += "; results up to %s are kept" % last.get("step")
-    out["checks"].append(check("probe/" + name, "fail", msg))
-
-
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--facts", action="store_true", help="print the interpreter, the recorded variables and the installed frameworks")
+    p.add_argument("--framework", choices=FRAMEWORKS, help="probe this framework")
     p.add_argument("--bench", action="store_true")
     p.add_argument("--budget", type=float, default=600, help="seconds for the benchmarks")
     p.add_argument("--no-gpu", action="store_true", help="there is no NVIDIA driver or GPU: skip the GPU checks")
-    p.add_argument("--framework", choices=FRAMEWORKS, help="probe this framework in this process (the children's side)")
     args = p.parse_args(argv)
+    if args.facts:
+        json.dump({"python": platform.python_version(), "env": recorded_env(os.environ), "installed": [name for name in FRAMEWORKS if installed(name)]}, sys.stdout)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return 0
+    if not args.framework:
+        p.error("give --facts or --framework NAME")
     out = {"python": platform.python_version(), "frameworks": {}, "checks": [], "bench": {}, "conditions": {}, "spread": {}, "env": recorded_env(os.environ), "step": "start", "complete": False}
 
     def emit(step):
@@ -761,27 +600,7 @@ def main(argv):
         sys.stdout.write("\n")
         sys.stdout.flush()
 
-    gpu = not args.no_gpu
-    if args.framework:
-        run_framework(args.framework, args.bench, args.budget, gpu, out, emit)
-    else:
-        check_cpu_quota(out)
-        # Each framework in its own process, one after the other. The
-        # benchmarks (torch's) get what is left of the budget; each child
-        # may run until 1.2 budgets (gpuimg stops the whole probe at 1.25),
-        # less a reserve for the frameworks still to come, at least 30 s.
-        start = time.monotonic()
-        todo = [name for name in FRAMEWORKS if installed(name)]
-        reserve = min(60.0, args.budget / 10)
-        for i, name in enumerate(todo):
-            now = time.monotonic()
-            child_args = ["--budget", "%.1f" % max(start + args.budget - now, 0)]
-            if args.bench:
-                child_args.append("--bench")
-            if args.no_gpu:
-                child_args.append("--no-gpu")
-            timeout = max(start + 1.2 * args.budget - now - reserve * (len(todo) - i - 1), 30)
-            run_child(name, child_args, timeout, out, emit)
+    run_framework(args.framework, args.bench, args.budget, not args.no_gpu, out, emit)
     out["complete"] = True
     emit("done")
     return 0
