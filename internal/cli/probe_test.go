@@ -25,12 +25,7 @@ import (
 // the container a GPU, gpuimg probes without one, and the verdict is
 // "no-gpu" with exit status 3, not a crash.
 func TestValidateRunWithoutGPU(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: dockerd")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	testenv.Require(t, "runs the probe in a container on dockerd", testenv.Slow, testenv.Root)
 	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); err == nil {
 		t.Skip("this machine has an NVIDIA driver")
 	}
@@ -131,12 +126,7 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 // here, gpuimg says so and probes without a GPU, and the report names the
 // image's digest with the no-gpu verdict and exit status 3.
 func TestValidateRunPodmanWithoutGPU(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: podman")
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	testenv.Require(t, "runs the probe in a container with podman", testenv.Slow, testenv.Root)
 	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
 		t.Skip("this machine has an NVIDIA driver")
 	}

@@ -474,9 +474,7 @@ func TestProbeRealNVMLWithoutKernelDriver(t *testing.T) {
 		realNVML(t, lib)
 		return
 	}
-	if testing.Short() {
-		t.Skip("-short: downloads Debian's libnvidia-ml1")
-	}
+	testenv.Require(t, "downloads Debian's libnvidia-ml1", testenv.Slow)
 	if _, err := os.Stat("/proc/driver/nvidia/version"); err == nil {
 		t.Skip("this machine has the NVIDIA kernel module loaded")
 	}
@@ -529,12 +527,7 @@ func realNVML(t *testing.T, lib string) {
 // real, CPU-only torch 1.13) and returns Debian's python3 that imports them.
 func debianTorch(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: installs Debian's python3-torch")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: apt-get install python3-torch")
-	}
+	testenv.Require(t, "installs Debian's python3-torch with apt-get", testenv.Slow, testenv.Root)
 	if err := testenv.EnsurePackages(t.Context(), "python3-torch", "python3-torchvision"); err != nil {
 		t.Fatal(err)
 	}
