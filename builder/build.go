@@ -38,9 +38,9 @@ type Request struct {
 	// ContextDir is the directory --copy sources and the requirements file
 	// are relative to. Default: the current directory.
 	ContextDir string
-	// Platforms to build ("linux/amd64"); several give a multi-platform
+	// Platforms to build (linux/amd64); several give a multi-platform
 	// index. Default: the daemon's platform.
-	Platforms []string
+	Platforms images.Platforms
 	// Tags are image names; with Push they are pushed to their registries.
 	Tags []string
 	Push bool
@@ -179,10 +179,6 @@ func secretIDs(specs []string) ([]string, error) {
 	return ids, nil
 }
 
-func parsePlatform(p string) (*v1.Platform, error) {
-	return images.ParsePlatform(p) // os/arch[/variant]; "foo" is no platform
-}
-
 // Prepare pins the base image and renders the build without running it
 // (this is what --dockerfile-only prints).
 func Prepare(ctx context.Context, req Request) (*Plan, error) {
@@ -193,16 +189,15 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err := CheckPythonMirror(req.PythonMirror); err != nil {
 		return nil, err
 	}
-	for _, p := range req.Platforms {
+	for _, p := range req.Platforms.Strings() {
 		if err := checkStandalonePlatform(req.Stack, p); err != nil {
 			return nil, err
 		}
 	}
 	var platform *v1.Platform
 	if len(req.Platforms) > 0 {
-		if platform, err = parsePlatform(req.Platforms[0]); err != nil {
-			return nil, err
-		}
+		first := req.Platforms[0]
+		platform = &first
 	}
 	base, err := images.PinBase(ctx, req.Stack.BaseImage, req.Mirrors, append(slices.Clip(req.Registry), images.WithPlatform(platform))...)
 	if err != nil {
@@ -334,7 +329,7 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 		attrs["no-cache"] = ""
 	}
 	if len(req.Platforms) > 0 {
-		attrs["platform"] = strings.Join(req.Platforms, ",")
+		attrs["platform"] = strings.Join(req.Platforms.Strings(), ",")
 	}
 	for k, v := range plan.Labels {
 		attrs["label:"+k] = v

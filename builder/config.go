@@ -78,7 +78,7 @@ type Flags struct {
 
 	Tags               []string
 	Push               bool
-	Platforms          []string
+	Platforms          images.Platforms
 	PipIndexURL        string
 	PipExtraIndexURLs  []string
 	PipTrustedHosts    []string
@@ -161,7 +161,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	r := Request{
 		Extras: ex, ContextDir: f.ContextDir, Tags: m.list("tag", f.Tags, file.Tag),
-		Platforms: m.list("platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
+		Platforms: pick(m, "platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
 		InsecureRegistries: f.InsecureRegistries, NoCache: f.NoCache, NoChecks: f.NoChecks, ProgressMode: f.ProgressMode,
 		PipIndexURL:       m.str("pip_index_url", f.PipIndexURL, file.PipIndexURL),
 		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
@@ -252,6 +252,11 @@ func (m *merger) str(key, flag, file string) string {
 }
 
 func (m *merger) list(key string, flag, file []string) []string {
+	return pick(m, key, flag, file)
+}
+
+// pick is merger.list for a list of any type.
+func pick[T any](m *merger, key string, flag, file []T) []T {
 	m.src[key] = m.source(key, len(flag) > 0, len(file) > 0)
 	if m.src[key] == FromFile {
 		return file

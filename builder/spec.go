@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -56,7 +57,7 @@ type Config struct {
 
 	Tag               []string          `yaml:"tag"`
 	Push              bool              `yaml:"push"`
-	Platforms         []string          `yaml:"platforms"`
+	Platforms         images.Platforms  `yaml:"platforms"`
 	RegistryMirrors   map[string]string `yaml:"registry_mirrors"`
 	PipIndexURL       string            `yaml:"pip_index_url"`
 	PipExtraIndexURLs []string          `yaml:"pip_extra_index_url"`

@@ -50,7 +50,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&o.Tags, "tag", "t", nil, "image name, REGISTRY/REPO:TAG (repeatable)")
 	fs.BoolVar(&o.Push, "push", false, "push the tags when the build succeeds (the tag is written last, after every blob)")
 	fs.StringArrayVar(&o.Outputs, "output", nil, "extra output in BuildKit's syntax: type=oci,dest=F | type=docker,dest=F | type=local,dest=DIR | type=image,name=REF,push=true (repeatable)")
-	fs.StringSliceVar(&o.Platforms, "platform", nil, "target platforms, e.g. linux/amd64,linux/arm64 (several give a multi-platform index)")
+	fs.Var(&o.Platforms, "platform", "target platforms, e.g. linux/amd64,linux/arm64 (several give a multi-platform index)")
 	addCompressionFlag(fs, &o.Flags)
 	addTorchCompileFlag(fs, &o.Flags)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax: type=registry,ref=R | type=local,src=DIR (repeatable)")
@@ -157,8 +157,8 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	c.Apt = set.Request.Extras.Apt      // OS packages that use CUDA's libraries need the runtime flavor
-	c.Platforms = set.Request.Platforms // a framework without CUDA wheels for one is refused
+	c.Apt = set.Request.Extras.Apt                // OS packages that use CUDA's libraries need the runtime flavor
+	c.Platforms = set.Request.Platforms.Strings() // a framework without CUDA wheels for one is refused
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err

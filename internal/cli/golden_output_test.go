@@ -3,6 +3,8 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -33,7 +35,7 @@ var updateGolden = flag.Bool("update", false, "rewrite internal/cli/testdata/gol
 func TestGoldenOutput(t *testing.T) {
 	t.Setenv("BUILDKIT_HOST", "unix:///nonexistent/buildkitd.sock") // no build reaches a daemon
 	dir := t.TempDir()
-	srv := httptest.NewServer(registry.New())
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 

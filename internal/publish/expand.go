@@ -95,8 +95,8 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
 			}
 		}
-		c.Apt = f.Build.Apt       // OS packages that use CUDA's libraries need the runtime flavor
-		c.Platforms = f.Platforms // a framework without CUDA wheels for one is refused
+		c.Apt = f.Build.Apt                 // OS packages that use CUDA's libraries need the runtime flavor
+		c.Platforms = f.Platforms.Strings() // a framework without CUDA wheels for one is refused
 		stack, err := db.Resolve(c)
 		if ce, ok := errors.AsType[*matrix.ConflictError](err); ok {
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: ce.Reason})
@@ -292,7 +292,7 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
+	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms.Strings())), Epoch: opts.SourceDateEpoch}
 	if opts.Compression != "" && opts.Compression != builder.DefaultCompression {
 		in.Compression = opts.Compression
 	}
