@@ -325,8 +325,8 @@ func sourcesOf(e builder.Extras) []string {
 		out = append(out, e.Requirements)
 	}
 	for _, c := range e.Copy {
-		src, _, _ := strings.Cut(c, ":")
-		out = append(out, src)
+		cp, _ := builder.ParseCopySpec(c) // Load validated the extras
+		out = append(out, cp.Src)
 	}
 	return out
 }
