@@ -81,9 +81,10 @@ type Request struct {
 	// serves for a pinned version.
 	NoCache bool
 	// Compression is the layers' compression in image, OCI and Docker
-	// outputs: zstd, gzip or estargz (Compressions). Default ("") zstd,
-	// and gzip for type=docker outputs (exporterCompression).
-	Compression string
+	// outputs: zstd, gzip or estargz (matrix.WrittenCompressions).
+	// Default ("") zstd, and gzip for type=docker outputs
+	// (exporterCompression).
+	Compression matrix.Compression
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
 	LargeWheel int64
@@ -120,9 +121,9 @@ type Result struct {
 	Pushed bool     `json:"pushed"`
 	// Compression is the tagged image's layer compression (zstd, gzip or
 	// estargz), when the build has tags.
-	Compression string       `json:"compression,omitempty"`
-	Base        images.Base  `json:"base"`
-	Stack       matrix.Stack `json:"stack"`
+	Compression matrix.Compression `json:"compression,omitempty"`
+	Base        images.Base        `json:"base"`
+	Stack       matrix.Stack       `json:"stack"`
 	// Duration is the wall time of the solve.
 	Duration time.Duration `json:"duration_ns"`
 	// CachedSteps of TotalSteps Dockerfile steps were answered from

@@ -55,19 +55,19 @@ type Config struct {
 
 	Extras `yaml:",inline"`
 
-	Tag               []string          `yaml:"tag"`
-	Push              bool              `yaml:"push"`
-	Platforms         images.Platforms  `yaml:"platforms"`
-	RegistryMirrors   map[string]string `yaml:"registry_mirrors"`
-	PipIndexURL       string            `yaml:"pip_index_url"`
-	PipExtraIndexURLs []string          `yaml:"pip_extra_index_url"`
-	PipTrustedHosts   []string          `yaml:"pip_trusted_host"`
-	PipFindLinks      []string          `yaml:"pip_find_links"`
-	PythonMirror      string            `yaml:"python_mirror"`
-	CacheFrom         []string          `yaml:"cache_from"`
-	CacheTo           []string          `yaml:"cache_to"`
-	Compression       string            `yaml:"compression"`
-	LargeWheel        string            `yaml:"large_wheel"`
+	Tag               []string           `yaml:"tag"`
+	Push              bool               `yaml:"push"`
+	Platforms         images.Platforms   `yaml:"platforms"`
+	RegistryMirrors   map[string]string  `yaml:"registry_mirrors"`
+	PipIndexURL       string             `yaml:"pip_index_url"`
+	PipExtraIndexURLs []string           `yaml:"pip_extra_index_url"`
+	PipTrustedHosts   []string           `yaml:"pip_trusted_host"`
+	PipFindLinks      []string           `yaml:"pip_find_links"`
+	PythonMirror      string             `yaml:"python_mirror"`
+	CacheFrom         []string           `yaml:"cache_from"`
+	CacheTo           []string           `yaml:"cache_to"`
+	Compression       matrix.Compression `yaml:"compression"`
+	LargeWheel        string             `yaml:"large_wheel"`
 	// TorchCompile false leaves out torch.compile's C compiler and
 	// Python headers (Definition.NoTorchCompile); unset means true.
 	TorchCompile *bool `yaml:"torch_compile"`

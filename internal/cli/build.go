@@ -315,11 +315,11 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 func layersNote(req builder.Request, src builder.Source) string {
 	switch {
 	case req.Compression == "":
-		return builder.DefaultCompression + " (the default; --compression gzip for runtimes older than containerd 1.5 or Docker 23; --output type=docker gets gzip)"
+		return string(builder.DefaultCompression) + " (the default; --compression gzip for runtimes older than containerd 1.5 or Docker 23; --output type=docker gets gzip)"
 	case src == builder.FromDefault:
-		return req.Compression + " (target " + req.Stack.Target + " takes no zstd layers)"
+		return string(req.Compression) + " (target " + req.Stack.Target + " takes no zstd layers)"
 	}
-	return req.Compression + " (from " + string(src) + ")"
+	return string(req.Compression) + " (from " + string(src) + ")"
 }
 
 // clientOpts turns the TLS flags into BuildKit client options.
@@ -357,7 +357,7 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 // settings shared by build and publish.
 func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
 	fs.StringVar(&f.LargeWheel, "large-wheel", "50MB", "installed size from which a Python distribution gets an image layer of its own (smaller ones share one layer per framework)")
-	fs.StringVar(&f.Compression, "compression", "", "layer compression of the pushed or written image: zstd (default: smaller and faster to unpack; containerd 1.5+, Docker 23+, podman, CRI-O), gzip (every runtime, Docker 20.10 included; the default for --output type=docker and for a --target that takes no zstd) or estargz (lazy pulls with stargz-snapshotter)")
+	fs.StringVar((*string)(&f.Compression), "compression", "", "layer compression of the pushed or written image: zstd (default: smaller and faster to unpack; containerd 1.5+, Docker 23+, podman, CRI-O), gzip (every runtime, Docker 20.10 included; the default for --output type=docker and for a --target that takes no zstd) or estargz (lazy pulls with stargz-snapshotter)")
 }
 
 // addTorchCompileFlag binds --torch-compile (default true), shared by

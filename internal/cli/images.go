@@ -432,7 +432,7 @@ fetches them before the container starts.`,
 				}
 				opts = append(opts, images.WithPrioritizedFiles(files...))
 			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], images.Compression(comp), opts...)
+			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), opts...)
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -456,7 +456,7 @@ fetches them before the container starts.`,
 // readPrioritized reads --prioritize's file: one path a line; blank lines
 // and lines starting with # are skipped.
 func readPrioritized(file, comp string) ([]string, error) {
-	if comp != string(images.Estargz) {
+	if comp != string(matrix.CompressionEstargz) {
 		return nil, invalid(fmt.Errorf("--prioritize applies to --compression estargz, not %s", comp), "drop --prioritize or use --compression estargz")
 	}
 	b, err := os.ReadFile(file)

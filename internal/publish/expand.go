@@ -48,7 +48,7 @@ type ExpandOptions struct {
 	// Compression is the build's layer compression (builder.Request's);
 	// "" and builder.DefaultCompression (zstd) are the same and leave it
 	// out of Inputs.
-	Compression string
+	Compression matrix.Compression
 	// LargeWheel is the build's builder.Request.LargeWheel; 0 and
 	// builder.DefaultLargeWheel leave it out of Inputs.
 	LargeWheel int64
@@ -270,16 +270,16 @@ func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 // writes struct fields in this order and map keys sorted, so the encoding
 // is canonical.
 type inputs struct {
-	BuildVersion string            `json:"build_version"`
-	Stack        matrix.Stack      `json:"stack"`
-	Dockerfile   string            `json:"dockerfile"`
-	Extras       builder.Extras    `json:"extras"`
-	Platforms    []string          `json:"platforms"`
-	BaseDigest   string            `json:"base_digest,omitempty"`
-	Files        map[string]string `json:"files,omitempty"`
-	Epoch        int64             `json:"source_date_epoch,omitempty"`
-	Compression  string            `json:"compression,omitempty"`
-	LargeWheel   int64             `json:"large_wheel,omitempty"`
+	BuildVersion string             `json:"build_version"`
+	Stack        matrix.Stack       `json:"stack"`
+	Dockerfile   string             `json:"dockerfile"`
+	Extras       builder.Extras     `json:"extras"`
+	Platforms    []string           `json:"platforms"`
+	BaseDigest   string             `json:"base_digest,omitempty"`
+	Files        map[string]string  `json:"files,omitempty"`
+	Epoch        int64              `json:"source_date_epoch,omitempty"`
+	Compression  matrix.Compression `json:"compression,omitempty"`
+	LargeWheel   int64              `json:"large_wheel,omitempty"`
 }
 
 // Inputs is the digest ("sha256:…") over everything that decides a
