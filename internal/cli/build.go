@@ -137,7 +137,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 			return nil, nil, matrix.Constraints{}, invalid(err, "see docs/build.md for the gpuimg.yaml format")
 		}
 	}
-	if err := o.checkOutputs(); err != nil {
+	if err := o.checkOutputs(cmd.Flags()); err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
 	f := o.Flags
@@ -177,10 +177,11 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	return set, db, c, nil
 }
 
-// checkOutputs checks -o (the result format) and --output (BuildKit's
-// outputs), which docker buildx users mix up: buildx's -o is --output.
-func (o *BuildOptions) checkOutputs() error {
-	if err := checkOutput(o.Output, "text", "json"); err != nil {
+// checkOutputs checks -o (the result format; fs holds the flags) and
+// --output (BuildKit's outputs), which docker buildx users mix up:
+// buildx's -o is --output.
+func (o *BuildOptions) checkOutputs(fs *pflag.FlagSet) error {
+	if err := checkFormat(fs); err != nil {
 		if strings.Contains(o.Output, "=") {
 			return invalid(fmt.Errorf("-o %s: gpuimg's -o is --output-format, the result format on stdout (text or json)", o.Output),
 				"give BuildKit outputs with --output, as docker buildx build's -o: --output "+o.Output)
@@ -293,22 +294,21 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 	default:
 		return &Error{Err: err, Code: ExitFailed}
 	}
-	if o.Output == "json" {
-		return writeJSON(stdout, res)
-	}
-	if res.Digest != "" {
-		fmt.Fprintf(stdout, "digest: %s\n", res.Digest)
-	}
-	for _, t := range res.Tags {
-		verb := "built"
-		if res.Pushed {
-			verb = "pushed"
+	return render(stdout, o.Output, res, func() error {
+		if res.Digest != "" {
+			fmt.Fprintf(stdout, "digest: %s\n", res.Digest)
 		}
-		fmt.Fprintf(stdout, "%s: %s\n", verb, t)
-	}
-	fmt.Fprintf(stdout, "base: %s@%s\n", res.Base.Name, res.Base.Digest)
-	fmt.Fprintf(stdout, "stack: %s\n", res.Stack.Summary())
-	return nil
+		for _, t := range res.Tags {
+			verb := "built"
+			if res.Pushed {
+				verb = "pushed"
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", verb, t)
+		}
+		fmt.Fprintf(stdout, "base: %s@%s\n", res.Base.Name, res.Base.Digest)
+		fmt.Fprintf(stdout, "stack: %s\n", res.Stack.Summary())
+		return nil
+	})
 }
 
 // layersNote says which compression the build's layers get and why.
