@@ -38,9 +38,9 @@ type Request struct {
 	// ContextDir is the directory --copy sources and the requirements file
 	// are relative to. Default: the current directory.
 	ContextDir string
-	// Platforms to build ("linux/amd64"); several give a multi-platform
+	// Platforms to build (linux/amd64); several give a multi-platform
 	// index. Default: the daemon's platform.
-	Platforms []string
+	Platforms images.Platforms
 	// Tags are image names; with Push they are pushed to their registries.
 	Tags []string
 	Push bool
@@ -81,9 +81,10 @@ type Request struct {
 	// serves for a pinned version.
 	NoCache bool
 	// Compression is the layers' compression in image, OCI and Docker
-	// outputs: zstd, gzip or estargz (Compressions). Default ("") zstd,
-	// and gzip for type=docker outputs (exporterCompression).
-	Compression string
+	// outputs: zstd, gzip or estargz (matrix.WrittenCompressions).
+	// Default ("") zstd, and gzip for type=docker outputs
+	// (exporterCompression).
+	Compression matrix.Compression
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own (LayerPlan). Default: DefaultLargeWheel.
 	LargeWheel int64
@@ -120,9 +121,9 @@ type Result struct {
 	Pushed bool     `json:"pushed"`
 	// Compression is the tagged image's layer compression (zstd, gzip or
 	// estargz), when the build has tags.
-	Compression string       `json:"compression,omitempty"`
-	Base        images.Base  `json:"base"`
-	Stack       matrix.Stack `json:"stack"`
+	Compression matrix.Compression `json:"compression,omitempty"`
+	Base        images.Base        `json:"base"`
+	Stack       matrix.Stack       `json:"stack"`
 	// Duration is the wall time of the solve.
 	Duration time.Duration `json:"duration_ns"`
 	// CachedSteps of TotalSteps Dockerfile steps were answered from
@@ -202,10 +203,6 @@ func secretIDs(specs []string) ([]string, error) {
 	return ids, nil
 }
 
-func parsePlatform(p string) (*v1.Platform, error) {
-	return images.ParsePlatform(p) // os/arch[/variant]; "foo" is no platform
-}
-
 // Prepare pins the base image and renders the build without running it
 // (this is what --dockerfile-only prints).
 func Prepare(ctx context.Context, req Request) (*Plan, error) {
@@ -216,16 +213,15 @@ func Prepare(ctx context.Context, req Request) (*Plan, error) {
 	if err := CheckPythonMirror(req.PythonMirror); err != nil {
 		return nil, err
 	}
-	for _, p := range req.Platforms {
+	for _, p := range req.Platforms.Strings() {
 		if err := checkStandalonePlatform(req.Stack, p); err != nil {
 			return nil, err
 		}
 	}
 	var platform *v1.Platform
 	if len(req.Platforms) > 0 {
-		if platform, err = parsePlatform(req.Platforms[0]); err != nil {
-			return nil, err
-		}
+		first := req.Platforms[0]
+		platform = &first
 	}
 	base, err := images.PinBase(ctx, req.Stack.BaseImage, req.Mirrors, append(slices.Clip(req.Registry), images.WithPlatform(platform))...)
 	if err != nil {
@@ -423,7 +419,7 @@ func (b *run) context(context.Context) error {
 		attrs["no-cache"] = ""
 	}
 	if len(req.Platforms) > 0 {
-		attrs["platform"] = strings.Join(req.Platforms, ",")
+		attrs["platform"] = strings.Join(req.Platforms.Strings(), ",")
 	}
 	for k, v := range plan.Labels {
 		attrs["label:"+k] = v

@@ -78,7 +78,7 @@ type Flags struct {
 
 	Tags               []string
 	Push               bool
-	Platforms          []string
+	Platforms          images.Platforms
 	PipIndexURL        string
 	PipExtraIndexURLs  []string
 	PipTrustedHosts    []string
@@ -88,8 +88,8 @@ type Flags struct {
 	Builder            string
 	SourceDateEpoch    string
 	// Compression is the layers' compression: gzip, zstd or estargz
-	// (Compressions).
-	Compression string
+	// (matrix.WrittenCompressions).
+	Compression matrix.Compression
 	// LargeWheel is the installed size from which a distribution gets a
 	// layer of its own, as matrix.ParseSize reads it ("50MB").
 	LargeWheel string
@@ -161,7 +161,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	r := Request{
 		Extras: ex, ContextDir: f.ContextDir, Tags: m.list("tag", f.Tags, file.Tag),
-		Platforms: m.list("platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
+		Platforms: pick(m, "platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
 		InsecureRegistries: f.InsecureRegistries, NoCache: f.NoCache, NoChecks: f.NoChecks, ProgressMode: f.ProgressMode,
 		PipIndexURL:       m.str("pip_index_url", f.PipIndexURL, file.PipIndexURL),
 		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
@@ -170,7 +170,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		PythonMirror:      m.str("python_mirror", f.PythonMirror, file.PythonMirror),
 		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
 		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
-		Compression:       m.str("compression", f.Compression, file.Compression),
+		Compression:       matrix.Compression(m.str("compression", string(f.Compression), string(file.Compression))),
 	}
 	if err := CheckPythonMirror(r.PythonMirror); err != nil {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["python_mirror"])
@@ -252,6 +252,11 @@ func (m *merger) str(key, flag, file string) string {
 }
 
 func (m *merger) list(key string, flag, file []string) []string {
+	return pick(m, key, flag, file)
+}
+
+// pick is merger.list for a list of any type.
+func pick[T any](m *merger, key string, flag, file []T) []T {
 	m.src[key] = m.source(key, len(flag) > 0, len(file) > 0)
 	if m.src[key] == FromFile {
 		return file
@@ -357,24 +362,23 @@ func GitInfo(ctx context.Context, dir string) (source, revision string) {
 	return source, revision
 }
 
-// Compressions are the layer compressions a build can ask BuildKit's image
-// exporters for: zstd (the default: decompresses several times faster
-// than gzip and is smaller; containerd ≥ 1.5, Docker ≥ 23, podman, CRI-O),
-// gzip (every runtime pulls it, Debian 12's Docker 20.10 included) and
-// estargz (gzip that stargz-snapshotter can pull lazily, and that every
-// runtime can still pull whole).
-var Compressions = []string{string(matrix.CompressionZstd), string(matrix.CompressionGzip), string(matrix.CompressionEstargz)}
+// A build asks BuildKit's image exporters for one of
+// matrix.WrittenCompressions: zstd (the default: decompresses several
+// times faster than gzip and is smaller; containerd ≥ 1.5, Docker ≥ 23,
+// podman, CRI-O), gzip (every runtime pulls it, Debian 12's Docker 20.10
+// included) or estargz (gzip that stargz-snapshotter can pull lazily, and
+// that every runtime can still pull whole).
 
 // DefaultCompression is the layer compression of pushed images and OCI
 // outputs when a build names none (docs/startup.md measures why). A
 // type=docker output, which is for docker load, gets gzip, and so does a
 // build for a target that does not take zstd (CompressionFor).
-const DefaultCompression = string(matrix.CompressionZstd)
+const DefaultCompression = matrix.CompressionZstd
 
 // CheckCompression accepts "" (the default, DefaultCompression) and
-// Compressions.
-func CheckCompression(c string) error {
-	if c == "" || slices.Contains(Compressions, c) {
+// matrix.WrittenCompressions.
+func CheckCompression(c matrix.Compression) error {
+	if c == "" || c.Written() {
 		return nil
 	}
 	return fmt.Errorf("compression %q: use zstd, gzip or estargz", c)
@@ -384,27 +388,29 @@ func CheckCompression(c string) error {
 // uses when it names none: "" (DefaultCompression), or gzip when t does
 // not take zstd layers: its compressions leave zstd out, or it takes
 // Docker manifests only, whose schema has no zstd layer type.
-func CompressionFor(t *matrix.Target) string {
+func CompressionFor(t *matrix.Target) matrix.Compression {
 	if t == nil {
 		return ""
 	}
 	if len(t.Compressions) > 0 && !slices.Contains(t.Compressions, matrix.CompressionZstd) {
-		return string(matrix.CompressionGzip)
+		return matrix.CompressionGzip
 	}
 	if len(t.MediaTypes) > 0 && !slices.Contains(t.MediaTypes, matrix.FormatOCI) {
-		return string(matrix.CompressionGzip)
+		return matrix.CompressionGzip
 	}
 	return ""
 }
 
 // ImageCompression is the layer compression of an image pushed by a build
 // that asks for c: c, or DefaultCompression for "".
-func ImageCompression(c string) string { return compressionOf(c, client.ExporterImage) }
+func ImageCompression(c matrix.Compression) matrix.Compression {
+	return compressionOf(c, client.ExporterImage)
+}
 
 // compressionOf is the compression an exporter of type typ writes when
 // the build asks for c: c, or for "" DefaultCompression, but "" (BuildKit's
 // own default, gzip) for the Docker exporter.
-func compressionOf(c, typ string) string {
+func compressionOf(c matrix.Compression, typ string) matrix.Compression {
 	switch {
 	case c != "":
 		return c
@@ -422,13 +428,13 @@ func compressionOf(c, typ string) string {
 // oci-mediatypes=true for zstd and estargz, which Docker's media types
 // cannot express. The Docker exporter with no compression named keeps
 // BuildKit's defaults (gzip, Docker media types).
-func exporterCompression(attrs map[string]string, c, typ string) {
+func exporterCompression(attrs map[string]string, c matrix.Compression, typ string) {
 	if c = compressionOf(c, typ); c == "" {
 		return
 	}
-	attrs["compression"] = c
+	attrs["compression"] = string(c)
 	attrs["force-compression"] = "true"
-	if c != "gzip" {
+	if c != matrix.CompressionGzip {
 		attrs["oci-mediatypes"] = "true"
 	}
 }

@@ -209,8 +209,9 @@ func TestGitInfo(t *testing.T) {
 func TestCompression(t *testing.T) {
 	zstd := map[string]string{"compression": "zstd", "force-compression": "true", "oci-mediatypes": "true"}
 	tests := []struct {
-		c, typ string
-		want   map[string]string
+		c    matrix.Compression
+		typ  string
+		want map[string]string
 	}{
 		{"", client.ExporterImage, zstd},
 		{"", client.ExporterOCI, zstd},
@@ -230,7 +231,7 @@ func TestCompression(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		t    *matrix.Target
-		want string
+		want matrix.Compression
 	}{
 		{"no target", nil, ""},
 		{"takes any", &matrix.Target{Name: "any"}, ""},

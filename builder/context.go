@@ -30,7 +30,11 @@ func checkCopySources(ctxDir string, copies []string) error {
 		return fmt.Errorf("context directory %s: %w", ctxDir, err)
 	}
 	for _, cp := range copies {
-		src, _, _ := strings.Cut(cp, ":")
+		spec, err := ParseCopySpec(cp)
+		if err != nil {
+			return err
+		}
+		src := spec.Src
 		p := filepath.Join(root, src)
 		if _, err := os.Lstat(p); err != nil {
 			return fmt.Errorf("copy %s: %w", cp, err)

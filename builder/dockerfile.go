@@ -483,8 +483,8 @@ func (g *gen) extras() {
 	if len(d.Extras.Copy) > 0 {
 		g.w("\n# Files from the context directory.\n")
 		for _, c := range d.Extras.Copy {
-			src, dst, _ := strings.Cut(c, ":")
-			g.w("COPY --link --from=%s %s %s\n", UserContext, jsonString(src), jsonString(dst))
+			cp, _ := ParseCopySpec(c) // Dockerfile validated the extras
+			g.w("COPY --link --from=%s %s %s\n", UserContext, jsonString(cp.Src), jsonString(cp.Dst))
 		}
 	}
 	if len(d.Extras.Env) > 0 || d.Extras.Workdir != "" || len(d.Extras.Entrypoint) > 0 {

@@ -8,11 +8,11 @@ import (
 	"os"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -26,7 +26,8 @@ type Extras struct {
 	Requirements string `yaml:"requirements" json:"requirements,omitempty"`
 	// Apt are extra OS packages (apt on Ubuntu, dnf on Rocky Linux and UBI).
 	Apt []string `yaml:"apt" json:"apt,omitempty"`
-	// Copy are SRC:DST pairs; SRC is relative to the context directory.
+	// Copy are SRC:DST pairs (ParseCopySpec); SRC is relative to the
+	// context directory.
 	Copy []string `yaml:"copy" json:"copy,omitempty"`
 	// Env are extra environment variables.
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
@@ -54,19 +55,19 @@ type Config struct {
 
 	Extras `yaml:",inline"`
 
-	Tag               []string          `yaml:"tag"`
-	Push              bool              `yaml:"push"`
-	Platforms         []string          `yaml:"platforms"`
-	RegistryMirrors   map[string]string `yaml:"registry_mirrors"`
-	PipIndexURL       string            `yaml:"pip_index_url"`
-	PipExtraIndexURLs []string          `yaml:"pip_extra_index_url"`
-	PipTrustedHosts   []string          `yaml:"pip_trusted_host"`
-	PipFindLinks      []string          `yaml:"pip_find_links"`
-	PythonMirror      string            `yaml:"python_mirror"`
-	CacheFrom         []string          `yaml:"cache_from"`
-	CacheTo           []string          `yaml:"cache_to"`
-	Compression       string            `yaml:"compression"`
-	LargeWheel        string            `yaml:"large_wheel"`
+	Tag               []string           `yaml:"tag"`
+	Push              bool               `yaml:"push"`
+	Platforms         images.Platforms   `yaml:"platforms"`
+	RegistryMirrors   map[string]string  `yaml:"registry_mirrors"`
+	PipIndexURL       string             `yaml:"pip_index_url"`
+	PipExtraIndexURLs []string           `yaml:"pip_extra_index_url"`
+	PipTrustedHosts   []string           `yaml:"pip_trusted_host"`
+	PipFindLinks      []string           `yaml:"pip_find_links"`
+	PythonMirror      string             `yaml:"python_mirror"`
+	CacheFrom         []string           `yaml:"cache_from"`
+	CacheTo           []string           `yaml:"cache_to"`
+	Compression       matrix.Compression `yaml:"compression"`
+	LargeWheel        string             `yaml:"large_wheel"`
 	// TorchCompile false leaves out torch.compile's C compiler and
 	// Python headers (Definition.NoTorchCompile); unset means true.
 	TorchCompile *bool `yaml:"torch_compile"`
@@ -127,20 +128,8 @@ func (e Extras) Validate() error {
 			return fmt.Errorf("package name %q is not a valid apt/dnf package name", a)
 		}
 	}
-	for _, c := range e.Copy {
-		src, dst, ok := strings.Cut(c, ":")
-		if !ok || src == "" || dst == "" {
-			return fmt.Errorf("copy %q: want SRC:DST", c)
-		}
-		if !path.IsAbs(dst) {
-			return fmt.Errorf("copy %q: the destination must be an absolute path in the image", c)
-		}
-		if slices.Contains(strings.Split(dst, "/"), "..") {
-			return fmt.Errorf("copy %q: the destination must not contain \"..\"; name the directory it means", c)
-		}
-		if path.IsAbs(src) || slices.Contains(strings.Split(path.Clean(src), "/"), "..") {
-			return fmt.Errorf("copy %q: the source must be inside the context directory", c)
-		}
+	if _, err := e.CopySpecs(); err != nil {
+		return err
 	}
 	for k := range e.Env {
 		if !envKeyRE.MatchString(k) {

@@ -16,27 +16,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-)
 
-// Compression is a layer compression Convert produces.
-type Compression string
-
-// Compressions Convert produces.
-const (
-	Gzip    Compression = "gzip"    // the default everywhere
-	Zstd    Compression = "zstd"    // faster to decompress; needs containerd 1.5+ / Docker 23+
-	Estargz Compression = "estargz" // gzip-compatible, lazily pullable with the stargz snapshotter
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // ConvertResult compares the image before and after.
 type ConvertResult struct {
-	Source      string      `json:"source"`
-	Destination string      `json:"destination"`
-	Compression Compression `json:"compression"`
-	Digest      string      `json:"digest"`
-	SizeBefore  int64       `json:"size_before"` // compressed bytes of all layers
-	SizeAfter   int64       `json:"size_after"`
-	Layers      int         `json:"layers"`
+	Source      string             `json:"source"`
+	Destination string             `json:"destination"`
+	Compression matrix.Compression `json:"compression"`
+	Digest      string             `json:"digest"`
+	SizeBefore  int64              `json:"size_before"` // compressed bytes of all layers
+	SizeAfter   int64              `json:"size_after"`
+	Layers      int                `json:"layers"`
 }
 
 // Convert recompresses every layer of src (one platform of an index, by
@@ -45,9 +37,12 @@ type ConvertResult struct {
 // eStargz the diff IDs too (it rewrites each tar with a table of
 // contents; WithPrioritizedFiles puts files first, before the prefetch
 // landmark). Layers are staged one at a time in a directory under
-// WithTempDir's.
-func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Option) (*ConvertResult, error) {
-	if comp != Gzip && comp != Zstd && comp != Estargz {
+// WithTempDir's. comp is one of matrix.WrittenCompressions: zstd
+// (faster to decompress; containerd 1.5+, Docker 23+), gzip (every
+// runtime) or estargz (gzip-compatible, lazily pullable with the stargz
+// snapshotter); there is no default.
+func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts ...Option) (*ConvertResult, error) {
+	if !comp.Written() {
 		return nil, fmt.Errorf("unknown compression %q: use zstd, estargz or gzip", comp)
 	}
 	r, err := makeOptions(opts...)
@@ -145,7 +140,7 @@ func Convert(ctx context.Context, src, dst string, comp Compression, opts ...Opt
 }
 
 // recompress stages one layer's tar in dir and returns it compressed anew.
-func recompress(l v1.Layer, comp Compression, dir string, i int, prioritized []string) (v1.Layer, map[string]string, error) {
+func recompress(l v1.Layer, comp matrix.Compression, dir string, i int, prioritized []string) (v1.Layer, map[string]string, error) {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return nil, nil, err
@@ -153,13 +148,13 @@ func recompress(l v1.Layer, comp Compression, dir string, i int, prioritized []s
 	defer rc.Close()
 	out := fmt.Sprintf("%s/layer%d.%s", dir, i, comp)
 	switch comp {
-	case Zstd, Gzip:
+	case matrix.CompressionZstd, matrix.CompressionGzip:
 		f, err := os.Create(out)
 		if err != nil {
 			return nil, nil, err
 		}
 		var w io.WriteCloser
-		if comp == Zstd {
+		if comp == matrix.CompressionZstd {
 			w, err = zstd.NewWriter(f)
 		} else {
 			w, err = newGzipWriter(f)
@@ -181,7 +176,7 @@ func recompress(l v1.Layer, comp Compression, dir string, i int, prioritized []s
 		}
 		mt := types.OCILayer
 		c := compression.GZip
-		if comp == Zstd {
+		if comp == matrix.CompressionZstd {
 			mt, c = types.OCILayerZStd, compression.ZStd
 		}
 		nl, err := tarball.LayerFromFile(out, tarball.WithMediaType(mt), tarball.WithCompression(c))

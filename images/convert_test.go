@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // tarOf makes a tar of the named files, in order; names ending in / are
@@ -79,7 +80,7 @@ func TestConvertPrioritizedFiles(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := reg + "/ml/app:1-" + tt.name
-			_, err := images.Convert(t.Context(), reg+"/ml/app:1", dst, images.Estargz,
+			_, err := images.Convert(t.Context(), reg+"/ml/app:1", dst, matrix.CompressionEstargz,
 				images.WithTempDir(t.TempDir()), images.WithPrioritizedFiles(tt.prioritized...))
 			must(t, err)
 			r, _ := name.ParseReference(dst, name.Insecure)

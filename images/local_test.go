@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // localImage is a linux/amd64 image of two layers, gzip unless opts say
@@ -427,7 +428,7 @@ func TestCopyAndExportLocal(t *testing.T) {
 	if er.Digest != want.String() {
 		t.Errorf("export: %+v, want digest %s", er, want)
 	}
-	if cr, err := images.Convert(t.Context(), "oci:"+dir, reg+"/ml/model:zstd", images.Zstd); err != nil || cr.Layers != 2 {
+	if cr, err := images.Convert(t.Context(), "oci:"+dir, reg+"/ml/model:zstd", matrix.CompressionZstd); err != nil || cr.Layers != 2 {
 		t.Errorf("convert oci:DIR: %+v, %v", cr, err)
 	}
 	if _, err := images.Copy(t.Context(), "oci:"+dir, []string{"oci:" + t.TempDir()}); err == nil || !strings.Contains(err.Error(), "images export") {

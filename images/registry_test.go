@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // newRegistry starts an in-process registry, optionally behind wrap, and
@@ -350,13 +351,13 @@ func TestConvert(t *testing.T) {
 	push(t, reg+"/ml/torch:2.3", img)
 	srcDiffIDs := diffIDs(t, img)
 	for _, tt := range []struct {
-		comp    images.Compression
+		comp    matrix.Compression
 		mt      types.MediaType
 		sameIDs bool // the uncompressed tars are unchanged
 	}{
-		{images.Zstd, types.OCILayerZStd, true},
-		{images.Gzip, types.OCILayer, true},
-		{images.Estargz, types.OCILayer, false},
+		{matrix.CompressionZstd, types.OCILayerZStd, true},
+		{matrix.CompressionGzip, types.OCILayer, true},
+		{matrix.CompressionEstargz, types.OCILayer, false},
 	} {
 		t.Run(string(tt.comp), func(t *testing.T) {
 			dst := reg + "/ml/torch:2.3-" + string(tt.comp)
@@ -377,7 +378,7 @@ func TestConvert(t *testing.T) {
 			}
 			m, err := out.Manifest()
 			must(t, err)
-			if _, ok := m.Layers[0].Annotations["containerd.io/snapshot/stargz/toc.digest"]; ok != (tt.comp == images.Estargz) {
+			if _, ok := m.Layers[0].Annotations["containerd.io/snapshot/stargz/toc.digest"]; ok != (tt.comp == matrix.CompressionEstargz) {
 				t.Errorf("eStargz TOC annotation present: %v", ok)
 			}
 			if got := diffIDs(t, out); (strings.Join(got, ",") == strings.Join(srcDiffIDs, ",")) != tt.sameIDs {

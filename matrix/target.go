@@ -90,17 +90,6 @@ const (
 	FormatOCI ManifestFormat = "oci"
 )
 
-// Compression is a layer compression.
-type Compression string
-
-// Layer compressions.
-const (
-	CompressionGzip         Compression = "gzip"
-	CompressionZstd         Compression = "zstd"
-	CompressionEstargz      Compression = "estargz"
-	CompressionUncompressed Compression = "uncompressed"
-)
-
 // Size is a number of bytes, written in matrix files as 10GB, 9.5GB or
 // 500MB (decimal units, as providers state their limits) or a plain number
 // of bytes. JSON carries the number of bytes.

@@ -161,7 +161,7 @@ func run(ctx context.Context, o options) (err error) {
 			es := &kind{Name: "gpuimg-estargz", Snapshotter: "stargz", refs: map[string]string{}}
 			for _, v := range variants {
 				ref := "bench/gpuimg-estargz:" + v.Name
-				if _, err := images.Convert(ctx, host+"/"+gpu.refs[v.Name], host+"/"+ref, images.Estargz, images.WithPrioritizedFiles(tr.Prioritized...)); err != nil {
+				if _, err := images.Convert(ctx, host+"/"+gpu.refs[v.Name], host+"/"+ref, matrix.CompressionEstargz, images.WithPrioritizedFiles(tr.Prioritized...)); err != nil {
 					return err
 				}
 				es.refs[v.Name] = ref
@@ -255,7 +255,7 @@ ENV PATH=/opt/venv/bin:$PATH
 // like the others, so it is divided by scale too: the fixture's wheels
 // get the layers the real wheels would get. It returns the generated
 // Dockerfile.
-func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64, compression string) (string, error) {
+func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64, compression matrix.Compression) (string, error) {
 	cuda, err := matrix.ParseConstraint("12.6")
 	if err != nil {
 		return "", err

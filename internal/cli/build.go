@@ -50,7 +50,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&o.Tags, "tag", "t", nil, "image name, REGISTRY/REPO:TAG (repeatable)")
 	fs.BoolVar(&o.Push, "push", false, "push the tags when the build succeeds (the tag is written last, after every blob)")
 	fs.StringArrayVar(&o.Outputs, "output", nil, "extra output in BuildKit's syntax: type=oci,dest=F | type=docker,dest=F | type=local,dest=DIR | type=image,name=REF,push=true (repeatable)")
-	fs.StringSliceVar(&o.Platforms, "platform", nil, "target platforms, e.g. linux/amd64,linux/arm64 (several give a multi-platform index)")
+	fs.Var(&o.Platforms, "platform", "target platforms, e.g. linux/amd64,linux/arm64 (several give a multi-platform index)")
 	addCompressionFlag(fs, &o.Flags)
 	addTorchCompileFlag(fs, &o.Flags)
 	fs.StringArrayVar(&o.CacheFrom, "cache-from", nil, "cache import in BuildKit's syntax: type=registry,ref=R | type=local,src=DIR (repeatable)")
@@ -137,7 +137,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 			return nil, nil, matrix.Constraints{}, invalid(err, "see docs/build.md for the gpuimg.yaml format")
 		}
 	}
-	if err := o.checkOutputs(); err != nil {
+	if err := o.checkOutputs(cmd.Flags()); err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
 	f := o.Flags
@@ -157,8 +157,8 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	c.Apt = set.Request.Extras.Apt      // OS packages that use CUDA's libraries need the runtime flavor
-	c.Platforms = set.Request.Platforms // a framework without CUDA wheels for one is refused
+	c.Apt = set.Request.Extras.Apt                // OS packages that use CUDA's libraries need the runtime flavor
+	c.Platforms = set.Request.Platforms.Strings() // a framework without CUDA wheels for one is refused
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
@@ -177,10 +177,11 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	return set, db, c, nil
 }
 
-// checkOutputs checks -o (the result format) and --output (BuildKit's
-// outputs), which docker buildx users mix up: buildx's -o is --output.
-func (o *BuildOptions) checkOutputs() error {
-	if err := checkOutput(o.Output, "text", "json"); err != nil {
+// checkOutputs checks -o (the result format; fs holds the flags) and
+// --output (BuildKit's outputs), which docker buildx users mix up:
+// buildx's -o is --output.
+func (o *BuildOptions) checkOutputs(fs *pflag.FlagSet) error {
+	if err := checkFormat(fs); err != nil {
 		if strings.Contains(o.Output, "=") {
 			return invalid(fmt.Errorf("-o %s: gpuimg's -o is --output-format, the result format on stdout (text or json)", o.Output),
 				"give BuildKit outputs with --output, as docker buildx build's -o: --output "+o.Output)
@@ -293,33 +294,32 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 	default:
 		return &Error{Err: err, Code: ExitFailed}
 	}
-	if o.Output == "json" {
-		return writeJSON(stdout, res)
-	}
-	if res.Digest != "" {
-		fmt.Fprintf(stdout, "digest: %s\n", res.Digest)
-	}
-	for _, t := range res.Tags {
-		verb := "built"
-		if res.Pushed {
-			verb = "pushed"
+	return render(stdout, o.Output, res, func() error {
+		if res.Digest != "" {
+			fmt.Fprintf(stdout, "digest: %s\n", res.Digest)
 		}
-		fmt.Fprintf(stdout, "%s: %s\n", verb, t)
-	}
-	fmt.Fprintf(stdout, "base: %s@%s\n", res.Base.Name, res.Base.Digest)
-	fmt.Fprintf(stdout, "stack: %s\n", res.Stack.Summary())
-	return nil
+		for _, t := range res.Tags {
+			verb := "built"
+			if res.Pushed {
+				verb = "pushed"
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", verb, t)
+		}
+		fmt.Fprintf(stdout, "base: %s@%s\n", res.Base.Name, res.Base.Digest)
+		fmt.Fprintf(stdout, "stack: %s\n", res.Stack.Summary())
+		return nil
+	})
 }
 
 // layersNote says which compression the build's layers get and why.
 func layersNote(req builder.Request, src builder.Source) string {
 	switch {
 	case req.Compression == "":
-		return builder.DefaultCompression + " (the default; --compression gzip for runtimes older than containerd 1.5 or Docker 23; --output type=docker gets gzip)"
+		return string(builder.DefaultCompression) + " (the default; --compression gzip for runtimes older than containerd 1.5 or Docker 23; --output type=docker gets gzip)"
 	case src == builder.FromDefault:
-		return req.Compression + " (target " + req.Stack.Target + " takes no zstd layers)"
+		return string(req.Compression) + " (target " + req.Stack.Target + " takes no zstd layers)"
 	}
-	return req.Compression + " (from " + string(src) + ")"
+	return string(req.Compression) + " (from " + string(src) + ")"
 }
 
 // clientOpts turns the TLS flags into BuildKit client options.
@@ -357,7 +357,7 @@ func addMirrorFlags(fs *pflag.FlagSet, f *builder.Flags, ro *RegistryOptions) {
 // settings shared by build and publish.
 func addCompressionFlag(fs *pflag.FlagSet, f *builder.Flags) {
 	fs.StringVar(&f.LargeWheel, "large-wheel", "50MB", "installed size from which a Python distribution gets an image layer of its own (smaller ones share one layer per framework)")
-	fs.StringVar(&f.Compression, "compression", "", "layer compression of the pushed or written image: zstd (default: smaller and faster to unpack; containerd 1.5+, Docker 23+, podman, CRI-O), gzip (every runtime, Docker 20.10 included; the default for --output type=docker and for a --target that takes no zstd) or estargz (lazy pulls with stargz-snapshotter)")
+	fs.StringVar((*string)(&f.Compression), "compression", "", "layer compression of the pushed or written image: zstd (default: smaller and faster to unpack; containerd 1.5+, Docker 23+, podman, CRI-O), gzip (every runtime, Docker 20.10 included; the default for --output type=docker and for a --target that takes no zstd) or estargz (lazy pulls with stargz-snapshotter)")
 }
 
 // addTorchCompileFlag binds --torch-compile (default true), shared by

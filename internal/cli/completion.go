@@ -81,25 +81,6 @@ output formats, all read from the matrix) for one shell.`,
 	return cmd
 }
 
-// formatsAnnotation is the pflag annotation that lists an output flag's
-// formats (outputFlag), for completion.
-const formatsAnnotation = "gpuimg_formats"
-
-// outputFlag binds -o (as --name) to p with formats, the first being the
-// default; completion offers them.
-func outputFlag(fs *pflag.FlagSet, p *string, name string, formats ...string) {
-	what := "output format: "
-	if name != "output" {
-		what = "result format on stdout: " // build's --output is BuildKit's
-	}
-	usage := what + formats[0]
-	if n := len(formats); n > 1 {
-		usage = what + strings.Join(formats[:n-1], ", ") + " or " + formats[n-1]
-	}
-	fs.StringVarP(p, name, "o", formats[0], usage)
-	_ = fs.SetAnnotation(name, formatsAnnotation, formats) // the flag exists: just bound
-}
-
 // registerValueCompletions gives every flag of c and its subcommands that
 // names a matrix value (--gpu, --target, --torch, --cuda, --os, --flavor,
 // …) and every outputFlag a completion function.

@@ -41,7 +41,7 @@ at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
   docker buildx bake -f bake.json --print`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "table", "json", "github", "bake"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			f, err := publish.LoadFile(file)
@@ -66,8 +66,6 @@ at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
 
 func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File) error {
 	switch output {
-	case "json":
-		return writeJSON(w, plan)
 	case "github":
 		m, err := publish.GitHubMatrix(plan)
 		if errors.Is(err, publish.ErrTooManyJobs) {
@@ -84,19 +82,21 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 		}
 		return writeJSON(w, b)
 	}
-	t := newTable(w)
-	t.row("NAME", "STACK", "INPUTS")
-	for _, v := range plan.Variants {
-		t.row(v.Name, v.Stack.Summary(), v.Inputs)
-	}
-	if len(plan.Skipped) > 0 {
-		t.row("")
-		t.row("SKIPPED", "REASON")
-		for _, s := range plan.Skipped {
-			t.row(axesString(s.Axes), s.Reason)
+	return render(w, output, plan, func() error {
+		t := newTable(w)
+		t.row("NAME", "STACK", "INPUTS")
+		for _, v := range plan.Variants {
+			t.row(v.Name, v.Stack.Summary(), v.Inputs)
 		}
-	}
-	return t.flush()
+		if len(plan.Skipped) > 0 {
+			t.row("")
+			t.row("SKIPPED", "REASON")
+			for _, s := range plan.Skipped {
+				t.row(axesString(s.Axes), s.Reason)
+			}
+		}
+		return t.flush()
+	})
 }
 
 // axesString renders axes as "cuda=12.4 torch=2.6", keys sorted.

@@ -158,7 +158,7 @@ with gpuimg images export).`,
   gpuimg images copy --platform linux/amd64 ci.example.com/ml/torch:nightly registry.example.com/ml/torch:amd64`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			opts, err := ro.optionsFor(platform)
@@ -183,9 +183,11 @@ with gpuimg images export).`,
 }
 
 func renderCopy(w io.Writer, output string, res *images.CopyResult) error {
-	if output == "json" {
-		return writeJSON(w, res)
-	}
+	return render(w, output, res, func() error { return renderCopyText(w, res) })
+}
+
+// renderCopyText is renderCopy's text.
+func renderCopyText(w io.Writer, res *images.CopyResult) error {
 	verb := "copied"
 	if res.DryRun {
 		verb = "would copy"
@@ -222,7 +224,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
   gpuimg images export registry.example.com/ml/torch:2.3 torch.oci.tar --format oci-archive`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			opts, err := ro.optionsFor(platform)
@@ -233,14 +235,14 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 			if err != nil {
 				return invalid(err, "")
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), res)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s) to %s as %s, %s, digests verified\n", res.Source, res.Digest, res.Path, res.Format, humanize.Bytes(res.Size))
-			if res.Attestations > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "kept %d attestation manifests (provenance, SBOM) in the index; gpuimg images import --target drops them for a target that refuses them\n", res.Attestations)
-			}
-			return nil
+			w := cmd.OutOrStdout()
+			return render(w, output, res, func() error {
+				fmt.Fprintf(w, "exported %s (%s) to %s as %s, %s, digests verified\n", res.Source, res.Digest, res.Path, res.Format, humanize.Bytes(res.Size))
+				if res.Attestations > 0 {
+					fmt.Fprintf(w, "kept %d attestation manifests (provenance, SBOM) in the index; gpuimg images import --target drops them for a target that refuses them\n", res.Attestations)
+				}
+				return nil
+			})
 		},
 	}
 	ro.AddFlags(cmd.Flags())
@@ -260,7 +262,7 @@ func newLsCmd() *cobra.Command {
 		Example: "  gpuimg images ls registry.example.com/ml/torch\n  gpuimg images ls registry.example.com/ml/torch -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "table", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			opts, err := ro.Options()
@@ -271,19 +273,18 @@ func newLsCmd() *cobra.Command {
 			if err != nil {
 				return invalid(err, "")
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), tags)
-			}
-			t := newTable(cmd.OutOrStdout())
-			t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK")
-			for _, ti := range tags {
-				created := "-"
-				if !ti.Created.IsZero() {
-					created = ti.Created.Format("2006-01-02 15:04")
+			return render(cmd.OutOrStdout(), output, tags, func() error {
+				t := newTable(cmd.OutOrStdout())
+				t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK")
+				for _, ti := range tags {
+					created := "-"
+					if !ti.Created.IsZero() {
+						created = ti.Created.Format("2006-01-02 15:04")
+					}
+					t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack))
 				}
-				t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack))
-			}
-			return t.flush()
+				return t.flush()
+			})
 		},
 	}
 	ro.AddFlags(cmd.Flags())
@@ -418,7 +419,7 @@ fetches them before the container starts.`,
   gpuimg images convert registry.example.com/ml/torch:2.3 registry.example.com/ml/torch:2.3-esgz --compression estargz --prioritize prefetch.txt`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			opts, err := ro.optionsFor(platform)
@@ -432,16 +433,15 @@ fetches them before the container starts.`,
 				}
 				opts = append(opts, images.WithPrioritizedFiles(files...))
 			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], images.Compression(comp), opts...)
+			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), opts...)
 			if err != nil {
 				return invalid(err, "")
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), res)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "converted %s to %s (%s, %d layers): %s -> %s (%+.1f%%), %s\n", res.Source, res.Destination, res.Compression, res.Layers,
-				humanize.Bytes(res.SizeBefore), humanize.Bytes(res.SizeAfter), 100*float64(res.SizeAfter-res.SizeBefore)/float64(max(res.SizeBefore, 1)), res.Digest)
-			return nil
+			return render(cmd.OutOrStdout(), output, res, func() error {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "converted %s to %s (%s, %d layers): %s -> %s (%+.1f%%), %s\n", res.Source, res.Destination, res.Compression, res.Layers,
+					humanize.Bytes(res.SizeBefore), humanize.Bytes(res.SizeAfter), 100*float64(res.SizeAfter-res.SizeBefore)/float64(max(res.SizeBefore, 1)), res.Digest)
+				return err
+			})
 		},
 	}
 	ro.AddFlags(cmd.Flags())
@@ -456,7 +456,7 @@ fetches them before the container starts.`,
 // readPrioritized reads --prioritize's file: one path a line; blank lines
 // and lines starting with # are skipped.
 func readPrioritized(file, comp string) ([]string, error) {
-	if comp != string(images.Estargz) {
+	if comp != string(matrix.CompressionEstargz) {
 		return nil, invalid(fmt.Errorf("--prioritize applies to --compression estargz, not %s", comp), "drop --prioritize or use --compression estargz")
 	}
 	b, err := os.ReadFile(file)

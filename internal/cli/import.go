@@ -68,7 +68,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
   gpuimg images import oci-archive:model.oci.tar --target vertex/serving --to us-docker.pkg.dev/proj/ml/model:v1 -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.Output, "text", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			if o.Target == "" || o.To == "" {
@@ -119,9 +119,11 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 }
 
 func renderImport(w io.Writer, output string, res *images.ImportResult) error {
-	if output == "json" {
-		return writeJSON(w, res)
-	}
+	return render(w, output, res, func() error { return renderImportText(w, res) })
+}
+
+// renderImportText is renderImport's text.
+func renderImportText(w io.Writer, res *images.ImportResult) error {
 	fmt.Fprintf(w, "import %s (%s) for %s\n", res.Source, res.SourceDigest, res.Target)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(res.Changes) == 0 {

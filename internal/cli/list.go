@@ -54,7 +54,7 @@ public sources all of it was read from.`,
 		},
 		ValidArgs: listKinds(),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			return checkOutput(output, "table", "json")
+			return checkFormat(cmd.Flags())
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := mo.Load()
@@ -222,10 +222,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 		rows = list
 	}
-	if output == "json" {
-		return writeJSON(w, rows)
-	}
-	return t.flush()
+	return render(w, output, rows, t.flush)
 }
 
 func orDash(s string) string {

@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -74,7 +72,7 @@ and lists the stacks that work with one constraint dropped.`,
   gpuimg matrix resolve --torch latest --gpu a10g,l4 --driver 535.104.05`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			c, err := so.Constraints()
@@ -95,13 +93,6 @@ and lists the stacks that work with one constraint dropped.`,
 	so.AddFlags(cmd.Flags(), true)
 	outputFlag(cmd.Flags(), &output, "output", "table", "json", "yaml")
 	return cmd
-}
-
-func checkOutput(got string, allowed ...string) error {
-	if slices.Contains(allowed, got) {
-		return nil
-	}
-	return invalid(fmt.Errorf("unknown output format %q", got), "use -o "+strings.Join(allowed, ", -o "))
 }
 
 // conflictError is a ConflictError rendered for people: the reason, then
@@ -159,29 +150,19 @@ func renderConflict(w io.Writer, output string, err error) error {
 		for _, a := range ce.Alternatives {
 			v.Alternatives = append(v.Alternatives, alternative{flagFor(ce.Asked, a.Dropped), a.Stack})
 		}
-		if werr := encode(w, output, v); werr != nil {
+		if werr := render(w, output, v, nil); werr != nil { // json or yaml: no text
 			return werr
 		}
 	}
 	return conflictError{ce}
 }
 
-func encode(w io.Writer, output string, v any) error {
-	if output == "yaml" {
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		return enc.Close()
-	}
-	return writeJSON(w, v)
+func renderStack(w io.Writer, output string, s matrix.Stack) error {
+	return render(w, output, s, func() error { return stackTable(w, s) })
 }
 
-func renderStack(w io.Writer, output string, s matrix.Stack) error {
-	if output != "table" {
-		return encode(w, output, s)
-	}
+// stackTable is resolve's table of s, with its notes.
+func stackTable(w io.Writer, s matrix.Stack) error {
 	t := newTable(w)
 	t.row("CUDA", s.CUDA)
 	t.row("base image", s.BaseImage)
@@ -267,7 +248,7 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
   gpuimg matrix check --stack stack.json --gpu sm_120 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "table", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			if given := so.ImageFlagsGiven(cmd.Flags()); stackFile != "" && len(given) > 0 {
@@ -389,16 +370,12 @@ func jsonKind(t reflect.Type) string {
 
 func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {
 	verdict := matrix.Verdict(fs)
-	if output == "json" {
-		v := struct {
-			Stack   matrix.Stack     `json:"stack"`
-			Checks  []matrix.Finding `json:"checks"`
-			Verdict matrix.Status    `json:"verdict"`
-		}{s, fs, verdict}
-		if err := writeJSON(w, v); err != nil {
-			return err
-		}
-	} else {
+	v := struct {
+		Stack   matrix.Stack     `json:"stack"`
+		Checks  []matrix.Finding `json:"checks"`
+		Verdict matrix.Status    `json:"verdict"`
+	}{s, fs, verdict}
+	err := render(w, output, v, func() error {
 		fmt.Fprintf(w, "stack: %s\n", s.Summary())
 		t := newTable(w)
 		for _, f := range fs {
@@ -407,7 +384,11 @@ func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Find
 		if err := t.flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "verdict: %s\n", verdict)
+		_, err := fmt.Fprintf(w, "verdict: %s\n", verdict)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if verdict == matrix.Fail {
 		return &Error{Err: errors.New("the stack does not run on that host (see the failed checks)"), Code: ExitFailed}

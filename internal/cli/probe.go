@@ -75,7 +75,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
   docker run --rm --gpus all -v $(command -v gpuimg):/gpuimg:ro --entrypoint /gpuimg IMAGE probe -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			me, err := parseEfficiency(eff)
@@ -213,7 +213,7 @@ Exit status: 0 every instance accepted, 1 one rejected, 2 could not run,
   gpuimg probe judge --reference -o json node-a.json node-b.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "json"); err != nil {
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
 			db, err := mo.Load()
@@ -266,9 +266,11 @@ func judgeExit(j *validate.Judgement) error {
 }
 
 func renderJudgement(w io.Writer, output string, j *validate.Judgement) error {
-	if output == "json" {
-		return writeJSON(w, j)
-	}
+	return render(w, output, j, func() error { return renderJudgementText(w, j) })
+}
+
+// renderJudgementText is renderJudgement's text.
+func renderJudgementText(w io.Writer, j *validate.Judgement) error {
 	rejected := 0
 	for _, in := range j.Instances {
 		p := in.Report.Probe
@@ -308,9 +310,11 @@ func probeExit(v validate.Status) error {
 }
 
 func renderProbe(w io.Writer, output string, res *gpuprobe.Result) error {
-	if output == "json" {
-		return writeJSON(w, res)
-	}
+	return render(w, output, res, func() error { return renderProbeText(w, res) })
+}
+
+// renderProbeText is renderProbe's text.
+func renderProbeText(w io.Writer, res *gpuprobe.Result) error {
 	if res.Driver != nil {
 		fmt.Fprintf(w, "driver  %s (CUDA %s)\n", res.Driver.Version, res.Driver.CUDAVersion)
 	}

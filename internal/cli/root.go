@@ -5,7 +5,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -189,24 +188,16 @@ func newVersionCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		Example: "  gpuimg version\n  gpuimg version -o json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := buildVersion()
-			switch output {
-			case "json":
-				return writeJSON(cmd.OutOrStdout(), v)
-			case "text", "":
-				_, err := io.WriteString(cmd.OutOrStdout(), versionText(v))
+			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
-			return invalid(fmt.Errorf("unknown output format %q", output), "use -o text or -o json")
+			v := buildVersion()
+			return render(cmd.OutOrStdout(), output, v, func() error {
+				_, err := io.WriteString(cmd.OutOrStdout(), versionText(v))
+				return err
+			})
 		},
 	}
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -153,7 +153,7 @@ func runOnlyFlags() []string {
 // reference, and loads the matrix.
 func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, validate.Options, error) {
 	var opt validate.Options
-	if err := checkOutput(o.Output, "text", "json", "junit"); err != nil {
+	if err := checkFormat(fs); err != nil {
 		return images.Ref{}, opt, err
 	}
 	var runOnly []string

@@ -48,7 +48,7 @@ type ExpandOptions struct {
 	// Compression is the build's layer compression (builder.Request's);
 	// "" and builder.DefaultCompression (zstd) are the same and leave it
 	// out of Inputs.
-	Compression string
+	Compression matrix.Compression
 	// LargeWheel is the build's builder.Request.LargeWheel; 0 and
 	// builder.DefaultLargeWheel leave it out of Inputs.
 	LargeWheel int64
@@ -95,8 +95,8 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
 			}
 		}
-		c.Apt = f.Build.Apt       // OS packages that use CUDA's libraries need the runtime flavor
-		c.Platforms = f.Platforms // a framework without CUDA wheels for one is refused
+		c.Apt = f.Build.Apt                 // OS packages that use CUDA's libraries need the runtime flavor
+		c.Platforms = f.Platforms.Strings() // a framework without CUDA wheels for one is refused
 		stack, err := db.Resolve(c)
 		if ce, ok := errors.AsType[*matrix.ConflictError](err); ok {
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: ce.Reason})
@@ -270,16 +270,16 @@ func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 // writes struct fields in this order and map keys sorted, so the encoding
 // is canonical.
 type inputs struct {
-	BuildVersion string            `json:"build_version"`
-	Stack        matrix.Stack      `json:"stack"`
-	Dockerfile   string            `json:"dockerfile"`
-	Extras       builder.Extras    `json:"extras"`
-	Platforms    []string          `json:"platforms"`
-	BaseDigest   string            `json:"base_digest,omitempty"`
-	Files        map[string]string `json:"files,omitempty"`
-	Epoch        int64             `json:"source_date_epoch,omitempty"`
-	Compression  string            `json:"compression,omitempty"`
-	LargeWheel   int64             `json:"large_wheel,omitempty"`
+	BuildVersion string             `json:"build_version"`
+	Stack        matrix.Stack       `json:"stack"`
+	Dockerfile   string             `json:"dockerfile"`
+	Extras       builder.Extras     `json:"extras"`
+	Platforms    []string           `json:"platforms"`
+	BaseDigest   string             `json:"base_digest,omitempty"`
+	Files        map[string]string  `json:"files,omitempty"`
+	Epoch        int64              `json:"source_date_epoch,omitempty"`
+	Compression  matrix.Compression `json:"compression,omitempty"`
+	LargeWheel   int64              `json:"large_wheel,omitempty"`
 }
 
 // Inputs is the digest ("sha256:…") over everything that decides a
@@ -292,7 +292,7 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms)), Epoch: opts.SourceDateEpoch}
+	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms.Strings())), Epoch: opts.SourceDateEpoch}
 	if opts.Compression != "" && opts.Compression != builder.DefaultCompression {
 		in.Compression = opts.Compression
 	}
@@ -325,8 +325,8 @@ func sourcesOf(e builder.Extras) []string {
 		out = append(out, e.Requirements)
 	}
 	for _, c := range e.Copy {
-		src, _, _ := strings.Cut(c, ":")
-		out = append(out, src)
+		cp, _ := builder.ParseCopySpec(c) // Load validated the extras
+		out = append(out, cp.Src)
 	}
 	return out
 }

@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -31,7 +31,7 @@ type File struct {
 	// Build are the extras on top of every stack, as in gpuimg.yaml.
 	Build builder.Extras `yaml:"build"`
 	// Platforms to build ("linux/amd64"); empty: the builder's platform.
-	Platforms []string `yaml:"platforms"`
+	Platforms images.Platforms `yaml:"platforms"`
 	// Builders are BuildKit addresses; empty: the local daemon.
 	Builders []string `yaml:"builders"`
 	// Validate is the static validation a variant must pass before it is
@@ -301,11 +301,6 @@ func (f *File) check(keys map[string]*yaml.Node) error {
 	}
 	if err := f.Build.Validate(); err != nil {
 		return fmt.Errorf("line %d: build: %w", line("build"), err)
-	}
-	for i, p := range f.Platforms {
-		if _, err := v1.ParsePlatform(p); err != nil || !strings.Contains(p, "/") {
-			return fmt.Errorf("line %d: platform %q is not OS/ARCH[/VARIANT] (linux/amd64)", itemLine("platforms", i), p)
-		}
 	}
 	for i, b := range f.Builders {
 		if err := checkBuilder(b); err != nil {

@@ -52,7 +52,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"missing tag", strings.Replace(minimal, "tag: \"{torch}-cu{cuda_short}-py{python}\"\n", "", 1), "publish.yaml: line 1: tag is required"},
 		{"exclude axis not in matrix", minimal + "exclude:\n  - {cuda: \"12.6\", os: ubuntu22.04}\n", "publish.yaml: line 8: exclude names axis \"os\", which matrix does not have"},
 		{"bad pip extra", minimal + "build:\n  pip: [\"--index-url=http://evil\"]\n", "publish.yaml: line 8: build: pip requirement \"--index-url=http://evil\" is not NAME"},
-		{"bad platform", minimal + "platforms:\n  - linux/amd64\n  - amd64\n", "publish.yaml: line 9: platform \"amd64\" is not OS/ARCH"},
+		{"bad platform", minimal + "platforms:\n  - linux/amd64\n  - amd64\n", "publish.yaml: line 9: platform \"amd64\" is not os/arch[/variant]"},
 		{"bad builder", minimal + "builders: [\"tcp://b:1234\", \"b:1234\"]\n", "publish.yaml: line 7: builder \"b:1234\": want an address starting with unix://"},
 		{"bad mirror", minimal + "mirrors: [\"Mirror.example.com/ML\"]\n", "publish.yaml: line 7: mirror \"Mirror.example.com/ML\":"},
 		{"bad driver", minimal + "validate: {driver: abc}\n", "publish.yaml: line 7:"},

@@ -109,7 +109,7 @@ func Bake(p *Plan, f *File, opts ExpandOptions) (*BakeFile, error) {
 			Context:          ".",
 			DockerfileInline: bakeEscape(df),
 			Tags:             []string{v.Tag},
-			Platforms:        f.Platforms,
+			Platforms:        f.Platforms.Strings(),
 			Labels:           escapeAll(labels),
 			Args:             escapeAll(args),
 			CacheFrom:        []string{cache},

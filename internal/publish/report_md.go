@@ -87,7 +87,7 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 			if res.Size > 0 {
 				size = humanize.Bytes(res.Size)
 				if res.Compression != "" {
-					size += " " + res.Compression
+					size += " " + string(res.Compression)
 				}
 			}
 			digest := ""

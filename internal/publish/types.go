@@ -66,7 +66,7 @@ type Result struct {
 	// Compression is the image's layer compression (zstd, gzip or
 	// estargz): the one the variant is built with, which its inputs
 	// digest records, so an unchanged variant has it too.
-	Compression string `json:"compression,omitempty"`
+	Compression matrix.Compression `json:"compression,omitempty"`
 	// Builder is the BuildKit address the variant was built on.
 	Builder string `json:"builder,omitempty"`
 	// BuildTime is how long the build took.

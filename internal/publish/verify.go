@@ -76,13 +76,10 @@ func (r *runner) policy(gpu string) validate.PromotionPolicy {
 }
 
 // platforms are the platforms validated: the file's, else linux/amd64.
-// Load checked each platform's syntax.
 func (r *runner) platforms() []*v1.Platform {
 	var out []*v1.Platform
-	for _, s := range r.f.Platforms {
-		if p, err := v1.ParsePlatform(s); err == nil {
-			out = append(out, p)
-		}
+	for i := range r.f.Platforms {
+		out = append(out, &r.f.Platforms[i])
 	}
 	if len(out) == 0 {
 		out = []*v1.Platform{{OS: "linux", Architecture: "amd64"}}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // TestContainerd pulls a fixture image from one real registry into
@@ -78,7 +79,7 @@ func TestContainerd(t *testing.T) {
 
 	t.Run("stargz", func(t *testing.T) {
 		esRef := reg.Host + "/fixture/debian:estargz"
-		if _, err := images.Convert(ctx, ref, esRef, images.Estargz, images.WithPrioritizedFiles("bin/sh")); err != nil {
+		if _, err := images.Convert(ctx, ref, esRef, matrix.CompressionEstargz, images.WithPrioritizedFiles("bin/sh")); err != nil {
 			t.Fatal(err)
 		}
 		sg, err := StartStargz(ctx, filepath.Join(dir, "sg"))
