@@ -264,7 +264,7 @@ const (
 // (the driver's excepted: matrix.HostLibsJSON), and each framework
 // imports (proof.py).
 func (g *gen) proofRun() {
-	var mods []string
+	mods := tfProofArgs(g.d.Stack)
 	for _, fw := range g.d.Stack.FrameworkList() {
 		mods = append(mods, fw.Name) // each framework's module is its name
 	}
@@ -442,6 +442,7 @@ func (g *gen) frameworks() {
 		g.w("RUN%s --mount=type=bind,source=%s,target=/tmp/gpuimg-verify.py --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    pip install --disable-pip-version-check%s %s \\\n && python /tmp/gpuimg-verify.py%s %s %s %s \\\n && python -B /tmp/gpuimg-plan.py record %d %s\n",
 			g.pipMounts, ctxVerify, ctxPlan, index, strings.Join(quoteAll(fw.Packages), " "), verifyOpts, fw.Name, fw.Version, fw.CUDA, i+1, planState)
 	}
+	g.tfLoaderConf()
 	planFrom := stageFrameworks
 	if !g.d.NoChecks {
 		g.w("\n# The proof, on the frameworks' environment: libraries resolve, frameworks import.\n")

@@ -196,6 +196,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 				stageFrameworks, VenvDir, stageVenv, ctxPlan, stageVenv, strings.Join(quoteAll(l.Dists), " "))
 		}
 	}
+	g.tfLoaderConf()
 	g.extras()
 	g.proveImage()
 	return g.b.String(), nil
