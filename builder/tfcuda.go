@@ -92,6 +92,45 @@ func tfProofArgs(s matrix.Stack) []string {
 	return append(args, "--xla="+tfFrameworkLib)
 }
 
+// xlaNvccWheels is, per CUDA major, the pip wheel that brings ptxas and
+// libdevice (nvidia/cuda_nvcc/bin/ptxas,
+// nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc) to a TensorFlow that
+// takes CUDA from the base image on a flavor without them (runtime,
+// base: NVIDIA's devel images install cuda-nvcc): NVIDIA's
+// nvidia-cuda-nvcc wheel at the version TensorFlow's own and-cuda extra
+// pins for that major (2.14's setup.py: nvidia-cuda-nvcc-cu11==11.8.89,
+// matrix source tensorflow-setup-py-2.14). Every TensorFlow that takes
+// CUDA from the image (before 2.14) is built for CUDA 11.
+var xlaNvccWheels = map[int]string{11: "nvidia-cuda-nvcc-cu11==11.8.89"}
+
+// tfXLAWheel is the wheel the TensorFlow step adds for XLA's ptxas and
+// libdevice (xlaNvccWheels), "" when the stack needs none: no
+// TensorFlow, CUDA from pip (the and-cuda extra pins nvidia-cuda-nvcc),
+// or a devel flavor. An error when the stack needs one and none is known.
+func tfXLAWheel(s matrix.Stack) (string, error) {
+	fw, ok := s.Frameworks[matrix.FrameworkTensorFlow]
+	if !ok || tfPipCUDA(s) || s.Flavor == "devel" {
+		return "", nil
+	}
+	v, err := matrix.ParseVersion(fw.CUDA)
+	if err != nil {
+		return "", err
+	}
+	w, ok := xlaNvccWheels[v.Major()]
+	if !ok {
+		return "", fmt.Errorf("tensorflow %s takes CUDA %s from the image, and the %s flavor has no ptxas or libdevice for XLA; build with --flavor devel", fw.Version, fw.CUDA, s.Flavor)
+	}
+	return w, nil
+}
+
+// xlaDataDir is where the TensorFlow step's nvidia-cuda-nvcc wheel
+// (tfXLAWheel) puts ptxas and libdevice: the venv's site directory's
+// nvidia/cuda_nvcc (through a link to the shared site directory in a
+// layered build).
+func xlaDataDir(py string) string {
+	return VenvDir + "/lib/python" + py + "/site-packages/nvidia/cuda_nvcc"
+}
+
 // tfLoaderConfScript prints the real directories of the venv's
 // nvidia/*/lib that hold a shared object, sorted, one a line (through
 // the venv's links to a shared site directory, LayeredDockerfile's).
@@ -99,16 +138,25 @@ const tfLoaderConfScript = `import glob, os, sysconfig; ` +
 	`ds = {os.path.realpath(d) for d in glob.glob(os.path.join(sysconfig.get_path("purelib"), "nvidia", "*", "lib")) if any(".so" in f for f in os.listdir(d))}; ` +
 	`print("\n".join(sorted(ds)))`
 
-// tfLoaderConf writes the step that makes the venv's nvidia/*/lib
-// resolvable for the dynamic loader, for a stack whose TensorFlow takes
-// CUDA from pip (tfPipCUDA): VenvLdConf lists them and ldconfig caches
+// tfCUDASteps writes what a TensorFlow stack needs after the framework
+// steps for TensorFlow to use the GPU: XLA_FLAGS naming the data
+// directory of the nvidia-cuda-nvcc wheel the TensorFlow step added
+// (tfXLAWheel), and, for a stack whose TensorFlow takes CUDA from pip
+// (tfPipCUDA), the step that makes the venv's nvidia/*/lib resolvable
+// for the dynamic loader: VenvLdConf lists them and ldconfig caches
 // them, so dlopen from any library finds them with no environment
 // variable. ldconfig's aux-cache (inode numbers and times, pkgRunFiles)
 // is removed in the same step; ld.so.cache itself depends only on the
 // libraries. The step runs after the framework steps, on the
 // frameworks' stage and again on a layered image (whose venv is made
 // anew).
-func (g *gen) tfLoaderConf() {
+func (g *gen) tfCUDASteps() {
+	if w, _ := tfXLAWheel(g.d.Stack); w != "" {
+		// XLA looks in --xla_gpu_cuda_data_dir first (tensorflow#58681);
+		// a TensorFlow older than 2.14 may not look beside its libraries.
+		g.w("\n# XLA's ptxas and libdevice, from %s (the base image's flavor has none).\n", w)
+		g.w("ENV XLA_FLAGS=--xla_gpu_cuda_data_dir=%s\n", xlaDataDir(g.d.Stack.Python))
+	}
 	if !tfPipCUDA(g.d.Stack) {
 		return
 	}
