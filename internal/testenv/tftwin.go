@@ -88,7 +88,7 @@ func TensorFlowTwinWheels(ctx context.Context, dir string, pythons []string) err
 		b, err := SharedObject(ctx, work, spec)
 		return string(b), err
 	}
-	meta := func(dist, version string, extra string, requires []string) string {
+	meta := func(dist, version, extra string, requires []string) string {
 		var m strings.Builder
 		fmt.Fprintf(&m, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
 		if extra != "" {
