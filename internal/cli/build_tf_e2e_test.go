@@ -40,7 +40,7 @@ func TestBuildTensorFlowPipCUDA(t *testing.T) {
 	env := startEnv(t, "gt-")
 	_, err := env.PushBase(ctx, "nvidia/cuda:12.3.2-base-ubuntu22.04")
 	must(t, err)
-	must(t, testenv.TensorFlowTwinWheels(ctx, env.WheelDir, []string{"3.11"}))
+	must(t, testenv.TensorFlowTwinWheels(ctx, env.WheelDir, testenv.TFTwinVersion, []string{"3.11"}))
 	ref := env.Registry.Host + "/gpuimg/tf:2.16"
 	out, errOut, code := run(t, "build", "--tensorflow", "2.16", "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 		"--pip-index-url", env.Index.URL, "--builder", env.BuildKit.Address(), "--context", t.TempDir(),

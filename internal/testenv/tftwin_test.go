@@ -16,7 +16,10 @@ import (
 // names nvidia/*/lib (2.16.1's defect, tensorflow#63362), so a dlopen of
 // libcudnn.so.8 fails until LD_LIBRARY_PATH lists the nvidia/*/lib
 // directories (the thread's workaround), and ptxas and libdevice are in
-// nvidia/cuda_nvcc where XLA looks.
+// nvidia/cuda_nvcc where XLA looks. Then the 2.15 twins: pip cannot
+// install tensorflow[and-cuda]==2.15.0 (its TensorRT pins are served
+// nowhere), installs 2.15.0.post1, whose libtensorflow_framework.so.2
+// finds the CUDA libraries on its RUNPATH.
 func TestTensorFlowTwinImport(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -38,8 +41,10 @@ func TestTensorFlowTwinImport(t *testing.T) {
 	if err := os.MkdirAll(wheels, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := TensorFlowTwinWheels(ctx, wheels, []string{strings.TrimSpace(string(out))}); err != nil {
-		t.Fatal(err)
+	for _, v := range []string{TFTwinVersion, "2.15.0.post1", "2.15.0"} {
+		if err := TensorFlowTwinWheels(ctx, wheels, v, []string{strings.TrimSpace(string(out))}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	venv := filepath.Join(dir, "venv")
 	run := func(env []string, name string, args ...string) (string, error) {
@@ -60,7 +65,7 @@ func TestTensorFlowTwinImport(t *testing.T) {
 		t.Fatal(sitePkgs)
 	}
 	sp := strings.TrimSpace(sitePkgs)
-	for _, w := range tfWheels {
+	for _, w := range TFTwinWheels(TFTwinVersion) {
 		for _, l := range w.Libs {
 			if _, err := os.Stat(filepath.Join(sp, l)); err != nil {
 				t.Errorf("pip did not install %s's %s (the and-cuda pins): %v", w.Dist, l, err)
@@ -98,5 +103,45 @@ func TestTensorFlowTwinImport(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sp, "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc")); err != nil {
 		t.Error(err)
+	}
+
+	// 2.15.0's extra pins TensorRT, which no index serves: pip fails;
+	// 2.15.0.post1 (what gpuimg installs) drops it, and its
+	// libtensorflow_framework.so.2 names the nvidia/*/lib it opens from.
+	venv15 := filepath.Join(dir, "venv15")
+	if out, err := run(nil, py, "-m", "venv", venv15); err != nil {
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	vpy15 := filepath.Join(venv15, "bin", "python")
+	if out, err := run(nil, vpy15, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, "tensorflow[and-cuda]==2.15.0"); err == nil || !strings.Contains(out, "No matching distribution found for tensorrt") {
+		t.Errorf("pip install tensorflow[and-cuda]==2.15.0: %v, want no distribution for tensorrt:\n%s", err, out)
+	}
+	if out, err := run(nil, vpy15, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, "tensorflow[and-cuda]==2.15.0.post1"); err != nil {
+		t.Fatalf("pip install tensorflow[and-cuda]==2.15.0.post1: %v\n%s", err, out)
+	}
+	if out, err := run(nil, vpy15, "-c", "import tensorflow"); err != nil {
+		t.Fatalf("import tensorflow 2.15.0.post1: %v\n%s", err, out)
+	}
+	sp15 := strings.Replace(sp, venv, venv15, 1)
+	f, err := elf.Open(filepath.Join(sp15, "tensorflow/libtensorflow_framework.so.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, _ := f.DynString(elf.DT_RUNPATH)
+	_ = f.Close()
+	if len(rp) != 1 {
+		t.Fatalf("DT_RUNPATH %q", rp)
+	}
+	origin := filepath.Join(sp15, "tensorflow")
+	for _, so := range []string{"libcudart.so.12", "libcudnn.so.8", "libcublasLt.so.12"} {
+		found := false
+		for _, d := range strings.Split(rp[0], ":") {
+			if _, err := os.Stat(filepath.Join(strings.Replace(d, "$ORIGIN", origin, 1), so)); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("2.15.0.post1's libtensorflow_framework.so.2 RUNPATH %q does not find %s", rp[0], so)
+		}
 	}
 }
