@@ -16,10 +16,10 @@ import (
 // whose directories its libraries' search paths do not name:
 // tf.config.list_physical_devices('GPU') is empty although `import
 // tensorflow` works (tensorflow/tensorflow#63362, which also reports
-// 2.17.0rc0; the release that fixed it was not established from
-// sources, so the rule holds for every and-cuda stack, where it is
-// harmless when TensorFlow finds them itself). internal/testenv/tftwin.md
-// records the sources.
+// 2.17.0rc0; #85311 reports 2.18.0 in a poetry venv). The release that
+// fixed it was not established from sources, so the rule holds for every
+// and-cuda stack; it is harmless where TensorFlow finds them itself.
+// internal/testenv/tftwin.md records the sources.
 
 // tfFrameworkLib is the TensorFlow library that opens the CUDA libraries
 // (tsl's dso_loader and cuda_libdevice_path are in it), relative to the
