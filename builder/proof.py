@@ -412,7 +412,15 @@ def dlopens(host, venv, spec):
     if lib is None:
         say("%s is not in %s's site directories: the libraries it opens at run time (%s) cannot be checked" % (rel, venv, names))
         return 1
-    o = read_elf(lib)
+    try:
+        o = read_elf(lib)
+    except (OSError, ValueError, struct.error, Unreadable) as e:
+        o, why = None, str(e)
+    else:
+        why = "not a dynamic ELF object"
+    if o is None:
+        say("%s cannot be read (%s): the libraries it opens at run time (%s) cannot be checked" % (lib, why, names))
+        return 1
     c = Closure(host, os.environ.get("LD_LIBRARY_PATH", ""), ld_conf_dirs())
     dirs = c.dirs(o, [])
     problems = 0
