@@ -135,7 +135,7 @@ func TestTensorFlowTwinImport(t *testing.T) {
 	origin := filepath.Join(sp15, "tensorflow")
 	for _, so := range []string{"libcudart.so.12", "libcudnn.so.8", "libcublasLt.so.12"} {
 		found := false
-		for _, d := range strings.Split(rp[0], ":") {
+		for d := range strings.SplitSeq(rp[0], ":") {
 			if _, err := os.Stat(filepath.Join(strings.Replace(d, "$ORIGIN", origin, 1), so)); err == nil {
 				found = true
 			}
