@@ -230,7 +230,9 @@ func Dockerfile(d Definition) (string, error) {
 		return "", err
 	}
 	g.python()
-	g.frameworks()
+	if err := g.frameworks(); err != nil {
+		return "", err
+	}
 	g.w("\n# The image: the frameworks' environment, then what you add.\n")
 	g.w("FROM %s AS %s\n", stageFrameworks, StageImage)
 	g.args()
@@ -269,7 +271,7 @@ const (
 // (the driver's excepted: matrix.HostLibsJSON), and each framework
 // imports (proof.py).
 func (g *gen) proofRun() {
-	var mods []string
+	mods := tfProofArgs(g.d.Stack)
 	for _, fw := range g.d.Stack.FrameworkList() {
 		mods = append(mods, fw.Name) // each framework's module is its name
 	}
@@ -430,7 +432,7 @@ func (g *gen) indexArgs(fw matrix.Framework) (args, from string) {
 // frameworks is the stage that installs the frameworks, one pip step
 // each, checks each with verify.py and records what each step installed;
 // then the plan stage.
-func (g *gen) frameworks() {
+func (g *gen) frameworks() error {
 	g.w("\nFROM %s AS %s\n", stagePython, stageFrameworks)
 	g.args()
 	// One fixed order (matrix.FrameworkNames) keeps the Dockerfile, and so
@@ -441,12 +443,21 @@ func (g *gen) frameworks() {
 	if g.d.NoTorchCompile {
 		verifyOpts = " --no-torch-compile"
 	}
+	xla, err := tfXLAWheel(g.d.Stack)
+	if err != nil {
+		return err
+	}
 	for i, fw := range g.d.Stack.FrameworkList() {
 		index, from := g.indexArgs(fw.Framework)
+		pkgs := fw.Packages
+		if fw.Name == matrix.FrameworkTensorFlow && xla != "" {
+			pkgs = append(slices.Clone(pkgs), xla)
+		}
 		g.w("\n# %s %s (wheels for CUDA %s) from %s, checked after install.\n", fw.Name, fw.Version, fw.CUDA, from)
 		g.w("RUN%s --mount=type=bind,source=%s,target=/tmp/gpuimg-verify.py --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    pip install --disable-pip-version-check%s %s \\\n && python /tmp/gpuimg-verify.py%s %s %s %s \\\n && python -B /tmp/gpuimg-plan.py record %d %s\n",
-			g.pipMounts, ctxVerify, ctxPlan, index, strings.Join(quoteAll(fw.Packages), " "), verifyOpts, fw.Name, fw.Version, fw.CUDA, i+1, planState)
+			g.pipMounts, ctxVerify, ctxPlan, index, strings.Join(quoteAll(pkgs), " "), verifyOpts, fw.Name, fw.Version, fw.CUDA, i+1, planState)
 	}
+	g.tfCUDASteps()
 	planFrom := stageFrameworks
 	if !g.d.NoChecks {
 		g.w("\n# The proof, on the frameworks' environment: libraries resolve, frameworks import.\n")
@@ -459,6 +470,7 @@ func (g *gen) frameworks() {
 	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py finish %s /%s\n", ctxPlan, planState, PlanFile)
 	g.w("FROM scratch AS %s\n", StagePlan)
 	g.w("COPY --from=%s-files /%s /%s\n", StagePlan, PlanFile, PlanFile)
+	return nil
 }
 
 // extras are the user's layers: OS packages, pip packages, files,

@@ -150,7 +150,9 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 		}
 	}
 	g.python()
-	g.frameworks()
+	if err := g.frameworks(); err != nil {
+		return "", err
+	}
 	layers := LayerPlan(plan, large)
 	shared := false
 	for _, l := range layers {
@@ -196,6 +198,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 				stageFrameworks, VenvDir, stageVenv, ctxPlan, stageVenv, strings.Join(quoteAll(l.Dists), " "))
 		}
 	}
+	g.tfCUDASteps()
 	g.extras()
 	g.proveImage()
 	return g.b.String(), nil

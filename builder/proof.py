@@ -3,7 +3,7 @@ will first use it: every ELF file of the Python environment and of CUDA's
 library directories finds each library it needs, and each framework
 imports.
 
-Usage: python -B proof.py HOSTLIBS VENV [MODULE...]
+Usage: python -B proof.py HOSTLIBS VENV [--dlopen=LIB:NAME,...] [--xla=LIB] [MODULE...]
 
 HOSTLIBS is the JSON list of libraries the host provides (gpuimg's
 matrix.HostLibsJSON: the NVIDIA driver's libraries, by name, and optional
@@ -23,6 +23,20 @@ own path counts as found when an object that loads it (transitively)
 found it, or finds it on its RPATH: ld.so loads those first. Only the ELF
 header, the program headers, the dynamic segment and the string table are
 read.
+
+--dlopen=LIB:NAME,... checks that each NAME resolves as dlopen(NAME)
+called from LIB would find it (LIB is a path relative to the venv's
+site directories, tensorflow/libtensorflow_framework.so.2): LIB's
+DT_RPATH unless it has DT_RUNPATH, LD_LIBRARY_PATH, its DT_RUNPATH, the
+directories /etc/ld.so.conf names, the default directories. TensorFlow
+opens its CUDA libraries that way (tsl's dso_loader), not through
+DT_NEEDED, so the closure check alone cannot see them missing.
+--xla=LIB checks that XLA finds ptxas and libdevice.10.bc from LIB (a
+path like --dlopen's): in each CUDA root it tries (XLA_FLAGS'
+--xla_gpu_cuda_data_dir, /usr/local/cuda, and LIB's directory's
+../nvidia/cuda_nvcc and ../../nvidia/cuda_nvcc, as tsl's
+CandidateCudaRoots), ptxas in bin/ (PATH first) and
+nvvm/libdevice/libdevice.10.bc.
 
 Each problem is one line naming the file and the library; the exit status
 is non-zero when there is one, which fails the build before anything is
@@ -381,6 +395,75 @@ def closure(host, venv):
     return problems
 
 
+def site_file(venv, rel):
+    """The path of rel in one of venv's site directories, or None."""
+    for d in sorted(glob.glob(os.path.join(venv, "lib", "*", "site-packages"))):
+        p = os.path.join(d, rel)
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def dlopens(host, venv, spec):
+    """Check that each name of spec (LIB:NAME,...) resolves as a dlopen
+    from LIB would; return the number of problems."""
+    rel, _, names = spec.partition(":")
+    lib = site_file(venv, rel)
+    if lib is None:
+        say("%s is not in %s's site directories: the libraries it opens at run time (%s) cannot be checked" % (rel, venv, names))
+        return 1
+    try:
+        o = read_elf(lib)
+    except (OSError, ValueError, struct.error, Unreadable) as e:
+        o, why = None, str(e)
+    else:
+        why = "not a dynamic ELF object"
+    if o is None:
+        say("%s cannot be read (%s): the libraries it opens at run time (%s) cannot be checked" % (lib, why, names))
+        return 1
+    c = Closure(host, os.environ.get("LD_LIBRARY_PATH", ""), ld_conf_dirs())
+    dirs = c.dirs(o, [])
+    problems = 0
+    for n in [n for n in names.split(",") if n]:
+        if not c.find(n, dirs):
+            say("%s opens %s at run time (dlopen), which it cannot find (searched: its RPATH/RUNPATH, LD_LIBRARY_PATH, /etc/ld.so.conf's directories, the default directories): the framework would see no GPU" % (lib, n))
+            problems += 1
+    if problems == 0:
+        say("%s finds the %d libraries it opens at run time" % (lib, len([n for n in names.split(",") if n])))
+    return problems
+
+
+def xla_flag_dir():
+    for f in os.environ.get("XLA_FLAGS", "").split():
+        if f.startswith("--xla_gpu_cuda_data_dir="):
+            return f.partition("=")[2]
+    return None
+
+
+def xla_toolkit(venv, rel):
+    """Check that XLA finds ptxas and libdevice.10.bc from rel's library;
+    return the number of problems."""
+    lib = site_file(venv, rel)
+    if lib is None:
+        say("%s is not in %s's site directories: where XLA finds ptxas and libdevice cannot be checked" % (rel, venv))
+        return 1
+    roots = [r for r in [xla_flag_dir(), "/usr/local/cuda"] if r]
+    for d in (os.path.dirname(lib), os.path.join(os.path.dirname(lib), "python")):
+        roots += [os.path.normpath(os.path.join(d, "..", "nvidia", "cuda_nvcc")), os.path.normpath(os.path.join(d, "..", "..", "nvidia", "cuda_nvcc"))]
+    problems = 0
+    ptxas = next((p for p in [os.path.join(d, "ptxas") for d in os.environ.get("PATH", "").split(":") if d] + [os.path.join(r, "bin", "ptxas") for r in roots] if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+    libdevice = next((p for p in [os.path.join(r, "nvvm", "libdevice", "libdevice.10.bc") for r in roots] if os.path.isfile(p)), None)
+    if ptxas is None:
+        say("XLA finds no ptxas for %s (searched: PATH, bin/ of %s): it would compile no GPU kernel (Keras optimizers, jit_compile)" % (lib, ", ".join(roots)))
+        problems += 1
+    if libdevice is None:
+        say("XLA finds no nvvm/libdevice/libdevice.10.bc for %s (searched: %s): it would compile no GPU kernel (Keras optimizers, jit_compile)" % (lib, ", ".join(roots)))
+        problems += 1
+    if problems == 0:
+        say("XLA finds ptxas (%s) and libdevice (%s)" % (ptxas, libdevice))
+    return problems
+
+
 def imports(modules):
     """Import each module in a fresh interpreter; return the number that
     failed."""
@@ -401,12 +484,18 @@ def imports(modules):
 
 
 def main(argv):
-    if len(argv) < 3 or not re.match(r"^[A-Za-z0-9_.]*$", "".join(argv[3:])):
-        print("usage: proof.py HOSTLIBS VENV [MODULE...]", file=sys.stderr)
+    opts = [a for a in argv[3:] if a.startswith("--")]
+    modules = [a for a in argv[3:] if not a.startswith("--")]
+    if len(argv) < 3 or not re.match(r"^[A-Za-z0-9_.]*$", "".join(modules)) or any(not re.match(r"^--(dlopen=[^:]+:[A-Za-z0-9_.,+-]+|xla=.+)$", o) for o in opts):
+        print("usage: proof.py HOSTLIBS VENV [--dlopen=LIB:NAME,...] [--xla=LIB] [MODULE...]", file=sys.stderr)
         sys.exit(2)
     with open(argv[1], encoding="utf-8") as f:
         host = json.load(f)
-    problems = closure(host, argv[2]) + imports(argv[3:])
+    problems = closure(host, argv[2])
+    for o in opts:
+        key, _, val = o[2:].partition("=")
+        problems += dlopens(host, argv[2], val) if key == "dlopen" else xla_toolkit(argv[2], val)
+    problems += imports(modules)
     if problems:
         say("%d problem(s): the image would not work as built; nothing is tagged" % problems)
         sys.exit(1)

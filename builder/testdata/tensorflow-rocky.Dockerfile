@@ -28,10 +28,14 @@ RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,s
  && python /tmp/gpuimg-verify.py tensorflow 2.15.0 12.2 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json
 
+# TensorFlow dlopens its CUDA libraries; the loader's cache lists the venv's nvidia/*/lib (2.16.1 finds them no other way: tensorflow#63362).
+RUN /opt/venv/bin/python -c 'import glob, os, sysconfig; ds = {os.path.realpath(d) for d in glob.glob(os.path.join(sysconfig.get_path("purelib"), "nvidia", "*", "lib")) if any(".so" in f for f in os.listdir(d))}; print("\n".join(sorted(ds)))' > /etc/ld.so.conf.d/gpuimg-venv-nvidia.conf \
+ && ldconfig && rm -f /var/cache/ldconfig/aux-cache
+
 # The proof, on the frameworks' environment: libraries resolve, frameworks import.
 FROM gpuimg-frameworks AS gpuimg-check-env
 RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
-    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv tensorflow
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv --dlopen=tensorflow/libtensorflow_framework.so.2:libcudart.so.12,libcublas.so.12,libcublasLt.so.12,libcufft.so.11,libcusolver.so.11,libcusparse.so.12,libcudnn.so.8 --xla=tensorflow/libtensorflow_framework.so.2 tensorflow
 
 # What the framework steps installed, for the layered build.
 FROM gpuimg-check-env AS gpuimg-plan-files
@@ -48,7 +52,7 @@ ARG TARGETARCH
 # The proof, on the image as built: libraries resolve, frameworks import.
 FROM gpuimg-image AS gpuimg-check
 RUN --mount=type=bind,source=gpuimg/proof.py,target=/tmp/gpuimg-proof.py --mount=type=bind,source=gpuimg/hostlibs.json,target=/tmp/gpuimg-hostlibs.json \
-    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv tensorflow
+    /opt/venv/bin/python -B /tmp/gpuimg-proof.py /tmp/gpuimg-hostlibs.json /opt/venv --dlopen=tensorflow/libtensorflow_framework.so.2:libcudart.so.12,libcublas.so.12,libcublasLt.so.12,libcufft.so.11,libcusolver.so.11,libcusparse.so.12,libcudnn.so.8 --xla=tensorflow/libtensorflow_framework.so.2 tensorflow
 
 # The image, unchanged by the proof.
 FROM gpuimg-image

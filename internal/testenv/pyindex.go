@@ -43,7 +43,11 @@ func Wheel(dir, dist, version, tag string, files map[string]string) (string, err
 	zw := zip.NewWriter(&buf)
 	mod := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, n := range names {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Deflate, Modified: mod})
+		h := &zip.FileHeader{Name: n, Method: zip.Deflate, Modified: mod}
+		if strings.Contains(n, "/bin/") {
+			h.SetMode(0o755) // pip keeps the executable bits (nvidia/cuda_nvcc/bin/ptxas)
+		}
+		w, err := zw.CreateHeader(h)
 		if err != nil {
 			return "", err
 		}
