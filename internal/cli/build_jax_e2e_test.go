@@ -20,7 +20,8 @@ import (
 // mirror of the page does. The build installs the CUDA jaxlib, and its
 // proof (builder/proof.py) imports jax, which loads jaxlib's CUDA
 // modules, and checks the ELF closure of the environment, in the
-// frameworks' environment and in the image.
+// frameworks' environment and in the image. The image has cuDNN 8, not
+// the cuDNN 9 the index also serves and jax's extra allows.
 func TestBuildJAXFindLinks(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: buildkitd runs build steps with runc")
@@ -67,6 +68,10 @@ func TestBuildJAXFindLinks(t *testing.T) {
 		"jaxlib-" + testenv.JAXVersion + testenv.JAXLibLocal + ".dist-info/METADATA": false,
 		"jaxlib/cuda/_versions.so":   false,
 		"nvidia/cuda_nvcc/bin/ptxas": false,
+		// cuDNN 8, which the cudnn89 jaxlib needs: the index also has
+		// cuDNN 9, which the extra's pin allows (matrix cudnn_below).
+		"nvidia_cudnn_cu12-8.9.7.29.dist-info/METADATA": false,
+		"nvidia/cudnn/lib/libcudnn.so.8":                false,
 	}
 	for _, files := range layerFiles(t, remoteImage(t, ref)) {
 		for _, f := range files {
@@ -77,6 +82,9 @@ func TestBuildJAXFindLinks(t *testing.T) {
 			}
 			if strings.HasPrefix(path.Base(path.Dir(f)), "jaxlib-") && strings.HasSuffix(f, ".dist-info/METADATA") && !strings.Contains(f, testenv.JAXLibLocal) {
 				t.Errorf("the image holds %s, not the CUDA jaxlib", f)
+			}
+			if strings.Contains(f, "/nvidia_cudnn_cu12-9.") && strings.HasSuffix(f, "/METADATA") {
+				t.Errorf("the image holds %s: the cudnn89 jaxlib refuses cuDNN 9 when the GPU backend starts", f)
 			}
 		}
 	}

@@ -69,6 +69,17 @@ var jaxNVIDIA = []struct{ dist, pin string }{
 // nvccVersion is nvidia-cuda-nvcc-cu12's version in uv4830Log.
 const nvccVersion = "12.5.82"
 
+// jaxCuDNN8 is the cuDNN 8 the cudnn89 jaxlib needs: 8.9.7.29, the floor
+// jax[cuda12_pip]==0.4.25 pins and the version jax-ml/jax#18027 lists
+// installed with it. Beside it the index has the torch twin's cuDNN 9
+// (9.1.0.70), as PyPI has newer ones, so pip takes 9 unless told <9.
+// Its sublibraries (libcudnn_ops_infer.so.8, …, which libcudnn.so.8
+// loads with dlopen) and its size were not read: the twin has
+// libcudnn.so.8 only, unpadded; Requires-Dist as the torch twin's cuDNN
+// (unconfirmed for 8.9).
+var jaxCuDNN8 = StackWheel{Dist: "nvidia-cudnn-cu12", Version: "8.9.7.29", Any: true, Libs: []string{"nvidia/cudnn/lib/libcudnn.so.8"},
+	Requires: []string{"nvidia-cublas-cu12"}, Source: "jax-ml/jax#18027 (pip list after jax[cuda12_pip] 0.4.25, 2024-03-11; read 2026-12-02)"}
+
 // jaxCUDADirs are the nvidia/X/lib directories jaxlib's CUDA libraries
 // reach through DT_RPATH: one per nvidia-* wheel jax[cuda12_pip] pins
 // that ships a lib/ (.bazelrc at jaxlib-v0.4.25: build:cuda sets
@@ -159,6 +170,9 @@ func JAXStackWheels(ctx context.Context, indexDir, pageDir string, pythons []str
 		if err := writeStackWheel(ctx, work, indexDir, w, pythons, scale); err != nil {
 			return err
 		}
+	}
+	if err := writeStackWheel(ctx, work, indexDir, jaxCuDNN8, pythons, scale); err != nil {
+		return err
 	}
 	if err := writeNVCCTwin(ctx, work, indexDir); err != nil {
 		return err

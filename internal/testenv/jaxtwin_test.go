@@ -19,8 +19,9 @@ import (
 // jaxlib lies only behind the find-links page, whose hrefs are relative
 // (cuda12/jaxlib-…), and the index serves only the CPU one; jaxlib's CUDA
 // modules carry DT_RPATH to nvidia/X/lib. Where pip is on the host, pip
-// resolves jax[cuda12_pip]==0.4.25 from the index and the page, and fails
-// without the page, naming the jaxlib it cannot find.
+// resolves jax[cuda12_pip]==0.4.25 from the index and the page (with
+// nvidia-cudnn-cu12<9, cuDNN 8.9.7.29), and fails without the page,
+// naming the jaxlib it cannot find.
 func TestJAXStackWheels(t *testing.T) {
 	indexDir, pageDir := t.TempDir(), t.TempDir()
 	if err := JAXStackWheels(t.Context(), indexDir, pageDir, []string{"3.11"}, 1e-6); err != nil {
@@ -103,6 +104,9 @@ func TestJAXStackWheels(t *testing.T) {
 	}
 	if out, err := download("--find-links", page.URL, "jax[cuda12_pip]==0.4.25"); err != nil || !strings.Contains(out, cudaWheel) {
 		t.Errorf("pip download with the page: %v\n%s", err, out)
+	}
+	if out, err := download("--find-links", page.URL, "jax[cuda12_pip]==0.4.25", "nvidia-cudnn-cu12<9"); err != nil || !strings.Contains(out, "nvidia_cudnn_cu12-8.9.7.29-") {
+		t.Errorf("pip download with nvidia-cudnn-cu12<9 did not take cuDNN 8.9.7.29: %v\n%s", err, out)
 	}
 	out, err := download("jax[cuda12_pip]==0.4.25")
 	if err == nil || !strings.Contains(out, "jaxlib==0.4.25+cuda12.cudnn89") {
