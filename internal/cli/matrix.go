@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -236,10 +237,7 @@ func renderStack(w io.Writer, output string, s matrix.Stack) error {
 		// the find-links page pip needs (JAX before 0.4.30).
 		install := "pip install"
 		for _, p := range fw.Packages {
-			if strings.ContainsAny(p, " <>|&;$`'\"\\*?[]()!{}~#") {
-				p = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-			}
-			install += " " + p
+			install += " " + builder.ShellQuote(p)
 		}
 		if fw.IndexURL != "" {
 			install += " --index-url " + fw.IndexURL
