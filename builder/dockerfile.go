@@ -534,11 +534,17 @@ func jsonAll(ss []string) []string {
 func quoteAll(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		if strings.ContainsAny(s, " <>|&;$`'\"\\*?[]()!{}~#") {
-			out[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		} else {
-			out[i] = s
-		}
+		out[i] = ShellQuote(s)
 	}
 	return out
+}
+
+// ShellQuote returns s as one word of a POSIX shell command: in single
+// quotes when it has a character the shell would read (jax[cuda12_pip],
+// nvidia-cudnn-cu12<9), else unchanged.
+func ShellQuote(s string) string {
+	if strings.ContainsAny(s, " <>|&;$`'\"\\*?[]()!{}~#") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
 }

@@ -191,8 +191,15 @@ type JAXVariant struct {
 	// FindLinks is a page of wheel links pip needs besides the index
 	// (pip's --find-links): JAX 0.4.17 to 0.4.29's cuda*_pip extras pin
 	// jaxlib==V+cudaNN.cudnnNN, which only JAX's page serves.
-	FindLinks string   `yaml:"find_links" json:"find_links,omitempty"`
-	Notes     []string `yaml:"notes" json:"notes,omitempty"`
+	FindLinks string `yaml:"find_links" json:"find_links,omitempty"`
+	// CuDNNBelow, when set, is the cuDNN release the extra's wheels need
+	// to stay below although the extra's own pin allows it (JAX 0.4.17 to
+	// 0.4.25's jaxlib+cudaNN.cudnn89 pin nvidia-cudnn-cuNN>=8.9 with no
+	// upper bound, pip takes cuDNN 9, and the jaxlib refuses it when the
+	// GPU backend starts): the resolver adds nvidia-cudnn-cuNN<CuDNNBelow
+	// to the install.
+	CuDNNBelow Version  `yaml:"cudnn_below" json:"cudnn_below,omitzero"`
+	Notes      []string `yaml:"notes" json:"notes,omitempty"`
 }
 
 // CUDAPlatforms says on which platforms a framework's releases have CUDA

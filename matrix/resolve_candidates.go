@@ -126,8 +126,12 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 				if !v.MinCuDNN.IsZero() {
 					cudnn = ">=" + v.MinCuDNN.String()
 				}
-				ch.fw = Framework{Version: j.Version.String(), CUDA: ch.cuda.String(), CuDNN: cudnn, FindLinks: v.FindLinks,
-					Packages: []string{fmt.Sprintf("jax[%s]==%s", v.Extra, j.Version)}}
+				pkgs := []string{fmt.Sprintf("jax[%s]==%s", v.Extra, j.Version)}
+				if !v.CuDNNBelow.IsZero() {
+					cudnn += ",<" + v.CuDNNBelow.String()
+					pkgs = append(pkgs, fmt.Sprintf("nvidia-cudnn-cu%d<%s", v.CUDA.Major(), v.CuDNNBelow))
+				}
+				ch.fw = Framework{Version: j.Version.String(), CUDA: ch.cuda.String(), CuDNN: cudnn, FindLinks: v.FindLinks, Packages: pkgs}
 				all = append(all, ch)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -212,9 +213,18 @@ func stackTable(w io.Writer, s matrix.Stack) error {
 			desc += " (" + fw.Status + ")"
 		}
 		t.row(fw.Name, desc)
-		install := "pip install " + strings.Join(fw.Packages, " ")
+		// A command to paste into a shell: a package with a shell
+		// character quoted (nvidia-cudnn-cu12<9, jax[cuda12_pip]), and
+		// the find-links page pip needs (JAX before 0.4.30).
+		install := "pip install"
+		for _, p := range fw.Packages {
+			install += " " + builder.ShellQuote(p)
+		}
 		if fw.IndexURL != "" {
 			install += " --index-url " + fw.IndexURL
+		}
+		if fw.FindLinks != "" {
+			install += " --find-links " + fw.FindLinks
 		}
 		t.row("", install)
 	}

@@ -87,7 +87,10 @@ func TestResolveAgainstUpstreamFacts(t *testing.T) {
 		// An alternative whose pins the matrix lacks is offered as unconfirmed.
 		{args: []string{"--torch", "2.3", "--tensorflow", "2.15", "--python", "3.10"}, code: 1,
 			has: []string{"(unconfirmed: the matrix does not record the nvidia-* pins of"}},
-		{args: []string{"--tensorflow", "2.15"}, has: []string{"pip install tensorflow[and-cuda]==2.15.0.post1"}},
+		{args: []string{"--tensorflow", "2.15"}, has: []string{"pip install 'tensorflow[and-cuda]==2.15.0.post1'"}},
+		// JAX 0.4.25's CUDA jaxlib is only on JAX's find-links page, and it
+		// needs cuDNN 8 (jax.yaml jax-v0.4.25, cudnn_below).
+		{args: []string{"--jax", "0.4.25"}, has: []string{"pip install 'jax[cuda12_pip]==0.4.25' 'nvidia-cudnn-cu12<9' --find-links https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"}},
 		{args: []string{"--tensorflow", "2.14", "--python", "3.11"}, code: 1,
 			has: []string{"it pins tensorrt==8.5.3.1", "no cp311 wheels", "without --python 3.11: CUDA 11.8.0, tensorflow 2.14.0 (CUDA 11.8), Python 3.10"}},
 		{args: []string{"--tensorflow", "2.12"}, jsonEOL: true,

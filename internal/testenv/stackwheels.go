@@ -180,61 +180,10 @@ func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda str
 		b, err := SharedObject(ctx, work, spec)
 		return string(b), err
 	}
-	meta := func(dist, version string, requires []string) string {
-		var m strings.Builder
-		fmt.Fprintf(&m, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
-		for _, r := range requires {
-			m.WriteString("Requires-Dist: " + r + "\n")
-		}
-		return m.String()
-	}
-	info := func(dist, version string) string {
-		return strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/METADATA"
-	}
 	pinned := map[string]string{}
 	for _, w := range stackWheels {
-		files := map[string]string{}
-		files[info(w.Dist, w.Version)] = meta(w.Dist, w.Version, w.Requires)
-		note := fmt.Sprintf("# gpuimg test fixture standing in for %s %s (%s)\n", w.Dist, w.Version, w.Source)
-		if len(w.Libs) == 0 {
-			pkg := strings.ToLower(strings.ReplaceAll(w.Dist, "-", "_"))
-			files[pkg+"/__init__.py"] = note
-			files[pkg+"/_payload.bin"] = payload(w.Dist, size(w.MB))
-		}
-		for i, l := range w.Libs {
-			spec := ELFSpec{Soname: path.Base(l)}
-			if i == 0 {
-				spec.Size = size(w.MB)
-			}
-			b, err := so(spec)
-			if err != nil {
-				return err
-			}
-			files[l] = b
-			// Each package directory above lib/ is a Python package, as
-			// in the real nvidia-* and triton wheels (every nvidia-* wheel
-			// ships nvidia/__init__.py); no listing of cuSPARSELt 0.6's
-			// cusparselt/ was read, so it gets only its library.
-			for d := path.Dir(path.Dir(l)); d != "." && d != "cusparselt"; d = path.Dir(d) {
-				files[d+"/__init__.py"] = note
-			}
-		}
-		switch {
-		case w.Any:
-			tag := "py3-none-any"
-			if len(w.Libs) > 0 {
-				tag = "py3-none-manylinux2014_x86_64"
-			}
-			if _, err := Wheel(dir, w.Dist, w.Version, tag, files); err != nil {
-				return err
-			}
-		default:
-			for _, py := range pythons {
-				cp := "cp" + strings.ReplaceAll(py, ".", "")
-				if _, err := Wheel(dir, w.Dist, w.Version, cp+"-"+cp+"-manylinux_2_17_x86_64.manylinux2014_x86_64", files); err != nil {
-					return err
-				}
-			}
+		if err := writeStackWheel(ctx, work, dir, w, pythons, scale); err != nil {
+			return err
 		}
 		pinned[w.Dist] = w.Dist + "==" + w.Version + linux
 	}
@@ -249,7 +198,7 @@ func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda str
 	torchReq = append(torchReq, `sympy==1.13.1; python_version >= "3.9"`)
 
 	files := map[string]string{
-		info("torch", torch+local): meta("torch", torch+local, torchReq),
+		twinInfo("torch", torch+local): twinMetadata("torch", torch+local, torchReq),
 		"torch/__init__.py": `# gpuimg test fixture standing in for torch 2.6.0's torch/__init__.py:
 # importing torch._C loads torch/lib's libraries and the CUDA libraries
 # they need through their DT_RPATH, as the real one does.
@@ -283,11 +232,75 @@ from torch._C import *  # noqa: F403
 		delete(files, "torch/_C."+strings.Replace(cp, "cp", "cpython-", 1)+"-x86_64-linux-gnu.so")
 		for _, v := range []struct{ dist, version string }{{"torchvision", vision}, {"torchaudio", audio}} {
 			if _, err := Wheel(dir, v.dist, v.version+local, tag, map[string]string{
-				info(v.dist, v.version+local): meta(v.dist, v.version+local, []string{"torch==" + torch + local}),
-				v.dist + "/__init__.py":       fmt.Sprintf("__version__ = '%s%s'\n", v.version, local),
+				twinInfo(v.dist, v.version+local): twinMetadata(v.dist, v.version+local, []string{"torch==" + torch + local}),
+				v.dist + "/__init__.py":           fmt.Sprintf("__version__ = '%s%s'\n", v.version, local),
 			}); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// twinMetadata is a fixture wheel's METADATA with the Requires-Dist
+// lines requires (markers included).
+func twinMetadata(dist, version string, requires []string) string {
+	var m strings.Builder
+	fmt.Fprintf(&m, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
+	for _, r := range requires {
+		m.WriteString("Requires-Dist: " + r + "\n")
+	}
+	return m.String()
+}
+
+// twinInfo is the path of a fixture wheel's METADATA.
+func twinInfo(dist, version string) string {
+	return strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/METADATA"
+}
+
+// writeStackWheel writes w (a StackWheel) into dir, scale times its real
+// size: its libraries as ELF shared objects built in work with their
+// sonames, a package's size in a data file; one wheel for any Python, or
+// one for each CPython of pythons.
+func writeStackWheel(ctx context.Context, work, dir string, w StackWheel, pythons []string, scale float64) error {
+	size := int(w.MB * 1e6 * scale)
+	files := map[string]string{twinInfo(w.Dist, w.Version): twinMetadata(w.Dist, w.Version, w.Requires)}
+	note := fmt.Sprintf("# gpuimg test fixture standing in for %s %s (%s)\n", w.Dist, w.Version, w.Source)
+	if len(w.Libs) == 0 {
+		pkg := strings.ToLower(strings.ReplaceAll(w.Dist, "-", "_"))
+		files[pkg+"/__init__.py"] = note
+		files[pkg+"/_payload.bin"] = payload(w.Dist, size)
+	}
+	for i, l := range w.Libs {
+		spec := ELFSpec{Soname: path.Base(l)}
+		if i == 0 {
+			spec.Size = size
+		}
+		b, err := SharedObject(ctx, work, spec)
+		if err != nil {
+			return err
+		}
+		files[l] = string(b)
+		// Each package directory above lib/ is a Python package, as in
+		// the real nvidia-* and triton wheels (every nvidia-* wheel ships
+		// nvidia/__init__.py); no listing of cuSPARSELt 0.6's cusparselt/
+		// was read, so it gets only its library.
+		for d := path.Dir(path.Dir(l)); d != "." && d != "cusparselt"; d = path.Dir(d) {
+			files[d+"/__init__.py"] = note
+		}
+	}
+	if w.Any {
+		tag := "py3-none-any"
+		if len(w.Libs) > 0 {
+			tag = "py3-none-manylinux2014_x86_64"
+		}
+		_, err := Wheel(dir, w.Dist, w.Version, tag, files)
+		return err
+	}
+	for _, py := range pythons {
+		cp := "cp" + strings.ReplaceAll(py, ".", "")
+		if _, err := Wheel(dir, w.Dist, w.Version, cp+"-"+cp+"-manylinux_2_17_x86_64.manylinux2014_x86_64", files); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -48,9 +48,12 @@ const standaloneMTime = 1704067200
 // standalonePackages are Debian 13's packages of a CPython minor: the
 // interpreter (linked with libpython statically), its standard library,
 // ensurepip (Debian ships its __main__ in pythonX.Y-venv), the shared
-// libpython for embedders and the pip wheel ensurepip installs.
+// libpython for embedders, the C headers (libpythonX.Y-dev: the real
+// install_only archive has include/pythonX.Y, python-build-standalone#374)
+// and the pip wheel ensurepip installs.
 func standalonePackages(minor string) []string {
-	return []string{"python" + minor + "-minimal", "libpython" + minor + "-minimal", "libpython" + minor + "-stdlib", "python" + minor + "-venv", "libpython" + minor, "python3-pip-whl"}
+	return []string{"python" + minor + "-minimal", "libpython" + minor + "-minimal", "libpython" + minor + "-stdlib", "python" + minor + "-venv", "libpython" + minor,
+		"libpython" + minor + "-dev", "python3-pip-whl"}
 }
 
 // standaloneKey names the cached packages and archive of minor: a change
@@ -63,7 +66,7 @@ func standaloneKey(minor string) string {
 
 // standaloneLayout is the version of standaloneArchive's output; bump it
 // when the archive changes.
-const standaloneLayout = "1"
+const standaloneLayout = "3"
 
 // DebianStandalone makes an archive of CPython minor (3.13) in the layout
 // of python-build-standalone's install_only archives, from Debian 13
@@ -75,7 +78,9 @@ const standaloneLayout = "1"
 // sorts the members and gives each the time 2024-01-01, owner root and
 // u+rw,g+rw): python/bin/pythonX.Y with python3 and python links to it,
 // python/lib/pythonX.Y/ (lib-dynload included), python/lib/libpythonX.Y.so.1.0
-// and its libpythonX.Y.so link. Debian's interpreter links libpython
+// and its libpythonX.Y.so link, python/include/pythonX.Y/ (Python.h and
+// the rest of libpythonX.Y-dev's headers, pyconfig.h being Debian's
+// multiarch one, which its include/pythonX.Y/pyconfig.h only includes). Debian's interpreter links libpython
 // statically, as python-build-standalone's does, and finds its prefix from
 // where it lies, so it runs from any directory. The differences: its
 // extension modules load the OS's libssl, libffi, libexpat and friends
@@ -187,12 +192,37 @@ func standaloneArchive(root, minor string) ([]byte, error) {
 			return filepath.SkipDir
 		case d.IsDir():
 			return nil
+		case strings.HasSuffix(p, ".a") && strings.Contains(p, "/config-"+minor+"-"):
+			// libpythonX.Y-dev's static libpythonX.Y.a and Debian's own
+			// -pic.a (7 MB): whether the real archive has the first was not
+			// read, and nothing gpuimg builds links them.
+			return nil
 		}
 		rel, err := filepath.Rel(stdlib, p)
 		if err != nil {
 			return err
 		}
 		return add("python/lib/python"+minor+"/"+filepath.ToSlash(rel), p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The headers, as `make install` lays them out: Debian moves
+	// pyconfig.h to its multiarch directory and leaves a wrapper that
+	// includes it; the archive gets the real one in its place.
+	include := filepath.Join(root, "usr", "include", "python"+minor)
+	err = filepath.WalkDir(include, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(include, p)
+		if err != nil {
+			return err
+		}
+		if rel == "pyconfig.h" {
+			p = filepath.Join(root, "usr", "include", "x86_64-linux-gnu", "python"+minor, "pyconfig.h")
+		}
+		return add("python/include/python"+minor+"/"+filepath.ToSlash(rel), p)
 	})
 	if err != nil {
 		return nil, err

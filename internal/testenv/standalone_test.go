@@ -15,7 +15,8 @@ import (
 )
 
 // TestDebianStandalone: the archive has python-build-standalone's
-// install_only layout (no directory entries, sorted, one time, root's),
+// install_only layout (no directory entries, sorted, one time, root's;
+// the C headers in include/python3.13, pyconfig.h among them),
 // the same bytes when made again, and the mirror serves it where
 // --python-mirror looks: RELEASE/NAME, the + escaped.
 func TestDebianStandalone(t *testing.T) {
@@ -55,6 +56,13 @@ func TestDebianStandalone(t *testing.T) {
 		if h.Typeflag == tar.TypeSymlink {
 			links[h.Name] = h.Linkname
 		}
+		if h.Name == "python/include/python3.13/pyconfig.h" {
+			// The configured header itself, not Debian's wrapper that
+			// includes its multiarch copy.
+			if b, err := io.ReadAll(tr); err != nil || !strings.Contains(string(b), "#define SIZEOF_VOID_P") {
+				t.Errorf("pyconfig.h is not the configured header (%v):\n%.300s", err, b)
+			}
+		}
 		names = append(names, h.Name)
 	}
 	for i := 1; i < len(names); i++ {
@@ -62,7 +70,8 @@ func TestDebianStandalone(t *testing.T) {
 			t.Errorf("members not sorted: %s before %s", names[i-1], names[i])
 		}
 	}
-	for _, want := range []string{"python/bin/python3.13", "python/lib/python3.13/os.py", "python/lib/python3.13/venv/__init__.py", "python/lib/python3.13/ensurepip/__main__.py", "python/lib/libpython3.13.so.1.0"} {
+	for _, want := range []string{"python/bin/python3.13", "python/lib/python3.13/os.py", "python/lib/python3.13/venv/__init__.py", "python/lib/python3.13/ensurepip/__main__.py", "python/lib/libpython3.13.so.1.0",
+		"python/include/python3.13/Python.h", "python/include/python3.13/pyconfig.h"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no %s", want)
 		}
