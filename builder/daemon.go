@@ -56,6 +56,12 @@ type Local struct {
 	// Mirrors and InsecureRegistries go into buildkitd.toml.
 	Mirrors            images.Mirrors
 	InsecureRegistries []string
+	// Path are directories put before buildkitd's PATH, where it finds
+	// the programs it runs itself: the buildkit-qemu-ARCH emulators that
+	// run the steps of a foreign platform (BuildKit starts them per step;
+	// nothing is registered with the kernel's binfmt_misc). A daemon
+	// running with another Path is restarted, as for other settings.
+	Path []string
 
 	mu  sync.Mutex
 	use *os.File // holds a shared lock on the daemon while this process uses it
@@ -88,6 +94,9 @@ func (l *Local) Address() string { return "unix://" + l.socket() }
 func (l *Local) config() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Written by gpuimg; rewritten when its settings change.\n")
+	if len(l.Path) > 0 {
+		fmt.Fprintf(&b, "# buildkitd's PATH starts with %s\n", strings.Join(l.Path, string(os.PathListSeparator)))
+	}
 	b.WriteString("[worker.oci]\n  enabled = true\n  snapshotter = \"overlayfs\"\n  gc = true\n")
 	b.WriteString("[worker.containerd]\n  enabled = false\n")
 	insecure := map[string]bool{}
@@ -198,7 +207,7 @@ func (l *Local) ensure(ctx context.Context) (*client.Client, error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("make buildkitd's temporary directory: %w", err)
 	}
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Env = append(daemonEnv(os.Environ(), l.Path), "TMPDIR="+tmp)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive gpuimg, for reuse
 	if err := cmd.Start(); err != nil {
@@ -426,4 +435,24 @@ func findBinary(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s is not on PATH nor beside gpuimg", name)
+}
+
+// daemonEnv is buildkitd's environment: gpuimg's, with the directories
+// in path put before its PATH.
+func daemonEnv(environ, path []string) []string {
+	if len(path) == 0 {
+		return environ
+	}
+	prefix := strings.Join(path, string(os.PathListSeparator))
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			if v != "" {
+				prefix += string(os.PathListSeparator) + v
+			}
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "PATH="+prefix)
 }

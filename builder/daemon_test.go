@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,5 +76,44 @@ func TestLocalInUse(t *testing.T) {
 	case <-exited:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the daemon still runs after Stop")
+	}
+}
+
+func TestDaemonEnv(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		environ   []string
+		path      []string
+		wantPATH  string
+		wantOther []string
+	}{
+		{"no Path: gpuimg's environment as it is", []string{"HOME=/root", "PATH=/usr/bin"}, nil, "/usr/bin", []string{"HOME=/root"}},
+		{"Path before PATH", []string{"PATH=/usr/bin:/bin", "HOME=/root"}, []string{"/opt/emu", "/opt/x"}, "/opt/emu:/opt/x:/usr/bin:/bin", []string{"HOME=/root"}},
+		{"no PATH in the environment", []string{"HOME=/root"}, []string{"/opt/emu"}, "/opt/emu", []string{"HOME=/root"}},
+		{"an empty PATH adds no empty entry (the current directory)", []string{"PATH="}, []string{"/opt/emu"}, "/opt/emu", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := daemonEnv(tt.environ, tt.path)
+			var paths, other []string
+			for _, kv := range env {
+				if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+					paths = append(paths, v)
+				} else {
+					other = append(other, kv)
+				}
+			}
+			if len(paths) != 1 || paths[0] != tt.wantPATH {
+				t.Errorf("PATH entries %q, want one: %q", paths, tt.wantPATH)
+			}
+			if !slices.Equal(other, tt.wantOther) {
+				t.Errorf("the rest %q, want %q", other, tt.wantOther)
+			}
+		})
+	}
+	l := &Local{StateDir: "/x"}
+	before := string(l.config())
+	l.Path = []string{"/opt/emu"}
+	if after := string(l.config()); after == before || !strings.Contains(after, "/opt/emu") {
+		t.Errorf("a Path is not part of the daemon's settings (config):\n%s", after)
 	}
 }

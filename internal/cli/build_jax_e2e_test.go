@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ import (
 // frameworks' environment and in the image. The image has cuDNN 8, not
 // the cuDNN 9 the index also serves and jax's extra allows.
 func TestBuildJAXFindLinks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	// Parallel: its environment (registry, buildkitd, files) is its own, and it
 	// sets no process environment; CI has 2 cores and waits are overlapped.
 	t.Parallel()

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"path"
 	"strings"
@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -37,6 +38,9 @@ const (
 // digest.
 func TestBuildMultiPlatform(t *testing.T) {
 	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
+	// Parallel: its buildkitd finds the emulator through builder.Local's
+	// Path, not the process's PATH, and its environment is its own.
+	t.Parallel()
 	ctx := t.Context()
 	start := time.Now()
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
@@ -55,10 +59,18 @@ func TestBuildMultiPlatform(t *testing.T) {
 	}
 	t.Logf("fixtures (emulator, arm64 rootfs) ready in %s", time.Since(start).Round(time.Second))
 
-	// buildkitd (started by builder.Local, as gpuimg starts it) inherits
-	// PATH and finds the emulator there.
-	t.Setenv("PATH", emu+":"+os.Getenv("PATH"))
 	env := startEnv(t, "gm-")
+	// A buildkitd started by builder.Local, as gpuimg starts it, with the
+	// emulator's directory before its PATH (Local.Path).
+	bk, err := env.StartBuildKit(ctx, "emu", func(l *builder.Local) { l.Path = []string{emu} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := bk.Stop(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("stop buildkitd: %v", err)
+		}
+	})
 	const baseTag = "nvidia/cuda:12.2.2-base-ubuntu22.04"
 	baseIndex, err := env.PushBaseIndex(ctx, baseTag, map[string]string{"arm64": arm64Rootfs})
 	if err != nil {
@@ -81,7 +93,7 @@ func TestBuildMultiPlatform(t *testing.T) {
 	out, errOut, code := run(t, "build", "--cuda", "12.2", "--torch", "2.3", "--torch-compile=false",
 		"--platform", "linux/amd64,linux/arm64",
 		"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
-		"--pip-index-url", env.Index.URL, "--builder", env.BuildKit.Address(),
+		"--pip-index-url", env.Index.URL, "--builder", bk.Address(),
 		"-t", ref, "--push", "--progress", "plain", "-o", "json")
 	if code != 0 {
 		t.Fatalf("gpuimg build --platform linux/amd64,linux/arm64 exited %d:\n%s", code, lastLines(errOut, 40))

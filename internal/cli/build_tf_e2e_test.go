@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -28,12 +27,7 @@ import (
 // its proof naming libcudart.so.12 (checked by hand, see
 // internal/testenv/tftwin.md).
 func TestBuildTensorFlowPipCUDA(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: buildkitd runs build steps with runc")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the BuildKit end-to-end test")
-	}
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	// Parallel: its environment (registry, buildkitd, files) is its own.
 	t.Parallel()
 	ctx := t.Context()

@@ -115,12 +115,17 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 
 // StartBuildKit starts one more buildkitd through builder.Local, with its
 // own state directory (and socket) e.Dir/name and the Env's mirror, for a
-// pool of builders. The caller stops it (Stop, by PID); Env.Stop does not.
-func (e *Env) StartBuildKit(ctx context.Context, name string) (*builder.Local, error) {
+// pool of builders; each of opts changes the Local before it starts (a
+// Path with emulators). The caller stops it (Stop, by PID); Env.Stop does
+// not.
+func (e *Env) StartBuildKit(ctx context.Context, name string, opts ...func(*builder.Local)) (*builder.Local, error) {
 	l := &builder.Local{
 		StateDir:  filepath.Join(e.Dir, name),
 		Buildkitd: e.Tools.Buildkitd,
 		Mirrors:   images.Mirrors{"index.docker.io": e.Registry.Host},
+	}
+	for _, o := range opts {
+		o(l)
 	}
 	done := startStep(ctx, "starting buildkitd "+name, "through builder.Local, a builder of its own (a few seconds)")
 	c, err := l.Ensure(ctx)

@@ -20,9 +20,7 @@ import (
 // the same bytes when made again, and the mirror serves it where
 // --python-mirror looks: RELEASE/NAME, the + escaped.
 func TestDebianStandalone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: downloads Debian's python3.13 packages")
-	}
+	Require(t, "downloads Debian's python3.13 packages", Slow)
 	sp, err := DebianStandalone(t.Context(), "3.13")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 )
@@ -139,8 +140,8 @@ func TestWheelArchsByRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.small > 10000 && testing.Short() {
-				t.Skip("builds a 66,000-entry zip")
+			if tt.small > 10000 {
+				testenv.Require(t, "builds a 66,000-entry zip", testenv.Slow)
 			}
 			wz := torchWheel(t, tt.small, tt.method)
 			f := newFakeUpstream(t)
