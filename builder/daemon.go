@@ -443,16 +443,16 @@ func daemonEnv(environ, path []string) []string {
 	if len(path) == 0 {
 		return environ
 	}
-	prefix := strings.Join(path, string(os.PathListSeparator))
+	dirs := slices.Clone(path)
 	env := make([]string, 0, len(environ)+1)
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			if v != "" {
-				prefix += string(os.PathListSeparator) + v
+				dirs = append(dirs, v)
 			}
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "PATH="+prefix)
+	return append(env, "PATH="+strings.Join(dirs, string(os.PathListSeparator)))
 }

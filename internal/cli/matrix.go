@@ -216,10 +216,11 @@ func stackTable(w io.Writer, s matrix.Stack) error {
 		// A command to paste into a shell: a package with a shell
 		// character quoted (nvidia-cudnn-cu12<9, jax[cuda12_pip]), and
 		// the find-links page pip needs (JAX before 0.4.30).
-		install := "pip install"
+		words := []string{"pip install"}
 		for _, p := range fw.Packages {
-			install += " " + builder.ShellQuote(p)
+			words = append(words, builder.ShellQuote(p))
 		}
+		install := strings.Join(words, " ")
 		if fw.IndexURL != "" {
 			install += " --index-url " + fw.IndexURL
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -295,18 +296,10 @@ func exitStatus(ps *os.ProcessState) int {
 // (those found before the child started), its maps key by key.
 func mergeSnapshot(pp *PyProbe, base []Check, snap *pySnapshot) {
 	pp.Checks = append(slices.Clone(base), snap.Checks...)
-	for k, v := range snap.Frameworks {
-		pp.Frameworks[k] = v
-	}
-	for k, v := range snap.Bench {
-		pp.Bench[k] = v
-	}
-	for k, v := range snap.Conditions {
-		pp.Conditions[k] = v
-	}
-	for k, v := range snap.Spread {
-		pp.Spread[k] = v
-	}
+	maps.Copy(pp.Frameworks, snap.Frameworks)
+	maps.Copy(pp.Bench, snap.Bench)
+	maps.Copy(pp.Conditions, snap.Conditions)
+	maps.Copy(pp.Spread, snap.Spread)
 	if snap.Device != nil {
 		pp.Device = snap.Device
 	}
