@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
-	"github.com/moby/buildkit/cmd/buildctl/build"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/session/auth/authprovider"
@@ -44,19 +43,25 @@ type Request struct {
 	// Tags are image names; with Push they are pushed to their registries.
 	Tags []string
 	Push bool
-	// Outputs are extra outputs in BuildKit's syntax (type=oci,dest=F …).
-	Outputs []string
-	// CacheFrom and CacheTo are cache imports/exports in BuildKit's syntax.
-	CacheFrom, CacheTo []string
-	// Secrets are BuildKit secrets: id=ID,src=FILE or id=ID,env=VAR.
-	Secrets []string
+	// Outputs are extra outputs (ParseOutputs).
+	Outputs []Output
+	// PushByDigest pushes the image to this repository by digest only,
+	// untagged (publish writes the tag once the image passed its
+	// validation), with Annotations on its manifest and, when several
+	// platforms are built, on its index.
+	PushByDigest string
+	Annotations  map[string]string
+	// CacheFrom and CacheTo are cache imports and exports (ParseCache).
+	CacheFrom, CacheTo []client.CacheOptionsEntry
+	// Secrets are the user's BuildKit secrets (ParseSecrets), mounted in
+	// the pip steps.
+	Secrets []secretsprovider.Source
 	// Mirrors are registry mirrors, used to pin the base image; the daemon
 	// must use the same ones (a local daemon started by gpuimg does).
 	Mirrors images.Mirrors
-	// InsecureRegistries are pushed to over plain HTTP (loopback always is).
-	InsecureRegistries []string
-	// Registry is how gpuimg itself reaches registries to pin the base
-	// image (credentials, CA file, insecure registries, retries).
+	// Registry is how gpuimg reaches registries, to pin the base image
+	// and to tell BuildKit which registries it pushes to over plain HTTP
+	// (PlainHTTP): credentials, CA file, insecure registries, retries.
 	Registry []images.Option
 	// Pip index settings; when any is set, every pip step (frameworks
 	// included) uses them through a generated pip.conf secret.
@@ -159,46 +164,18 @@ func (r *Request) pipConf() []byte {
 	return []byte(b.String())
 }
 
-// parseSecret parses a BuildKit secret, id=ID,src=FILE or id=ID,env=VAR
-// (buildctl's syntax; id=ID alone reads the variable ID), into the
-// source the session serves. The id gpuimg's pip.conf uses is refused.
-func parseSecret(s string) (secretsprovider.Source, error) {
-	src := secretsprovider.Source{}
-	for f := range strings.SplitSeq(s, ",") {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "id":
-			src.ID = v
-		case "src", "source":
-			src.FilePath = v
-		case "env":
-			src.Env = v
-		default:
-			return src, fmt.Errorf("secret %q: unknown key %q (use id, src, env)", s, k)
-		}
-	}
-	if src.ID == "" {
-		return src, fmt.Errorf("secret %q: want id=ID,src=FILE or id=ID,env=VAR", s)
-	}
-	if src.ID == SecretPipMirror {
-		return src, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", src.ID)
-	}
-	if src.FilePath == "" && src.Env == "" {
-		src.Env = src.ID
-	}
-	return src, nil
-}
-
-// secretIDs are the ids of the secrets specs (parseSecret), which the
-// Dockerfile's pip steps mount.
-func secretIDs(specs []string) ([]string, error) {
+// secretIDs are the ids of the secrets, which the Dockerfile's pip
+// steps mount; an id gpuimg uses itself is refused.
+func secretIDs(secrets []secretsprovider.Source) ([]string, error) {
 	var ids []string
-	for _, s := range specs {
-		src, err := parseSecret(s)
-		if err != nil {
-			return nil, err
+	for _, s := range secrets {
+		if s.ID == "" {
+			return nil, fmt.Errorf("a secret without an id (file %q, variable %q): give id=ID", s.FilePath, s.Env)
 		}
-		ids = append(ids, src.ID)
+		if s.ID == SecretPipMirror {
+			return nil, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", s.ID)
+		}
+		ids = append(ids, s.ID)
 	}
 	return ids, nil
 }
@@ -289,7 +266,7 @@ func Labels(s matrix.Stack, base images.Base, epoch int64) (map[string]string, e
 // request's insecure registries (images.PlainHTTP decides). A reference
 // that does not parse is not plain HTTP; the push reports it.
 func (r *Request) PlainHTTP(ref string) bool {
-	ok, err := images.PlainHTTP(ref, append(slices.Clip(r.Registry), images.WithInsecureRegistries(r.InsecureRegistries...))...)
+	ok, err := images.PlainHTTP(ref, r.Registry...)
 	return err == nil && ok
 }
 
@@ -301,6 +278,9 @@ func (r *Request) PlainHTTP(ref string) bool {
 func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Result, error) {
 	if err := CheckCompression(req.Compression); err != nil {
 		return nil, err
+	}
+	if req.PushByDigest != "" && len(req.Tags) > 0 {
+		return nil, fmt.Errorf("a build pushed by digest to %s has no tags (%s): the tag is written after validation", req.PushByDigest, strings.Join(req.Tags, ", "))
 	}
 	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
 		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
@@ -442,17 +422,23 @@ func (b *run) writeContext(name string, data []byte) error {
 	return nil
 }
 
-// exports sets the solve's exports (the user's outputs, file outputs
+// exports sets the solve's exports (the user's outputs, a file output
 // staged under a temporary name and renamed when the build succeeds, so
-// a failed build leaves no half-written archive; the tags' image export)
-// and its cache imports and exports.
+// that a failed build leaves no half-written archive; the tags' image
+// export; the push by digest) and its cache imports and exports.
 func (b *run) exports(context.Context) error {
 	req := b.req
-	outputs, renames := stageOutputs(req.Outputs)
-	b.renames = renames
-	exports, err := build.ParseOutput(outputs)
-	if err != nil {
-		return fmt.Errorf("--output: %w", err)
+	b.renames = map[string]string{}
+	var exports []client.ExportEntry
+	for _, o := range req.Outputs {
+		e, partial, err := o.staged()
+		if err != nil {
+			return err
+		}
+		if partial != "" {
+			b.renames[partial] = o.Dest
+		}
+		exports = append(exports, e)
 	}
 	if len(req.Tags) > 0 {
 		e := client.ExportEntry{Type: client.ExporterImage, Attrs: map[string]string{"name": strings.Join(req.Tags, ",")}}
@@ -466,6 +452,19 @@ func (b *run) exports(context.Context) error {
 		}
 		exports = append(exports, e)
 	}
+	if req.PushByDigest != "" {
+		e := client.ExportEntry{Type: client.ExporterImage, Attrs: map[string]string{"name": req.PushByDigest, "push-by-digest": "true", "push": "true"}}
+		for k, v := range req.Annotations {
+			e.Attrs["annotation."+k] = v
+			if len(req.Platforms) > 1 {
+				e.Attrs["annotation-index."+k] = v
+			}
+		}
+		if req.PlainHTTP(req.PushByDigest) {
+			e.Attrs["registry.insecure"] = "true"
+		}
+		exports = append(exports, e)
+	}
 	for i := range exports {
 		switch exports[i].Type {
 		case client.ExporterImage, client.ExporterOCI, client.ExporterDocker:
@@ -473,13 +472,8 @@ func (b *run) exports(context.Context) error {
 			exporterCompression(exports[i].Attrs, req.Compression, exports[i].Type)
 		}
 	}
-	if b.opt.CacheExports, err = build.ParseExportCache(req.CacheTo); err != nil {
-		return fmt.Errorf("--cache-to: %w", err)
-	}
-	if b.opt.CacheImports, err = build.ParseImportCache(req.CacheFrom); err != nil {
-		return fmt.Errorf("--cache-from: %w", err)
-	}
 	b.opt.Exports = exports
+	b.opt.CacheImports, b.opt.CacheExports = req.CacheFrom, req.CacheTo
 	return nil
 }
 
@@ -488,14 +482,7 @@ func (b *run) exports(context.Context) error {
 // pip.conf when pip settings are given).
 func (b *run) session(context.Context) error {
 	req := b.req
-	var sources []secretsprovider.Source
-	for _, s := range req.Secrets {
-		src, err := parseSecret(s)
-		if err != nil {
-			return err
-		}
-		sources = append(sources, src)
-	}
+	sources := slices.Clone(req.Secrets)
 	if req.pipMirror() {
 		// Beside the context directory, not in it: the context is sent
 		// to the daemon, a secret is not.
@@ -664,39 +651,6 @@ var dockerfileStep = regexp.MustCompile(`^\[(?:[^\]]* )?[0-9]+/[0-9]+\] `)
 
 // isStep says whether a solve status vertex is a Dockerfile step.
 func isStep(name string) bool { return dockerfileStep.MatchString(name) }
-
-// stageOutputs points file outputs (type=oci|docker|tar with dest=FILE) at
-// a temporary name beside FILE and returns temporary → final names.
-func stageOutputs(outputs []string) ([]string, map[string]string) {
-	renames := map[string]string{}
-	staged := make([]string, len(outputs))
-	for i, o := range outputs {
-		staged[i] = o
-		fields := strings.Split(o, ",")
-		typ, dest := "", ""
-		for _, f := range fields {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "type":
-				typ = v
-			case "dest":
-				dest = v
-			}
-		}
-		if (typ != "oci" && typ != "docker" && typ != "tar") || dest == "" || dest == "-" {
-			continue
-		}
-		tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".gpuimg-partial")
-		for j, f := range fields {
-			if strings.HasPrefix(f, "dest=") {
-				fields[j] = "dest=" + tmp
-			}
-		}
-		staged[i] = strings.Join(fields, ",")
-		renames[tmp] = dest
-	}
-	return staged, renames
-}
 
 // solve runs one solve with BuildKit's progress display, and records in
 // steps each completed Dockerfile step not seen before, and whether it was

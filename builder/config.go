@@ -99,10 +99,9 @@ type Flags struct {
 	NoTorchCompile bool
 
 	// Settings only flags give.
-	ContextDir         string
-	Outputs, Secrets   []string
-	InsecureRegistries []string
-	NoCache            bool
+	ContextDir       string
+	Outputs, Secrets []string
+	NoCache          bool
 	// NoChecks leaves out the build's proof (Request.NoChecks).
 	NoChecks     bool
 	ProgressMode string
@@ -161,16 +160,27 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	r := Request{
 		Extras: ex, ContextDir: f.ContextDir, Tags: m.list("tag", f.Tags, file.Tag),
-		Platforms: pick(m, "platforms", f.Platforms, file.Platforms), Outputs: f.Outputs, Secrets: f.Secrets,
-		InsecureRegistries: f.InsecureRegistries, NoCache: f.NoCache, NoChecks: f.NoChecks, ProgressMode: f.ProgressMode,
+		Platforms: pick(m, "platforms", f.Platforms, file.Platforms),
+		NoCache:   f.NoCache, NoChecks: f.NoChecks, ProgressMode: f.ProgressMode,
 		PipIndexURL:       m.str("pip_index_url", f.PipIndexURL, file.PipIndexURL),
 		PipExtraIndexURLs: m.list("pip_extra_index_url", f.PipExtraIndexURLs, file.PipExtraIndexURLs),
 		PipTrustedHosts:   m.list("pip_trusted_host", f.PipTrustedHosts, file.PipTrustedHosts),
 		PipFindLinks:      m.list("pip_find_links", f.PipFindLinks, file.PipFindLinks),
 		PythonMirror:      m.str("python_mirror", f.PythonMirror, file.PythonMirror),
-		CacheFrom:         m.list("cache_from", f.CacheFrom, file.CacheFrom),
-		CacheTo:           m.list("cache_to", f.CacheTo, file.CacheTo),
 		Compression:       matrix.Compression(m.str("compression", string(f.Compression), string(file.Compression))),
+	}
+	// BuildKit's options, parsed here once.
+	if r.Outputs, err = ParseOutputs(f.Outputs); err != nil {
+		return nil, fmt.Errorf("--output: %w", err)
+	}
+	if r.Secrets, err = ParseSecrets(f.Secrets); err != nil {
+		return nil, fmt.Errorf("--secret: %w", err)
+	}
+	if r.CacheFrom, err = ParseCacheImports(m.list("cache_from", f.CacheFrom, file.CacheFrom)); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, m.src["cache_from"])
+	}
+	if r.CacheTo, err = ParseCacheExports(m.list("cache_to", f.CacheTo, file.CacheTo)); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, m.src["cache_to"])
 	}
 	if err := CheckPythonMirror(r.PythonMirror); err != nil {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["python_mirror"])

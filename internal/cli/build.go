@@ -141,7 +141,6 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 		return nil, nil, matrix.Constraints{}, err
 	}
 	f := o.Flags
-	f.InsecureRegistries = o.Registry.InsecureRegistries
 	f.Stack = builder.StackSpec{CUDA: so.CUDA, CuDNN: so.CuDNN, Torch: so.Torch, TensorFlow: so.TensorFlow, JAX: so.JAX,
 		Python: so.Python, OS: so.OS, Flavor: so.Flavor, GPU: so.GPU, Driver: so.Driver, Target: so.Target, MatrixFiles: mo.Files}
 	f.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
@@ -224,11 +223,10 @@ func isDockerfile(path string) bool {
 }
 
 // completeRequest fills in what a merged build request takes from outside
-// builder.Merge: the registry options (with the merged insecure
-// registries, so BuildKit and gpuimg's own pinning agree) and the context
-// directory's git source and revision.
+// builder.Merge: the registry options (insecure registries included: the
+// build reads them there, for gpuimg's own pinning and BuildKit's pushes
+// alike) and the context directory's git source and revision.
 func completeRequest(ctx context.Context, req *builder.Request, ro RegistryOptions) error {
-	ro.InsecureRegistries = req.InsecureRegistries
 	var err error
 	if req.Registry, err = ro.Options(); err != nil {
 		return err
@@ -273,7 +271,7 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 	var cl *client.Client
 	addr, rerun := set.Builder, "start it again and run the build again"
 	if set.Builder == "" {
-		local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: req.InsecureRegistries}
+		local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries}
 		if cl, err = local.Ensure(ctx); err != nil {
 			return invalid(err, "")
 		}

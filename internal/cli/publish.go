@@ -161,7 +161,6 @@ func (o *PublishOptions) load(mo *MatrixOptions) (*publish.File, *matrix.DB, *pu
 // file's build:) and names the builders, progress and connection.
 func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publish.RunOptions, error) {
 	fl := o.Flags
-	fl.InsecureRegistries = o.Registry.InsecureRegistries
 	fl.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
 	set, err := builder.Merge(fl, environment(), &builder.Config{Extras: f.Build, Platforms: f.Platforms})
 	if err != nil {
@@ -177,7 +176,7 @@ func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publis
 	}
 	opts := publish.RunOptions{
 		Builders: builders, Jobs: o.Jobs, Only: o.Only, Force: o.Force, DryRun: o.DryRun, Request: req,
-		Local: &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: req.InsecureRegistries},
+		Local: &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries},
 		Connect: func(ctx context.Context, addr string) (*client.Client, error) {
 			return builder.Connect(ctx, addr, o.clientOpts()...)
 		},

@@ -3,8 +3,11 @@ package publish
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strconv"
 	"strings"
+
+	"github.com/moby/buildkit/client"
 )
 
 // A registry cache (BuildKit's type=registry) shared by the pool: every
@@ -41,7 +44,7 @@ func cacheGroups(all []Variant) map[string][]string {
 }
 
 // variantCaches returns a variant's cache imports and exports from the
-// run's (BuildKit's syntax, as --cache-from and --cache-to take them).
+// run's (as --cache-from and --cache-to give them, parsed).
 // Each type=registry entry with a tagged ref R:T (or R, read as
 // R:buildcache) becomes, for an export, R:T-NAME (NAME the variant's
 // name) and, for an import, R:T-NAME alone when has says that cache
@@ -66,7 +69,7 @@ func cacheGroups(all []Variant) map[string][]string {
 // on the same builder, whose local cache holds their layers. Only a
 // variant that moved to another builder (a retry, a CI job with --only)
 // rebuilds those shared steps once, and exports its own cache fresh.
-func variantCaches(from, to []string, group []string, has func(ref string) bool) (imports, exports []string) {
+func variantCaches(from, to []client.CacheOptionsEntry, group []string, has func(client.CacheOptionsEntry) bool) (imports, exports []client.CacheOptionsEntry) {
 	for _, e := range from {
 		if _, ok := registryCacheRef(e); !ok {
 			imports = append(imports, e)
@@ -87,27 +90,15 @@ func variantCaches(from, to []string, group []string, has func(ref string) bool)
 	return imports, exports
 }
 
-// cacheAttr returns the value of key in a cache entry (BuildKit's
-// key=value,… syntax; the last one when key repeats).
-func cacheAttr(entry, key string) string {
-	val := ""
-	for f := range strings.SplitSeq(entry, ",") {
-		if k, v, _ := strings.Cut(strings.TrimSpace(f), "="); k == key {
-			val = v
-		}
-	}
-	return val
-}
-
 // registryCacheRef returns the ref= of a type=registry cache entry.
-func registryCacheRef(entry string) (string, bool) {
-	ref := cacheAttr(entry, "ref")
-	return ref, cacheAttr(entry, "type") == "registry" && ref != ""
+func registryCacheRef(e client.CacheOptionsEntry) (string, bool) {
+	ref := e.Attrs["ref"]
+	return ref, e.Type == "registry" && ref != ""
 }
 
 // cacheInsecure says whether a cache entry sets registry.insecure=true.
-func cacheInsecure(entry string) bool {
-	b, _ := strconv.ParseBool(cacheAttr(entry, "registry.insecure"))
+func cacheInsecure(e client.CacheOptionsEntry) bool {
+	b, _ := strconv.ParseBool(e.Attrs["registry.insecure"])
 	return b
 }
 
@@ -122,10 +113,10 @@ func splitCacheTag(ref string) (repo, tag string) {
 
 // withCacheTag rewrites a type=registry entry's ref R:T to R:T-name; any
 // other entry, or a ref by digest, is returned as it is.
-func withCacheTag(entry, name string) string {
-	ref, ok := registryCacheRef(entry)
+func withCacheTag(e client.CacheOptionsEntry, name string) client.CacheOptionsEntry {
+	ref, ok := registryCacheRef(e)
 	if !ok || strings.Contains(ref, "@") {
-		return entry
+		return e
 	}
 	repo, tag := splitCacheTag(ref)
 	if tag == "" {
@@ -136,11 +127,7 @@ func withCacheTag(entry, name string) string {
 		sum := sha256.Sum256([]byte(name))
 		t = tag[:min(len(tag), 128-17)] + "-" + hex.EncodeToString(sum[:8])
 	}
-	fields := strings.Split(entry, ",")
-	for i, f := range fields {
-		if k, _, _ := strings.Cut(strings.TrimSpace(f), "="); k == "ref" {
-			fields[i] = "ref=" + repo + ":" + t
-		}
-	}
-	return strings.Join(fields, ",")
+	e.Attrs = maps.Clone(e.Attrs)
+	e.Attrs["ref"] = repo + ":" + t
+	return e
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/moby/buildkit/client"
+
+	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -94,9 +97,19 @@ func TestVariantCaches(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			imports, exports := variantCaches(tc.from, tc.to, tc.group, func(entry string) bool { ref, _ := registryCacheRef(entry); return slices.Contains(tc.has, ref) })
-			if !reflect.DeepEqual(imports, tc.wantImports) || !reflect.DeepEqual(exports, tc.wantExports) {
-				t.Errorf("imports %q\nwant    %q\nexports %q\nwant    %q", imports, tc.wantImports, exports, tc.wantExports)
+			from, to := cacheImports(t, tc.from...), cacheExports(t, tc.to...)
+			imports, exports := variantCaches(from, to, tc.group, func(e client.CacheOptionsEntry) bool {
+				ref, _ := registryCacheRef(e)
+				return slices.Contains(tc.has, ref)
+			})
+			if want := cacheImports(t, tc.wantImports...); !reflect.DeepEqual(imports, want) {
+				t.Errorf("imports %+v\nwant    %+v", imports, want)
+			}
+			if want := cacheExports(t, tc.wantExports...); !reflect.DeepEqual(exports, want) {
+				t.Errorf("exports %+v\nwant    %+v", exports, want)
+			}
+			if len(from) > 0 && from[0].Attrs["ref"] != cacheImports(t, tc.from...)[0].Attrs["ref"] {
+				t.Errorf("variantCaches changed the run's own entry: %+v", from[0])
 			}
 			for _, e := range append(imports, exports...) {
 				if ref, ok := registryCacheRef(e); ok {
@@ -107,6 +120,24 @@ func TestVariantCaches(t *testing.T) {
 			}
 		})
 	}
+}
+
+func cacheImports(t *testing.T, specs ...string) []client.CacheOptionsEntry {
+	t.Helper()
+	e, err := builder.ParseCacheImports(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func cacheExports(t *testing.T, specs ...string) []client.CacheOptionsEntry {
+	t.Helper()
+	e, err := builder.ParseCacheExports(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // TestCacheExists lists a cache repository on a real (in-process)
@@ -146,7 +177,7 @@ func TestCacheExists(t *testing.T) {
 		{"type=local,src=/tmp/x", false},
 		{entry("127.0.0.1:1/ml/cache:buildcache-a"), false},
 	} {
-		if got := has(tc.entry); got != tc.want {
+		if got := has(cacheExports(t, tc.entry)[0]); got != tc.want {
 			t.Errorf("cacheExists(%q) = %v, want %v", tc.entry, got, tc.want)
 		}
 	}
@@ -158,7 +189,7 @@ func TestCacheExists(t *testing.T) {
 		"type=registry,ref=r/c:t,registry.insecure=false": false,
 		"type=registry,ref=r/c:t":                         false,
 	} {
-		if got := cacheInsecure(entry); got != want {
+		if got := cacheInsecure(cacheImports(t, entry)[0]); got != want {
 			t.Errorf("cacheInsecure(%q) = %v", entry, got)
 		}
 	}

@@ -289,7 +289,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 // request is variant v's build request: the shared settings with v's
 // stack, the file's extras and platforms, no tags; has says which
 // registry caches exist (variantCaches; nil: none known).
-func (r *runner) request(v Variant, has func(entry string) bool) builder.Request {
+func (r *runner) request(v Variant, has func(entry client.CacheOptionsEntry) bool) builder.Request {
 	req := r.opts.Request
 	req.Stack, req.Extras, req.Platforms = v.Stack, r.f.Build, r.f.Platforms
 	req.Tags, req.Push = nil, false
@@ -308,8 +308,8 @@ func (r *runner) request(v Variant, has func(entry string) bool) builder.Request
 // registry.insecure=true. When the registry cannot say, it does not (the
 // variant then imports its group's caches, which costs nothing when they
 // are missing too).
-func (r *runner) cacheExists(ctx context.Context) func(entry string) bool {
-	return func(entry string) bool {
+func (r *runner) cacheExists(ctx context.Context) func(entry client.CacheOptionsEntry) bool {
+	return func(entry client.CacheOptionsEntry) bool {
 		ref, ok := registryCacheRef(entry)
 		repo, tag := splitCacheTag(ref)
 		if !ok || tag == "" {
@@ -444,14 +444,8 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c Builder) er
 	res.Variant, res.Builder = v, addr
 	res.Times.Wait = start.Sub(r.checked[i])
 	req := r.request(v, r.cacheExists(ctx))
-	out := "type=image,name=" + r.f.Repository + ",push-by-digest=true,push=true,annotation." + InputsLabel + "=" + v.Inputs
-	if len(r.f.Platforms) > 1 {
-		out += ",annotation-index." + InputsLabel + "=" + v.Inputs
-	}
-	if req.PlainHTTP(r.f.Repository) {
-		out += ",registry.insecure=true"
-	}
-	req.Outputs = append(req.Outputs, out)
+	req.PushByDigest = r.f.Repository
+	req.Annotations = map[string]string{InputsLabel: v.Inputs}
 	r.event(i, "building on %s", addr)
 	built, err := c.Build(ctx, req, r.prepared[i])
 	res.Times.Build = time.Since(start)

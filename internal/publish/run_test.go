@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -184,9 +183,9 @@ func mustRef(t *testing.T, s string) name.Reference {
 
 // fakeBuilder stands for a BuildKit daemon in Run's pool: a dead one
 // fails every build and no longer answers; a live one pushes a small
-// image by digest to the repository of the request's image output, with
-// the plan's labels and the output's annotations, as BuildKit's exporter
-// does for publish's push-by-digest output.
+// image by digest to the request's PushByDigest repository, with the
+// plan's labels and the request's annotations, as BuildKit's exporter
+// does for publish's push by digest.
 type fakeBuilder struct {
 	dead   bool
 	builds *atomic.Int32
@@ -197,25 +196,9 @@ func (b fakeBuilder) Build(ctx context.Context, req builder.Request, plan *build
 	if b.dead {
 		return nil, errors.New("rpc error: code = Unavailable desc = connection refused")
 	}
-	var repo string
-	annotations := map[string]string{}
-	for _, out := range req.Outputs {
-		fields := strings.Split(out, ",")
-		if !slices.Contains(fields, "type=image") || !slices.Contains(fields, "push-by-digest=true") {
-			continue
-		}
-		for _, f := range fields {
-			k, v, _ := strings.Cut(f, "=")
-			if k == "name" {
-				repo = v
-			}
-			if a, ok := strings.CutPrefix(k, "annotation."); ok {
-				annotations[a] = v
-			}
-		}
-	}
+	repo, annotations := req.PushByDigest, req.Annotations
 	if repo == "" {
-		return nil, fmt.Errorf("no push-by-digest image output in %q", req.Outputs)
+		return nil, errors.New("the request pushes by digest nowhere (PushByDigest)")
 	}
 	img, err := random.Image(256, 1)
 	if err != nil {
