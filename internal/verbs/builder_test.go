@@ -18,7 +18,9 @@ import (
 // Alive make: a stand-in daemon that answers it, as TestLocalInUse's
 // stand-in buildkitd is sleep (real daemons: TestBuildEndToEnd,
 // TestPublishEndToEnd).
-type workers struct{ controlapi.UnimplementedControlServer }
+type workers struct {
+	controlapi.UnimplementedControlServer
+}
 
 func (workers) ListWorkers(context.Context, *controlapi.ListWorkersRequest) (*controlapi.ListWorkersResponse, error) {
 	return &controlapi.ListWorkersResponse{}, nil
