@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -268,26 +269,26 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		_, err := io.WriteString(stdout, plan.Dockerfile)
 		return err
 	}
-	var cl *client.Client
-	addr, rerun := set.Builder, "start it again and run the build again"
-	if set.Builder == "" {
-		local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries}
-		if cl, err = local.Ensure(ctx); err != nil {
-			return invalid(err, "")
-		}
-		defer local.Release()
-		addr, rerun = local.Address(), "run the build again (gpuimg starts it again)"
-	} else if cl, err = builder.Connect(ctx, set.Builder, o.clientOpts()...); err != nil {
+	local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries}
+	b, err := verbs.DialBuilder(ctx, set.Builder, local, o.clientOpts()...)
+	switch {
+	case err != nil && set.Builder == "":
+		return invalid(err, "")
+	case err != nil:
 		return invalid(err, "start buildkitd there, or drop --builder/BUILDKIT_HOST to let gpuimg start one locally")
 	}
-	defer cl.Close()
-	res, err := builder.Build(ctx, cl, req, plan)
+	defer b.Close()
+	rerun := "start it again and run the build again"
+	if b.Local {
+		rerun = "run the build again (gpuimg starts it again)"
+	}
+	res, err := b.Build(ctx, req, plan)
 	switch {
 	case err == nil:
 	case errors.Is(err, builder.ErrOutsideContext):
 		return invalid(err, "")
-	case ctx.Err() == nil && !builder.Alive(ctx, cl):
-		return &Error{Err: fmt.Errorf("buildkitd at %s stopped during the build; no tag was written (%w)", addr, err),
+	case ctx.Err() == nil && !b.Alive(ctx):
+		return &Error{Err: fmt.Errorf("buildkitd at %s stopped during the build; no tag was written (%w)", b.Addr, err),
 			Hint: rerun + ": the steps it finished are cached", Code: ExitFailed}
 	default:
 		return &Error{Err: err, Code: ExitFailed}

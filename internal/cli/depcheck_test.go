@@ -31,7 +31,7 @@ type importRule struct {
 // non-test code: tests may use internal/testenv, for example.
 var importRules = []importRule{
 	{
-		from: []string{"matrix/...", "builder/...", "validate/...", "images/...", "internal/humanize/...", "internal/publish/...", "internal/upstream/..."},
+		from: []string{"matrix/...", "builder/...", "validate/...", "images/...", "internal/humanize/...", "internal/publish/...", "internal/upstream/...", "internal/verbs/..."},
 		deny: []string{"github.com/spf13/cobra/...", "github.com/spf13/pflag/...", "internal/cli/...", "internal/testenv/...", "cmd/..."},
 		why:  "library packages never depend on the CLI or the test environment",
 	},
@@ -48,6 +48,13 @@ var importRules = []importRule{
 		from: []string{"internal/upstream/..."},
 		deny: []string{"builder/...", "validate/...", "internal/publish/..."},
 		why:  "internal/upstream reads upstream's sources over HTTP and registries through images, nothing else",
+	},
+	{
+		// The workflows both the CLI and publish run, over images and
+		// validate; publish schedules them, so they must not know it.
+		from: []string{"internal/verbs/..."},
+		deny: []string{"internal/publish/...", "internal/upstream/..."},
+		why:  "internal/verbs holds the workflows its callers (the CLI, publish) share; it knows neither",
 	},
 	{
 		from: []string{"images/..."},

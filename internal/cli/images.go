@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/humanize"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 )
@@ -370,10 +371,7 @@ not count.`,
 			if err != nil {
 				return err
 			}
-			accept := func(a images.Attached) (bool, string) {
-				return policy.Accept(a.ReportFacts())
-			}
-			msg, err := images.Promote(cmd.Context(), args[0], to, accept, opts...)
+			msg, err := verbs.Promote(cmd.Context(), args[0], to, policy, opts...)
 			if errors.Is(err, images.ErrNotPromoted) {
 				return &Error{Err: err, Code: ExitFailed}
 			}

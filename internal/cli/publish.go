@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/buildkit/client"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuimg/gpuimg/builder"
@@ -115,7 +113,6 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 	if err != nil {
 		return err
 	}
-	defer opts.Local.Release() // Run holds the local buildkitd, if it used it
 	rep, err := publish.Run(cmd.Context(), f, db, opts)
 	if err != nil {
 		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
@@ -176,10 +173,8 @@ func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publis
 	}
 	opts := publish.RunOptions{
 		Builders: builders, Jobs: o.Jobs, Only: o.Only, Force: o.Force, DryRun: o.DryRun, Request: req,
-		Local: &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries},
-		Connect: func(ctx context.Context, addr string) (*client.Client, error) {
-			return builder.Connect(ctx, addr, o.clientOpts()...)
-		},
+		Local:      &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries},
+		ClientOpts: o.clientOpts(),
 	}
 	if stderr := cmd.ErrOrStderr(); o.Progress != "quiet" {
 		opts.Progress = func(total int) *publish.Progress { return newPublishProgress(stderr, o.Progress, total) }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 	"github.com/gpuimg/gpuimg/validate/gpuprobe"
@@ -132,12 +131,12 @@ driver or GPU where the probe ran.`,
 					gpuprobe.Accept(rep.Probe, accept)
 					rep.Checks, rep.Verdict = rep.Probe.Checks, rep.Probe.Verdict
 				}
-				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, "", "")
+				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, verbs.Judged{})
 			}
 			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
 				return err
 			}
-			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, vo.GPU, vo.Driver)
+			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
 		},
 	}
 	vo.AddFlags(cmd.Flags())
@@ -219,22 +218,25 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 	return ref, opt, nil
 }
 
-// inspect is static validation: read the image, check what is inside.
+// inspect is static validation: read the image, check what is inside
+// (with --target, once per platform the targets run).
 func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
-	if len(o.targets) > 0 {
-		return o.inspectTargets(ctx, ref, opt, reg)
+	spec := verbs.Spec{Options: opt}
+	spec.Targets = o.targets
+	if o.platform != nil {
+		spec.Platforms = []*v1.Platform{o.platform}
 	}
-	img, err := images.Open(ctx, ref, append(reg, images.WithPlatform(o.platform))...)
-	if err != nil {
-		return nil, invalid(err, openHint(ref, err))
+	reps, err := verbs.Validate(ctx, ref, spec, reg...)
+	var ve *verbs.Error
+	switch {
+	case errors.As(err, &ve) && ve.Step == verbs.Opening:
+		return nil, invalid(ve.Err, openHint(ref, ve.Err))
+	case errors.As(err, &ve) && ve.Step == verbs.Inspecting:
+		return nil, invalid(fmt.Errorf("validate %s: %w", ref, ve.Err), "")
+	case err != nil:
+		return nil, invalid(err, "")
 	}
-	defer img.Close()
-	opt.Digest, opt.Platform = img.Digest, img.Platform
-	rep, err := validate.Inspect(ctx, img.Image, opt)
-	if err != nil {
-		return nil, invalid(fmt.Errorf("validate %s: %w", ref, err), "")
-	}
-	return rep, nil
+	return reps[0].Report, nil
 }
 
 // openHint is what to check when ref cannot be opened: the registry and
@@ -284,8 +286,9 @@ func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.
 	}, nil
 }
 
-// finishReport renders a report, attaches it if asked, and sets the exit status.
-func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach bool, reg []images.Option, gpu, driver string) error {
+// finishReport renders a report, attaches it if asked (judged on: the
+// GPU and driver of a static report), and sets the exit status.
+func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach bool, reg []images.Option, on verbs.Judged) error {
 	out := cmd.OutOrStdout()
 	var err error
 	switch output {
@@ -303,18 +306,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		if ref.Transport != images.Registry {
 			return invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "validate the pushed image")
 		}
-		payload, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		if rep.Probe != nil && len(rep.Probe.GPUs) > 0 {
-			gpu = rep.Probe.GPUs[0].Name
-		}
-		if rep.Probe != nil && rep.Probe.Driver != nil {
-			driver = rep.Probe.Driver.Version
-		}
-		meta := images.ReportMeta{Kind: rep.Kind, Verdict: string(rep.Verdict), Created: rep.Created, GPU: gpu, Driver: driver}
-		d, err := images.AttachReport(cmd.Context(), ref.Name, payload, meta, reg...)
+		d, err := verbs.AttachReport(cmd.Context(), ref.Name, rep, on, reg...)
 		if err != nil {
 			return invalid(err, "")
 		}
@@ -327,59 +319,4 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
 	}
 	return nil
-}
-
-// inspectTargets is static validation with --target: the image is read
-// with its wrapping (index, attestations, media types) for each target's
-// packaging checks, and validated once per platform the targets run; the first platform's report carries the other
-// platforms' target checks.
-func (o *ValidateOptions) inspectTargets(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
-	src, err := images.OpenSource(ctx, ref, reg...)
-	if err != nil {
-		return nil, invalid(err, openHint(ref, err))
-	}
-	defer src.Close()
-	type group struct {
-		p       matrix.Packaging
-		targets []matrix.Target
-	}
-	var groups []*group
-	for _, t := range o.targets {
-		p, err := src.Packaging(t)
-		if err != nil {
-			return nil, invalid(err, "")
-		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.p.Platform == p.Platform })
-		if i < 0 {
-			groups = append(groups, &group{p: p})
-			i = len(groups) - 1
-		}
-		groups[i].targets = append(groups[i].targets, t)
-	}
-	var rep *validate.Report
-	for _, g := range groups {
-		img, err := src.Image(g.p.Platform)
-		if err != nil {
-			return nil, invalid(err, "")
-		}
-		gopt := opt
-		gopt.Targets, gopt.Packaging = g.targets, &g.p
-		if gopt.Digest = src.Digest; g.p.Index {
-			gopt.Platform = g.p.Platform
-			if d, err := img.Digest(); err == nil {
-				gopt.Digest = d.String()
-			}
-		}
-		r, err := validate.Inspect(ctx, img, gopt)
-		if err != nil {
-			return nil, invalid(fmt.Errorf("validate %s: %w", ref, err), "")
-		}
-		if rep == nil {
-			rep = r
-			continue
-		}
-		rep.Checks = append(rep.Checks, validate.TargetChecks(r.Checks)...)
-		rep.Verdict = matrix.Verdict(rep.Checks)
-	}
-	return rep, nil
 }

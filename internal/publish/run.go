@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -31,11 +32,12 @@ type RunOptions struct {
 	Builders []string
 	// Local is the local buildkitd used when no builder is named.
 	Local *builder.Local
-	// Connect dials a builder (TLS settings and so on); default
-	// builder.Connect.
-	Connect func(ctx context.Context, addr string) (*client.Client, error)
+	// ClientOpts are BuildKit client options for the named builders (TLS
+	// settings and so on).
+	ClientOpts []client.ClientOpt
 	// Dial gives the Builder at an address; default: the BuildKit daemon
-	// there (Local's, or through Connect). A test gives its own to run the
+	// there (verbs.DialBuilder: Local's, held in use until the run ends,
+	// or dialled with ClientOpts). A test gives its own to run the
 	// scheduling, validation and publication without a daemon.
 	Dial func(ctx context.Context, addr string) (Builder, error)
 	// Jobs is how many variants build at once on each builder (default 1).
@@ -152,14 +154,7 @@ type Builder interface {
 	Close() error
 }
 
-// buildKit is a Builder on a BuildKit daemon.
-type buildKit struct{ c *client.Client }
-
-func (b buildKit) Build(ctx context.Context, req builder.Request, plan *builder.Plan) (*builder.Result, error) {
-	return builder.Build(ctx, b.c, req, plan)
-}
-func (b buildKit) Alive(ctx context.Context) bool { return builder.Alive(ctx, b.c) }
-func (b buildKit) Close() error                   { return b.c.Close() }
+var _ Builder = (*verbs.Builder)(nil)
 
 // runner is one Run's state.
 type runner struct {
@@ -379,22 +374,15 @@ func (r *runner) build(ctx context.Context, todo []task) {
 	}
 	dial := r.opts.Dial
 	if dial == nil {
-		connect := r.opts.Connect
-		if connect == nil {
-			connect = func(ctx context.Context, addr string) (*client.Client, error) { return builder.Connect(ctx, addr) }
-		}
 		dial = func(ctx context.Context, addr string) (Builder, error) {
-			var c *client.Client
-			var err error
 			if local {
-				c, err = r.opts.Local.Ensure(ctx)
-			} else {
-				c, err = connect(ctx, addr)
+				addr = "" // the local one, started or reused
 			}
+			b, err := verbs.DialBuilder(ctx, addr, r.opts.Local, r.opts.ClientOpts...)
 			if err != nil {
-				return nil, err
+				return nil, err // not a nil *verbs.Builder in the interface
 			}
-			return buildKit{c}, nil
+			return b, nil
 		}
 	}
 	clients := make([]Builder, len(addrs))

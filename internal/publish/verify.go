@@ -2,16 +2,15 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/cache"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 )
@@ -31,35 +30,18 @@ func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Re
 	if err != nil || cfg.Config.Labels[InputsLabel] != v.Inputs {
 		return "", nil, false
 	}
-	dig, reports, err := images.Referrers(ctx, v.Tag, images.ReportArtifactType, r.registry()...)
-	if err != nil {
+	var spec verbs.Acceptance
+	for _, p := range platforms {
+		spec.Platforms = append(spec.Platforms, p.String())
+	}
+	for _, g := range r.gpus() {
+		spec.Policies = append(spec.Policies, r.policy(g))
+	}
+	dig, found, ok, err := verbs.Accepted(ctx, v.Tag, spec, r.registry()...)
+	if err != nil || !ok {
 		return "", nil, false
 	}
-	// With one platform any accepted report will do (a single-platform
-	// image's report names no platform); with several, each platform
-	// needs its own.
-	multi := len(platforms) > 1
-	var found *validate.Report
-	for _, p := range platforms {
-		for _, g := range r.gpus() {
-			policy := r.policy(g)
-			found = nil
-			for _, a := range reports {
-				if ok, _ := policy.Accept(a.ReportFacts()); !ok {
-					continue
-				}
-				var rp validate.Report
-				if json.Unmarshal(a.Payload, &rp) == nil && (!multi || rp.Platform == p.String()) {
-					found = &rp
-					break
-				}
-			}
-			if found == nil {
-				return "", nil, false
-			}
-		}
-	}
-	return dig.DigestStr(), found, true
+	return dig, found, true
 }
 
 // gpus are the GPUs the file validates for; one empty name when none.
@@ -89,66 +71,43 @@ func (r *runner) platforms() []*v1.Platform {
 
 // validate inspects the pushed image, every platform of it, once per GPU
 // of validate:, attaches each report to digestRef, and returns the worst
-// verdict and the compressed size (the largest platform's). With several
-// GPUs, the layers are read from the registry once: a temporary directory
-// keeps them for the following walks.
+// verdict and the compressed size (the largest platform's).
 func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (matrix.Status, int64, error) {
-	var layerCache cache.Cache
-	if len(r.gpus()) > 1 {
-		dir, err := os.MkdirTemp("", "gpuimg-validate-")
-		if err != nil {
-			return "", 0, fmt.Errorf("validate %s: %w", digestRef, err)
-		}
-		defer os.RemoveAll(dir)
-		layerCache = cache.NewFilesystemCache(dir)
+	spec := verbs.Spec{
+		Options:   validate.Options{Name: v.Tag, DB: r.db, Driver: r.f.Validate.Driver},
+		Platforms: r.platforms(),
+		GPUs:      r.gpus(),
+	}
+	reps, err := verbs.Validate(ctx, images.Ref{Transport: images.Registry, Name: digestRef}, spec, r.registry()...)
+	var ve *verbs.Error
+	switch {
+	case errors.As(err, &ve) && ve.Step == verbs.Inspecting:
+		return "", 0, fmt.Errorf("%s: %w", ve.Platform, ve.Err)
+	case err != nil:
+		return "", 0, err
+	}
+	var judged verbs.Judged
+	if !r.f.Validate.Driver.IsZero() {
+		judged.Driver = r.f.Validate.Driver.String()
 	}
 	var verdicts []matrix.Finding
 	var size int64
 	var failed []string
-	for _, p := range r.platforms() {
-		img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: digestRef}, append(slices.Clip(r.registry()), images.WithPlatform(p))...)
-		if err != nil {
-			return "", 0, err
+	for _, rp := range reps {
+		size = max(size, rp.Size.Compressed)
+		judged.GPU = rp.GPU
+		if _, err := verbs.AttachReport(ctx, digestRef, rp.Report, judged, r.registry()...); err != nil {
+			return "", 0, fmt.Errorf("attach report: %w", err)
 		}
-		layers := img.Image
-		if layerCache != nil {
-			layers = cache.Image(img.Image, layerCache)
-		}
-		for _, g := range r.gpus() {
-			rp, err := validate.Inspect(ctx, layers, validate.Options{
-				Name: v.Tag, Digest: img.Digest, Platform: img.Platform, DB: r.db, Driver: r.f.Validate.Driver, GPU: g,
-			})
-			if err != nil {
-				img.Close()
-				return "", 0, fmt.Errorf("%s: %w", p, err)
-			}
-			size = max(size, rp.Size.Compressed)
-			payload, err := json.Marshal(rp)
-			if err != nil {
-				img.Close()
-				return "", 0, err
-			}
-			meta := images.ReportMeta{Kind: rp.Kind, Verdict: string(rp.Verdict), Created: rp.Created, GPU: g}
-			if !r.f.Validate.Driver.IsZero() {
-				meta.Driver = r.f.Validate.Driver.String()
-			}
-			if _, err := images.AttachReport(ctx, digestRef, payload, meta, r.registry()...); err != nil {
-				img.Close()
-				return "", 0, fmt.Errorf("attach report: %w", err)
-			}
-			verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
-			for _, c := range rp.Checks {
-				if c.Status == matrix.Fail {
-					msg := c.Name + ": " + c.Message
-					if img.Platform != "" {
-						msg = img.Platform + " " + msg
-					}
-					failed = append(failed, msg)
+		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
+		for _, c := range rp.Checks {
+			if c.Status == matrix.Fail {
+				msg := c.Name + ": " + c.Message
+				if rp.Platform != "" {
+					msg = rp.Platform + " " + msg
 				}
+				failed = append(failed, msg)
 			}
-		}
-		if err := img.Close(); err != nil {
-			return "", 0, err
 		}
 	}
 	verdict := matrix.Verdict(verdicts)
@@ -187,13 +146,9 @@ func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) er
 		}
 		res.Mirrors = dsts
 	}
-	gpu := r.gpus()[0]
-	policy := r.policy(gpu)
-	accept := func(a images.Attached) (bool, string) {
-		return policy.Accept(a.ReportFacts())
-	}
+	policy := r.policy(r.gpus()[0])
 	for _, t := range r.promote[v.Name] {
-		if _, err := images.Promote(ctx, digestRef, t, accept, r.registry()...); err != nil {
+		if _, err := verbs.Promote(ctx, digestRef, t, policy, r.registry()...); err != nil {
 			res.Error = "promote " + t + ": " + err.Error()
 			return err
 		}
