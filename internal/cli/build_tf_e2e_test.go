@@ -79,3 +79,40 @@ func TestBuildTensorFlowPipCUDA(t *testing.T) {
 		t.Errorf("%s in the image is %q, want the nvidia/*/lib directories that hold libraries, under %s", builder.VenvLdConf, conf, builder.SharedSite)
 	}
 }
+
+// TestBuildTensorFlow215 builds --tensorflow 2.15 on the twins of
+// 2.15.0 and 2.15.0.post1 (testenv.TensorFlowTwinWheels), both on the
+// index as on PyPI: 2.15.0's and-cuda extra pins TensorRT wheels no index
+// serves (tensorflow/tensorflow#62520), so the resolver installs
+// 2.15.0.post1, the build's variant check accepts the post release as
+// 2.15.0, and its proof finds every library TensorFlow opens. A build of
+// 2.15.0 itself, as the resolver pinned it before, cannot install.
+func TestBuildTensorFlow215(t *testing.T) {
+	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
+	// Parallel: its environment (registry, buildkitd, files) is its own.
+	t.Parallel()
+	ctx := t.Context()
+	env := startEnv(t, "gt5-")
+	_, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")
+	must(t, err)
+	for _, v := range []string{"2.15.0", "2.15.0.post1"} {
+		must(t, testenv.TensorFlowTwinWheels(ctx, env.WheelDir, v, []string{"3.11"}))
+	}
+	ref := env.Registry.Host + "/gpuimg/tf:2.15"
+	_, errOut, code := run(t, "build", "--tensorflow", "2.15", "--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
+		"--pip-index-url", env.Index.URL, "--builder", env.BuildKit.Address(), "--context", t.TempDir(),
+		"--progress", "plain", "-t", ref, "--push")
+	if code != 0 {
+		t.Fatalf("gpuimg build --tensorflow 2.15 exited %d:\n%s", code, lastLines(errOut, 40))
+	}
+	for _, want := range []string{
+		"'tensorflow[and-cuda]==2.15.0.post1'",
+		"gpuimg verify: tensorflow 2.15.0.post1",
+		"libtensorflow_framework.so.2 finds the 7 libraries it opens at run time",
+		"gpuimg check: import tensorflow ok",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("build output lacks %q:\n%s", want, lastLines(errOut, 60))
+		}
+	}
+}
