@@ -41,8 +41,9 @@ type Constraints struct {
 	// Target names a targets: row (sagemaker/p5). Resolve takes its driver
 	// as Driver and its GPUs as GPU where those are not given, prefers a
 	// stack its driver meets strictly and falls back to minor-version
-	// compatibility, and notes the choice on the stack. It is not a Field:
-	// a conflict names the driver and GPU constraints it set.
+	// compatibility, and notes the choice on the stack. It is FieldTarget,
+	// not a constraint field (Fields): a conflict names the driver and GPU
+	// constraints it set.
 	Target string
 }
 
@@ -54,66 +55,12 @@ func (c Constraints) GPUs() []string {
 	return strings.Split(c.GPU, ",")
 }
 
-// Field names one constraint of Constraints, so that a conflict can say
-// which constraints it dropped or kept without knowing how a user set them
-// (the CLI maps each Field to its flag).
-type Field int
-
-// The constraints a ConflictError can name, in the order explanations
-// list them. Compat is not one: it qualifies Driver.
-const (
-	FieldCUDA Field = iota
-	FieldCuDNN
-	FieldTorch
-	FieldTensorFlow
-	FieldJAX
-	FieldPython
-	FieldOS
-	FieldFlavor
-	FieldGPU
-	FieldDriver
-	numFields
-)
-
-var fieldNames = [numFields]string{"CUDA", "cuDNN", "torch", "tensorflow", "jax", "Python", "OS", "flavor", "GPU", "driver"}
-
-// String names the constraint for messages: CUDA, cuDNN, torch,
-// tensorflow, jax, Python, OS, flavor, GPU or driver.
-func (f Field) String() string {
-	if f < 0 || f >= numFields {
-		return fmt.Sprintf("Field(%d)", int(f))
-	}
-	return fieldNames[f]
-}
-
-var fieldKeys = [numFields]string{"cuda", "cudnn", "torch", "tensorflow", "jax", "python", "os", "flavor", "gpu", "driver"}
-
-// Key is the field's key in gpuimg.yaml and publish files, which is also
-// the name of gpuimg's flag for it: cuda, cudnn, torch, tensorflow, jax,
-// python, os, flavor, gpu or driver.
-func (f Field) Key() string {
-	if f < 0 || f >= numFields {
-		return strings.ToLower(f.String())
-	}
-	return fieldKeys[f]
-}
-
-// FieldByKey is the Field whose Key is key.
-func FieldByKey(key string) (Field, bool) {
-	for _, f := range Fields() {
-		if f.Key() == key {
-			return f, true
-		}
-	}
-	return 0, false
-}
-
 // Set parses value as people write constraint f, on the command line and
 // in files alike, and sets it in c: a version or constraint for CUDA,
 // cuDNN and Python; the same for a framework, or latest, any, *, yes or
 // true for any release; runtime, devel or base for the flavor; a driver
-// version as nvidia-smi prints it; OS and GPU names as written (Resolve
-// checks them), several GPUs separated by commas. An empty value is an
+// version as nvidia-smi prints it; OS, GPU and target names as written
+// (Resolve checks them), several GPUs separated by commas. An empty value is an
 // error.
 func (c *Constraints) Set(f Field, value string) error {
 	value = strings.TrimSpace(value)
@@ -167,22 +114,12 @@ func (c *Constraints) Set(f Field, value string) error {
 		c.GPU = strings.Join(names, ",")
 	case FieldDriver:
 		c.Driver, err = ParseVersion(value)
+	case FieldTarget:
+		c.Target = value
 	default:
 		err = fmt.Errorf("%s is not a constraint", f)
 	}
 	return err
-}
-
-// MarshalText renders the field by its name (String), for JSON and YAML.
-func (f Field) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
-
-// Fields returns every Field in explanation order.
-func Fields() []Field {
-	out := make([]Field, numFields)
-	for i := range out {
-		out[i] = Field(i)
-	}
-	return out
 }
 
 // Given returns the constraints c sets, in explanation order.
@@ -218,6 +155,8 @@ func (c Constraints) has(f Field) bool {
 		return c.GPU != ""
 	case FieldDriver:
 		return !c.Driver.IsZero()
+	case FieldTarget:
+		return c.Target != ""
 	}
 	return false
 }
@@ -249,6 +188,8 @@ func (c Constraints) Value(f Field) string {
 		return c.GPU
 	case FieldDriver:
 		return c.Driver.String()
+	case FieldTarget:
+		return c.Target
 	}
 	return ""
 }
