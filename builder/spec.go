@@ -76,6 +76,13 @@ type Config struct {
 	Path string `yaml:"-"`
 }
 
+// stack is the file's stack fields by matrix.Field.
+func (c *Config) stack() matrix.Spec {
+	return matrix.Spec{matrix.FieldCUDA: c.CUDA, matrix.FieldCuDNN: c.CuDNN, matrix.FieldTorch: c.Torch, matrix.FieldTensorFlow: c.TensorFlow,
+		matrix.FieldJAX: c.JAX, matrix.FieldPython: c.Python, matrix.FieldOS: c.OS, matrix.FieldFlavor: c.Flavor, matrix.FieldGPU: c.GPU,
+		matrix.FieldDriver: c.Driver, matrix.FieldTarget: c.Target}
+}
+
 // name is the file for messages.
 func (c *Config) name() string {
 	if c.Path == "" {
