@@ -130,9 +130,8 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	m := &merger{given: f.Given, src: map[string]Source{}}
 	s := &Settings{Sources: m.src}
-	stack := file.stack()
 	for _, fl := range matrix.SpecFields() {
-		s.Stack[fl] = m.str(fl.Key(), f.Stack[fl], stack[fl])
+		s.Stack[fl] = m.str(fl.Key(), f.Stack[fl], file.Stack[fl])
 	}
 	s.MatrixFiles = m.list("matrix_files", f.MatrixFiles, file.MatrixFile)
 	ex := Extras{

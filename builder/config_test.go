@@ -22,7 +22,7 @@ func given(keys ...string) func(string) bool {
 // the environment, which beats gpuimg.yaml, which beats the default; each
 // merged value names its source.
 func TestMergePrecedence(t *testing.T) {
-	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Target: "gke/cos-latest", Tag: []string{"r.example.com/a:file"}, Push: true,
+	file := &Config{Path: "/src/gpuimg.yaml", Stack: matrix.Spec{matrix.FieldCUDA: "12.2", matrix.FieldFlavor: "devel", matrix.FieldTarget: "gke/cos-latest"}, Tag: []string{"r.example.com/a:file"}, Push: true,
 		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"}, PythonMirror: "https://file-pbs.example.com/",
 		Extras: Extras{Env: map[string]string{"A": "file", "B": "file"}, Entrypoint: []string{"python", "-m", "file"}}}
 	no := false
@@ -263,11 +263,10 @@ func specField(key string) (matrix.Field, bool) {
 // TestMergeStackFields: each stack field is merged on its own key, flag
 // over gpuimg.yaml over the default, and records its own source.
 func TestMergeStackFields(t *testing.T) {
-	file := &Config{CUDA: "12.2", CuDNN: "9", Torch: "2.3", TensorFlow: "2.15", JAX: "0.4.30", Python: "3.11", OS: "ubuntu22.04",
-		Flavor: "devel", GPU: "h100", Driver: "535.104.05", Target: "sagemaker/p5"}
 	fromFile := matrix.Spec{matrix.FieldCUDA: "12.2", matrix.FieldCuDNN: "9", matrix.FieldTorch: "2.3", matrix.FieldTensorFlow: "2.15",
 		matrix.FieldJAX: "0.4.30", matrix.FieldPython: "3.11", matrix.FieldOS: "ubuntu22.04", matrix.FieldFlavor: "devel",
 		matrix.FieldGPU: "h100", matrix.FieldDriver: "535.104.05", matrix.FieldTarget: "sagemaker/p5"}
+	file := &Config{Stack: fromFile}
 	for _, f := range matrix.SpecFields() {
 		t.Run(f.Key(), func(t *testing.T) {
 			var flags matrix.Spec
