@@ -73,7 +73,7 @@ func TestSpecConstraints(t *testing.T) {
 				return
 			}
 			fe, ok := errors.AsType[*FieldError](err)
-			if !ok || fe.Field != tt.field || fe.Value != tt.spec[tt.field] || !strings.HasPrefix(err.Error(), tt.err) || errors.Unwrap(err) != fe.Err {
+			if !ok || fe.Field != tt.field || fe.Value != tt.spec[tt.field] || !strings.HasPrefix(err.Error(), tt.err) || !errors.Is(err, fe.Err) {
 				t.Errorf("err = %v, want a FieldError for %s starting %q", err, tt.field, tt.err)
 			}
 		})
