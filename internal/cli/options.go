@@ -155,7 +155,7 @@ func (o *StackOptions) constraints(where func(matrix.Field) string) (matrix.Cons
 		return c, invalid(err, "")
 	}
 	c.Compat = o.Compat
-	if o.Compat && c.Driver.IsZero() && c.Target == "" {
+	if o.Compat && o.Spec[matrix.FieldDriver] == "" && o.Spec[matrix.FieldTarget] == "" {
 		return c, invalid(fmt.Errorf("--compat needs --driver"), "add --driver VERSION or --target NAME")
 	}
 	return c, nil
