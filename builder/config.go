@@ -46,16 +46,6 @@ type Env struct {
 	StateHome, Home, TempDir string
 }
 
-// StackSpec are the resolver's inputs as written, not yet parsed (the
-// caller parses them into matrix.Constraints), and the matrix files.
-type StackSpec struct {
-	CUDA, CuDNN, Torch, TensorFlow, JAX string
-	Python, OS, Flavor, GPU, Driver     string
-	// Target is a fleet's name (matrix.Constraints.Target).
-	Target      string
-	MatrixFiles []string
-}
-
 // Flags are a build's settings as given on the command line (or by a
 // program). Given says which were set explicitly, by gpuimg.yaml key
 // ("cuda", "matrix_files", "pip", "tag", "platforms", "registry_mirrors",
@@ -64,7 +54,11 @@ type StackSpec struct {
 // environment and gpuimg.yaml. A nil Given counts every non-zero value as
 // given.
 type Flags struct {
-	Stack StackSpec
+	// Stack are the resolver's inputs as written, by matrix.Field (each
+	// field's Given key is its Key), not yet parsed.
+	Stack matrix.Spec
+	// MatrixFiles are extra matrix files (Given key "matrix_files").
+	MatrixFiles []string
 	// Extras' Pip, Requirements, Apt, Copy and Workdir; Env and
 	// Entrypoint come as written, below.
 	Extras Extras
@@ -111,8 +105,10 @@ type Flags struct {
 
 // Settings are a build's settings after Merge.
 type Settings struct {
-	// Stack is what to resolve; the caller resolves it into Request.Stack.
-	Stack StackSpec
+	// Stack is what to resolve, as written (Stack.Constraints parses it);
+	// the caller resolves it into Request.Stack with MatrixFiles' matrix.
+	Stack       matrix.Spec
+	MatrixFiles []string
 	// Request is the build without its stack, Progress writer, Source and
 	// Revision (GitInfo).
 	Request Request
@@ -134,15 +130,10 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	m := &merger{given: f.Given, src: map[string]Source{}}
 	s := &Settings{Sources: m.src}
-	st := f.Stack
-	s.Stack = StackSpec{
-		CUDA: m.str("cuda", st.CUDA, file.CUDA), CuDNN: m.str("cudnn", st.CuDNN, file.CuDNN),
-		Torch: m.str("torch", st.Torch, file.Torch), TensorFlow: m.str("tensorflow", st.TensorFlow, file.TensorFlow),
-		JAX: m.str("jax", st.JAX, file.JAX), Python: m.str("python", st.Python, file.Python),
-		OS: m.str("os", st.OS, file.OS), Flavor: m.str("flavor", st.Flavor, file.Flavor),
-		GPU: m.str("gpu", st.GPU, file.GPU), Driver: m.str("driver", st.Driver, file.Driver),
-		Target: m.str("target", st.Target, file.Target), MatrixFiles: m.list("matrix_files", st.MatrixFiles, file.MatrixFile),
+	for _, fl := range matrix.SpecFields() {
+		s.Stack[fl] = m.str(fl.Key(), f.Stack[fl], file.Stack[fl])
 	}
+	s.MatrixFiles = m.list("matrix_files", f.MatrixFiles, file.MatrixFile)
 	ex := Extras{
 		Pip: m.list("pip", f.Extras.Pip, file.Pip), Requirements: m.str("requirements", f.Extras.Requirements, file.Requirements),
 		Apt: m.list("apt", f.Extras.Apt, file.Apt), Copy: m.list("copy", f.Extras.Copy, file.Copy),

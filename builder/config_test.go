@@ -22,7 +22,7 @@ func given(keys ...string) func(string) bool {
 // the environment, which beats gpuimg.yaml, which beats the default; each
 // merged value names its source.
 func TestMergePrecedence(t *testing.T) {
-	file := &Config{Path: "/src/gpuimg.yaml", CUDA: "12.2", Flavor: "devel", Target: "gke/cos-latest", Tag: []string{"r.example.com/a:file"}, Push: true,
+	file := &Config{Path: "/src/gpuimg.yaml", Stack: matrix.Spec{matrix.FieldCUDA: "12.2", matrix.FieldFlavor: "devel", matrix.FieldTarget: "gke/cos-latest"}, Tag: []string{"r.example.com/a:file"}, Push: true,
 		MatrixFile: []string{"file-rows.yaml"}, RegistryMirrors: map[string]string{"docker.io": "file-mirror.example.com"}, PythonMirror: "https://file-pbs.example.com/",
 		Extras: Extras{Env: map[string]string{"A": "file", "B": "file"}, Entrypoint: []string{"python", "-m", "file"}}}
 	no := false
@@ -36,11 +36,11 @@ func TestMergePrecedence(t *testing.T) {
 		want  string // the merged value, rendered by get
 		src   Source
 	}{
-		{"flag beats file", Flags{Stack: StackSpec{CUDA: "12.4"}, Given: given("cuda")}, Env{}, file, "cuda", "12.4", FromFlag},
+		{"flag beats file", Flags{Stack: matrix.Spec{matrix.FieldCUDA: "12.4"}, Given: given("cuda")}, Env{}, file, "cuda", "12.4", FromFlag},
 		{"file beats an unset flag", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
-		{"file beats a flag's default", Flags{Stack: StackSpec{Flavor: "runtime"}, Given: given()}, Env{}, file, "flavor", "devel", FromFile},
-		{"default without file", Flags{Stack: StackSpec{Flavor: "runtime"}, Given: given()}, Env{}, nil, "flavor", "runtime", FromDefault},
-		{"a flag set empty still wins", Flags{Stack: StackSpec{Flavor: ""}, Given: given("flavor")}, Env{}, file, "flavor", "", FromFlag},
+		{"file beats a flag's default", Flags{Stack: matrix.Spec{matrix.FieldFlavor: "runtime"}, Given: given()}, Env{}, file, "flavor", "devel", FromFile},
+		{"default without file", Flags{Stack: matrix.Spec{matrix.FieldFlavor: "runtime"}, Given: given()}, Env{}, nil, "flavor", "runtime", FromDefault},
+		{"a flag set empty still wins", Flags{Stack: matrix.Spec{matrix.FieldFlavor: ""}, Given: given("flavor")}, Env{}, file, "flavor", "", FromFlag},
 		{"list flag beats file", Flags{Tags: []string{"r.example.com/a:flag"}, Given: given("tag")}, Env{}, file, "tag", "r.example.com/a:flag", FromFlag},
 		{"list from file", Flags{Given: given()}, Env{}, file, "tag", "r.example.com/a:file", FromFile},
 		{"matrix files from file", Flags{Given: given()}, Env{}, file, "matrix_files", "file-rows.yaml", FromFile},
@@ -59,12 +59,12 @@ func TestMergePrecedence(t *testing.T) {
 		{"entrypoint from file", Flags{}, Env{}, file, "entrypoint", "python -m file", FromFile},
 		{"mirror flags replace file's", Flags{Mirrors: []string{"quay.io=flag-mirror"}, Given: given("registry_mirrors")}, Env{}, file, "registry_mirrors", "quay.io=flag-mirror", FromFlag},
 		{"mirrors from file", Flags{Given: given()}, Env{}, file, "registry_mirrors", "index.docker.io=file-mirror.example.com", FromFile},
-		{"target flag beats file", Flags{Stack: StackSpec{Target: "sagemaker/p5"}, Given: given("target")}, Env{}, file, "target", "sagemaker/p5", FromFlag},
+		{"target flag beats file", Flags{Stack: matrix.Spec{matrix.FieldTarget: "sagemaker/p5"}, Given: given("target")}, Env{}, file, "target", "sagemaker/p5", FromFlag},
 		{"target from file", Flags{Given: given()}, Env{}, file, "target", "gke/cos-latest", FromFile},
 		{"no target without file", Flags{Given: given()}, Env{}, nil, "target", "", FromDefault},
 		{"python mirror flag beats file", Flags{PythonMirror: "http://127.0.0.1:8080/pbs", Given: given("python_mirror")}, Env{}, file, "python_mirror", "http://127.0.0.1:8080/pbs", FromFlag},
 		{"python mirror from file", Flags{Given: given()}, Env{}, file, "python_mirror", "https://file-pbs.example.com/", FromFile},
-		{"nil Given: a non-zero value is given", Flags{Stack: StackSpec{CUDA: "12.4"}}, Env{}, file, "cuda", "12.4", FromFlag},
+		{"nil Given: a non-zero value is given", Flags{Stack: matrix.Spec{matrix.FieldCUDA: "12.4"}}, Env{}, file, "cuda", "12.4", FromFlag},
 		{"nil Given: a zero value is not", Flags{}, Env{}, file, "cuda", "12.2", FromFile},
 		{"torch.compile support by default", Flags{Given: given()}, Env{}, file, "torch_compile", "true", FromDefault},
 		{"torch_compile: false in the file", Flags{Given: given()}, Env{}, noCompile, "torch_compile", "false", FromFile},
@@ -92,14 +92,8 @@ func TestMergePrecedence(t *testing.T) {
 func get(s *Settings, key string) string {
 	r := s.Request
 	switch key {
-	case "cuda":
-		return s.Stack.CUDA
-	case "flavor":
-		return s.Stack.Flavor
-	case "target":
-		return s.Stack.Target
 	case "matrix_files":
-		return strings.Join(s.Stack.MatrixFiles, " ")
+		return strings.Join(s.MatrixFiles, " ")
 	case "tag":
 		return strings.Join(r.Tags, " ")
 	case "push":
@@ -132,6 +126,9 @@ func get(s *Settings, key string) string {
 			kv = append(kv, k+"="+r.Mirrors[k])
 		}
 		return strings.Join(kv, " ")
+	}
+	if f, ok := specField(key); ok {
+		return s.Stack[f]
 	}
 	panic("no getter for " + key)
 }
@@ -250,5 +247,46 @@ func TestCompression(t *testing.T) {
 	s, err := Merge(Flags{Compression: "gzip", Given: func(string) bool { return false }}, Env{}, &Config{Compression: "zstd"})
 	if err != nil || s.Request.Compression != "zstd" || s.Sources["compression"] != FromFile {
 		t.Errorf("gpuimg.yaml's compression over the flag's default: %+v, %v", s, err)
+	}
+}
+
+// specField is the stack field whose Given key is key.
+func specField(key string) (matrix.Field, bool) {
+	for _, f := range matrix.SpecFields() {
+		if f.Key() == key {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// TestMergeStackFields: each stack field is merged on its own key, flag
+// over gpuimg.yaml over the default, and records its own source.
+func TestMergeStackFields(t *testing.T) {
+	fromFile := matrix.Spec{matrix.FieldCUDA: "12.2", matrix.FieldCuDNN: "9", matrix.FieldTorch: "2.3", matrix.FieldTensorFlow: "2.15",
+		matrix.FieldJAX: "0.4.30", matrix.FieldPython: "3.11", matrix.FieldOS: "ubuntu22.04", matrix.FieldFlavor: "devel",
+		matrix.FieldGPU: "h100", matrix.FieldDriver: "535.104.05", matrix.FieldTarget: "sagemaker/p5"}
+	file := &Config{Stack: fromFile}
+	for _, f := range matrix.SpecFields() {
+		t.Run(f.Key(), func(t *testing.T) {
+			var flags matrix.Spec
+			flags[f] = f.Example() + "-flag"
+			s, err := Merge(Flags{Stack: flags, Given: given(f.Key())}, Env{}, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range matrix.SpecFields() {
+				want, src := fromFile[g], FromFile
+				if g == f {
+					want, src = flags[f], FromFlag
+				}
+				if s.Stack[g] != want || s.Sources[g.Key()] != src {
+					t.Errorf("%s = %q from %q, want %q from %q", g.Key(), s.Stack[g], s.Sources[g.Key()], want, src)
+				}
+			}
+			if s, err = Merge(Flags{Given: given()}, Env{}, &Config{}); err != nil || s.Stack[f] != "" || s.Sources[f.Key()] != FromDefault {
+				t.Errorf("no file: %q from %q, %v", s.Stack[f], s.Sources[f.Key()], err)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,7 +183,7 @@ push: true
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CUDA != "12.2" || c.Torch != "2.3" || len(c.Pip) != 1 || c.Env["HF_HOME"] != "/cache" || !c.Push || c.RegistryMirrors["docker.io"] != "mirror.example.com" {
+	if c.Stack[matrix.FieldCUDA] != "12.2" || c.Stack[matrix.FieldTorch] != "2.3" || len(c.Pip) != 1 || c.Env["HF_HOME"] != "/cache" || !c.Push || c.RegistryMirrors["docker.io"] != "mirror.example.com" {
 		t.Errorf("config = %+v", c)
 	}
 	for body, want := range map[string]string{
@@ -197,6 +198,19 @@ push: true
 		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", body, err, want)
 		}
+	}
+	every, err := LoadConfig(write("every.yaml", "cuda: \"12.2\"\ncudnn: 9\ntorch: latest\ntensorflow: \"2.15\"\njax: 0.4.30\npython: \"3.11\"\n"+
+		"os: ubuntu22.04\nflavor: devel\ngpu: a10g,l4\ndriver: 535.104.05\ntarget: sagemaker/p5\nmatrix_files: [rows.yaml]\n"))
+	want := matrix.Spec{matrix.FieldCUDA: "12.2", matrix.FieldCuDNN: "9", matrix.FieldTorch: "latest", matrix.FieldTensorFlow: "2.15",
+		matrix.FieldJAX: "0.4.30", matrix.FieldPython: "3.11", matrix.FieldOS: "ubuntu22.04", matrix.FieldFlavor: "devel",
+		matrix.FieldGPU: "a10g,l4", matrix.FieldDriver: "535.104.05", matrix.FieldTarget: "sagemaker/p5"}
+	if err != nil || every.Stack != want || len(every.MatrixFile) != 1 {
+		t.Errorf("every stack key: %+v, %v", every, err)
+	}
+	// Every problem is named, in the file's order, stack keys included.
+	_, err = LoadConfig(write("bad.yaml", "cuda: [12]\npyp: x\npip: numpy\n"))
+	if err == nil || !regexp.MustCompile(`bad.yaml: line 1: cannot unmarshal !!seq .*; line 2: field pyp not found in type builder.Config; line 3: cannot unmarshal`).MatchString(err.Error()) {
+		t.Errorf("three problems: %v", err)
 	}
 	if _, err := LoadConfig(write("empty.yaml", "")); err != nil {
 		t.Errorf("empty config: %v", err)

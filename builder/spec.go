@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -40,18 +42,11 @@ type Extras struct {
 // Config is the content of a gpuimg.yaml file: the stack constraints, the
 // extras and the build settings, all optional. Flags override it.
 type Config struct {
-	CUDA       string   `yaml:"cuda"`
-	CuDNN      string   `yaml:"cudnn"`
-	Torch      string   `yaml:"torch"`
-	TensorFlow string   `yaml:"tensorflow"`
-	JAX        string   `yaml:"jax"`
-	Python     string   `yaml:"python"`
-	OS         string   `yaml:"os"`
-	Flavor     string   `yaml:"flavor"`
-	GPU        string   `yaml:"gpu"`
-	Driver     string   `yaml:"driver"`
-	Target     string   `yaml:"target"` // a fleet (gpuimg matrix list targets): its driver and GPUs unless driver or gpu is given
-	MatrixFile []string `yaml:"matrix_files"`
+	// Stack are the stack fields, each under its key (matrix.Field.Key:
+	// cuda, torch, …, target: a fleet whose driver and GPUs apply unless
+	// driver or gpu is given), as written.
+	Stack      matrix.Spec `yaml:"-"`
+	MatrixFile []string    `yaml:"matrix_files"`
 
 	Extras `yaml:",inline"`
 
@@ -94,10 +89,15 @@ func LoadConfig(file string) (*Config, error) {
 	if err := matrix.OneDocument(file, b); err != nil {
 		return nil, err
 	}
-	var c Config
+	var in configYAML
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	err = dec.Decode(&in)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	c := in.Config
+	if err = in.stack(&c, err); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
 		msg = strings.ReplaceAll(msg, "\n  ", "; ")
@@ -108,6 +108,60 @@ func LoadConfig(file string) (*Config, error) {
 	}
 	c.Path = file
 	return &c, nil
+}
+
+// configYAML is gpuimg.yaml as decoded: Config's keys, and the others
+// (Rest), which configYAML.stack takes as stack fields or refuses.
+type configYAML struct {
+	Config `yaml:",inline"`
+	Rest   map[string]yaml.Node `yaml:",inline"`
+}
+
+// stack sets c.Stack from the stack fields' keys in Rest and refuses the
+// other keys as the strict decoder would; their errors are added to err,
+// the decoder's.
+func (in *configYAML) stack(c *Config, err error) error {
+	te, ok := errors.AsType[*yaml.TypeError](err)
+	if err != nil && !ok {
+		return err
+	}
+	if te == nil {
+		te = &yaml.TypeError{}
+	}
+	keys := map[string]matrix.Field{}
+	for _, f := range matrix.SpecFields() {
+		keys[f.Key()] = f
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(in.Rest), func(a, b string) int { return in.Rest[a].Line - in.Rest[b].Line }) {
+		n := in.Rest[k]
+		f, ok := keys[k]
+		if !ok {
+			te.Errors = append(te.Errors, fmt.Sprintf("line %d: field %s not found in type builder.Config", n.Line, k))
+			continue
+		}
+		if err := n.Decode(&c.Stack[f]); err != nil {
+			if e, ok := errors.AsType[*yaml.TypeError](err); ok {
+				te.Errors = append(te.Errors, e.Errors...)
+				continue
+			}
+			return err
+		}
+	}
+	if len(te.Errors) == 0 {
+		return nil
+	}
+	// In the file's order, as the decoder alone would list them.
+	slices.SortStableFunc(te.Errors, func(a, b string) int { return errorLine(a) - errorLine(b) })
+	return te
+}
+
+// errorLine is the line a decoder's error names ("line 3: …"), 0 for none.
+func errorLine(msg string) int {
+	var n int
+	if _, err := fmt.Sscanf(msg, "line %d:", &n); err != nil {
+		return 0
+	}
+	return n
 }
 
 var (

@@ -23,7 +23,7 @@ func TestExamplesLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.CUDA != "12.2" || cfg.Torch != "2.3" || len(cfg.Pip) != 2 || !cfg.Push {
+	if cfg.Stack[matrix.FieldCUDA] != "12.2" || cfg.Stack[matrix.FieldTorch] != "2.3" || len(cfg.Pip) != 2 || !cfg.Push {
 		t.Errorf("gpuimg.yaml = %+v", cfg)
 	}
 	db, err := matrix.Load("matrix-internal.yaml")

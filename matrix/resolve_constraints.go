@@ -41,8 +41,9 @@ type Constraints struct {
 	// Target names a targets: row (sagemaker/p5). Resolve takes its driver
 	// as Driver and its GPUs as GPU where those are not given, prefers a
 	// stack its driver meets strictly and falls back to minor-version
-	// compatibility, and notes the choice on the stack. It is not a Field:
-	// a conflict names the driver and GPU constraints it set.
+	// compatibility, and notes the choice on the stack. It is FieldTarget,
+	// not a constraint field (Fields): a conflict names the driver and GPU
+	// constraints it set.
 	Target string
 }
 
@@ -54,135 +55,99 @@ func (c Constraints) GPUs() []string {
 	return strings.Split(c.GPU, ",")
 }
 
-// Field names one constraint of Constraints, so that a conflict can say
-// which constraints it dropped or kept without knowing how a user set them
-// (the CLI maps each Field to its flag).
-type Field int
-
-// The constraints a ConflictError can name, in the order explanations
-// list them. Compat is not one: it qualifies Driver.
-const (
-	FieldCUDA Field = iota
-	FieldCuDNN
-	FieldTorch
-	FieldTensorFlow
-	FieldJAX
-	FieldPython
-	FieldOS
-	FieldFlavor
-	FieldGPU
-	FieldDriver
-	numFields
-)
-
-var fieldNames = [numFields]string{"CUDA", "cuDNN", "torch", "tensorflow", "jax", "Python", "OS", "flavor", "GPU", "driver"}
-
-// String names the constraint for messages: CUDA, cuDNN, torch,
-// tensorflow, jax, Python, OS, flavor, GPU or driver.
-func (f Field) String() string {
-	if f < 0 || f >= numFields {
-		return fmt.Sprintf("Field(%d)", int(f))
+// slot is where c holds field f: a *Constraint (CUDA, cuDNN, Python), a
+// **Constraint (a framework: nil leaves it out), a *Version (the driver)
+// or a *string (OS, flavor, GPU, target); nil for no field. It is the one
+// place that maps fields to Constraints' own fields.
+func (c *Constraints) slot(f Field) any {
+	switch f {
+	case FieldCUDA:
+		return &c.CUDA
+	case FieldCuDNN:
+		return &c.CuDNN
+	case FieldPython:
+		return &c.Python
+	case FieldTorch:
+		return &c.Torch
+	case FieldTensorFlow:
+		return &c.TensorFlow
+	case FieldJAX:
+		return &c.JAX
+	case FieldDriver:
+		return &c.Driver
+	case FieldOS:
+		return &c.OS
+	case FieldFlavor:
+		return &c.Flavor
+	case FieldGPU:
+		return &c.GPU
+	case FieldTarget:
+		return &c.Target
 	}
-	return fieldNames[f]
-}
-
-var fieldKeys = [numFields]string{"cuda", "cudnn", "torch", "tensorflow", "jax", "python", "os", "flavor", "gpu", "driver"}
-
-// Key is the field's key in gpuimg.yaml and publish files, which is also
-// the name of gpuimg's flag for it: cuda, cudnn, torch, tensorflow, jax,
-// python, os, flavor, gpu or driver.
-func (f Field) Key() string {
-	if f < 0 || f >= numFields {
-		return strings.ToLower(f.String())
-	}
-	return fieldKeys[f]
-}
-
-// FieldByKey is the Field whose Key is key.
-func FieldByKey(key string) (Field, bool) {
-	for _, f := range Fields() {
-		if f.Key() == key {
-			return f, true
-		}
-	}
-	return 0, false
+	return nil
 }
 
 // Set parses value as people write constraint f, on the command line and
 // in files alike, and sets it in c: a version or constraint for CUDA,
 // cuDNN and Python; the same for a framework, or latest, any, *, yes or
 // true for any release; runtime, devel or base for the flavor; a driver
-// version as nvidia-smi prints it; OS and GPU names as written (Resolve
-// checks them), several GPUs separated by commas. An empty value is an
-// error.
+// version as nvidia-smi prints it; OS, GPU and target names as written
+// (Resolve checks them), several GPUs separated by commas. An empty value
+// is an error.
 func (c *Constraints) Set(f Field, value string) error {
 	value = strings.TrimSpace(value)
 	if value == "" {
 		return fmt.Errorf("empty %s", f)
 	}
-	framework := func(dst **Constraint) error {
+	var err error
+	switch p := c.slot(f).(type) {
+	case *Constraint:
+		*p, err = ParseConstraint(value)
+	case **Constraint:
 		switch strings.ToLower(value) {
 		case "latest", "any", "*", "yes", "true":
-			*dst = &Constraint{}
+			*p = &Constraint{}
 			return nil
 		}
-		p, err := ParseConstraint(value)
-		if err != nil {
-			return err
+		var v Constraint
+		if v, err = ParseConstraint(value); err == nil {
+			*p = &v
 		}
-		*dst = &p
-		return nil
-	}
-	var err error
-	switch f {
-	case FieldCUDA:
-		c.CUDA, err = ParseConstraint(value)
-	case FieldCuDNN:
-		c.CuDNN, err = ParseConstraint(value)
-	case FieldPython:
-		c.Python, err = ParseConstraint(value)
-	case FieldTorch:
-		err = framework(&c.Torch)
-	case FieldTensorFlow:
-		err = framework(&c.TensorFlow)
-	case FieldJAX:
-		err = framework(&c.JAX)
-	case FieldOS:
-		c.OS = value
-	case FieldFlavor:
-		switch value {
-		case "runtime", "devel", "base":
-			c.Flavor = value
-		default:
-			err = fmt.Errorf("flavor %q is not runtime, devel or base", value)
+	case *Version:
+		*p, err = ParseVersion(value)
+	case *string:
+		var v string
+		if v, err = checkName(f, value); err == nil {
+			*p = v
 		}
-	case FieldGPU:
-		var names []string
-		for n := range strings.SplitSeq(value, ",") {
-			if n = strings.TrimSpace(n); n == "" {
-				return fmt.Errorf("GPU list %q has an empty entry", value)
-			}
-			names = append(names, n)
-		}
-		c.GPU = strings.Join(names, ",")
-	case FieldDriver:
-		c.Driver, err = ParseVersion(value)
 	default:
 		err = fmt.Errorf("%s is not a constraint", f)
 	}
 	return err
 }
 
-// MarshalText renders the field by its name (String), for JSON and YAML.
-func (f Field) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
-
-// Fields returns every Field in explanation order.
-func Fields() []Field {
-	out := make([]Field, numFields)
-	for i := range out {
-		out[i] = Field(i)
+// checkName checks a name-valued field's value: the flavor is one of
+// three, a GPU list has no empty entry (and loses the blanks around its
+// entries); OS and target names are Resolve's to check.
+func checkName(f Field, value string) (string, error) {
+	switch f {
+	case FieldFlavor:
+		switch value {
+		case "runtime", "devel", "base":
+			return value, nil
+		}
+		return "", fmt.Errorf("flavor %q is not runtime, devel or base", value)
+	case FieldGPU:
+		var names []string
+		for n := range strings.SplitSeq(value, ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				return "", fmt.Errorf("GPU list %q has an empty entry", value)
+			}
+			names = append(names, n)
+		}
+		return strings.Join(names, ","), nil
 	}
-	return out
+	return value, nil
 }
 
 // Given returns the constraints c sets, in explanation order.
@@ -197,27 +162,15 @@ func (c Constraints) Given() []Field {
 }
 
 func (c Constraints) has(f Field) bool {
-	switch f {
-	case FieldCUDA:
-		return !c.CUDA.IsZero()
-	case FieldCuDNN:
-		return !c.CuDNN.IsZero()
-	case FieldTorch:
-		return c.Torch != nil
-	case FieldTensorFlow:
-		return c.TensorFlow != nil
-	case FieldJAX:
-		return c.JAX != nil
-	case FieldPython:
-		return !c.Python.IsZero()
-	case FieldOS:
-		return c.OS != ""
-	case FieldFlavor:
-		return c.Flavor != ""
-	case FieldGPU:
-		return c.GPU != ""
-	case FieldDriver:
-		return !c.Driver.IsZero()
+	switch p := c.slot(f).(type) {
+	case *Constraint:
+		return !p.IsZero()
+	case **Constraint:
+		return *p != nil
+	case *Version:
+		return !p.IsZero()
+	case *string:
+		return *p != ""
 	}
 	return false
 }
@@ -228,27 +181,15 @@ func (c Constraints) Value(f Field) string {
 	if !c.has(f) {
 		return ""
 	}
-	switch f {
-	case FieldCUDA:
-		return c.CUDA.String()
-	case FieldCuDNN:
-		return c.CuDNN.String()
-	case FieldTorch:
-		return c.Torch.String()
-	case FieldTensorFlow:
-		return c.TensorFlow.String()
-	case FieldJAX:
-		return c.JAX.String()
-	case FieldPython:
-		return c.Python.String()
-	case FieldOS:
-		return c.OS
-	case FieldFlavor:
-		return c.Flavor
-	case FieldGPU:
-		return c.GPU
-	case FieldDriver:
-		return c.Driver.String()
+	switch p := c.slot(f).(type) {
+	case *Constraint:
+		return p.String()
+	case **Constraint:
+		return (*p).String()
+	case *Version:
+		return p.String()
+	case *string:
+		return *p
 	}
 	return ""
 }
@@ -261,54 +202,30 @@ func (c Constraints) describe(f Field) string {
 // Without returns a copy of c with constraint f removed. A framework stays
 // selected, at any version.
 func (c Constraints) Without(f Field) Constraints {
-	switch f {
-	case FieldCUDA:
-		c.CUDA = Constraint{}
-	case FieldCuDNN:
-		c.CuDNN = Constraint{}
-	case FieldTorch:
-		c.Torch = &Constraint{}
-	case FieldTensorFlow:
-		c.TensorFlow = &Constraint{}
-	case FieldJAX:
-		c.JAX = &Constraint{}
-	case FieldPython:
-		c.Python = Constraint{}
-	case FieldOS:
-		c.OS = ""
-	case FieldFlavor:
-		c.Flavor = ""
-	case FieldGPU:
-		c.GPU = ""
-	case FieldDriver:
-		c.Driver = Version{}
+	switch p := c.slot(f).(type) {
+	case *Constraint:
+		*p = Constraint{}
+	case **Constraint:
+		*p = &Constraint{}
+	case *Version:
+		*p = Version{}
+	case *string:
+		*p = ""
 	}
 	return c
 }
 
 // with copies constraint f from src into c.
 func (c Constraints) with(src Constraints, f Field) Constraints {
-	switch f {
-	case FieldCUDA:
-		c.CUDA = src.CUDA
-	case FieldCuDNN:
-		c.CuDNN = src.CuDNN
-	case FieldTorch:
-		c.Torch = src.Torch
-	case FieldTensorFlow:
-		c.TensorFlow = src.TensorFlow
-	case FieldJAX:
-		c.JAX = src.JAX
-	case FieldPython:
-		c.Python = src.Python
-	case FieldOS:
-		c.OS = src.OS
-	case FieldFlavor:
-		c.Flavor = src.Flavor
-	case FieldGPU:
-		c.GPU = src.GPU
-	case FieldDriver:
-		c.Driver = src.Driver
+	switch p := c.slot(f).(type) {
+	case *Constraint:
+		*p = *src.slot(f).(*Constraint)
+	case **Constraint:
+		*p = *src.slot(f).(**Constraint)
+	case *Version:
+		*p = *src.slot(f).(*Version)
+	case *string:
+		*p = *src.slot(f).(*string)
 	}
 	return c
 }

@@ -142,18 +142,19 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 		return nil, nil, matrix.Constraints{}, err
 	}
 	f := o.Flags
-	f.Stack = builder.StackSpec{CUDA: so.CUDA, CuDNN: so.CuDNN, Torch: so.Torch, TensorFlow: so.TensorFlow, JAX: so.JAX,
-		Python: so.Python, OS: so.OS, Flavor: so.Flavor, GPU: so.GPU, Driver: so.Driver, Target: so.Target, MatrixFiles: mo.Files}
+	f.Stack, f.MatrixFiles = so.Spec, mo.Files
 	f.Given = func(key string) bool { return cmd.Flags().Changed(buildFlag(key)) }
 	set, err := builder.Merge(f, environment(), cfg)
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, invalid(err, "")
 	}
-	st := set.Stack
-	so.CUDA, so.CuDNN, so.Torch, so.TensorFlow, so.JAX = st.CUDA, st.CuDNN, st.Torch, st.TensorFlow, st.JAX
-	so.Python, so.OS, so.Flavor, so.GPU, so.Driver, mo.Files = st.Python, st.OS, st.Flavor, st.GPU, st.Driver, st.MatrixFiles
-	so.Target = st.Target
-	c, err := so.Constraints()
+	so.Spec, mo.Files = set.Stack, set.MatrixFiles
+	c, err := so.constraints(func(fl matrix.Field) string {
+		if set.Sources[fl.Key()] == builder.FromFile {
+			return o.ConfigFile + ": " + fl.Key()
+		}
+		return "--" + fl.Key()
+	})
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}

@@ -31,6 +31,8 @@ func TestBuildFlagKeys(t *testing.T) {
 func TestBuildMergeErrors(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "gpuimg.yaml")
 	must(t, os.WriteFile(cfg, []byte("cuda: \"12.2\"\ntorch: \"2.3\"\npush: true\n"), 0o644))
+	badCUDA := filepath.Join(t.TempDir(), "bad.yaml")
+	must(t, os.WriteFile(badCUDA, []byte("cuda: \">=twelve\"\ntorch: \"2.3\"\n"), 0o644))
 	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
 	for _, tt := range []struct {
 		args []string
@@ -41,6 +43,9 @@ func TestBuildMergeErrors(t *testing.T) {
 		{[]string{"-f", cfg, "--source-date-epoch", "1", "--progress", "fancy"}, `progress mode "fancy"`},
 		// --push=false beats gpuimg.yaml's push: true, --cuda its cuda.
 		{[]string{"-f", cfg, "--source-date-epoch", "1", "--push=false", "--cuda", ">=twelve"}, "--cuda: constraint"},
+		// A bad value from gpuimg.yaml is named by the file and key, not as a flag.
+		{[]string{"-f", badCUDA, "--source-date-epoch", "1"}, badCUDA + `: cuda: constraint ">=twelve"`},
+		{[]string{"-f", badCUDA, "--source-date-epoch", "1", "--cuda", "12.2", "--flavor", "slim"}, `--flavor: flavor "slim"`},
 	} {
 		_, errOut, code := run(t, append([]string{"build"}, tt.args...)...)
 		if code != ExitInvalid || !strings.Contains(errOut, tt.want) {

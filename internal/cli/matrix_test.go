@@ -11,16 +11,26 @@ import (
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
-// TestStackFlagsNameEveryField: every constraint the resolver can name in
-// a conflict maps to a flag that StackOptions really registers.
+// TestStackFlagsNameEveryField: every stack field, each constraint the
+// resolver can name in a conflict among them, maps to a flag that
+// StackOptions really registers, with the field's help, and that sets
+// the field.
 func TestStackFlagsNameEveryField(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	var so StackOptions
 	so.AddFlags(fs, true)
-	for _, f := range matrix.Fields() {
+	for _, f := range matrix.SpecFields() {
 		name := f.Key()
-		if fs.Lookup(name) == nil {
+		fl := fs.Lookup(name)
+		if fl == nil {
 			t.Errorf("%s maps to --%s, which StackOptions does not register", f, name)
+			continue
+		}
+		if fl.Usage != f.Usage() {
+			t.Errorf("--%s: usage %q, want the field's %q", name, fl.Usage, f.Usage())
+		}
+		if err := fs.Set(name, f.Example()); err != nil || so.Spec[f] != f.Example() {
+			t.Errorf("--%s %s: %v, field %q", name, f.Example(), err, so.Spec[f])
 		}
 	}
 }

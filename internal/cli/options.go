@@ -37,54 +37,43 @@ func flagFor(c matrix.Constraints, f matrix.Field) string {
 	return "--" + f.Key() + " " + c.Value(f)
 }
 
-// StackOptions are the resolver's inputs as flags.
+// StackOptions are the resolver's inputs as flags: one flag per stack
+// field (matrix.Field), named by its key, with its help and example.
 type StackOptions struct {
-	CUDA, CuDNN, Python     string
-	Torch, TensorFlow, JAX  string
-	OS, Flavor, GPU, Driver string
-	Compat                  bool
-	// Target names a fleet (gpuimg matrix list targets) whose driver and
-	// GPUs are the --driver and --gpu constraints where those are not
-	// given.
-	Target string
+	// Spec holds the stack fields as the flags give them.
+	Spec   matrix.Spec
+	Compat bool
 
-	image []string // the flags AddFlags bound that describe the image
+	image []matrix.Field // the fields AddFlags bound that describe the image
 }
 
 // AddFlags binds the options to flags. withTarget adds --gpu, --driver,
 // --compat and --target, which describe the hosts rather than the image.
 func (o *StackOptions) AddFlags(fs *pflag.FlagSet, withTarget bool) {
 	o.image = nil
-	bind := func(p *string, name, example, usage string) {
-		stackFlag(fs, p, name, example, usage)
-		o.image = append(o.image, name)
+	for _, f := range matrix.SpecFields() {
+		if !f.Host() {
+			o.bind(fs, f, f.Usage())
+			o.image = append(o.image, f)
+		}
 	}
-	bind(&o.CUDA, "cuda", "12.2", "CUDA toolkit of the image: version or constraint (12, 12.2, 12.2.2, '>=12.1,<12.5')")
-	bind(&o.CuDNN, "cudnn", "8.9", "cuDNN the frameworks load (9, 8.9)")
-	bind(&o.Torch, "torch", "2.3", "include PyTorch: version or constraint (2.3, '>=2.3,<2.5', latest)")
-	bind(&o.TensorFlow, "tensorflow", "2.15", "include TensorFlow: version or constraint (2.15, latest)")
-	bind(&o.JAX, "jax", "0.4.30", "include JAX with CUDA wheels: version or constraint (0.4.30, latest)")
-	bind(&o.Python, "python", "3.11", "CPython version (3.11); default: the OS's python3 if the frameworks support it")
-	bind(&o.OS, "os", "ubuntu22.04", "base OS as NVIDIA names it (ubuntu22.04, rockylinux9) or a family (ubuntu); default: newest Ubuntu that fits")
-	bind(&o.Flavor, "flavor", "runtime", "base image flavor: base (CUDA runtime only), runtime (CUDA's libraries) or devel (compilers, headers); default base when every framework brings CUDA's libraries as pip wheels, else runtime")
 	if withTarget {
-		o.addTargetFlags(fs)
+		o.AddHostFlags(fs, matrix.FieldGPU.Usage(), matrix.FieldDriver.Usage())
+		fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
+		o.bind(fs, matrix.FieldTarget, matrix.FieldTarget.Usage())
 	}
-}
-
-func (o *StackOptions) addTargetFlags(fs *pflag.FlagSet) {
-	o.AddHostFlags(fs,
-		"GPU the stack must run on: name as typed or as nvidia-smi prints it (h100, rtx4090, 'NVIDIA H100 80GB HBM3'), or architecture (sm_90, 8.6); several separated by commas (a10g,l4) must all be covered",
-		"NVIDIA driver of the hosts (535.104.05); the stack's floor must not exceed it")
-	fs.BoolVar(&o.Compat, "compat", false, "let --driver be met under CUDA minor-version compatibility (no PTX JIT)")
-	stackFlag(fs, &o.Target, "target", "sagemaker/p5", "fleet the image runs on (sagemaker/p5, gke/cos-latest; gpuimg matrix list targets): its driver and GPUs become --driver and --gpu unless those are given; a stack its driver meets strictly is preferred, else one under minor-version compatibility")
 }
 
 // AddHostFlags binds --gpu and --driver, the hosts a stack is checked
 // against, with the command's own usage texts.
 func (o *StackOptions) AddHostFlags(fs *pflag.FlagSet, gpuUsage, driverUsage string) {
-	stackFlag(fs, &o.GPU, "gpu", "h100", gpuUsage)
-	stackFlag(fs, &o.Driver, "driver", "535.104.05", driverUsage)
+	o.bind(fs, matrix.FieldGPU, gpuUsage)
+	o.bind(fs, matrix.FieldDriver, driverUsage)
+}
+
+// bind binds field f's flag to o.Spec with usage.
+func (o *StackOptions) bind(fs *pflag.FlagSet, f matrix.Field, usage string) {
+	stackFlag(fs, &o.Spec[f], f.Key(), f.Example(), usage)
 }
 
 // ImageFlagsGiven names the flags that describe the image (--cuda,
@@ -92,9 +81,9 @@ func (o *StackOptions) AddHostFlags(fs *pflag.FlagSet, gpuUsage, driverUsage str
 // "--torch".
 func (o *StackOptions) ImageFlagsGiven(fs *pflag.FlagSet) []string {
 	var given []string
-	for _, name := range o.image {
-		if fs.Changed(name) {
-			given = append(given, "--"+name)
+	for _, f := range o.image {
+		if fs.Changed(f.Key()) {
+			given = append(given, "--"+f.Key())
 		}
 	}
 	return given
@@ -153,24 +142,20 @@ func (v *nonEmpty) Set(s string) error {
 
 // Constraints parses the flags.
 func (o *StackOptions) Constraints() (matrix.Constraints, error) {
-	var c matrix.Constraints
-	for _, v := range []struct {
-		f  matrix.Field
-		in string
-	}{
-		{matrix.FieldCUDA, o.CUDA}, {matrix.FieldCuDNN, o.CuDNN}, {matrix.FieldPython, o.Python},
-		{matrix.FieldTorch, o.Torch}, {matrix.FieldTensorFlow, o.TensorFlow}, {matrix.FieldJAX, o.JAX},
-		{matrix.FieldOS, o.OS}, {matrix.FieldFlavor, o.Flavor}, {matrix.FieldGPU, o.GPU}, {matrix.FieldDriver, o.Driver},
-	} {
-		if v.in == "" {
-			continue
-		}
-		if err := c.Set(v.f, v.in); err != nil {
-			return c, invalid(fmt.Errorf("--%s: %w", v.f.Key(), err), constraintHint(v.f, err))
-		}
+	return o.constraints(func(f matrix.Field) string { return "--" + f.Key() })
+}
+
+// constraints parses o.Spec once; a value that does not parse is named by
+// where (its field) came from: "--cuda", "gpuimg.yaml: cuda".
+func (o *StackOptions) constraints(where func(matrix.Field) string) (matrix.Constraints, error) {
+	c, err := o.Spec.Constraints()
+	if fe, ok := errors.AsType[*matrix.FieldError](err); ok {
+		return c, invalid(fmt.Errorf("%s: %w", where(fe.Field), fe.Err), constraintHint(fe.Field, fe.Err))
+	} else if err != nil {
+		return c, invalid(err, "")
 	}
-	c.Compat, c.Target = o.Compat, o.Target
-	if o.Compat && o.Driver == "" && o.Target == "" {
+	c.Compat = o.Compat
+	if o.Compat && o.Spec[matrix.FieldDriver] == "" && o.Spec[matrix.FieldTarget] == "" {
 		return c, invalid(fmt.Errorf("--compat needs --driver"), "add --driver VERSION or --target NAME")
 	}
 	return c, nil
@@ -191,7 +176,7 @@ func constraintHint(f matrix.Field, err error) string {
 		return "write a Python version (3.11) or a range ('>=3.10,<3.13')"
 	case matrix.FieldTorch, matrix.FieldTensorFlow, matrix.FieldJAX:
 		return fmt.Sprintf("write a %s release (%s), a range ('>=%s') or latest; gpuimg matrix list %s lists them",
-			f, frameworkExample(f), frameworkExample(f), f.Key())
+			f, f.Example(), f.Example(), f.Key())
 	case matrix.FieldGPU:
 		return "name each GPU (h100, 'NVIDIA H100 80GB HBM3') or architecture (sm_90, 8.6), separated by commas with no empty entry; gpuimg matrix list gpus lists them"
 	case matrix.FieldFlavor:
@@ -200,16 +185,6 @@ func constraintHint(f matrix.Field, err error) string {
 		return "give the driver as nvidia-smi prints it, e.g. 535.104.05"
 	}
 	return "gpuimg matrix list " + f.Key() + " lists the values"
-}
-
-func frameworkExample(f matrix.Field) string {
-	switch f {
-	case matrix.FieldTensorFlow:
-		return "2.15"
-	case matrix.FieldJAX:
-		return "0.4.30"
-	}
-	return "2.3"
 }
 
 // localLabelHint explains a local label (2.3.1+cu121): it names one of a

@@ -89,11 +89,13 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: fmt.Sprintf("excluded (%s:%d)", f.name(), ex.Line)})
 			continue
 		}
-		var c matrix.Constraints
+		var spec matrix.Spec
 		for _, v := range combo.Values {
-			if err := c.Set(v.Field, v.Value); err != nil {
-				return nil, fmt.Errorf("expand %s: %s %q: %w", f.name(), v.Axis, v.Value, err) // checked when loading
-			}
+			spec[v.Field] = v.Value
+		}
+		c, err := spec.Constraints()
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: %s: %w", f.name(), combo, err) // checked when loading
 		}
 		c.Apt = f.Build.Apt                 // OS packages that use CUDA's libraries need the runtime flavor
 		c.Platforms = f.Platforms.Strings() // a framework without CUDA wheels for one is refused
