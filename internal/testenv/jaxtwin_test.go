@@ -22,6 +22,8 @@ import (
 // nvidia-cudnn-cu12<9, cuDNN 8.9.7.29), and fails without the page,
 // naming the jaxlib it cannot find.
 func TestJAXStackWheels(t *testing.T) {
+	// Not in -short: the e2e builds install the same twins.
+	Require(t, "runs pip against the twin's index and find-links page", Slow)
 	ctx := t.Context()
 	if _, err := CC(ctx); err != nil {
 		t.Skipf("the twins are built with gcc: %v", err)

@@ -18,6 +18,8 @@ import (
 // DT_NEEDED, and without the top-level cusparselt/lib that RPATH names,
 // `import torch` fails with the loader's error for libcusparseLt.so.0.
 func TestLayeredStackWheelsImport(t *testing.T) {
+	// Not in -short: the e2e builds install the same twins.
+	Require(t, "installs the torch twin with pip into a venv", Slow)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not on PATH")

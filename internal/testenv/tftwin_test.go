@@ -21,6 +21,8 @@ import (
 // nowhere), installs 2.15.0.post1, whose libtensorflow_framework.so.2
 // finds the CUDA libraries on its RUNPATH.
 func TestTensorFlowTwinImport(t *testing.T) {
+	// Not in -short: the e2e builds install the same twins.
+	Require(t, "installs the TensorFlow twins with pip into venvs", Slow)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not on PATH")
