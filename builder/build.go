@@ -300,7 +300,7 @@ type run struct {
 	dir string
 	opt client.SolveOpt
 	// renames are the staged file outputs, temporary name → final name
-	// (stageOutputs); a temporary file left at close is a failed build's.
+	// (Output.staged); a temporary file left at close is a failed build's.
 	renames map[string]string
 	// cleanup runs at close, last added first.
 	cleanup []func()

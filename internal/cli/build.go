@@ -26,9 +26,10 @@ type BuildOptions struct {
 	builder.Flags
 
 	BuilderOptions
-	// Registry is how gpuimg reaches the base image's registry (pinning
-	// it by digest); its --insecure-registry list is merged into
-	// builder.Flags.InsecureRegistries and so also reaches BuildKit.
+	// Registry is how gpuimg reaches registries (pinning the base image
+	// by digest); it becomes builder.Request.Registry, where BuildKit's
+	// pushes read the --insecure-registry list too, and configures a
+	// local buildkitd.
 	Registry       RegistryOptions
 	DockerfileOnly bool
 	Output         string
