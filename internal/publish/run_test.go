@@ -79,36 +79,7 @@ func TestRunDryRunOnly(t *testing.T) {
 // report is unchanged; one that lacks either needs a build, which fails
 // here for want of a builder, leaving its tag alone.
 func TestRunUnchanged(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	f, err := parse(t, strings.ReplaceAll(runFile, "REPO", host+"/ml/torch"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := builtin(t)
-	plan, err := Expand(t.Context(), db, f, ExpandOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The base image, through a mirror.
-	base, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mirrors := images.Mirrors{"index.docker.io": host}
-	baseTag := plan.Variants[0].Stack.BaseImage
-	ref, err := name.ParseReference(host + "/" + strings.TrimPrefix(baseTag, "docker.io/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, base); err != nil {
-		t.Fatal(err)
-	}
-	pinned, err := images.PinBase(t.Context(), baseTag, mirrors)
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, f, db, plan, mirrors, pinned := runFixture(t)
 	// What an earlier run published: each tag with its inputs label; a
 	// passing report attached to the first only.
 	digests := map[string]string{}
@@ -170,6 +141,39 @@ func TestRunUnchanged(t *testing.T) {
 	if rep := run(RunOptions{Only: h100.Variant.Name}); rep.Results[0].Outcome != Failed {
 		t.Errorf("changed inputs did not rebuild: %+v", rep.Results[0])
 	}
+}
+
+// runFixture is what TestRunUnchanged and TestRunBuildSeam run against:
+// an in-process registry (with the referrers API) at host, runFile
+// publishing to host/ml/torch, its expansion on the built-in matrix, and
+// the variants' base image pushed there, reached through mirrors and
+// pinned.
+func runFixture(t *testing.T) (host string, f *File, db *matrix.DB, plan *Plan, mirrors images.Mirrors, pinned images.Base) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
+	t.Cleanup(srv.Close)
+	host = strings.TrimPrefix(srv.URL, "http://")
+	f, err := parse(t, strings.ReplaceAll(runFile, "REPO", host+"/ml/torch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = builtin(t)
+	if plan, err = Expand(t.Context(), db, f, ExpandOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirrors = images.Mirrors{"index.docker.io": host}
+	baseTag := plan.Variants[0].Stack.BaseImage
+	if err := remote.Write(mustRef(t, host+"/"+strings.TrimPrefix(baseTag, "docker.io/")), base); err != nil {
+		t.Fatal(err)
+	}
+	if pinned, err = images.PinBase(t.Context(), baseTag, mirrors); err != nil {
+		t.Fatal(err)
+	}
+	return host, f, db, plan, mirrors, pinned
 }
 
 func mustRef(t *testing.T, s string) name.Reference {
@@ -239,26 +243,7 @@ func (b fakeBuilder) Close() error               { return nil }
 // static validation, so its report is attached to the digest and its
 // tag is not written.
 func TestRunBuildSeam(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	f, err := parse(t, strings.ReplaceAll(runFile, "REPO", host+"/ml/torch"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := builtin(t)
-	plan, err := Expand(t.Context(), db, f, ExpandOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mirrors := images.Mirrors{"index.docker.io": host}
-	if err := remote.Write(mustRef(t, host+"/"+strings.TrimPrefix(plan.Variants[0].Stack.BaseImage, "docker.io/")), base); err != nil {
-		t.Fatal(err)
-	}
+	host, f, db, plan, mirrors, pinned := runFixture(t)
 	var deadBuilds, liveBuilds atomic.Int32
 	dialed := map[string]int{}
 	var mu sync.Mutex
@@ -298,10 +283,6 @@ func TestRunBuildSeam(t *testing.T) {
 	}
 	var m v1.Manifest
 	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		t.Fatal(err)
-	}
-	pinned, err := images.PinBase(t.Context(), only.Stack.BaseImage, mirrors)
-	if err != nil {
 		t.Fatal(err)
 	}
 	inputs, err := Inputs(only.Stack, f, ExpandOptions{Bases: map[string]images.Base{only.Stack.BaseImage: pinned}})
