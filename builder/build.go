@@ -165,15 +165,16 @@ func (r *Request) pipConf() []byte {
 }
 
 // secretIDs are the ids of the secrets, which the Dockerfile's pip
-// steps mount; an id gpuimg uses itself is refused.
+// steps mount; an id gpuimg uses itself is refused (checkSecretID, as
+// ParseSecret does: a Request may be built without it).
 func secretIDs(secrets []secretsprovider.Source) ([]string, error) {
 	var ids []string
 	for _, s := range secrets {
 		if s.ID == "" {
 			return nil, fmt.Errorf("a secret without an id (file %q, variable %q): give id=ID", s.FilePath, s.Env)
 		}
-		if s.ID == SecretPipMirror {
-			return nil, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", s.ID)
+		if err := checkSecretID(s.ID); err != nil {
+			return nil, err
 		}
 		ids = append(ids, s.ID)
 	}

@@ -192,13 +192,21 @@ func ParseSecret(s string) (secretsprovider.Source, error) {
 	if src.ID == "" {
 		return src, fmt.Errorf("secret %q: want id=ID,src=FILE or id=ID,env=VAR", s)
 	}
-	if src.ID == SecretPipMirror {
-		return src, fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", src.ID)
+	if err := checkSecretID(src.ID); err != nil {
+		return src, err
 	}
 	if src.FilePath == "" && src.Env == "" {
 		src.Env = src.ID
 	}
 	return src, nil
+}
+
+// checkSecretID refuses the id gpuimg's own pip.conf secret uses.
+func checkSecretID(id string) error {
+	if id == SecretPipMirror {
+		return fmt.Errorf("secret id %s is reserved for gpuimg's pip mirror settings", id)
+	}
+	return nil
 }
 
 // ParseSecrets parses each of specs (ParseSecret).

@@ -288,7 +288,6 @@ func (r *runner) request(v Variant, has func(entry client.CacheOptionsEntry) boo
 	req := r.opts.Request
 	req.Stack, req.Extras, req.Platforms = v.Stack, r.f.Build, r.f.Platforms
 	req.Tags, req.Push = nil, false
-	req.Outputs = slices.Clone(req.Outputs)
 	group := r.caches[v.Name]
 	if len(group) == 0 {
 		group = []string{v.Name}
