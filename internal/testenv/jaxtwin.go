@@ -243,16 +243,9 @@ func writeJAXWheel(dir string, cudaReq []string) error {
 	extra("cuda12_pip", append([]string{"jaxlib==" + JAXVersion + JAXLibLocal}, cudaReq...)...)
 	extra("cuda12", append([]string{"jaxlib==" + JAXVersion, "jax-cuda12-plugin==" + JAXVersion}, cudaReq...)...)
 	extra("cuda12_local", "jaxlib=="+JAXVersion+JAXLibLocal)
-	var meta strings.Builder
-	meta.WriteString(twinMetadata("jax", JAXVersion, nil))
-	for _, e := range []string{"cpu", "cuda12", "cuda12_local", "cuda12_pip"} {
-		meta.WriteString("Provides-Extra: " + e + "\n")
-	}
-	for _, r := range req {
-		meta.WriteString("Requires-Dist: " + r + "\n")
-	}
+	meta := twinMetadata("jax", JAXVersion, req, "cpu", "cuda12", "cuda12_local", "cuda12_pip")
 	_, err := Wheel(dir, "jax", JAXVersion, "py3-none-any", map[string]string{
-		twinInfo("jax", JAXVersion): meta.String(),
+		twinInfo("jax", JAXVersion): meta,
 		"jax/__init__.py":           "# gpuimg test fixture standing in for jax " + JAXVersion + " (" + jaxSetup + ")\nfrom jax.version import __version__\nfrom jax._src import lib as _lib\n",
 		"jax/version.py":            fmt.Sprintf("__version__ = %q\n", JAXVersion),
 		"jax/_src/__init__.py":      "",

@@ -242,11 +242,15 @@ from torch._C import *  # noqa: F403
 	return nil
 }
 
-// twinMetadata is a fixture wheel's METADATA with the Requires-Dist
-// lines requires (markers included).
-func twinMetadata(dist, version string, requires []string) string {
+// twinMetadata is a fixture wheel's METADATA with a Provides-Extra line
+// for each of extras and the Requires-Dist lines requires (markers
+// included).
+func twinMetadata(dist, version string, requires []string, extras ...string) string {
 	var m strings.Builder
 	fmt.Fprintf(&m, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
+	for _, e := range extras {
+		m.WriteString("Provides-Extra: " + e + "\n")
+	}
 	for _, r := range requires {
 		m.WriteString("Requires-Dist: " + r + "\n")
 	}

@@ -151,20 +151,6 @@ func TensorFlowTwinWheels(ctx context.Context, dir, version string, pythons []st
 		b, err := SharedObject(ctx, work, spec)
 		return string(b), err
 	}
-	meta := func(dist, version, extra string, requires []string) string {
-		var m strings.Builder
-		fmt.Fprintf(&m, "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuimg test fixture standing in for %s\n", dist, version, dist)
-		if extra != "" {
-			m.WriteString("Provides-Extra: " + extra + "\n")
-		}
-		for _, r := range requires {
-			m.WriteString("Requires-Dist: " + r + "\n")
-		}
-		return m.String()
-	}
-	info := func(dist, version string) string {
-		return strings.ReplaceAll(dist, "-", "_") + "-" + version + ".dist-info/METADATA"
-	}
 	var pins []string
 	for _, w := range twin.wheels {
 		pins = append(pins, w.Dist+"=="+w.Version+`; extra == "and-cuda"`)
@@ -173,7 +159,7 @@ func TensorFlowTwinWheels(ctx context.Context, dir, version string, pythons []st
 			continue // written for another release of the same pins (2.15.0 and 2.15.0.post1)
 		}
 		note := fmt.Sprintf("# gpuimg test fixture standing in for %s %s (%s)\n", w.Dist, w.Version, w.Source)
-		files := map[string]string{info(w.Dist, w.Version): meta(w.Dist, w.Version, "", nil), "nvidia/__init__.py": note}
+		files := map[string]string{twinInfo(w.Dist, w.Version): twinMetadata(w.Dist, w.Version, nil), "nvidia/__init__.py": note}
 		for _, l := range w.Libs {
 			b, err := so(ELFSpec{Soname: path.Base(l)})
 			if err != nil {
@@ -207,7 +193,7 @@ func TensorFlowTwinWheels(ctx context.Context, dir, version string, pythons []st
 		return err
 	}
 	files := map[string]string{
-		info("tensorflow", version): meta("tensorflow", version, "and-cuda", pins),
+		twinInfo("tensorflow", version): twinMetadata("tensorflow", version, pins, "and-cuda"),
 		"tensorflow/__init__.py": `# gpuimg test fixture standing in for tensorflow 2.16.1's tensorflow/__init__.py:
 # importing pywrap_tensorflow loads _pywrap_tensorflow_internal.so and,
 # through its RUNPATH, libtensorflow_framework.so.2, as the real one does.
