@@ -196,6 +196,16 @@ func (e Extras) Validate() error {
 	return nil
 }
 
+// Constrain returns c with what a build of extras e for platforms asks
+// of its stack: OS packages that use CUDA's libraries need the runtime
+// flavor (Constraints.Apt), and a framework without CUDA wheels for one of
+// the platforms is refused (Constraints.Platforms). gpuimg build and
+// publish's expansion resolve their stacks through it.
+func Constrain(c matrix.Constraints, e Extras, platforms images.Platforms) matrix.Constraints {
+	c.Apt, c.Platforms = e.Apt, platforms.Strings()
+	return c
+}
+
 // ParseEnv parses K=V pairs from the command line.
 func ParseEnv(pairs []string) (map[string]string, error) {
 	out := map[string]string{}

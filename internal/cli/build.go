@@ -159,8 +159,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
 	}
-	c.Apt = set.Request.Extras.Apt                // OS packages that use CUDA's libraries need the runtime flavor
-	c.Platforms = set.Request.Platforms.Strings() // a framework without CUDA wheels for one is refused
+	c = builder.Constrain(c, set.Request.Extras, set.Request.Platforms)
 	db, err := mo.Load()
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, err
@@ -263,7 +262,7 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 	req := set.Request
 	fmt.Fprintf(stderr, "gpuimg: stack %s\n", req.Stack.Summary())
 	fmt.Fprintf(stderr, "gpuimg: layers %s\n", layersNote(req, set.Sources["compression"]))
-	plan, err := builder.Prepare(ctx, req)
+	plan, err := verbs.Prepare(ctx, req)
 	if err != nil {
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
 	}
@@ -271,8 +270,7 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		_, err := io.WriteString(stdout, plan.Dockerfile)
 		return err
 	}
-	local := &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries}
-	b, err := verbs.DialBuilder(ctx, set.Builder, local, o.clientOpts()...)
+	b, err := verbs.DialBuilder(ctx, set.Builder, o.local(req, o.Registry), o.clientOpts()...)
 	switch {
 	case err != nil && set.Builder == "":
 		return invalid(err, "")
@@ -280,17 +278,18 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		return invalid(err, "start buildkitd there, or drop --builder/BUILDKIT_HOST to let gpuimg start one locally")
 	}
 	defer b.Close()
-	rerun := "start it again and run the build again"
-	if b.Local {
-		rerun = "run the build again (gpuimg starts it again)"
-	}
-	res, err := b.Build(ctx, req, plan)
+	res, err := verbs.Build(ctx, b, req, verbs.WithPlan(plan))
+	var ve *verbs.Error
 	switch {
 	case err == nil:
 	case errors.Is(err, builder.ErrOutsideContext):
 		return invalid(err, "")
-	case ctx.Err() == nil && !b.Alive(ctx):
-		return &Error{Err: fmt.Errorf("buildkitd at %s stopped during the build; no tag was written (%w)", b.Addr, err),
+	case errors.As(err, &ve) && ve.Step == verbs.Lost:
+		rerun := "start it again and run the build again"
+		if b.Local {
+			rerun = "run the build again (gpuimg starts it again)"
+		}
+		return &Error{Err: fmt.Errorf("buildkitd at %s stopped during the build; no tag was written (%w)", b.Addr, ve.Err),
 			Hint: rerun + ": the steps it finished are cached", Code: ExitFailed}
 	default:
 		return &Error{Err: err, Code: ExitFailed}
@@ -323,7 +322,6 @@ func layersNote(req builder.Request, src builder.Source) string {
 	return string(req.Compression) + " (from " + string(src) + ")"
 }
 
-// clientOpts turns the TLS flags into BuildKit client options.
 // BuilderOptions are how gpuimg reaches BuildKit daemons: TLS for tcp://
 // addresses, and the state directory of the local one it starts.
 type BuilderOptions struct {
@@ -386,6 +384,7 @@ func (b *notFlag) Set(s string) error {
 
 func (b *notFlag) Type() string { return "bool" }
 
+// clientOpts turns the TLS flags into BuildKit client options.
 func (o *BuilderOptions) clientOpts() []client.ClientOpt {
 	var opts []client.ClientOpt
 	if o.TLSCA != "" || o.TLSName != "" {
@@ -395,6 +394,13 @@ func (o *BuilderOptions) clientOpts() []client.ClientOpt {
 		opts = append(opts, client.WithCredentials(o.TLSCert, o.TLSKey))
 	}
 	return opts
+}
+
+// local is the local buildkitd gpuimg starts (or reuses) when no builder
+// is named: in --state-dir, with req's registry mirrors and the
+// --insecure-registry list.
+func (o *BuilderOptions) local(req builder.Request, ro RegistryOptions) *builder.Local {
+	return &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: ro.InsecureRegistries}
 }
 
 func newBuilderCmd() *cobra.Command {

@@ -173,7 +173,7 @@ func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publis
 	}
 	opts := publish.RunOptions{
 		Builders: builders, Jobs: o.Jobs, Only: o.Only, Force: o.Force, DryRun: o.DryRun, Request: req,
-		Local:      &builder.Local{StateDir: builder.StateDir(o.StateDir, environment()), Mirrors: req.Mirrors, InsecureRegistries: o.Registry.InsecureRegistries},
+		Local:      o.local(req, o.Registry),
 		ClientOpts: o.clientOpts(),
 	}
 	if stderr := cmd.ErrOrStderr(); o.Progress != "quiet" {

@@ -97,8 +97,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		if err != nil {
 			return nil, fmt.Errorf("expand %s: %s: %w", f.name(), combo, err) // checked when loading
 		}
-		c.Apt = f.Build.Apt                 // OS packages that use CUDA's libraries need the runtime flavor
-		c.Platforms = f.Platforms.Strings() // a framework without CUDA wheels for one is refused
+		c = builder.Constrain(c, f.Build, f.Platforms)
 		stack, err := db.Resolve(c)
 		if ce, ok := errors.AsType[*matrix.ConflictError](err); ok {
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: ce.Reason})

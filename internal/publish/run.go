@@ -149,8 +149,7 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 // (when it does not, the variant is retried on another builder), and is
 // closed when the run ends.
 type Builder interface {
-	Build(ctx context.Context, req builder.Request, plan *builder.Plan) (*builder.Result, error)
-	Alive(ctx context.Context) bool
+	verbs.Daemon
 	Close() error
 }
 
@@ -246,7 +245,7 @@ func (r *runner) check(ctx context.Context, i int) bool {
 	}()
 	v := &r.variants[i]
 	req := r.request(*v, nil)
-	plan, err := builder.Prepare(ctx, req)
+	plan, err := verbs.Prepare(ctx, req)
 	if err != nil {
 		r.fail(i, "pin base image", err)
 		return false
@@ -434,17 +433,13 @@ func (r *runner) buildOne(ctx context.Context, i int, addr string, c Builder) er
 	req.PushByDigest = r.f.Repository
 	req.Annotations = map[string]string{InputsLabel: v.Inputs}
 	r.event(i, "building on %s", addr)
-	built, err := c.Build(ctx, req, r.prepared[i])
+	built, err := verbs.Build(ctx, c, req, verbs.WithPlan(r.prepared[i]))
 	res.Times.Build = time.Since(start)
-	if err != nil {
-		if ctx.Err() == nil && !c.Alive(ctx) {
-			return &BuilderError{Addr: addr, Err: err}
-		}
-		r.fail(i, "build", err)
-		return nil
+	if ve, ok := errors.AsType[*verbs.Error](err); ok && ve.Step == verbs.Lost {
+		return &BuilderError{Addr: addr, Err: ve.Err}
 	}
-	if built.Digest == "" {
-		r.fail(i, "build", errors.New("BuildKit returned no image digest"))
+	if err != nil {
+		r.fail(i, "build", err)
 		return nil
 	}
 	res.Digest, res.BuildTime = built.Digest, built.Duration

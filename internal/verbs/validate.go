@@ -36,7 +36,7 @@ type Validated struct {
 	*validate.Report
 }
 
-// Step is where Validate failed.
+// Step is where a verb (Validate, Prepare, Build) failed.
 type Step string
 
 // The steps of Validate.
@@ -46,9 +46,9 @@ const (
 	Inspecting Step = "inspect" // the layers and the checks
 )
 
-// Error is a failure of Validate: the step, the platform asked for (nil
-// for the default) and the cause, whose message it keeps, so that each
-// caller names the image its own way.
+// Error is a failure of a verb: the step, the platform asked for (nil
+// for the default, and for builds) and the cause, whose message it
+// keeps, so that each caller names the image its own way.
 type Error struct {
 	Step     Step
 	Platform *v1.Platform
