@@ -2,10 +2,7 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -92,23 +89,10 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 			t.row("")
 			t.row("SKIPPED", "REASON")
 			for _, s := range plan.Skipped {
-				t.row(axesString(s.Axes), s.Reason)
+				t.row(publish.AxesString(s.Axes), s.Reason)
 			}
 		}
 		return t.flush()
 	})
 }
 
-// axesString renders axes as "cuda=12.4 torch=2.6", keys sorted.
-func axesString(axes map[string]string) string {
-	keys := make([]string, 0, len(axes))
-	for k := range axes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%s", k, axes[k])
-	}
-	return strings.Join(parts, " ")
-}

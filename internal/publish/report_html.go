@@ -23,7 +23,7 @@ var reportHTML = template.Must(template.New("report.html").Funcs(template.FuncMa
 	"duration":      reportDuration,
 	"cache":         cacheReuse,
 	"label":         VariantLabel,
-	"axes":          reportAxes,
+	"axes":          AxesString,
 	"change":        changeText,
 	"join":          func(s []string) string { return strings.Join(s, ", ") },
 	"time":          func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },

@@ -110,7 +110,7 @@ func writeReportJUnit(w io.Writer, r *Report) error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s skipped:\n", reportPlural(len(r.Skipped), "combination"))
 		for _, sk := range r.Skipped {
-			fmt.Fprintf(&b, "  %s: %s\n", reportAxes(sk.Axes), sk.Reason)
+			fmt.Fprintf(&b, "  %s: %s\n", AxesString(sk.Axes), sk.Reason)
 		}
 		s.SystemOut = b.String()
 	}

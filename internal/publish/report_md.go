@@ -171,7 +171,7 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 				mdMore(&b, len(r.Skipped)-i, "combination")
 				break
 			}
-			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(reportAxes(s.Axes)), mdCell(mdClip(s.Reason)))
+			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(AxesString(s.Axes)), mdCell(mdClip(s.Reason)))
 		}
 		b.WriteString("\n</details>\n")
 	}
@@ -261,8 +261,10 @@ func changeText(c Change) string {
 	return fmt.Sprintf("%s: %s %s → %s", c.Name, c.Kind, c.From, c.To)
 }
 
-// reportAxes is "cuda=12.8 python=3.12 torch=2.6" (keys sorted).
-func reportAxes(axes map[string]string) string {
+// AxesString is a variant's or a skipped combination's axes as
+// "cuda=12.8 python=3.12 torch=2.6" (keys sorted), as the expand table and
+// the reports write them.
+func AxesString(axes map[string]string) string {
 	keys := make([]string, 0, len(axes))
 	for k := range axes {
 		keys = append(keys, k)
