@@ -15,6 +15,44 @@ import (
 // is no platform.
 type Platforms []v1.Platform
 
+// Platform is one platform as a single-value --platform flag gives it
+// (validate, images copy|export|convert), parsed by ParsePlatform when it
+// is set. It is a flag value (String, Set, Type); the zero value is no
+// platform, each verb's default.
+type Platform struct {
+	p *v1.Platform
+}
+
+// Set parses s as the platform, replacing one given before.
+func (p *Platform) Set(s string) error {
+	pl, err := ParsePlatform(s)
+	if err != nil {
+		return err
+	}
+	p.p = pl
+	return nil
+}
+
+// String is the platform as Set reads it; "" for none.
+func (p *Platform) String() string {
+	if p == nil || p.p == nil {
+		return ""
+	}
+	return p.p.String()
+}
+
+// Type is pflag's name for a string, whose syntax Set keeps: help shows
+// the value as "string".
+func (p *Platform) Type() string { return "string" }
+
+// Get is the platform given, nil for none (WithPlatform's default).
+func (p *Platform) Get() *v1.Platform {
+	if p == nil {
+		return nil
+	}
+	return p.p
+}
+
 // ParsePlatforms parses each of ss with ParsePlatform.
 func ParsePlatforms(ss ...string) (Platforms, error) {
 	var out Platforms

@@ -94,3 +94,30 @@ func TestPlatformsYAML(t *testing.T) {
 		})
 	}
 }
+
+// TestPlatformSet reads a single-value --platform through ParsePlatform:
+// the last value wins, the zero value is none, a bad value is refused and
+// keeps the one before.
+func TestPlatformSet(t *testing.T) {
+	var p Platform
+	if p.Get() != nil || p.String() != "" {
+		t.Errorf("zero value: %v, %q; want none", p.Get(), p.String())
+	}
+	for _, s := range []string{"linux/amd64", "linux/arm64/v8"} {
+		if err := p.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Get(); got == nil || got.Architecture != "arm64" || got.Variant != "v8" || p.String() != "linux/arm64/v8" {
+		t.Errorf("after two values: %v, %q; want the last, linux/arm64/v8", got, p.String())
+	}
+	if err := p.Set("linux/"); err == nil || !strings.Contains(err.Error(), `platform "linux/" is not os/arch[/variant]`) {
+		t.Errorf("Set(linux/): %v", err)
+	}
+	if p.String() != "linux/arm64/v8" {
+		t.Errorf("a refused value replaced the platform: %q", p.String())
+	}
+	if got := p.Type(); got != "string" {
+		t.Errorf("Type() = %q: help would no longer show --platform string", got)
+	}
+}

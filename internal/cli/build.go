@@ -41,7 +41,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Extras.Pip, "pip", nil, "extra pip requirement, NAME==VERSION (repeatable)")
 	fs.StringVar(&o.Extras.Requirements, "requirements", "", "requirements.txt to install after the frameworks")
 	fs.StringArrayVar(&o.Extras.Apt, "apt", nil, "extra OS package (apt or dnf; repeatable)")
-	fs.StringArrayVar(&o.Extras.Copy, "copy", nil, "copy SRC (relative to --context) to DST in the image, as SRC:DST (repeatable)")
+	fs.Var((*copyFlag)(&o.Extras.Copy), "copy", "copy SRC (relative to --context) to DST in the image, as SRC:DST (repeatable)")
 	fs.StringArrayVar(&o.EnvPairs, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	fs.StringVar(&o.Extras.Workdir, "workdir", "", "working directory of the image")
 	fs.StringVar(&o.Entrypoint, "entrypoint", "", `entrypoint, as a JSON array ('["python","-m","app"]') or words`)
@@ -367,6 +367,26 @@ func addTorchCompileFlag(fs *pflag.FlagSet, f *builder.Flags) {
 	fl.NoOptDefVal = "true"
 	fl.DefValue = "true"
 }
+
+// copyFlag is --copy's value: each SRC:DST is parsed by
+// builder.ParseCopySpec as it is given, and kept as written in the
+// extras' copies (gpuimg.yaml's copy: and the inputs digest write them
+// so). It repeats as pflag's string array does.
+type copyFlag []string
+
+func (c *copyFlag) Set(s string) error {
+	cp, err := builder.ParseCopySpec(s)
+	if err != nil {
+		return invalid(err, "")
+	}
+	*c = append(*c, cp.String())
+	return nil
+}
+
+func (c *copyFlag) String() string { return "[" + strings.Join(*c, ",") + "]" }
+
+// Type is pflag's name for a string array, whose syntax Set keeps.
+func (c *copyFlag) Type() string { return "stringArray" }
 
 // notFlag is a boolean flag that sets the negation of its value.
 type notFlag bool

@@ -103,3 +103,42 @@ func TestTorchCompileFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestTypedFlagValues: --copy and the single-value --platform are parsed
+// as they are given (builder.ParseCopySpec, images.ParsePlatform): good
+// values reach the options as written, a bad one stops the command line
+// with the value's own error and exit status 2.
+func TestTypedFlagValues(t *testing.T) {
+	bo := &BuildOptions{}
+	fs := pflag.NewFlagSet("build", pflag.ContinueOnError)
+	bo.AddFlags(fs)
+	must(t, fs.Parse([]string{"--copy", "app.py:/app/app.py", "--copy", "a:/b:c"}))
+	if got := strings.Join(bo.Extras.Copy, " "); got != "app.py:/app/app.py a:/b:c" {
+		t.Errorf("--copy gave %q", got)
+	}
+	if err := fs.Parse([]string{"--copy", "../x:/x"}); err == nil || !strings.Contains(err.Error(), `copy "../x:/x": the source must be inside the context directory`) {
+		t.Errorf("--copy ../x:/x: %v", err)
+	}
+
+	vo := &ValidateOptions{}
+	fs = pflag.NewFlagSet("validate", pflag.ContinueOnError)
+	vo.AddFlags(fs)
+	if vo.Platform.Get() != nil {
+		t.Errorf("no --platform: %v, want none", vo.Platform.Get())
+	}
+	must(t, fs.Parse([]string{"--platform", "linux/arm64/v8"}))
+	if p := vo.Platform.Get(); p == nil || p.Architecture != "arm64" || p.Variant != "v8" {
+		t.Errorf("--platform linux/arm64/v8 gave %v", p)
+	}
+
+	for _, args := range [][]string{
+		{"validate", "--platform", "linux/", "oci:nowhere"},
+		{"images", "export", "--platform", "linux/", "oci:nowhere", "x.tar"},
+		{"images", "convert", "--platform", "linux/", "oci:nowhere", "registry.example.com/x:y"},
+	} {
+		_, errOut, code := run(t, args...)
+		if code != ExitInvalid || !strings.Contains(errOut, `gpuimg: --platform: platform "linux/" is not os/arch[/variant]`) {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -18,16 +17,25 @@ import (
 	"github.com/gpuimg/gpuimg/validate"
 )
 
-// parsePlatform parses a --platform flag; empty means none.
-func parsePlatform(s string) (*v1.Platform, error) {
-	if s == "" {
-		return nil, nil
+// platformFlag binds a single-value --platform to p, parsed as it is
+// given (images.Platform); a bad value is refused naming the flag.
+func platformFlag(fs *pflag.FlagSet, p *images.Platform, usage string) {
+	fs.Var(&namedValue{Value: p, name: "platform"}, "platform", usage)
+}
+
+// namedValue is a typed flag value whose parse error names the flag
+// ("--platform: …"), as an invalid-input *Error with no hint: the
+// value's own error says how to write it.
+type namedValue struct {
+	pflag.Value
+	name string
+}
+
+func (v *namedValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return invalid(fmt.Errorf("--%s: %w", v.name, err), "")
 	}
-	pl, err := images.ParsePlatform(s)
-	if err != nil {
-		return nil, invalid(fmt.Errorf("--platform: %w", err), "")
-	}
-	return pl, nil
+	return nil
 }
 
 // RegistryOptions are how gpuimg reaches registries: the flags of every
@@ -94,17 +102,13 @@ func (o *RegistryOptions) Options() ([]images.Option, error) {
 }
 
 // optionsFor is Options with the image platform of a --platform flag
-// ("" for none).
-func (o *RegistryOptions) optionsFor(platform string) ([]images.Option, error) {
+// (none when it was not given).
+func (o *RegistryOptions) optionsFor(platform *images.Platform) ([]images.Option, error) {
 	opts, err := o.Options()
 	if err != nil {
 		return nil, err
 	}
-	pl, err := parsePlatform(platform)
-	if err != nil {
-		return nil, err
-	}
-	return append(opts, images.WithPlatform(pl)), nil
+	return append(opts, images.WithPlatform(platform.Get())), nil
 }
 
 func newImagesCmd() *cobra.Command {
@@ -132,7 +136,8 @@ validate and build take the same flags.`,
 func newCopyCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	var dryRun, once bool
-	var platform, output string
+	var output string
+	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "copy SRC DST...",
 		Short: "Copy an image or index to one or many registries",
@@ -162,7 +167,7 @@ with gpuimg images export).`,
 			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
-			opts, err := ro.optionsFor(platform)
+			opts, err := ro.optionsFor(&platform)
 			if err != nil {
 				return err
 			}
@@ -178,7 +183,7 @@ with gpuimg images export).`,
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would move and how many bytes, write nothing")
 	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
-	cmd.Flags().StringVar(&platform, "platform", "", "copy only this platform's image from an index (its digest, not the index's)")
+	platformFlag(cmd.Flags(), &platform, "copy only this platform's image from an index (its digest, not the index's)")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
@@ -206,7 +211,8 @@ func renderCopyText(w io.Writer, res *images.CopyResult) error {
 
 func newExportCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var format, platform, output string
+	var format, output string
+	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "export SRC FILE",
 		Short: "Write an image to a file for docker load or cloud image import",
@@ -228,7 +234,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
-			opts, err := ro.optionsFor(platform)
+			opts, err := ro.optionsFor(&platform)
 			if err != nil {
 				return err
 			}
@@ -249,7 +255,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&format, "format", string(images.FormatOCIArchive), "oci, oci-archive or docker-archive")
-	cmd.Flags().StringVar(&platform, "platform", "", "platform to export from an index (docker-archive; default linux/amd64)")
+	platformFlag(cmd.Flags(), &platform, "platform to export from an index (docker-archive; default linux/amd64)")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
@@ -394,7 +400,8 @@ not count.`,
 
 func newConvertCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var comp, platform, output, prioritize string
+	var comp, output, prioritize string
+	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "convert SRC DST --compression zstd|estargz|gzip",
 		Short: "Recompress an image's layers for faster pulls or lazy pulling",
@@ -420,7 +427,7 @@ fetches them before the container starts.`,
 			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
 			}
-			opts, err := ro.optionsFor(platform)
+			opts, err := ro.optionsFor(&platform)
 			if err != nil {
 				return err
 			}
@@ -445,7 +452,7 @@ fetches them before the container starts.`,
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&comp, "compression", "zstd", "zstd, estargz or gzip")
-	cmd.Flags().StringVar(&platform, "platform", "", "platform to convert from an index (default linux/amd64)")
+	platformFlag(cmd.Flags(), &platform, "platform to convert from an index (default linux/amd64)")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	cmd.Flags().StringVar(&prioritize, "prioritize", "", "estargz: file listing the paths to put first and prefetch, one a line")
 	return cmd

@@ -22,26 +22,26 @@ import (
 
 // ValidateOptions are the flags of gpuimg validate.
 type ValidateOptions struct {
-	Matrix                           MatrixOptions
-	Platform, Driver, GPU, Bandwidth string
-	Output                           string
-	Registry                         RegistryOptions
-	Attach                           bool
-	Run, ProbeBinary, ProbeImage     string
-	Bench                            bool
-	Budget                           time.Duration
-	MinEfficiency                    []string
-	Targets                          []string
-	accept                           acceptFlags // --baseline, --reference, --max-loss
+	Matrix                       MatrixOptions
+	Platform                     images.Platform
+	Driver, GPU, Bandwidth       string
+	Output                       string
+	Registry                     RegistryOptions
+	Attach                       bool
+	Run, ProbeBinary, ProbeImage string
+	Bench                        bool
+	Budget                       time.Duration
+	MinEfficiency                []string
+	Targets                      []string
+	accept                       acceptFlags // --baseline, --reference, --max-loss
 
-	platform *v1.Platform    // --platform, parsed
-	targets  []matrix.Target // --target, looked up
+	targets []matrix.Target // --target, looked up
 }
 
 // AddFlags binds the options to flags.
 func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
-	fs.StringVar(&o.Platform, "platform", "", "platform to read from a multi-platform image (default linux/amd64)")
+	platformFlag(fs, &o.Platform, "platform to read from a multi-platform image (default linux/amd64)")
 	stackFlag(fs, &o.Driver, "driver", "535.104.05", "check against this NVIDIA driver (535.104.05)")
 	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
@@ -184,9 +184,6 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 			return ref, opt, invalid(err, "")
 		}
 	}
-	if o.platform, err = parsePlatform(o.Platform); err != nil {
-		return ref, opt, err
-	}
 	if opt.DB, err = o.Matrix.Load(); err != nil {
 		return ref, opt, err
 	}
@@ -212,7 +209,7 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 	if len(o.targets) > 0 && o.Run != "" {
 		return ref, opt, invalid(errors.New("--target checks the image statically; it does not combine with --run"), "run them one after the other")
 	}
-	if len(o.targets) > 0 && o.Platform != "" {
+	if len(o.targets) > 0 && o.Platform.Get() != nil {
 		return ref, opt, invalid(errors.New("--target picks the platform the fleet runs; it does not combine with --platform"), "drop --platform")
 	}
 	return ref, opt, nil
@@ -223,8 +220,8 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt validate.Options, reg []images.Option) (*validate.Report, error) {
 	spec := verbs.Spec{Options: opt}
 	spec.Targets = o.targets
-	if o.platform != nil {
-		spec.Platforms = []*v1.Platform{o.platform}
+	if p := o.Platform.Get(); p != nil {
+		spec.Platforms = []*v1.Platform{p}
 	}
 	reps, err := verbs.Validate(ctx, ref, spec, reg...)
 	var ve *verbs.Error
