@@ -95,4 +95,3 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 		return t.flush()
 	})
 }
-

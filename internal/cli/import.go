@@ -11,8 +11,8 @@ import (
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/humanize"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
-	"github.com/gpuimg/gpuimg/validate"
 )
 
 // ImportOptions are the flags of gpuimg images import.
@@ -87,8 +87,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 				return err
 			}
 			reg = append(reg, images.WithDryRun(o.DryRun), images.WithProgress(cmd.ErrOrStderr()))
-			check := validate.TargetCheck(t, validate.Options{Name: args[0], DB: db})
-			res, err := images.Import(cmd.Context(), args[0], t, o.To, check, reg...)
+			res, err := verbs.Import(cmd.Context(), args[0], t, o.To, db, reg...)
 			if res != nil {
 				if rerr := renderImport(cmd.OutOrStdout(), o.Output, res); rerr != nil {
 					return rerr
