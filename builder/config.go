@@ -385,6 +385,15 @@ func CheckCompression(c matrix.Compression) error {
 	return fmt.Errorf("compression %q: use zstd, gzip or estargz", c)
 }
 
+// ForTarget sets the compression of a build for target t when no
+// setting named one (Sources["compression"] is FromDefault):
+// CompressionFor(t), gzip for a target that takes no zstd layers.
+func (s *Settings) ForTarget(t *matrix.Target) {
+	if s.Sources["compression"] == FromDefault {
+		s.Request.Compression = CompressionFor(t)
+	}
+}
+
 // CompressionFor is the compression a build for target t (nil: none)
 // uses when it names none: "" (DefaultCompression), or gzip when t does
 // not take zstd layers: its compressions leave zstd out, or it takes

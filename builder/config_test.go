@@ -241,6 +241,23 @@ func TestCompression(t *testing.T) {
 			t.Errorf("CompressionFor(%s) = %q, want %q", tt.name, got, tt.want)
 		}
 	}
+	gzipOnly := &matrix.Target{Name: "g", Compressions: []matrix.Compression{matrix.CompressionGzip}}
+	for _, tt := range []struct {
+		name  string
+		flags Flags
+		want  matrix.Compression
+	}{
+		{"default", Flags{}, "gzip"},
+		{"named", Flags{Compression: "estargz"}, "estargz"},
+	} {
+		s, err := Merge(tt.flags, Env{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ForTarget(gzipOnly); s.Request.Compression != tt.want {
+			t.Errorf("ForTarget, %s compression: %q, want %q", tt.name, s.Request.Compression, tt.want)
+		}
+	}
 	if _, err := Merge(Flags{Compression: "lz4"}, Env{}, nil); err == nil || !strings.Contains(err.Error(), `compression "lz4": use zstd, gzip or estargz (set by the command line)`) {
 		t.Errorf("lz4: err = %v", err)
 	}

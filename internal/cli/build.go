@@ -166,9 +166,9 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	}
 	// A target that takes no zstd gets gzip; an unknown one is the
 	// resolver's error.
-	if c.Target != "" && set.Sources["compression"] == builder.FromDefault {
+	if c.Target != "" {
 		if t, err := db.Target(c.Target); err == nil {
-			set.Request.Compression = builder.CompressionFor(&t)
+			set.ForTarget(&t)
 		}
 	}
 	if err := completeRequest(cmd.Context(), &set.Request, o.Registry); err != nil {
