@@ -117,19 +117,17 @@ driver or GPU where the probe ran.`,
 				if err != nil {
 					return err
 				}
-				judging := accept.Baseline != nil || accept.Reference
-				if judging && (!vo.Bench || vo.Run == "kubernetes") {
-					return invalid(errors.New("--baseline and --reference judge the benchmarks of a run here"), "add --bench; for --run kubernetes judge the Jobs' results with gpuimg probe judge")
+				if accept.Baseline != nil || accept.Reference {
+					if !vo.Bench || vo.Run == "kubernetes" {
+						return invalid(errors.New("--baseline and --reference judge the benchmarks of a run here"), "add --bench; for --run kubernetes judge the Jobs' results with gpuimg probe judge")
+					}
+					run.Accept = &accept
 				}
 				if rep, err = gpurun.Run(cmd.Context(), run); err != nil {
 					return invalid(err, "")
 				}
 				if rep == nil {
 					return nil // --run kubernetes: the Job is the output
-				}
-				if judging && rep.Probe != nil {
-					gpuprobe.Accept(rep.Probe, accept)
-					rep.Checks, rep.Verdict = rep.Probe.Checks, rep.Probe.Verdict
 				}
 				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, verbs.Judged{})
 			}

@@ -322,6 +322,34 @@ func TestRunWithoutGPU(t *testing.T) {
 	}
 }
 
+// TestRunAccept: with Accept the run's result is judged (gpuprobe.Accept)
+// before the report is made: the report carries the acceptance, and its
+// checks and verdict are the judged result's (a machine without a GPU is
+// rejected); without it, none.
+func TestRunAccept(t *testing.T) {
+	probe := `{"gpus":[],"no_gpu":"libnvidia-ml.so.1 not found","checks":[{"name":"nvidia-driver","status":"fail","message":"libnvidia-ml.so.1 not found"}],"verdict":"no-gpu","created":"2026-11-30T00:00:00Z"}`
+	standIn(t, Docker, "--gpus all", dockerNoToolkit, probe)
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, accept := range []*gpuprobe.AcceptOptions{nil, {Reference: true, DB: db, MaxLoss: 0.1}} {
+		rep, err := Run(t.Context(), Options{Mode: Docker, Image: ref(t, "127.0.0.1:5000/gpuimg/probe:1"), ProbeBinary: "/opt/gpuimg", Accept: accept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Probe.Acceptance != nil; got != (accept != nil) {
+			t.Errorf("accept %v: acceptance %+v", accept, rep.Probe.Acceptance)
+		}
+		if accept != nil && (rep.Probe.Acceptance.MaxLoss != 0.1 || rep.Probe.Acceptance.Verdict != "reject") {
+			t.Errorf("acceptance %+v, want a machine without a GPU rejected, allowing 10%%", rep.Probe.Acceptance)
+		}
+		if rep.Verdict != rep.Probe.Verdict || len(rep.Checks) != len(rep.Probe.Checks) {
+			t.Errorf("report verdict %s with %d checks, the judged result's %s with %d", rep.Verdict, len(rep.Checks), rep.Probe.Verdict, len(rep.Probe.Checks))
+		}
+	}
+}
+
 // TestRunKubernetes writes the Job and returns no report.
 func TestRunKubernetes(t *testing.T) {
 	var b strings.Builder

@@ -76,6 +76,11 @@ type Options struct {
 	// Digest, when set, gives a registry image's digest for the report;
 	// "" leaves it out. It is called after the probe ran.
 	Digest func(ctx context.Context) string
+	// Accept, when set, judges the run's figures against a baseline or
+	// the published references (gpuprobe.Accept) before the report is
+	// made, so that its checks and verdict are the judged ones. Nil
+	// judges against the GPU's peaks only.
+	Accept *gpuprobe.AcceptOptions
 }
 
 // Run probes the image as opt.Mode says and returns the GPU report, with
@@ -107,6 +112,9 @@ func Run(ctx context.Context, opt Options) (*validate.Report, error) {
 		if res, err = runEngine(ctx, opt, image); err != nil {
 			return nil, err
 		}
+	}
+	if opt.Accept != nil {
+		gpuprobe.Accept(res, *opt.Accept)
 	}
 	digest := ""
 	if opt.Image.Transport == images.Registry && opt.Digest != nil {
