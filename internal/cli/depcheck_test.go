@@ -50,8 +50,9 @@ var importRules = []importRule{
 		why:  "internal/upstream reads upstream's sources over HTTP and registries through images, nothing else",
 	},
 	{
-		// The workflows both the CLI and publish run, over images and
-		// validate; publish schedules them, so they must not know it.
+		// The workflows both the CLI and publish run, over images,
+		// validate and builder; publish schedules them, so they must not
+		// know it.
 		from: []string{"internal/verbs/..."},
 		deny: []string{"internal/publish/...", "internal/upstream/..."},
 		why:  "internal/verbs holds the workflows its callers (the CLI, publish) share; it knows neither",
