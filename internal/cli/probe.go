@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpuimg/gpuimg/internal/atomicfile"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 	"github.com/gpuimg/gpuimg/validate/gpuprobe"
@@ -189,7 +190,7 @@ func writeBaseline(path string, res *gpuprobe.Result) error {
 	if err != nil {
 		return fmt.Errorf("encode baseline: %w", err)
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return atomicfile.Write(path, append(data, '\n'))
 }
 
 func newProbeJudgeCmd() *cobra.Command {

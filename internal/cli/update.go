@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/atomicfile"
 	"github.com/gpuimg/gpuimg/internal/upstream"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
@@ -230,12 +231,12 @@ func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) er
 			return err
 		}
 		if o.Output != "" {
-			if err := writeFileAtomic(o.Output, b); err != nil {
+			if err := atomicfile.Write(o.Output, b); err != nil {
 				return invalid(err, "choose a writable -o path")
 			}
 		}
 	case o.Output != "":
-		if err := writeFileAtomic(o.Output, b); err != nil {
+		if err := atomicfile.Write(o.Output, b); err != nil {
 			return invalid(err, "choose a writable -o path")
 		}
 		fmt.Fprintf(stderr, "wrote %s (%d new or extended rows)\n", o.Output, len(ov.Found))
@@ -255,20 +256,6 @@ func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) er
 			Hint: "write them with gpuimg matrix update -o FILE, review the could-not-fill facts, and add the rows to the data", Code: ExitFailed}
 	}
 	fmt.Fprintln(stdout, "the matrix has everything upstream publishes")
-	return nil
-}
-
-// writeFileAtomic writes b to path through a temporary file in the same
-// directory and a rename, so that path never holds half a file.
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := writeTemp(path, b)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
 	return nil
 }
 
@@ -326,9 +313,9 @@ func writeData(stderr io.Writer, dir string, ov *upstream.Overlay) error {
 	}()
 	var paths []string
 	for _, name := range names {
-		t, err := writeTemp(filepath.Join(dir, name), folded[name])
+		t, err := atomicfile.WriteTemp(filepath.Join(dir, name), folded[name])
 		if err != nil {
-			return invalid(err, "make matrix/data writable")
+			return invalid(fmt.Errorf("write %s: %w", filepath.Join(dir, name), err), "make matrix/data writable")
 		}
 		tmps[name] = t
 		paths = append(paths, t)
@@ -347,28 +334,4 @@ func writeData(stderr io.Writer, dir string, ov *upstream.Overlay) error {
 		fmt.Fprintf(stderr, "not written: %s: %s\n", inc.Row, inc.Reason)
 	}
 	return nil
-}
-
-// writeTemp writes b to a new temporary file beside path and returns its
-// name.
-func writeTemp(path string, b []byte) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return tmp.Name(), nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuimg/gpuimg/internal/atomicfile"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -201,7 +202,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFileAtomic(p, []byte("new")); err != nil {
+	if err := atomicfile.Write(p, []byte("new")); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "new" {
@@ -210,7 +211,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("temp files left: %v", entries)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "missing", "o.yaml"), []byte("x")); err == nil || !strings.Contains(err.Error(), "missing/o.yaml") {
+	if err := atomicfile.Write(filepath.Join(dir, "missing", "o.yaml"), []byte("x")); err == nil || !strings.Contains(err.Error(), "missing/o.yaml") {
 		t.Errorf("write into a missing directory: %v", err)
 	}
 }

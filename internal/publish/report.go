@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuimg/gpuimg/internal/atomicfile"
 )
 
 // The files WriteReports writes into the report directory.
@@ -240,7 +242,7 @@ func writeReportFiles(dir string, files []reportFile) (err error) {
 		}
 	}()
 	for i, f := range files {
-		t, err := writeReportTemp(dir, f.name, rendered[i])
+		t, err := atomicfile.WriteTemp(filepath.Join(dir, f.name), rendered[i])
 		if err != nil {
 			return fmt.Errorf("write %s: %w; choose a writable report directory", filepath.Join(dir, f.name), err)
 		}
@@ -254,26 +256,4 @@ func writeReportFiles(dir string, files []reportFile) (err error) {
 		temps[i] = ""
 	}
 	return nil
-}
-
-func writeReportTemp(dir, name string, b []byte) (string, error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
 }
