@@ -232,3 +232,30 @@ func TargetChecks(cs []Check) []Check {
 	}
 	return out
 }
+
+// NewFabricChecks are the fabric checks (named fabric:NAME:WHAT) of cs
+// whose fabric have has none of: a target of another platform group
+// brings its fleet's fabric into that group's report only.
+func NewFabricChecks(have, cs []Check) []Check {
+	fabricOf := func(n string) string {
+		rest, ok := strings.CutPrefix(n, "fabric:")
+		if !ok {
+			return ""
+		}
+		f, _, _ := strings.Cut(rest, ":")
+		return f
+	}
+	seen := map[string]bool{}
+	for _, c := range have {
+		if f := fabricOf(c.Name); f != "" {
+			seen[f] = true
+		}
+	}
+	var out []Check
+	for _, c := range cs {
+		if f := fabricOf(c.Name); f != "" && !seen[f] {
+			out = append(out, c)
+		}
+	}
+	return out
+}

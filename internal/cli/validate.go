@@ -32,6 +32,7 @@ type ValidateOptions struct {
 	Budget                           time.Duration
 	MinEfficiency                    []string
 	Targets                          []string
+	Fabrics                          []string
 	accept                           acceptFlags // --baseline, --reference, --max-loss
 
 	platform *v1.Platform    // --platform, parsed
@@ -46,6 +47,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
 	fs.StringArrayVar(&o.Targets, "target", nil, "check everything a provider fleet requires (sagemaker/p5, gke/cos-default; gpuimg matrix list targets): host driver, GPUs, platform, manifest format, index and attestations, compression, size, runtime contract (repeatable)")
+	fs.StringArrayVar(&o.Fabrics, "fabric", nil, "check that the image carries the user space of a multi-node fabric (efa, infiniband, tcpxo, gib; gpuimg matrix list fabrics): NCCL's network plugin and its libraries, libfabric's provider, NCCL against the plugin, settings that turn it off (repeatable; a --target whose row names a fabric adds it)")
 	fs.StringVar(&o.Run, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
 	fs.StringVar(&o.ProbeBinary, "probe-binary", "", "gpuimg binary to mount into the container as the probe (default: this one; build it with CGO_ENABLED=0, as make build does)")
 	fs.StringVar(&o.ProbeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
@@ -79,7 +81,10 @@ into each CUDA library. Then it checks:
   size            compressed size, layers, pull time at --bandwidth
   target:NAME:*   with --target: driver, gpu/GPU, platform, media-type,
                   index, attestations, compression, size, entrypoint, port,
-                  user, each against the fleet's row (docs/validate.md)
+                  user, each against the fleet's row (docs/validate.md),
+                  and fabric: the fleet's fabric, or that its row names none
+  fabric:NAME:*   with --fabric or a target's fabric: plugin, closure, libs,
+                  provider, nccl, env (docs/fabric.md)
 
 IMAGE is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE or docker-daemon:REF.
@@ -95,6 +100,7 @@ driver or GPU where the probe ran.`,
   gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
   gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml
   gpuimg validate registry.example.com/ml/torch:2.3-cu122 --target sagemaker/p5 --target gke/cos-default
+  gpuimg validate registry.example.com/ml/train:efa --fabric efa   # or --target eks/p5
   gpuimg validate registry.example.com/ml/torch:nightly --attach   # then: gpuimg images promote … --require static
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
@@ -208,6 +214,16 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 			return ref, opt, invalid(fmt.Errorf("--target: %w", err), "")
 		}
 		o.targets = append(o.targets, t)
+	}
+	for _, n := range o.Fabrics {
+		f, err := opt.DB.Fabric(n)
+		if err != nil {
+			return ref, opt, invalid(fmt.Errorf("--fabric: %w", err), "")
+		}
+		opt.Fabrics = append(opt.Fabrics, f)
+	}
+	if len(opt.Fabrics) > 0 && o.Run != "" {
+		return ref, opt, invalid(errors.New("--fabric checks the image statically; it does not combine with --run"), "run them one after the other")
 	}
 	if len(o.targets) > 0 && o.Run != "" {
 		return ref, opt, invalid(errors.New("--target checks the image statically; it does not combine with --run"), "run them one after the other")
