@@ -251,9 +251,9 @@ type File struct {
 	GPUs          []GPU           `yaml:"gpus"`
 	Targets       []Target        `yaml:"targets"`
 	// Fabrics: see the type; in data/fabrics.yaml.
-	Fabrics []Fabric `yaml:"fabrics"`
-	References    []Reference     `yaml:"references"`
-	Links         []Link          `yaml:"links"`
+	Fabrics    []Fabric    `yaml:"fabrics"`
+	References []Reference `yaml:"references"`
+	Links      []Link      `yaml:"links"`
 	// StandalonePythons: see the type; in data/pythons.yaml.
 	StandalonePythons []StandalonePython `yaml:"standalone_pythons"`
 }
