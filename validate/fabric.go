@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"debug/elf"
 	"fmt"
 	"path"
 	"regexp"
@@ -106,9 +107,17 @@ func (fc *fabricCheck) run() {
 }
 
 // searchDirs is where dlopen(name) from NCCL looks: LD_LIBRARY_PATH, the
-// ld.so cache (the directories /etc/ld.so.conf names), the defaults.
+// ld.so cache (the directories /etc/ld.so.conf names), the default
+// directories of the machine the fabric's objects are built for.
 func (fc *fabricCheck) searchDirs() []string {
-	return slices.Concat(fc.cl.ldPath, fc.cl.conf, defaultLibDirs(0))
+	var m elf.Machine
+	for _, o := range fc.sortedObjs() {
+		if o.dyn != nil {
+			m = o.dyn.machine
+			break
+		}
+	}
+	return slices.Concat(fc.cl.ldPath, fc.cl.conf, defaultLibDirs(m))
 }
 
 // plugin finds the plugin's files, judges whether NCCL opens one, and
