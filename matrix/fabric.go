@@ -41,6 +41,9 @@ type Fabric struct {
 	// Host, when set, is what the node installs for the pods: the image
 	// carries none of it, and must not carry what shadows it.
 	Host *FabricHost `yaml:"host" json:"host,omitempty"`
+	// AllReduce, when set, is the bandwidth floor a multi-node all-reduce
+	// over the fabric must reach.
+	AllReduce *AllReduceFloor `yaml:"allreduce" json:"allreduce,omitempty"`
 	// Transport are the NCCL log lines (NCCL_DEBUG=INFO) that show the
 	// fabric in use, as regular expressions.
 	Transport []string `yaml:"transport" json:"transport,omitempty"`
@@ -113,6 +116,16 @@ func (e FabricEnv) Disables(v string) bool {
 		return slices.ContainsFunc(e.Deny, eq)
 	}
 	return !slices.ContainsFunc(e.Allow, eq)
+}
+
+// AllReduceFloor is the lowest all-reduce bandwidth a source accepts for
+// a fabric: at Bytes per all-reduce, the algorithm bandwidth (bytes over
+// time, as nccl-tests' algbw) at least MinAlgbwGBs GB/s.
+type AllReduceFloor struct {
+	Bytes       int64    `yaml:"bytes" json:"bytes"`
+	MinAlgbwGBs float64  `yaml:"min_algbw_gbs" json:"min_algbw_gbs"`
+	Source      string   `yaml:"source" json:"source"`
+	Notes       []string `yaml:"notes" json:"notes,omitempty"`
 }
 
 // FabricHost is what a node installs for the pods of a fabric.
@@ -197,6 +210,14 @@ func (db *DB) validateFabric(f Fabric) []string {
 	for _, e := range f.Env {
 		if e.Name == "" || e.Why == "" || len(e.Allow) > 0 && len(e.Deny) > 0 {
 			bad = append(bad, fmt.Sprintf("fabric %s: env %q needs a name, a why, and allow or deny (not both)", f.Name, e.Name))
+		}
+	}
+	if a := f.AllReduce; a != nil {
+		if a.Bytes <= 0 || a.MinAlgbwGBs <= 0 {
+			bad = append(bad, fmt.Sprintf("fabric %s: allreduce needs bytes and min_algbw_gbs", f.Name))
+		}
+		if _, ok := db.Sources[a.Source]; !ok {
+			bad = append(bad, fmt.Sprintf("fabric %s: allreduce names source %q, which no file defines under sources:", f.Name, a.Source))
 		}
 	}
 	if f.Host != nil && f.Host.Dir == "" {

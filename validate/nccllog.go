@@ -2,12 +2,14 @@ package validate
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -34,6 +36,20 @@ type NCCLTransport struct {
 	// found", "Could not find"), without their host:pid:tid prefix, each
 	// once, in the order seen.
 	Reasons []string `json:"reasons,omitempty"`
+	// AllReduce is the result line of gpuimg's multi-node all-reduce
+	// (validate/gpurun/allreduce.py), when the log holds one.
+	AllReduce *AllReduceResult `json:"allreduce,omitempty"`
+}
+
+// AllReduceResult is what allreduce.py prints on rank 0.
+type AllReduceResult struct {
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	AlgbwGBs float64 `json:"algbw_gbs"`
+	BusbwGBs float64 `json:"busbw_gbs"`
+	World    int     `json:"world"`
+	Nodes    int     `json:"nodes"`
+	NCCL     string  `json:"nccl"`
 }
 
 var (
@@ -71,6 +87,14 @@ func ReadNCCLLog(r io.Reader) (NCCLTransport, error) {
 		}
 		if m := reNCCLVersion.FindStringSubmatch(line); m != nil && t.Version == "" {
 			t.Version = m[1]
+		}
+		if strings.HasPrefix(line, `{"gpuimg_allreduce"`) {
+			var v struct {
+				R AllReduceResult `json:"gpuimg_allreduce"`
+			}
+			if err := json.Unmarshal([]byte(line), &v); err == nil {
+				t.AllReduce = &v.R
+			}
 		}
 		if strings.Contains(line, "NET/Socket : Using") {
 			t.Socket = true
@@ -141,4 +165,28 @@ func (t NCCLTransport) Judge(f *matrix.Fabric) Check {
 		gdr = "GPUDirect RDMA"
 	}
 	return Check{Name: name, Status: matrix.Pass, Message: fmt.Sprintf("NCCL used %s (%s)", what, gdr)}
+}
+
+// JudgeAllReduce judges a multi-node all-reduce's log: the transport
+// (Judge), and the bandwidth against the fabric's floor
+// (matrix.Fabric.AllReduce) as nccl/allreduce.
+func (t NCCLTransport) JudgeAllReduce(f *matrix.Fabric) []Check {
+	out := []Check{t.Judge(f)}
+	const name = "nccl/allreduce"
+	r := t.AllReduce
+	if r == nil {
+		return append(out, Check{Name: name, Status: matrix.Warn, Message: "the log holds no gpuimg_allreduce result line, so the bandwidth is not judged: the log is not from validate --run kubernetes --nodes's Job, or its all-reduce did not finish (see the log above)"})
+	}
+	what := fmt.Sprintf("%s all-reduce over %d ranks on %d nodes: algbw %.1f GB/s, busbw %.1f GB/s", humanize.Bytes(r.Bytes), r.World, r.Nodes, r.AlgbwGBs, r.BusbwGBs)
+	switch {
+	case r.Nodes < 2:
+		return append(out, Check{Name: name, Status: matrix.Warn, Message: what + ": fewer than 2 nodes, so no traffic crossed the fabric"})
+	case f == nil || f.AllReduce == nil:
+		return append(out, Check{Name: name, Status: matrix.Pass, Message: what + " (no floor recorded for the fabric)"})
+	case r.Bytes < f.AllReduce.Bytes:
+		return append(out, Check{Name: name, Status: matrix.Warn, Message: fmt.Sprintf("%s: the fabric's floor (%.0f GB/s algbw) is for %s all-reduces; run with GPUIMG_ALLREDUCE_BYTES=%d", what, f.AllReduce.MinAlgbwGBs, humanize.Bytes(f.AllReduce.Bytes), f.AllReduce.Bytes)})
+	case r.AlgbwGBs < f.AllReduce.MinAlgbwGBs:
+		return append(out, Check{Name: name, Status: matrix.Fail, Message: fmt.Sprintf("%s, below %s's floor of %.0f GB/s algbw (%s)", what, f.Name, f.AllReduce.MinAlgbwGBs, f.AllReduce.Source)})
+	}
+	return append(out, Check{Name: name, Status: matrix.Pass, Message: fmt.Sprintf("%s, at least %s's floor of %.0f GB/s algbw (%s)", what, f.Name, f.AllReduce.MinAlgbwGBs, f.AllReduce.Source)})
 }

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,51 @@ func TestJudgeNCCLLog(t *testing.T) {
 	tr, err := ReadNCCLLog(strings.NewReader("NCCL version 2.19.3+cuda12.3\n"))
 	if err != nil || tr.Version != "2.19.3+cuda12.3" || tr.Judge(nil).Status != matrix.Warn {
 		t.Errorf("a log without a network: %+v %v", tr, err)
+	}
+}
+
+// TestJudgeAllReduce: the result line of allreduce.py (written here as
+// it prints it) after a recorded EFA log, against efa's floor.
+func TestJudgeAllReduce(t *testing.T) {
+	d := db(t)
+	efa, err := d.Fabric("efa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := os.ReadFile(filepath.Join("testdata", "nccllog", "efa-nccl-1597.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gdr, err := os.ReadFile(filepath.Join("testdata", "nccllog", "efa-gdrdma-nccl-527.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(bytes int64, algbw float64, nodes int) string {
+		return fmt.Sprintf(`{"gpuimg_allreduce": {"bytes": %d, "seconds": 0.1, "algbw_gbs": %g, "busbw_gbs": %g, "world": %d, "nodes": %d, "nccl": "2.21.5"}}`+"\n", bytes, algbw, algbw*2*15/16, nodes*8, nodes)
+	}
+	for _, tt := range []struct {
+		name, log string
+		status    matrix.Status
+		msg       string
+	}{
+		{"above the floor", string(recorded) + string(gdr) + line(1<<30, 42.5, 2), matrix.Pass, "1.0 GiB all-reduce over 16 ranks on 2 nodes: algbw 42.5 GB/s, busbw 79.7 GB/s, at least efa's floor of 3 GB/s algbw (fab-dlc-efa-allreduce)"},
+		{"below the floor", string(recorded) + line(1<<30, 1.2, 2), matrix.Fail, "below efa's floor of 3 GB/s algbw"},
+		{"one node", string(recorded) + line(1<<30, 200, 1), matrix.Warn, "fewer than 2 nodes"},
+		{"small messages", string(recorded) + line(1<<20, 1, 2), matrix.Warn, "GPUIMG_ALLREDUCE_BYTES=1073741824"},
+		{"no result", string(recorded), matrix.Warn, "no gpuimg_allreduce result line"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := ReadNCCLLog(strings.NewReader(tt.log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := tr.JudgeAllReduce(&efa)
+			if len(cs) != 2 || cs[0].Name != "nccl/transport" {
+				t.Fatalf("checks %v", cs)
+			}
+			if c := cs[1]; c.Status != tt.status || !strings.Contains(c.Message, tt.msg) {
+				t.Errorf("%s %q, want %s containing %q", c.Status, c.Message, tt.status, tt.msg)
+			}
+		})
 	}
 }

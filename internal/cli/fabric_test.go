@@ -64,3 +64,44 @@ func TestValidateFabricFlag(t *testing.T) {
 		t.Errorf("matrix list fabrics: exit %d\n%s", code, out)
 	}
 }
+
+// TestValidateNodesAndNCCLLog: --run kubernetes --nodes writes the
+// multi-node all-reduce; --nccl-log judges a recorded log beside the
+// static checks.
+func TestValidateNodesAndNCCLLog(t *testing.T) {
+	out, errOut, code := run(t, "validate", "registry.example.com/ml/train:efa", "--run", "kubernetes", "--nodes", "3", "--fabric", "efa")
+	if code != 0 || !strings.Contains(out, "completionMode: Indexed") || !strings.Contains(out, "--nnodes=3") || !strings.Contains(out, "the efa fabric's") {
+		t.Errorf("--nodes 3: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"--run", "kubernetes", "--nodes", "1"},
+		{"--run", "docker", "--nodes", "2"},
+		{"--nodes", "2"},
+	} {
+		if _, errOut, code := run(t, append([]string{"validate", "registry.example.com/ml/train:efa"}, args...)...); code != 2 || !strings.Contains(errOut, "--nodes") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+
+	img := filesImage(t, [][2]string{{"etc/os-release", "ID=debian\n"}}, nil)
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(img))
+	log := filepath.Join("..", "..", "validate", "testdata", "nccllog", "socket-nccl-1410.log")
+	out, _, code = run(t, "validate", "oci:"+dir, "--nccl-log", log, "--fabric", "efa", "-o", "json")
+	var r report
+	must(t, json.Unmarshal([]byte(out), &r))
+	found := false
+	for _, c := range r.Checks {
+		if c.Name == "nccl/transport" {
+			found = c.Status == "fail" && strings.Contains(c.Message, "fell back to TCP sockets")
+		}
+	}
+	if code != 1 || !found {
+		t.Errorf("--nccl-log of a socket fallback: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := run(t, "validate", "oci:"+dir, "--nccl-log", filepath.Join(t.TempDir(), "none.log")); code != 2 || !strings.Contains(errOut, "--nccl-log") {
+		t.Errorf("--nccl-log of a missing file: exit %d, %q", code, errOut)
+	}
+}
