@@ -150,6 +150,10 @@ func (fc *fabricCheck) plugin() *elfObj {
 			}
 		}
 	}
+	if len(want) == 0 {
+		fc.add("plugin", matrix.Fail, "the image has %s, but NCCL loads no network plugin%s: unset NCCL_NET_PLUGIN, or set it to %s", paths(found), fc.via("NCCL_NET_PLUGIN"), orName(p.NetPlugin, path.Base(found[0].path)))
+		return found[0]
+	}
 	dirs := fc.searchDirs()
 	for _, n := range want {
 		r, ok := fc.cl.find(n, dirs)
@@ -436,6 +440,13 @@ func (fc *fabricCheck) sortedObjs() []*elfObj {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out
+}
+
+func orName(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func paths(objs []*elfObj) string {

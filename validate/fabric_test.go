@@ -158,7 +158,7 @@ func TestFabricEFA(t *testing.T) {
 		{"the environment wins over /etc/nccl.conf", append(efaBase(so), file{"etc/nccl.conf", "NCCL_NET=Socket\n"}), append([]string{"NCCL_NET=AWS Libfabric"}, efaEnv...), map[string]string{
 			"env": "pass no setting turns it off (NCCL_NET=AWS Libfabric"}},
 		{"NCCL_NET_PLUGIN=none", efaBase(so), []string{"LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib64", "NCCL_NET_PLUGIN=none"}, map[string]string{
-			"env": "fail NCCL_NET_PLUGIN=none", "plugin": "fail"}},
+			"env": "fail NCCL_NET_PLUGIN=none", "plugin": "fail NCCL loads no network plugin (NCCL_NET_PLUGIN=none, image config ENV): unset NCCL_NET_PLUGIN, or set it to ofi"}},
 		{"NCCL_SOCKET_IFNAME=lo", efaBase(so), append([]string{"NCCL_SOCKET_IFNAME==lo"}, efaEnv...), map[string]string{
 			"env": "fail only the loopback interface"}},
 	} {
