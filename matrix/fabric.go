@@ -178,6 +178,34 @@ func (p FabricPlugin) NCCLRange() (oldest, newestTested Version) {
 	return oldest, newestTested
 }
 
+// NCCLFit is how an NCCL release fits a plugin's recorded releases.
+type NCCLFit int
+
+// NCCL fits.
+const (
+	// NCCLSupported: within the range and no newer than a tested release.
+	NCCLSupported NCCLFit = iota
+	// NCCLUntested: newer than any recorded release was tested with.
+	NCCLUntested
+	// NCCLTooOld: older than every recorded release supports.
+	NCCLTooOld
+)
+
+// FitNCCL says how NCCL v (its major.minor.patch) fits the plugin's
+// releases (NCCLRange): the rule validate's fabric:NAME:nccl check and a
+// builder choosing a stack for a fabric share.
+func (p FabricPlugin) FitNCCL(v Version) NCCLFit {
+	oldest, tested := p.NCCLRange()
+	v = v.Trunc(3)
+	switch {
+	case v.Less(oldest):
+		return NCCLTooOld
+	case tested.Less(v):
+		return NCCLUntested
+	}
+	return NCCLSupported
+}
+
 // validateFabric returns what is wrong with one fabrics: row.
 func (db *DB) validateFabric(f Fabric) []string {
 	var bad []string

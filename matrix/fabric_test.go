@@ -27,6 +27,11 @@ func TestFabrics(t *testing.T) {
 	if lo.String() != "2.17.1" || tested.String() != "2.31.2" {
 		t.Errorf("NCCL range %s, newest tested %s; want 2.17.1 and 2.31.2 (aws-ofi-nccl's release notes)", lo, tested)
 	}
+	for v, want := range map[string]NCCLFit{"2.16.5": NCCLTooOld, "2.17.1": NCCLSupported, "2.22.3": NCCLSupported, "2.31.2": NCCLSupported, "2.32.3": NCCLUntested} {
+		if got := efa.Plugin.FitNCCL(MustVersion(v)); got != want {
+			t.Errorf("FitNCCL(%s) = %d, want %d", v, got, want)
+		}
+	}
 	if _, err := db.Fabric("omnipath"); !errors.Is(err, ErrUnknownFabric) || !strings.Contains(err.Error(), "efa, gib, infiniband, tcpxo") {
 		t.Errorf("unknown fabric: %v", err)
 	}

@@ -341,10 +341,10 @@ func (fc *fabricCheck) nccl() {
 	}
 	oldest, tested := fc.f.Plugin.NCCLRange()
 	rel := fc.f.Plugin.Releases[0]
-	switch {
-	case v.Trunc(3).Less(oldest):
+	switch fc.f.Plugin.FitNCCL(v) {
+	case matrix.NCCLTooOld:
 		fc.add("nccl", matrix.Fail, "%s is older than every %s release supports (NCCL >= %s; %s %s is tested with NCCL %s): install NCCL >= %s", what, fc.f.Plugin.Name, oldest, fc.f.Plugin.Name, rel.Version, joinVersions(rel.TestedNCCL), oldest)
-	case tested.Less(v.Trunc(3)):
+	case matrix.NCCLUntested:
 		fc.add("nccl", matrix.Warn, "%s is newer than any %s release was tested with (newest tested: NCCL %s); run the multi-node probe before relying on it", what, fc.f.Plugin.Name, tested)
 	default:
 		fc.add("nccl", matrix.Pass, "%s is within %s's range (NCCL >= %s; %s %s is tested with NCCL %s)", what, fc.f.Plugin.Name, oldest, fc.f.Plugin.Name, rel.Version, joinVersions(rel.TestedNCCL))
