@@ -32,6 +32,11 @@ type Fabric struct {
 	// library); a provider built as a module is
 	// <libdir>/libfabric/lib<Provider>-fi.so instead.
 	ProviderNeeds []string `yaml:"provider_needs" json:"provider_needs,omitempty"`
+	// VerbsProvider is the rdma-core (libibverbs) provider the fabric's
+	// devices need (efa, mlx5), empty when none: libibverbs loads the
+	// providers that a libibverbs.d/NAME.driver file (or RDMAV_DRIVERS)
+	// names, as lib<NAME>-rdmav<ABI>.so.
+	VerbsProvider string `yaml:"verbs_provider" json:"verbs_provider,omitempty"`
 	// Libraries are the user-space libraries the image must carry, by
 	// soname.
 	Libraries []FabricLib `yaml:"libraries" json:"libraries,omitempty"`

@@ -96,6 +96,9 @@ func (fc *fabricCheck) run() {
 		plugin = fc.plugin()
 	}
 	fc.libs(plugin)
+	if fc.f.VerbsProvider != "" {
+		fc.verbs()
+	}
 	if fc.f.Provider != "" {
 		fc.provider(plugin)
 	}
@@ -233,6 +236,41 @@ func (fc *fabricCheck) libs(plugin *elfObj) {
 		return
 	}
 	fc.add("closure", matrix.Pass, "%s find all %d of their needed libraries in the image (%d driver libraries left to the host)", paths(objs), res.found, res.driver)
+}
+
+// verbs checks that libibverbs will load the fabric's provider: a
+// libibverbs.d/NAME.driver file anywhere (its IBV_CONFIG_DIR is the
+// build's: /etc/libibverbs.d for distributions, under the installer's
+// prefix for others) or NAME in RDMAV_DRIVERS/IBV_DRIVERS, and a
+// lib<NAME>-rdmav<N>.so that resolves (rdma-core's dynamic_driver.c).
+func (fc *fabricCheck) verbs() {
+	name := fc.f.VerbsProvider
+	var conf, modules []string
+	for p := range fc.w.visible {
+		switch base := path.Base(p); {
+		case base == name+".driver" && path.Base(path.Dir(p)) == "libibverbs.d":
+			conf = append(conf, "/"+p)
+		case strings.HasPrefix(base, "lib"+name+"-rdmav") && strings.HasSuffix(base, ".so"):
+			if r, ok := fc.cl.exists(p); ok {
+				modules = append(modules, fmt.Sprintf("/%s (/%s)", p, r))
+			}
+		}
+	}
+	sort.Strings(conf)
+	sort.Strings(modules)
+	for _, k := range []string{"RDMAV_DRIVERS", "IBV_DRIVERS"} {
+		if slices.Contains(strings.FieldsFunc(fc.c.env[k], func(r rune) bool { return r == ':' || r == ';' }), name) {
+			conf = append(conf, k+" (image config ENV)")
+		}
+	}
+	switch {
+	case len(modules) == 0:
+		fc.add("verbs", matrix.Fail, "no libibverbs provider module lib%s-rdmavN.so that resolves in the image, so libibverbs sees no %s device: install rdma-core's providers (ibverbs-providers, or the fabric's installer)", name, name)
+	case len(conf) == 0:
+		fc.add("verbs", matrix.Fail, "libibverbs loads only the providers a libibverbs.d/NAME.driver file names, and no %s.driver is in the image, so it sees no %s device: install rdma-core's providers with their configuration (ibverbs-providers' /etc/libibverbs.d/%s.driver), or set RDMAV_DRIVERS=%s", name, name, name, name)
+	default:
+		fc.add("verbs", matrix.Pass, "libibverbs loads its %s provider (%s; %s)", name, strings.Join(conf, ", "), strings.Join(modules, ", "))
+	}
 }
 
 // provider checks that the libfabric the plugin loads has the provider.

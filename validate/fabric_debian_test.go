@@ -59,7 +59,8 @@ func TestFabricDebian(t *testing.T) {
 	}{
 		{"Debian's stack with the plugin", img(efaEnv), map[string]string{
 			"plugin": "pass", "closure": "pass /opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so, /usr/lib/x86_64-linux-gnu/libefa.so.1.3.56.1, /usr/lib/x86_64-linux-gnu/libfabric.so.1.27.0",
-			"provider": "pass has the efa provider built in (it links libefa.so.1)", "nccl": "pass NCCL 2.22.3", "env": "pass", "libs": "warn libgdrapi.so"}},
+			"provider": "pass has the efa provider built in (it links libefa.so.1)", "nccl": "pass NCCL 2.22.3", "env": "pass", "libs": "warn libgdrapi.so",
+			"verbs": "pass libibverbs loads its efa provider (/etc/libibverbs.d/efa.driver; /usr/lib/x86_64-linux-gnu/libibverbs/libefa-rdmav34.so (/usr/lib/x86_64-linux-gnu/libefa.so.1.3.56.1))"}},
 		{"the plugin's DT_NEEDED libfabric is missing", img(efaEnv, file{triplet64 + ".wh.libfabric.so.1", ""}, file{triplet64 + ".wh.libfabric.so.1.27.0", ""}), map[string]string{
 			"closure": "fail /opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so needs libfabric.so.1", "provider": "fail no readable libfabric.so.1", "libs": "fail libfabric.so.1, libfabric"}},
 		{"NCCL older than the plugin's range", img(efaEnv, file{triplet64 + ".wh.libnccl.so.2", ""}, file{triplet64 + ".wh.libnccl.so.2.22.3", ""}, file{triplet64 + "libnccl.so.2.16.5", string(nccl)}, file{triplet64 + "libnccl.so.2", "->libnccl.so.2.16.5"}), map[string]string{

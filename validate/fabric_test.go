@@ -67,6 +67,8 @@ func efaBase(so map[string]string, drop ...string) []file {
 		{triplet64 + "libc.so.6", so["plain"]},
 		{triplet64 + "libnccl.so.2.22.3", so["nccl"]},
 		{triplet64 + "libnccl.so.2", "->libnccl.so.2.22.3"},
+		{triplet64 + "libibverbs/libefa-rdmav34.so", "->../libefa.so.1"},
+		{"etc/libibverbs.d/efa.driver", "driver efa\n"},
 	}
 	var out []file
 	for _, f := range fs {
@@ -131,7 +133,14 @@ func TestFabricEFA(t *testing.T) {
 	}{
 		{"installed as AWS does", efaBase(so), efaEnv, map[string]string{
 			"plugin": "pass NCCL opens libnccl-net-ofi.so", "closure": "pass", "libs": "warn libgdrapi.so",
-			"provider": "pass has the efa provider built in (it links libefa.so.1)", "nccl": "pass NCCL 2.22.3", "env": "pass NCCL_NET_PLUGIN=ofi"}},
+			"provider": "pass has the efa provider built in (it links libefa.so.1)", "nccl": "pass NCCL 2.22.3", "env": "pass NCCL_NET_PLUGIN=ofi",
+			"verbs": "pass libibverbs loads its efa provider (/etc/libibverbs.d/efa.driver; /usr/lib/x86_64-linux-gnu/libibverbs/libefa-rdmav34.so (/usr/lib/x86_64-linux-gnu/libefa.so.1))"}},
+		{"no efa.driver for libibverbs", efaBase(so, "efa.driver"), efaEnv, map[string]string{
+			"verbs": "fail no efa.driver is in the image"}},
+		{"efa named in RDMAV_DRIVERS", efaBase(so, "efa.driver"), append([]string{"RDMAV_DRIVERS=mlx5:efa"}, efaEnv...), map[string]string{
+			"verbs": "pass libibverbs loads its efa provider (RDMAV_DRIVERS (image config ENV)"}},
+		{"the provider module's link dangles", efaBase(so, "libefa.so.1"), efaEnv, map[string]string{
+			"verbs": "fail no libibverbs provider module libefa-rdmavN.so that resolves"}},
 		{"no plugin", efaBase(so, "libnccl-net-ofi.so"), efaEnv, map[string]string{
 			"plugin": "fail no aws-ofi-nccl plugin", "provider": "pass"}},
 		{"plugin off the search path", efaBase(so), []string{"NCCL_NET_PLUGIN=ofi"}, map[string]string{
@@ -185,9 +194,10 @@ func TestFabricInfinibandAndHost(t *testing.T) {
 		{triplet64 + "libibverbs.so.1", so["ibverbs"]}, {triplet64 + "libmlx5.so.1", so["mlx5"]},
 		{triplet64 + "librdmacm.so.1", so["rdmacm"]}, {triplet64 + "libc.so.6", so["plain"]},
 		{triplet64 + "libnccl.so.2.22.3", so["nccl"]},
+		{triplet64 + "libibverbs/libmlx5-rdmav34.so", "->../libmlx5.so.1"}, {"etc/libibverbs.d/mlx5.driver", "driver mlx5\n"},
 	}
 	got := fabricChecks(t, image(t, layer(t, ib...)), "infiniband")
-	for name, want := range map[string]matrix.Status{"libs": matrix.Warn, "closure": matrix.Pass, "nccl": matrix.Pass, "env": matrix.Pass} {
+	for name, want := range map[string]matrix.Status{"libs": matrix.Warn, "closure": matrix.Pass, "nccl": matrix.Pass, "env": matrix.Pass, "verbs": matrix.Pass} {
 		if got[name].Status != want {
 			t.Errorf("infiniband %s: %s %q, want %s", name, got[name].Status, got[name].Message, want)
 		}
@@ -195,7 +205,10 @@ func TestFabricInfinibandAndHost(t *testing.T) {
 	if _, ok := got["plugin"]; ok {
 		t.Errorf("infiniband has no plugin to check: %v", got["plugin"])
 	}
-	got = fabricChecks(t, withEnv(t, image(t, layer(t, ib[2:]...)), "NCCL_IB_DISABLE=1"), "infiniband")
+	got = fabricChecks(t, withEnv(t, image(t, layer(t, ib[2:5]...)), "NCCL_IB_DISABLE=1"), "infiniband")
+	if c := got["verbs"]; c.Status != matrix.Fail {
+		t.Errorf("infiniband without rdma-core's providers: verbs %s %q", c.Status, c.Message)
+	}
 	if c := got["libs"]; c.Status != matrix.Fail || !strings.Contains(c.Message, "libibverbs.so.1") || !strings.Contains(c.Message, "libmlx5.so.1") {
 		t.Errorf("infiniband without rdma-core: %s %q", c.Status, c.Message)
 	}
