@@ -250,8 +250,10 @@ type File struct {
 	CUDAPlatforms []CUDAPlatforms `yaml:"cuda_platforms"`
 	GPUs          []GPU           `yaml:"gpus"`
 	Targets       []Target        `yaml:"targets"`
-	References    []Reference     `yaml:"references"`
-	Links         []Link          `yaml:"links"`
+	// Fabrics: see the type; in data/fabrics.yaml.
+	Fabrics    []Fabric    `yaml:"fabrics"`
+	References []Reference `yaml:"references"`
+	Links      []Link      `yaml:"links"`
 	// StandalonePythons: see the type; in data/pythons.yaml.
 	StandalonePythons []StandalonePython `yaml:"standalone_pythons"`
 }

@@ -38,6 +38,8 @@ type DB struct {
 	GPUs          []GPU
 	// Targets are the fleets images run on, sorted by name.
 	Targets []Target
+	// Fabrics are the multi-node networks (Fabric), sorted by name.
+	Fabrics []Fabric
 	// References are published performance figures per GPU row.
 	References []Reference
 	// Links are the per-link bandwidths of NVLink generations and PCIe
@@ -155,11 +157,12 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		plat = merger[CUDAPlatforms]{kind: "cuda_platforms", key: func(r CUDAPlatforms) string { return r.Framework + " " + r.Versions.String() }, pos: func(r CUDAPlatforms) Pos { return rowPos(r.Row) }}
 		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
+		fab  = merger[Fabric]{kind: "fabric", key: func(r Fabric) string { return strings.ToLower(r.Name) }, pos: func(r Fabric) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
 		spy  = merger[StandalonePython]{kind: "standalone Python", key: func(r StandalonePython) string { return r.Version.Trunc(2).String() }, pos: func(r StandalonePython) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &ref, &lnk, &spy} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &fab, &ref, &lnk, &spy} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -180,6 +183,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		plat.add(f.CUDAPlatforms, i, builtinCount, seen())
 		gpu.add(f.GPUs, i, builtinCount, seen())
 		tgt.add(f.Targets, i, builtinCount, seen())
+		fab.add(f.Fabrics, i, builtinCount, seen())
 		ref.add(f.References, i, builtinCount, seen())
 		lnk.add(f.Links, i, builtinCount, seen())
 		spy.add(f.StandalonePythons, i, builtinCount, seen())
@@ -206,6 +210,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.CUDA, db.Archs, db.CuDNN, db.NCCL = cuda.rows, arch.rows, dnn.rows, nccl.rows
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
 	db.Targets, db.References, db.Links = tgt.rows, ref.rows, lnk.rows
+	db.Fabrics = fab.rows
 	db.CUDAPlatforms = plat.rows
 	db.StandalonePythons = spy.rows
 
@@ -415,6 +420,12 @@ func (db *DB) validate() []error {
 			bad(p.At, "%s", m)
 		}
 	}
+	for _, f := range db.Fabrics {
+		checkRow(f.Row, "fabric "+f.Name)
+		for _, m := range db.validateFabric(f) {
+			bad(f.At, "%s", m)
+		}
+	}
 	for _, t := range db.Targets {
 		checkRow(t.Row, "target "+t.Name)
 		for _, m := range db.validateTarget(t) {
@@ -438,6 +449,16 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.OS, func(a, b OS) int { return compareOS(a.Name, b.Name) })
 	slices.SortStableFunc(db.GPUs, func(a, b GPU) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(db.Targets, func(a, b Target) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(db.Fabrics, func(a, b Fabric) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range db.Fabrics {
+		if p := db.Fabrics[i].Plugin; p != nil {
+			rel := slices.Clone(p.Releases)
+			slices.SortStableFunc(rel, func(a, b PluginRelease) int { return newest(a.Version, b.Version) })
+			cp := *p
+			cp.Releases = rel
+			db.Fabrics[i].Plugin = &cp
+		}
+	}
 	slices.SortStableFunc(db.References, func(a, b Reference) int { return cmp.Compare(a.GPU+"/"+a.Figure, b.GPU+"/"+b.Figure) })
 }
 

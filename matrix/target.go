@@ -52,6 +52,10 @@ type Target struct {
 	// Runtime is how the platform starts the container, if it imposes
 	// anything.
 	Runtime *RuntimeContract `yaml:"runtime" json:"runtime"`
+	// Fabric names the fabrics: row of the fleet's multi-node network
+	// (efa, infiniband, tcpxo, gib); empty when no source read says which
+	// fabric its hosts give containers, and validate --target says so.
+	Fabric string `yaml:"fabric" json:"fabric,omitempty"`
 	// Unconfirmed lists the keys of facts above that no source confirmed
 	// (driver, max_size, …); they are best guesses and say so.
 	Unconfirmed []string `yaml:"unconfirmed" json:"unconfirmed,omitempty"`
@@ -151,7 +155,7 @@ var (
 	targetCompressions = []Compression{CompressionGzip, CompressionZstd, CompressionEstargz, CompressionUncompressed}
 	targetUsers        = []string{"", "root", "non-root"}
 	targetSizeOf       = []string{"", "compressed", "uncompressed"}
-	targetFactKeys     = []string{"driver", "gpus", "platforms", "media_types", "index", "attestations", "compressions", "max_size", "registry", "runtime"}
+	targetFactKeys     = []string{"driver", "gpus", "platforms", "media_types", "index", "attestations", "compressions", "max_size", "registry", "runtime", "fabric"}
 )
 
 // validateTarget returns what is wrong with one targets: row.
@@ -188,6 +192,11 @@ func (db *DB) validateTarget(t Target) []string {
 	}
 	if t.Runtime != nil && !slices.Contains(targetUsers, t.Runtime.User) {
 		bad = append(bad, fmt.Sprintf("target %s: runtime user %q: want root or non-root", t.Name, t.Runtime.User))
+	}
+	if t.Fabric != "" {
+		if _, err := db.Fabric(t.Fabric); err != nil {
+			bad = append(bad, fmt.Sprintf("target %s: fabric %q is not a row of fabrics: (gpuimg matrix list fabrics)", t.Name, t.Fabric))
+		}
 	}
 	for _, k := range t.Unconfirmed {
 		if !slices.Contains(targetFactKeys, k) {

@@ -52,6 +52,7 @@ type Found struct {
 	Unreadable []UnreadableLib `json:"unreadable,omitempty"`
 
 	secrets    []secretHit
+	ncclConf   string // /etc/nccl.conf, for the fabric checks
 	venvPython string
 	pythons    map[string]bool
 	sitePython map[string]string // site-packages dir → python minor
@@ -212,6 +213,9 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 				}
 			})
 		}
+	case p == "etc/nccl.conf" && isReg:
+		conf := string(readSmall(r, 64<<10))
+		add(func(d *detector) { d.f.ncclConf = conf })
 	case base == "pyvenv.cfg" && isReg:
 		for line := range strings.SplitSeq(string(readSmall(r, 64<<10)), "\n") {
 			k, v, ok := strings.Cut(line, "=")

@@ -56,6 +56,9 @@ type elfObj struct {
 	path  string
 	dyn   *elfDyn
 	err   string
+	// fabricOnly: read for the fabric checks (inFabricScope), outside
+	// the libs/closure check's scope.
+	fabricOnly bool
 }
 
 type elfLink struct {
@@ -107,7 +110,9 @@ func (x *elfDeps) observe(e Entry, r io.Reader) (_ io.Reader, done func()) {
 		x.confs = append(x.confs, elfLink{layer: e.Layer, path: e.Path, target: string(b)})
 		x.mu.Unlock()
 		return io.MultiReader(bytes.NewReader(b), r), noop
-	case h.Size < 64 || !inClosureScope(e.Path) || !strings.Contains(path.Base(e.Path), ".so") && h.Mode&0o111 == 0:
+	}
+	inScope, fabric := inClosureScope(e.Path), inFabricScope(e.Path)
+	if h.Size < 64 || !inScope && !fabric || !strings.Contains(path.Base(e.Path), ".so") && h.Mode&0o111 == 0 {
 		return r, noop
 	}
 	x.mu.Lock()
@@ -134,7 +139,7 @@ func (x *elfDeps) observe(e Entry, r io.Reader) (_ io.Reader, done func()) {
 		if dyn == nil && err == nil {
 			return // not an ELF executable or shared object
 		}
-		o := elfObj{layer: e.Layer, path: e.Path, dyn: dyn}
+		o := elfObj{layer: e.Layer, path: e.Path, dyn: dyn, fabricOnly: !inScope}
 		if err != nil {
 			o.err = err.Error()
 		}
@@ -152,7 +157,7 @@ func (x *elfDeps) check(w *WalkResult, env map[string]string) []Check {
 	var unreadable []string
 	for i := range x.objs {
 		o := &x.objs[i]
-		if !w.Visible(o.layer, o.path) {
+		if o.fabricOnly || !w.Visible(o.layer, o.path) {
 			continue
 		}
 		if o.err != "" {

@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,10 @@ type Options struct {
 	// platform, manifest format, index, attestations and compression.
 	Targets   []matrix.Target
 	Packaging *matrix.Packaging
+	// Fabrics are multi-node networks whose user space the image must
+	// carry (validate --fabric); a target whose row names a fabric adds
+	// it. Each is checked once (fabric.go).
+	Fabrics []matrix.Fabric
 	// Bandwidth in bits per second, for the pull-time estimate.
 	Bandwidth float64
 	Limits    Limits
@@ -121,14 +126,23 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	fabrics := opt.Fabrics
 	for _, t := range opt.Targets {
 		if err := c.target(t, cfg, opt.Packaging); err != nil {
 			return nil, err
+		}
+		f, ok, err := c.targetFabric(t)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !slices.ContainsFunc(fabrics, func(g matrix.Fabric) bool { return g.Name == f.Name }) {
+			fabrics = append(slices.Clone(fabrics), f)
 		}
 	}
 	c.duplicates()
 	c.driverLibs()
 	c.r.Checks = append(c.r.Checks, det.elf.check(walk, c.env)...)
+	c.fabrics(fabrics, det.elf, walk)
 	c.unreadable(cfg.RootFS.DiffIDs)
 	secrets := fileSecrets(found.secrets, walk, cfg.RootFS.DiffIDs)
 	secrets = append(secrets, secretInEnv(cfg.Config.Env)...)

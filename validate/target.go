@@ -183,6 +183,27 @@ func isNumericUser(u string) bool {
 	return true
 }
 
+// targetFabric says which fabric the target's fleet uses, as a
+// target:NAME:fabric finding: the row's fabric, whose checks (fabric:…)
+// then run, or a warning that the row records none.
+func (c *checker) targetFabric(t matrix.Target) (matrix.Fabric, bool, error) {
+	name := "target:" + t.Name + ":fabric"
+	if t.Fabric == "" {
+		c.add(name, matrix.Warn, "%s: the target row names no fabric (no source read says which multi-node network its hosts give containers), so the fabric checks do not run for it: pass --fabric (efa, infiniband, tcpxo, gib) for a multi-node job", t.Name)
+		return matrix.Fabric{}, false, nil
+	}
+	f, err := c.db.Fabric(t.Fabric)
+	if err != nil {
+		return matrix.Fabric{}, false, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	unconfirmed := ""
+	if slices.Contains(t.Unconfirmed, "fabric") {
+		unconfirmed = " (unconfirmed)"
+	}
+	c.add(name, matrix.Pass, "%s: the fleet's fabric is %s%s, %s: see the fabric:%s checks", t.Name, f.Name, unconfirmed, f.Title, f.Name)
+	return f, true, nil
+}
+
 // TargetCheck is the check images.Import runs before it pushes: the whole
 // static validation of the image with target t (its packaging as it will
 // be after the conversion), every check that gpuimg validate --target
@@ -206,6 +227,33 @@ func TargetChecks(cs []Check) []Check {
 	var out []Check
 	for _, c := range cs {
 		if strings.HasPrefix(c.Name, "target:") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// NewFabricChecks are the fabric checks (named fabric:NAME:WHAT) of cs
+// whose fabric have has none of: a target of another platform group
+// brings its fleet's fabric into that group's report only.
+func NewFabricChecks(have, cs []Check) []Check {
+	fabricOf := func(n string) string {
+		rest, ok := strings.CutPrefix(n, "fabric:")
+		if !ok {
+			return ""
+		}
+		f, _, _ := strings.Cut(rest, ":")
+		return f
+	}
+	seen := map[string]bool{}
+	for _, c := range have {
+		if f := fabricOf(c.Name); f != "" {
+			seen[f] = true
+		}
+	}
+	var out []Check
+	for _, c := range cs {
+		if f := fabricOf(c.Name); f != "" && !seen[f] {
 			out = append(out, c)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // listKinds are the tables `matrix list` shows, frameworks in matrix order.
 func listKinds() []string {
 	kinds := append([]string{"cuda", "archs", "cudnn", "nccl"}, matrix.FrameworkNames()...)
-	return append(kinds, "gpus", "targets", "references", "links", "os", "images", "sources")
+	return append(kinds, "gpus", "targets", "fabrics", "references", "links", "os", "images", "sources")
 }
 
 func newListCmd(mo *MatrixOptions) *cobra.Command {
@@ -166,6 +166,12 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		for _, g := range db.Targets {
 			t.row(targetRow(g)...)
 		}
+	case "fabrics":
+		rows = db.Fabrics
+		t.row("FABRIC", "PLUGIN", "NCCL", "LIBRARIES", "HOST PROVIDES", "SOURCE")
+		for _, f := range db.Fabrics {
+			t.row(fabricRow(f)...)
+		}
 	case "references":
 		rows = db.References
 		t.row("GPU", "FIGURE", "VALUE", "PRECISION", "BATCH", "SOFTWARE", "SOURCE")
@@ -223,6 +229,28 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		rows = list
 	}
 	return render(w, output, rows, t.flush)
+}
+
+// fabricRow renders one fabric for the table: its plugin's newest
+// release, the NCCL its releases accept, its libraries, the host's dir.
+func fabricRow(f matrix.Fabric) []string {
+	plugin, nccl, host := "-", "-", "-"
+	if p := f.Plugin; p != nil {
+		lo, tested := p.NCCLRange()
+		plugin = fmt.Sprintf("%s %s (%s)", p.Name, p.Releases[0].Version, strings.Join(p.Files, ", "))
+		nccl = fmt.Sprintf(">=%s, tested to %s", lo, tested)
+	}
+	libs := make([]string, len(f.Libraries))
+	for i, l := range f.Libraries {
+		libs[i] = l.Soname
+		if l.Optional {
+			libs[i] += "?"
+		}
+	}
+	if f.Host != nil {
+		host = f.Host.Dir
+	}
+	return []string{f.Name, plugin, nccl, orDash(strings.Join(libs, ",")), host, f.Source}
 }
 
 func orDash(s string) string {

@@ -33,6 +33,9 @@ type ValidateOptions struct {
 	Budget                       time.Duration
 	MinEfficiency                []string
 	Targets                      []string
+	Fabrics                      []string
+	Nodes                        int
+	NCCLLog                      string
 	accept                       acceptFlags // --baseline, --reference, --max-loss
 
 	targets []matrix.Target // --target, looked up
@@ -46,6 +49,9 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
 	fs.StringArrayVar(&o.Targets, "target", nil, "check everything a provider fleet requires (sagemaker/p5, gke/cos-default; gpuimg matrix list targets): host driver, GPUs, platform, manifest format, index and attestations, compression, size, runtime contract (repeatable)")
+	fs.StringArrayVar(&o.Fabrics, "fabric", nil, "check that the image carries the user space of a multi-node fabric (efa, infiniband, tcpxo, gib; gpuimg matrix list fabrics): NCCL's network plugin and its libraries, libfabric's provider, NCCL against the plugin, settings that turn it off (repeatable; a --target whose row names a fabric adds it)")
+	fs.IntVar(&o.Nodes, "nodes", 0, "with --run kubernetes: write an all-reduce across this many pods, one per node (torchrun, c10d rendezvous), instead of the probe's Job; judge its log with --nccl-log")
+	fs.StringVar(&o.NCCLLog, "nccl-log", "", "also judge a multi-node run's NCCL log (NCCL_DEBUG=INFO; the --nodes Job's pod 0 log): the transport NCCL used, against --fabric, and the all-reduce's bandwidth")
 	fs.StringVar(&o.Run, "run", "", "run the GPU probe in the image instead of reading it: docker, podman, host (this environment) or kubernetes (print a Job manifest)")
 	fs.StringVar(&o.ProbeBinary, "probe-binary", "", "gpuimg binary to mount into the container as the probe (default: this one; build it with CGO_ENABLED=0, as make build does)")
 	fs.StringVar(&o.ProbeImage, "probe-image", "", "for --run kubernetes: an image holding the gpuimg binary at /gpuimg")
@@ -79,7 +85,10 @@ into each CUDA library. Then it checks:
   size            compressed size, layers, pull time at --bandwidth
   target:NAME:*   with --target: driver, gpu/GPU, platform, media-type,
                   index, attestations, compression, size, entrypoint, port,
-                  user, each against the fleet's row (docs/validate.md)
+                  user, each against the fleet's row (docs/validate.md),
+                  and fabric: the fleet's fabric, or that its row names none
+  fabric:NAME:*   with --fabric or a target's fabric: plugin, closure, libs,
+                  provider, nccl, env (docs/fabric.md)
 
 IMAGE is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE or docker-daemon:REF.
@@ -95,6 +104,7 @@ driver or GPU where the probe ran.`,
   gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
   gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml
   gpuimg validate registry.example.com/ml/torch:2.3-cu122 --target sagemaker/p5 --target gke/cos-default
+  gpuimg validate registry.example.com/ml/train:efa --fabric efa   # or --target eks/p5
   gpuimg validate registry.example.com/ml/torch:nightly --attach   # then: gpuimg images promote … --require static
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach`,
 		Args: cobra.ExactArgs(1),
@@ -134,6 +144,9 @@ driver or GPU where the probe ran.`,
 			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
 				return err
 			}
+			if err := judgeNCCLLog(rep, vo.NCCLLog, opt.Fabrics); err != nil {
+				return err
+			}
 			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
 		},
 	}
@@ -143,7 +156,7 @@ driver or GPU where the probe ran.`,
 
 // runOnlyFlags are the flags only a GPU run (--run) reads.
 func runOnlyFlags() []string {
-	return []string{"bench", "budget", "min-efficiency", "probe-binary", "probe-image", "baseline", "reference", "max-loss"}
+	return []string{"bench", "budget", "min-efficiency", "probe-binary", "probe-image", "baseline", "reference", "max-loss", "nodes"}
 }
 
 // parse checks the flags (fs says which were given) and the image
@@ -203,6 +216,22 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 			return ref, opt, invalid(fmt.Errorf("--target: %w", err), "")
 		}
 		o.targets = append(o.targets, t)
+	}
+	for _, n := range o.Fabrics {
+		f, err := opt.DB.Fabric(n)
+		if err != nil {
+			return ref, opt, invalid(fmt.Errorf("--fabric: %w", err), "")
+		}
+		opt.Fabrics = append(opt.Fabrics, f)
+	}
+	if len(opt.Fabrics) > 0 && o.Run != "" && o.Nodes < 2 {
+		return ref, opt, invalid(errors.New("--fabric checks the image statically; it does not combine with --run (but for --run kubernetes --nodes)"), "run them one after the other")
+	}
+	if o.Nodes == 1 || o.Nodes < 0 || o.Nodes > 1 && o.Run != string(gpurun.Kubernetes) {
+		return ref, opt, invalid(fmt.Errorf("--nodes %d: the multi-node all-reduce takes 2 or more nodes and runs as a Kubernetes Job", o.Nodes), "use --run kubernetes --nodes 2 (or more)")
+	}
+	if o.NCCLLog != "" && o.Run != "" {
+		return ref, opt, invalid(errors.New("--nccl-log judges a recorded log beside the static checks; it does not combine with --run"), "apply the Job, save pod 0's log, then run validate IMAGE --nccl-log FILE")
 	}
 	if len(o.targets) > 0 && o.Run != "" {
 		return ref, opt, invalid(errors.New("--target checks the image statically; it does not combine with --run"), "run them one after the other")
@@ -269,6 +298,7 @@ func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.
 	return gpurun.Options{
 		Mode: gpurun.Mode(o.Run), Image: ref, ProbeBinary: o.ProbeBinary, ProbeImage: o.ProbeImage,
 		Bench: o.Bench, Budget: o.Budget, MinEfficiency: me, MatrixFiles: o.Matrix.Files, DB: db, PlainHTTP: plainHTTP,
+		Nodes: o.Nodes, Fabric: strings.Join(o.Fabrics, ","),
 		RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Stderr: cmd.ErrOrStderr(), Manifest: cmd.OutOrStdout(),
 		Digest: func(ctx context.Context) string {
 			img, err := images.Open(ctx, ref, reg...)
@@ -279,6 +309,30 @@ func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.
 			return img.Digest
 		},
 	}, nil
+}
+
+// judgeNCCLLog adds the judgement of a recorded NCCL log (file, when
+// given) to rep: against the first fabric, if any.
+func judgeNCCLLog(rep *validate.Report, file string, fabrics []matrix.Fabric) error {
+	if file == "" {
+		return nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return invalid(fmt.Errorf("--nccl-log: %w", err), "give the saved log of the Job's pod 0 (kubectl logs POD > FILE)")
+	}
+	defer f.Close()
+	t, err := validate.ReadNCCLLog(f)
+	if err != nil {
+		return invalid(fmt.Errorf("--nccl-log %s: %w", file, err), "")
+	}
+	var fab *matrix.Fabric
+	if len(fabrics) > 0 {
+		fab = &fabrics[0]
+	}
+	rep.Checks = append(rep.Checks, t.JudgeAllReduce(fab)...)
+	rep.Verdict = matrix.Verdict(rep.Checks)
+	return nil
 }
 
 // finishReport renders a report, attaches it if asked (judged on: the

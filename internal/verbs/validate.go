@@ -178,6 +178,7 @@ func validateTargets(ctx context.Context, ref images.Ref, opt validate.Options, 
 			continue
 		}
 		rep.Checks = append(rep.Checks, validate.TargetChecks(r.Checks)...)
+		rep.Checks = append(rep.Checks, validate.NewFabricChecks(rep.Checks, r.Checks)...)
 		rep.Verdict = matrix.Verdict(rep.Checks)
 	}
 	return rep, nil

@@ -50,6 +50,11 @@ type Options struct {
 	ProbeImage string
 	// Bench also runs the benchmarks, judged against the GPU's peaks.
 	Bench bool
+	// Nodes, above 1 (Kubernetes only), writes the multi-node all-reduce
+	// (MultiNodeJob) across that many pods instead of the probe's Job;
+	// Fabric names the fabric it should run over, for its comments.
+	Nodes  int
+	Fabric string
 	// Budget bounds the probe's Python checks and benchmarks (0: the
 	// probe's default, 2 min, 12 min with Bench); negative is an error.
 	Budget time.Duration
@@ -105,6 +110,9 @@ func Run(ctx context.Context, opt Options) (*validate.Report, error) {
 		if len(opt.MatrixFiles) > 0 {
 			return nil, fmt.Errorf("a Kubernetes Job cannot mount the matrix files %s; put the rows in the probe image's built-in matrix, or run the probe with docker or podman", strings.Join(opt.MatrixFiles, ", "))
 		}
+		if opt.Nodes > 1 {
+			return nil, WriteMultiNodeJob(w, MultiNodeJob{Image: image, Nodes: opt.Nodes, Fabric: opt.Fabric})
+		}
 		return nil, WriteJob(w, Job{Image: image, ProbeImage: opt.ProbeImage, Bench: opt.Bench, Args: probeCommand(opt)})
 	case Host:
 		res = gpuprobe.Probe(ctx, hostOptions(opt))
@@ -134,7 +142,10 @@ func (opt Options) check() (string, error) {
 	if opt.Budget < 0 {
 		return "", fmt.Errorf("budget %s is negative: give a positive duration such as 5m", opt.Budget)
 	}
-	if opt.Mode == Kubernetes && opt.ProbeImage == "" {
+	if opt.Nodes > 1 && opt.Mode != Kubernetes {
+		return "", fmt.Errorf("%d nodes need a cluster: the multi-node all-reduce runs only as a Kubernetes Job (--run kubernetes)", opt.Nodes)
+	}
+	if opt.Mode == Kubernetes && opt.ProbeImage == "" && opt.Nodes <= 1 {
 		return "", errors.New("a Kubernetes Job needs a probe image: name an image that holds the gpuimg binary at /gpuimg")
 	}
 	switch opt.Image.Transport {
