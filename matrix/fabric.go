@@ -150,11 +150,7 @@ func (db *DB) Fabric(name string) (Fabric, error) {
 			return f, nil
 		}
 	}
-	names := make([]string, len(db.Fabrics))
-	for i, f := range db.Fabrics {
-		names[i] = f.Name
-	}
-	return Fabric{}, fmt.Errorf("%w %q: want one of %s (gpuimg matrix list fabrics)", ErrUnknownFabric, name, strings.Join(names, ", "))
+	return Fabric{}, fmt.Errorf("%w %q: want one of %s (gpuimg matrix list fabrics)", ErrUnknownFabric, name, strings.Join(db.FabricNames(), ", "))
 }
 
 // FabricNames are the names of the fabrics: rows.

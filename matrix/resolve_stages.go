@@ -261,7 +261,7 @@ func (s *search) pickPython(cand *onImage) (Version, *StandalonePython, bool) {
 		needs = append(needs, need.String())
 	}
 	if !s.standalone {
-		s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, joinVersions(o.Pythons), strings.Join(needs, "; "))
+		s.fails.add(stagePython, "no Python fits: %s packages Python %s; %s", o.Name, JoinVersions(o.Pythons), strings.Join(needs, "; "))
 		return Version{}, nil, false
 	}
 	var have []Version
@@ -275,13 +275,13 @@ func (s *search) pickPython(cand *onImage) (Version, *StandalonePython, bool) {
 		for _, pl := range s.c.Platforms {
 			if _, ok := (PythonSource{Archives: sp.Archives}).Archive(pl); !ok {
 				s.fails.add(stagePython, "no Python fits on %s: %s packages Python %s, and the standalone CPython %s (python-build-standalone %s) has no archive for %s; add one with --matrix-file (standalone_pythons:)",
-					pl, o.Name, joinVersions(o.Pythons), sp.Version, sp.Release, pl)
+					pl, o.Name, JoinVersions(o.Pythons), sp.Version, sp.Release, pl)
 				return Version{}, nil, false
 			}
 		}
 		return py, sp, true
 	}
-	s.fails.add(stagePython, "no Python fits: %s packages Python %s and the matrix has standalone CPython %s; %s", o.Name, joinVersions(o.Pythons), joinVersions(have), strings.Join(needs, "; "))
+	s.fails.add(stagePython, "no Python fits: %s packages Python %s and the matrix has standalone CPython %s; %s", o.Name, JoinVersions(o.Pythons), JoinVersions(have), strings.Join(needs, "; "))
 	return Version{}, nil, false
 }
 
@@ -553,7 +553,7 @@ func (s *search) pythonSource(o OS, p *picked) *PythonSource {
 		sp := p.standalone
 		return &PythonSource{Kind: PythonStandalone, Version: sp.Version.String(), Release: sp.Release, Archives: slices.Clone(sp.Archives),
 			Why: fmt.Sprintf("Python %s is CPython %s from python-build-standalone (release %s), pinned by sha256, in %s: no OS with a fitting nvidia/cuda image packages Python %s (%s packages %s)",
-				p.python, sp.Version, sp.Release, StandalonePrefix, p.python, o.Name, joinVersions(o.Pythons))}
+				p.python, sp.Version, sp.Release, StandalonePrefix, p.python, o.Name, JoinVersions(o.Pythons))}
 	case p.python.Compare(o.Pythons[0]) == 0:
 		return &PythonSource{Kind: PythonFromOS, Why: fmt.Sprintf("Python %s is %s's default python3", p.python, o.Name)}
 	}
@@ -655,7 +655,8 @@ func intersect(a, b []string) []string {
 	return out
 }
 
-func joinVersions(vs []Version) string {
+// JoinVersions writes versions as "2.21.5, 2.22.3".
+func JoinVersions(vs []Version) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
 		s[i] = v.String()

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"debug/elf"
 	"fmt"
 	"path"
@@ -154,7 +155,7 @@ func (fc *fabricCheck) plugin() *elfObj {
 		}
 	}
 	if len(want) == 0 {
-		fc.add("plugin", matrix.Fail, "the image has %s, but NCCL loads no network plugin%s: unset NCCL_NET_PLUGIN, or set it to %s", paths(found), fc.via("NCCL_NET_PLUGIN"), orName(p.NetPlugin, path.Base(found[0].path)))
+		fc.add("plugin", matrix.Fail, "the image has %s, but NCCL loads no network plugin%s: unset NCCL_NET_PLUGIN, or set it to %s", paths(found), fc.via("NCCL_NET_PLUGIN"), cmp.Or(p.NetPlugin, path.Base(found[0].path)))
 		return found[0]
 	}
 	dirs := fc.searchDirs()
@@ -381,11 +382,11 @@ func (fc *fabricCheck) nccl() {
 	rel := fc.f.Plugin.Releases[0]
 	switch fc.f.Plugin.FitNCCL(v) {
 	case matrix.NCCLTooOld:
-		fc.add("nccl", matrix.Fail, "%s is older than every %s release supports (NCCL >= %s; %s %s is tested with NCCL %s): install NCCL >= %s", what, fc.f.Plugin.Name, oldest, fc.f.Plugin.Name, rel.Version, joinVersions(rel.TestedNCCL), oldest)
+		fc.add("nccl", matrix.Fail, "%s is older than every %s release supports (NCCL >= %s; %s %s is tested with NCCL %s): install NCCL >= %s", what, fc.f.Plugin.Name, oldest, fc.f.Plugin.Name, rel.Version, matrix.JoinVersions(rel.TestedNCCL), oldest)
 	case matrix.NCCLUntested:
 		fc.add("nccl", matrix.Warn, "%s is newer than any %s release was tested with (newest tested: NCCL %s); run the multi-node probe before relying on it", what, fc.f.Plugin.Name, tested)
 	default:
-		fc.add("nccl", matrix.Pass, "%s is within %s's range (NCCL >= %s; %s %s is tested with NCCL %s)", what, fc.f.Plugin.Name, oldest, fc.f.Plugin.Name, rel.Version, joinVersions(rel.TestedNCCL))
+		fc.add("nccl", matrix.Pass, "%s is within %s's range (NCCL >= %s; %s %s is tested with NCCL %s)", what, fc.f.Plugin.Name, oldest, fc.f.Plugin.Name, rel.Version, matrix.JoinVersions(rel.TestedNCCL))
 	}
 }
 
@@ -396,14 +397,6 @@ func systemPin(v string) string {
 		return v
 	}
 	return p.Trunc(3).String()
-}
-
-func joinVersions(vs []matrix.Version) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = v.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // settings checks the environment and /etc/nccl.conf against the
@@ -478,13 +471,6 @@ func (fc *fabricCheck) sortedObjs() []*elfObj {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out
-}
-
-func orName(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func paths(objs []*elfObj) string {
