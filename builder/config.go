@@ -59,7 +59,8 @@ type Flags struct {
 	Stack matrix.Spec
 	// MatrixFiles are extra matrix files (Given key "matrix_files").
 	MatrixFiles []string
-	// Extras' Pip, Requirements, Apt, Copy and Workdir; Env and
+	// Extras' Pip, Requirements, Apt, Copy, Workdir, Fabric and
+	// FabricSource; Env and
 	// Entrypoint come as written, below.
 	Extras Extras
 	// EnvPairs are KEY=VALUE; each wins over gpuimg.yaml's env for its key.
@@ -138,6 +139,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		Pip: m.list("pip", f.Extras.Pip, file.Pip), Requirements: m.str("requirements", f.Extras.Requirements, file.Requirements),
 		Apt: m.list("apt", f.Extras.Apt, file.Apt), Copy: m.list("copy", f.Extras.Copy, file.Copy),
 		Workdir: m.str("workdir", f.Extras.Workdir, file.Workdir),
+		Fabric:  m.str("fabric", f.Extras.Fabric, file.Fabric), FabricSource: m.str("fabric_source", f.Extras.FabricSource, file.FabricSource),
 	}
 	var err error
 	if ex.Env, err = mergeEnv(f.EnvPairs, file.Env, m); err != nil {

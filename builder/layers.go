@@ -169,6 +169,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	g.w("\n# The image: the Python environment in %d layers, most shared first, then what you add.\n", len(layers))
 	g.from(StageImage)
 	g.standaloneLayer()
+	g.fabricLayer()
 	for i, l := range layers {
 		if l.Shared {
 			g.w("COPY --link --from=%s %s/ /\n", names[i], layerRoot)

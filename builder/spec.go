@@ -37,7 +37,37 @@ type Extras struct {
 	Workdir string `yaml:"workdir" json:"workdir,omitempty"`
 	// Entrypoint is the image's entrypoint (exec form).
 	Entrypoint []string `yaml:"entrypoint" json:"entrypoint,omitempty"`
+	// Fabric names a fabrics: row (efa, infiniband; gpuimg matrix list
+	// fabrics) whose user space the build adds, in a layer of its own
+	// right on the base so that variants on one base share it; the
+	// resolver refuses frameworks whose NCCL its plugin does not support.
+	Fabric string `yaml:"fabric" json:"fabric,omitempty"`
+	// FabricSource is the installer archive of a fabric installed from
+	// one (efa), pinned: URL#sha256=HEX (a mirror of the archive the
+	// matrix names, or another release's).
+	FabricSource string `yaml:"fabric_source" json:"fabric_source,omitempty"`
 }
+
+// FabricSource is an installer archive by URL and sha256.
+type FabricSource struct {
+	URL    string
+	SHA256 string
+}
+
+// ParseFabricSource parses URL#sha256=HEX.
+func ParseFabricSource(s string) (FabricSource, error) {
+	u, frag, ok := strings.Cut(s, "#")
+	sum, hasSum := strings.CutPrefix(frag, "sha256=")
+	if !ok || !hasSum || !sha256RE.MatchString(sum) {
+		return FabricSource{}, fmt.Errorf("fabric source %q is not pinned: want URL#sha256=HEX (the archive's sha256sum)", s)
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return FabricSource{}, fmt.Errorf("fabric source %q: want an http:// or https:// URL of the archive", s)
+	}
+	return FabricSource{URL: u, SHA256: sum}, nil
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // Config is the content of a gpuimg.yaml file: the stack constraints, the
 // extras and the build settings, all optional. Flags override it.
@@ -190,6 +220,14 @@ func (e Extras) Validate() error {
 			return fmt.Errorf("environment variable name %q is not valid", k)
 		}
 	}
+	if e.FabricSource != "" {
+		if e.Fabric == "" {
+			return errors.New("fabric_source is given without fabric: name the fabric it installs (--fabric efa)")
+		}
+		if _, err := ParseFabricSource(e.FabricSource); err != nil {
+			return err
+		}
+	}
 	if e.Workdir != "" && !path.IsAbs(e.Workdir) {
 		return fmt.Errorf("workdir %q must be an absolute path", e.Workdir)
 	}
@@ -202,7 +240,7 @@ func (e Extras) Validate() error {
 // the platforms is refused (Constraints.Platforms). gpuimg build and
 // publish's expansion resolve their stacks through it.
 func Constrain(c matrix.Constraints, e Extras, platforms images.Platforms) matrix.Constraints {
-	c.Apt, c.Platforms = e.Apt, platforms.Strings()
+	c.Apt, c.Fabric, c.Platforms = e.Apt, e.Fabric, platforms.Strings()
 	return c
 }
 

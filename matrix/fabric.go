@@ -52,7 +52,55 @@ type Fabric struct {
 	// Transport are the NCCL log lines (NCCL_DEBUG=INFO) that show the
 	// fabric in use, as regular expressions.
 	Transport []string `yaml:"transport" json:"transport,omitempty"`
-	Row       `yaml:",inline"`
+	// Build, when set, is how gpuimg build --fabric adds the user space to
+	// an image; nil for a fabric whose user space the node installs (Host)
+	// or that no source says how to install.
+	Build *FabricBuild `yaml:"build" json:"build,omitempty"`
+	Row   `yaml:",inline"`
+}
+
+// FabricBuild is how a build adds a fabric's user space: OS packages from
+// the repositories the base image configures, or an installer archive run
+// inside the image (the EFA installer), never both.
+type FabricBuild struct {
+	// Apt and Dnf are the OS packages, by package manager.
+	Apt []string `yaml:"apt" json:"apt,omitempty"`
+	Dnf []string `yaml:"dnf" json:"dnf,omitempty"`
+	// Installer is an archive the build fetches and runs.
+	Installer *FabricInstaller `yaml:"installer" json:"installer,omitempty"`
+	// LibraryPath are directories the build adds to LD_LIBRARY_PATH:
+	// NCCL opens its plugin by name with dlopen, so an installer's
+	// directory must be on the search path.
+	LibraryPath []string `yaml:"library_path" json:"library_path,omitempty"`
+	Source      string   `yaml:"source" json:"source"`
+}
+
+// FabricInstaller is an installer archive (a .tar.gz with one top
+// directory holding Script).
+type FabricInstaller struct {
+	// URL is the archive of release Version, {version} in it replaced.
+	URL     string  `yaml:"url" json:"url"`
+	Version Version `yaml:"version" json:"version"`
+	// Dir is the directory the archive unpacks to, Script the program in
+	// it and Args its arguments for a container image (no kernel module,
+	// no limits, no device check).
+	Dir    string   `yaml:"dir" json:"dir"`
+	Script string   `yaml:"script" json:"script"`
+	Args   []string `yaml:"args" json:"args"`
+}
+
+// ArchiveURL is the installer's archive URL for its Version.
+func (i FabricInstaller) ArchiveURL() string {
+	return strings.ReplaceAll(i.URL, "{version}", i.Version.String())
+}
+
+// Packages are the OS packages that bring the fabric for package manager
+// pm (apt or dnf).
+func (b FabricBuild) Packages(pm string) []string {
+	if pm == "dnf" {
+		return b.Dnf
+	}
+	return b.Apt
 }
 
 // FabricPlugin is an NCCL network plugin and its releases' rules.
@@ -247,6 +295,23 @@ func (db *DB) validateFabric(f Fabric) []string {
 		}
 		if _, ok := db.Sources[a.Source]; !ok {
 			bad = append(bad, fmt.Sprintf("fabric %s: allreduce names source %q, which no file defines under sources:", f.Name, a.Source))
+		}
+	}
+	if b := f.Build; b != nil {
+		hasPkgs := len(b.Apt) > 0 || len(b.Dnf) > 0
+		switch {
+		case hasPkgs == (b.Installer != nil):
+			bad = append(bad, fmt.Sprintf("fabric %s: build needs OS packages (apt, dnf) or an installer, not both", f.Name))
+		case hasPkgs && (len(b.Apt) == 0 || len(b.Dnf) == 0):
+			bad = append(bad, fmt.Sprintf("fabric %s: build needs packages for both apt and dnf", f.Name))
+		case b.Installer != nil && (b.Installer.URL == "" || b.Installer.Version.IsZero() || b.Installer.Dir == "" || b.Installer.Script == ""):
+			bad = append(bad, fmt.Sprintf("fabric %s: build installer needs url, version, dir and script", f.Name))
+		}
+		if _, ok := db.Sources[b.Source]; !ok {
+			bad = append(bad, fmt.Sprintf("fabric %s: build names source %q, which no file defines under sources:", f.Name, b.Source))
+		}
+		if f.Host != nil {
+			bad = append(bad, fmt.Sprintf("fabric %s: the node installs its user space (host), so it has no build", f.Name))
 		}
 	}
 	if f.Host != nil && f.Host.Dir == "" {

@@ -42,6 +42,8 @@ type search struct {
 	cudas []CUDARelease
 	oses  []OS
 	fails *failures
+	// fabric is the fabric c.Fabric names; nil without one.
+	fabric *Fabric
 	// standalone allows a standalone Python (StandalonePython) where the
 	// OS packages none that fits: the second pass of resolve.
 	standalone bool
@@ -110,6 +112,16 @@ func (db *DB) newSearch(c Constraints) (*search, [][]fwChoice, error) {
 	s := &search{db: db, c: c, fails: &failures{}}
 	if c.Flavor != "" && c.Flavor != "runtime" && c.Flavor != "devel" && c.Flavor != "base" {
 		return nil, nil, fmt.Errorf("unknown flavor %q: use runtime, devel or base", c.Flavor)
+	}
+	if c.Fabric != "" {
+		f, err := db.Fabric(c.Fabric)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f.Build == nil && f.Host == nil {
+			return nil, nil, fmt.Errorf("fabric %s: the matrix records no way to install its user space; add a build: to its row with --matrix-file (docs/fabric.md)", f.Name)
+		}
+		s.fabric = &f
 	}
 	for _, name := range c.GPUs() {
 		g, err := db.FindGPU(name)

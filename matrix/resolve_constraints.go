@@ -30,6 +30,10 @@ type Constraints struct {
 	// a framework release whose CUDA wheels do not exist for one
 	// (DB.CUDAPlatforms) is refused. Empty: not checked. Not a Field.
 	Platforms []string
+	// Fabric names a fabrics: row (efa) whose user space the build adds
+	// (builder's extras): the frameworks' NCCL must be one its NCCL
+	// plugin supports. Not a Field, like Apt.
+	Fabric string
 	// GPU is a GPU name, alias or architecture the stack must run on, or
 	// several separated by commas (a100,h100): the stack must run on each.
 	GPU string

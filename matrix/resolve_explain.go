@@ -63,7 +63,7 @@ func (db *DB) explain(c Constraints, fail *failures) *ConflictError {
 	}
 	for i := range given {
 		for j := i + 1; j < len(given); j++ {
-			pair := Constraints{Flavor: c.Flavor, Apt: c.Apt, Platforms: c.Platforms, Compat: c.Compat}
+			pair := Constraints{Flavor: c.Flavor, Apt: c.Apt, Fabric: c.Fabric, Platforms: c.Platforms, Compat: c.Compat}
 			pair = pair.with(c, given[i]).with(c, given[j])
 			// A pair that fails only because the matrix lacks a fact (the
 			// cuDNN inside an image, a driver floor) does not conflict.
@@ -90,6 +90,7 @@ const (
 	stageCuDNN                   // cuDNN constraint and system cuDNN flavor
 	stageDriver                  // driver floor
 	stageGPU                     // GPU coverage
+	stageFabric                  // the frameworks' NCCL drives the fabric
 )
 
 type failure struct {

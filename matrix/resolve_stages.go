@@ -57,6 +57,66 @@ func (s *search) combineFrameworks(combo []fwChoice) bool {
 	return true
 }
 
+// fabricFits checks each framework's NCCL against the fabric's NCCL
+// plugin (FabricPlugin.FitNCCL): one older than every recorded release of
+// the plugin supports cannot drive the fabric. A framework whose NCCL the
+// matrix does not record is not checked here (validate's fabric:nccl
+// check reads it from the image). It is the last stage: a refusal for
+// the fabric is what the user asked for beyond a stack that works.
+func (s *search) fabricFits(combo []fwChoice) bool {
+	if s.fabric == nil || s.fabric.Plugin == nil {
+		return true
+	}
+	p := s.fabric.Plugin
+	for _, ch := range combo {
+		if ch.nccl.IsZero() || p.FitNCCL(ch.nccl) != NCCLTooOld {
+			continue
+		}
+		oldest, _ := p.NCCLRange()
+		s.fails.add(stageFabric, "%s %s loads NCCL %s, older than every recorded release of %s (fabric %s) supports (NCCL %s or later); choose a newer %s",
+			ch.name, ch.version, ch.nccl, p.Name, s.fabric.Name, oldest, ch.name)
+		return false
+	}
+	return true
+}
+
+// stackFabric is what the stack records of the fabric for OS o, and
+// notes on it (the first says what the build adds).
+func (s *search) stackFabric(o OS, combo []fwChoice) (*StackFabric, []string) {
+	f := s.fabric
+	if f == nil {
+		return nil, nil
+	}
+	sf, note := s.fabricBuild(o)
+	notes := []string{note}
+	if f.Plugin != nil {
+		for _, ch := range combo {
+			if ch.nccl.IsZero() {
+				notes = append(notes, fmt.Sprintf("fabric %s: the NCCL %s %s loads is not recorded, so it was not checked against %s; gpuimg validate --fabric %s reads it from the image", f.Name, ch.name, ch.version, f.Plugin.Name, f.Name))
+			}
+		}
+	}
+	return sf, notes
+}
+
+// fabricBuild is what the build adds for the fabric on OS o.
+func (s *search) fabricBuild(o OS) (*StackFabric, string) {
+	f := s.fabric
+	sf := &StackFabric{Name: f.Name}
+	switch {
+	case f.Host != nil:
+		sf.HostDir = f.Host.Dir
+		return sf, fmt.Sprintf("fabric %s: the node installs its NCCL plugin and NCCL in %s (%s); the build adds nothing for it, and the NCCL of the frameworks' wheels must not be the one loaded there", f.Name, f.Host.Dir, f.Host.Installer)
+	case f.Build.Installer != nil:
+		in := *f.Build.Installer
+		sf.Installer, sf.LibraryPath = &in, slices.Clone(f.Build.LibraryPath)
+		return sf, fmt.Sprintf("fabric %s: the build runs %s/%s %s from %s, in a layer of its own", f.Name, in.Dir, in.Script, strings.Join(in.Args, " "), in.ArchiveURL())
+	}
+	pm := PackageManager(o.Name)
+	sf.Packages, sf.LibraryPath = slices.Clone(f.Build.Packages(pm)), slices.Clone(f.Build.LibraryPath)
+	return sf, fmt.Sprintf("fabric %s: the build installs %s from %s's package repositories, in a layer of its own", f.Name, strings.Join(sf.Packages, ", "), o.Name)
+}
+
 // onCUDA is a candidate that passed the CUDA stages: framework choices on
 // one CUDA release that NVIDIA publishes images and a driver floor for.
 type onCUDA struct {
@@ -226,6 +286,9 @@ func (s *search) tryImage(cand *onImage) *Stack {
 		p.notes = append(p.notes, fmt.Sprintf("driver %s is below the strict floor %s: the stack runs under CUDA minor-version compatibility, so PTX JIT is unavailable (GPUs need native SASS) and APIs newer than the driver fail; %s", s.c.Driver, p.floors.strict, relax))
 	}
 	if p.sass, p.ptx, ok = s.checkGPU(cand, p.floors.usesCompat, &p.notes); !ok {
+		return nil
+	}
+	if !s.fabricFits(cand.combo) {
 		return nil
 	}
 	return s.buildStack(cand, &p)
@@ -523,6 +586,19 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 		st.Frameworks[ch.name] = ch.fw
 		src(ch.source)
 		st.Notes = append(st.Notes, frameworkNotes(ch, cuda, !s.c.CUDA.IsZero())...)
+	}
+	if sf, notes := s.stackFabric(o, cand.combo); sf != nil {
+		st.Fabric = sf
+		st.Notes = append(st.Notes, notes...)
+		src(s.fabric.Source)
+		if s.fabric.Build != nil {
+			src(s.fabric.Build.Source)
+		}
+		if s.fabric.Plugin != nil {
+			for _, r := range s.fabric.Plugin.Releases {
+				src(r.Source)
+			}
+		}
 	}
 	st.PythonSource = s.pythonSource(o, p)
 	st.Notes = append(st.Notes, st.PythonSource.Why)

@@ -86,6 +86,13 @@ func applyTarget(c Constraints, t Target) (_ Constraints, took string, notes []s
 		c.GPU = gpus
 		set = append(set, "GPUs "+gpus+unconfirmed("gpus"))
 	}
+	switch {
+	case t.Fabric == "" || strings.EqualFold(c.Fabric, t.Fabric):
+	case c.Fabric == "":
+		notes = append(notes, fmt.Sprintf("target %s's fleet uses fabric %s%s for multi-node jobs: build with --fabric %s to add its user space and have the frameworks' NCCL checked against it", t.Name, t.Fabric, unconfirmed("fabric"), t.Fabric))
+	default:
+		notes = append(notes, fmt.Sprintf("the given fabric %s is not target %s's, %s%s", c.Fabric, t.Name, t.Fabric, unconfirmed("fabric")))
+	}
 	took = strings.Join(set, " and ")
 	head := fmt.Sprintf("resolved for target %s (source %s)", t.Name, t.Source)
 	if took != "" {

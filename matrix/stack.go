@@ -56,6 +56,9 @@ type Stack struct {
 	// Target is the targets: row (sagemaker/p5) whose driver and GPUs the
 	// stack was resolved for, if one was given.
 	Target string `json:"target,omitempty" yaml:"target,omitempty"`
+	// Fabric is the multi-node fabric the stack was resolved for (build
+	// --fabric): what the build adds for it, if anything. Nil: none asked.
+	Fabric *StackFabric `json:"fabric,omitempty" yaml:"fabric,omitempty"`
 	// Frameworks maps torch, tensorflow and jax to what is installed.
 	Frameworks map[string]Framework `json:"frameworks" yaml:"frameworks"`
 	// Notes explain choices a reader might not expect.
@@ -67,6 +70,19 @@ type Stack struct {
 	// not check that pip installs them together (a note says so too). It
 	// is what the resolver knew, not part of the stack's contract.
 	PinsNotCompared []string `json:"-" yaml:"-"`
+}
+
+// StackFabric is a fabric in a Stack and how the build adds its user
+// space: OS packages for the stack's OS, or an installer; neither when the
+// node installs it (HostDir).
+type StackFabric struct {
+	Name        string           `json:"name" yaml:"name"`
+	Packages    []string         `json:"packages,omitempty" yaml:"packages,omitempty"`
+	Installer   *FabricInstaller `json:"installer,omitempty" yaml:"installer,omitempty"`
+	LibraryPath []string         `json:"library_path,omitempty" yaml:"library_path,omitempty"`
+	// HostDir is where the node puts the fabric's plugin and NCCL for the
+	// pods (GKE's TCPXO and gIB): the image carries none of it.
+	HostDir string `json:"host_dir,omitempty" yaml:"host_dir,omitempty"`
 }
 
 // Framework is one framework in a Stack.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -270,5 +271,50 @@ func TestInspectTargetFabric(t *testing.T) {
 		if fmt.Sprint(r.Verdict) != "fail" {
 			t.Errorf("%s: verdict %s", tt.target, r.Verdict)
 		}
+	}
+}
+
+// TestInspectLabelFabric: an image whose dev.gpuimg.stack label says the
+// build added a fabric (gpuimg build --fabric) is checked for it without
+// --fabric.
+func TestInspectLabelFabric(t *testing.T) {
+	so := fabricLibs(t)
+	img := withEnv(t, image(t, layer(t, efaBase(so)...)), append([]string{"NCCL_NET=Socket"}, efaEnv...)...)
+	for _, tt := range []struct{ name, fabric, label string }{
+		{"efa", "efa", `{"cuda":"12.2.2","python":"3.10","os":"ubuntu22.04","fabric":{"name":"efa","library_path":["/opt/amazon/ofi-nccl/lib64"]}}`},
+		{"none", "", `{"cuda":"12.2.2","python":"3.10","os":"ubuntu22.04"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg = cfg.DeepCopy()
+			cfg.Config.Labels = map[string]string{matrix.StackLabel: tt.label}
+			labeled, err := mutate.ConfigFile(img, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Inspect(t.Context(), labeled, Options{DB: db(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]Check{}
+			for _, c := range r.Checks {
+				byName[c.Name] = c
+			}
+			lf, ok := byName["stack-label/fabric"]
+			if tt.fabric == "" {
+				for n := range byName {
+					if ok || strings.HasPrefix(n, "fabric:") {
+						t.Errorf("check %s without a fabric in the label", n)
+					}
+				}
+				return
+			}
+			if lf.Status != matrix.Pass || byName["fabric:efa:env"].Status != matrix.Fail {
+				t.Errorf("stack-label/fabric %v; fabric:efa:env %v (NCCL_NET=Socket)", lf, byName["fabric:efa:env"])
+			}
+		})
 	}
 }

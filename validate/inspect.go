@@ -139,6 +139,9 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 			fabrics = append(slices.Clone(fabrics), f)
 		}
 	}
+	if f, ok := c.labelFabric(); ok && !slices.ContainsFunc(fabrics, func(g matrix.Fabric) bool { return g.Name == f.Name }) {
+		fabrics = append(slices.Clone(fabrics), f)
+	}
 	c.duplicates()
 	c.driverLibs()
 	c.r.Checks = append(c.r.Checks, det.elf.check(walk, c.env)...)

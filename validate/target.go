@@ -204,6 +204,23 @@ func (c *checker) targetFabric(t matrix.Target) (matrix.Fabric, bool, error) {
 	return f, true, nil
 }
 
+// labelFabric is the fabric the dev.gpuimg.stack label says the build
+// added (gpuimg build --fabric): the image is checked for it as for
+// --fabric.
+func (c *checker) labelFabric() (matrix.Fabric, bool) {
+	s, ok, err := matrix.StackFromLabels(c.labels)
+	if !ok || err != nil || s.Fabric == nil || c.db == nil {
+		return matrix.Fabric{}, false
+	}
+	f, err := c.db.Fabric(s.Fabric.Name)
+	if err != nil {
+		c.add("stack-label/fabric", matrix.Warn, "the %s label names fabric %s, which the matrix does not know (%v), so the fabric checks do not run for it", matrix.StackLabel, s.Fabric.Name, err)
+		return matrix.Fabric{}, false
+	}
+	c.add("stack-label/fabric", matrix.Pass, "the %s label says the build added fabric %s: see the fabric:%s checks", matrix.StackLabel, f.Name, f.Name)
+	return f, true
+}
+
 // TargetCheck is the check images.Import runs before it pushes: the whole
 // static validation of the image with target t (its packaging as it will
 // be after the conversion), every check that gpuimg validate --target

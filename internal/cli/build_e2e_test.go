@@ -81,6 +81,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		args := []string{"build", "--cuda", "12.2", "--torch", "2.3", "--torch-compile=false",
 			"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", index, "--builder", env.BuildKit.Address(),
+			"--fabric", "infiniband",
 			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra, "--requirements", "requirements.txt",
 			"--env", "HF_HOME=/cache/hf", "--workdir", "/app", "--entrypoint", `["python","/app/app.py"]`,
 			"--secret", "id=netrc,src=" + netrc, "--secret", "id=hf,src=" + hfFile, "--secret", "id=gh,env=GPUIMG_E2E_GH_TOKEN",
@@ -213,6 +214,14 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 		if rep.Found.Torch.CUDA != "12.1" || rep.Found.Python != "3.11" || rep.Found.Packages["gpuimg-extra"] != "1.0" {
 			t.Errorf("found %+v", rep.Found)
+		}
+		// --fabric infiniband: the label names it, so validate checks
+		// rdma-core's libibverbs and mlx5 provider the build installed.
+		// libs warns: GDRCopy and librdmacm are optional and not there.
+		for c, want := range map[string]string{"stack-label/fabric": "pass", "fabric:infiniband:libs": "warn", "fabric:infiniband:verbs": "pass", "fabric:infiniband:closure": "pass"} {
+			if st[c] != want {
+				t.Errorf("%s: %q, want %s (checks %+v)", c, st[c], want, rep.Checks)
+			}
 		}
 	})
 

@@ -24,9 +24,11 @@ import (
 // what gpuimg's Python step installs with apt for Python 3.11 when the
 // base lacks it (builder's pythonPackages: python3.11, python3.11-venv)
 // and torch.compile's C compiler and headers (builder's compilerPackages:
-// gcc, libc6-dev, python3.11-dev).
+// gcc, libc6-dev, python3.11-dev), and the InfiniBand fabric's user space
+// (matrix fabrics.yaml, build: libibverbs1, ibverbs-providers) for
+// gpuimg build --fabric infiniband.
 func AptRepoPackages() []string {
-	return []string{"python3.11", "python3.11-venv", "gcc", "libc6-dev", "python3.11-dev"}
+	return []string{"python3.11", "python3.11-venv", "gcc", "libc6-dev", "python3.11-dev", "libibverbs1", "ibverbs-providers"}
 }
 
 // AptRepoDir returns a directory that is a flat apt repository (Packages
