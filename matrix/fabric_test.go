@@ -182,7 +182,9 @@ func TestResolveTargetFabric(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		has := slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "eks/p5's fleet uses") || strings.Contains(n, "is not target eks/p5's") })
+		has := slices.ContainsFunc(st.Notes, func(n string) bool {
+			return strings.Contains(n, "eks/p5's fleet uses") || strings.Contains(n, "is not target eks/p5's")
+		})
 		if tt.note == "" && has || tt.note != "" && !slices.Contains(st.Notes, tt.note) {
 			t.Errorf("fabric %q: notes %q, want %q", tt.fabric, st.Notes, tt.note)
 		}
