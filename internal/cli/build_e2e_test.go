@@ -46,6 +46,12 @@ func TestBuildEndToEnd(t *testing.T) {
 	if _, err := testenv.Wheel(env.WheelDir, "gpuimg-req", "2.0", "py3-none-any", map[string]string{"gpuimg_req/__init__.py": "VERSION = '2.0'\n"}); err != nil {
 		t.Fatal(err)
 	}
+	// NCCL as the CUDA torch wheels bring it (nvidia-nccl-cu12, the pin
+	// of torch 2.3.1+cu121): --fabric infiniband's checks read its
+	// version from the dist-info.
+	if _, err := testenv.Wheel(env.WheelDir, "nvidia-nccl-cu12", "2.20.5", "py3-none-any", map[string]string{"nvidia/nccl/__init__.py": ""}); err != nil {
+		t.Fatal(err)
+	}
 	for _, v := range []string{"1.0", "1.1"} {
 		if _, err := testenv.Wheel(env.WheelDir, "gpuimg-extra", v, "py3-none-any", map[string]string{"gpuimg_extra/__init__.py": "VERSION = '" + v + "'\n"}); err != nil {
 			t.Fatal(err)
@@ -82,7 +88,7 @@ func TestBuildEndToEnd(t *testing.T) {
 			"--matrix-file", env.MatrixFile, "--registry-mirror", env.Mirror(),
 			"--pip-index-url", index, "--builder", env.BuildKit.Address(),
 			"--fabric", "infiniband",
-			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra, "--requirements", "requirements.txt",
+			"--context", proj, "--copy", "app.py:/app/app.py", "--pip", "gpuimg-extra==" + extra, "--pip", "nvidia-nccl-cu12==2.20.5", "--requirements", "requirements.txt",
 			"--env", "HF_HOME=/cache/hf", "--workdir", "/app", "--entrypoint", `["python","/app/app.py"]`,
 			"--secret", "id=netrc,src=" + netrc, "--secret", "id=hf,src=" + hfFile, "--secret", "id=gh,env=GPUIMG_E2E_GH_TOKEN",
 			"--progress", "plain", "-o", "json"}
@@ -218,7 +224,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		// --fabric infiniband: the label names it, so validate checks
 		// rdma-core's libibverbs and mlx5 provider the build installed.
 		// libs warns: GDRCopy and librdmacm are optional and not there.
-		for c, want := range map[string]string{"stack-label/fabric": "pass", "fabric:infiniband:libs": "warn", "fabric:infiniband:verbs": "pass", "fabric:infiniband:closure": "pass"} {
+		for c, want := range map[string]string{"stack-label/fabric": "pass", "fabric:infiniband:libs": "warn", "fabric:infiniband:verbs": "pass", "fabric:infiniband:closure": "pass", "fabric:infiniband:nccl": "pass"} {
 			if st[c] != want {
 				t.Errorf("%s: %q, want %s (checks %+v)", c, st[c], want, rep.Checks)
 			}
