@@ -12,25 +12,19 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
-	"github.com/sigstore/sigstore-go/pkg/sign"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 )
 
-// keypair is a signature.SignerVerifier as the sign.Keypair sigstore-go
-// signs bundles with; its hint is cosign's (base64 of the SHA-256 of the
-// DER public key).
+// keypair is a signature.SignerVerifier with what a bundle records of it
+// (the shape of sigstore-go's sign.Keypair); its hint is cosign's (base64
+// of the SHA-256 of the DER public key).
 type keypair struct {
-	sv     signature.SignerVerifier
-	pub    crypto.PublicKey
-	hint   []byte
-	keyAlg string
-	alg    signature.AlgorithmDetails
+	sv   signature.SignerVerifier
+	pub  crypto.PublicKey
+	hint []byte
+	alg  signature.AlgorithmDetails
 }
-
-var _ sign.Keypair = (*keypair)(nil)
 
 func newKeypair(sv signature.SignerVerifier) (*keypair, error) {
 	pub, err := sv.PublicKey()
@@ -44,12 +38,7 @@ func newKeypair(sv signature.SignerVerifier) (*keypair, error) {
 	sum := sha256.Sum256(der)
 	k := &keypair{sv: sv, pub: pub, hint: []byte(base64.StdEncoding.EncodeToString(sum[:]))}
 	switch pub.(type) {
-	case *ecdsa.PublicKey:
-		k.keyAlg = "ECDSA"
-	case *rsa.PublicKey:
-		k.keyAlg = "RSA"
-	case ed25519.PublicKey:
-		k.keyAlg = "ED25519"
+	case *ecdsa.PublicKey, *rsa.PublicKey, ed25519.PublicKey:
 	default:
 		return nil, fmt.Errorf("unsupported key type %T; use ECDSA, RSA or ed25519", pub)
 	}
@@ -57,18 +46,6 @@ func newKeypair(sv signature.SignerVerifier) (*keypair, error) {
 		return nil, fmt.Errorf("signing algorithm: %w", err)
 	}
 	return k, nil
-}
-
-func (k *keypair) GetHashAlgorithm() protocommon.HashAlgorithm { return k.alg.GetProtoHashType() }
-func (k *keypair) GetSigningAlgorithm() protocommon.PublicKeyDetails {
-	return k.alg.GetSignatureAlgorithm()
-}
-func (k *keypair) GetHint() []byte                { return k.hint }
-func (k *keypair) GetKeyAlgorithm() string        { return k.keyAlg }
-func (k *keypair) GetPublicKey() crypto.PublicKey { return k.pub }
-func (k *keypair) GetPublicKeyPem() (string, error) {
-	b, err := cryptoutils.MarshalPublicKeyToPEM(k.pub)
-	return string(b), err
 }
 
 // SignData signs data, hashed with the key's hash first where the

@@ -15,7 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	intotov1 "github.com/in-toto/attestation/go/v1"
-	"github.com/sigstore/sigstore-go/pkg/sign"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -270,7 +272,7 @@ func attest(ctx context.Context, repo name.Repository, d v1.Descriptor, kp *keyp
 	if err != nil {
 		return "", err
 	}
-	b, err := sign.Bundle(&sign.DSSEData{Data: payload, PayloadType: InTotoPayloadType}, kp, sign.BundleOptions{Context: ctx})
+	b, err := dsseBundle(ctx, payload, kp)
 	if err != nil {
 		return "", fmt.Errorf("sign %s: %w", d.Digest, err)
 	}
@@ -348,4 +350,30 @@ func digestBytes(d v1.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("digest %s: only sha256 digests are signed", d)
 	}
 	return hex.DecodeString(d.Hex)
+}
+
+// dsseBundle signs payload (an in-toto statement) as a DSSE envelope and
+// wraps it in a Sigstore bundle v0.3 whose verification material is the
+// key's hint, field for field what sigstore-go's sign.Bundle writes for a
+// key with no transparency log or timestamp authority (the bundle cosign
+// sign --key writes with --tlog-upload=false). It is assembled here from
+// protobuf-specs' types because sigstore-go's sign package imports
+// rekor's PKCS#7 code, which links cobra into library packages.
+func dsseBundle(ctx context.Context, payload []byte, kp *keypair) (*protobundle.Bundle, error) {
+	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(InTotoPayloadType), InTotoPayloadType, len(payload), payload)
+	sig, _, err := kp.SignData(ctx, pae)
+	if err != nil {
+		return nil, err
+	}
+	return &protobundle.Bundle{
+		MediaType: BundleMediaType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: string(kp.hint)}},
+		},
+		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
+			Payload:     payload,
+			PayloadType: InTotoPayloadType,
+			Signatures:  []*protodsse.Signature{{Sig: sig}},
+		}},
+	}, nil
 }
