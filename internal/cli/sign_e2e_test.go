@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+)
+
+// TestCosignInterop checks gpuimg sign and verify against real cosign v3
+// (tools/go.mod) on the distribution registry (Referrers API) and on
+// go-containerregistry's registry without the Referrers API (the tag
+// fallback): cosign accepts gpuimg's signatures made with cosign's own key
+// files, gpuimg accepts cosign's, and a moved tag, a replaced layer and a
+// wrong key fail both.
+func TestCosignInterop(t *testing.T) {
+	testenv.Require(t, "builds cosign and the registry from tools/go.mod and starts the registry", testenv.Slow)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	tools, err := testenv.BuildTools(ctx)
+	must(t, err)
+	cosign, err := testenv.Cosign(ctx)
+	must(t, err)
+	reg, err := testenv.StartRegistry(ctx, tools.Registry, t.TempDir())
+	must(t, err)
+	defer reg.Stop()
+	noRef := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)))) // no Referrers API
+	defer noRef.Close()
+
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	must(t, os.MkdirAll(home, 0o755))
+	// cosign's own tool, its own environment: no network but loopback.
+	cosignRun := func(wd string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, cosign, args...)
+		cmd.Dir = wd
+		cmd.Env = []string{"HOME=" + home, "COSIGN_PASSWORD=correct horse", "PATH=/usr/bin:/bin", "TUF_ROOT=" + filepath.Join(home, "tuf")}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	keys := map[string]string{}
+	for _, k := range []string{"good", "other"} {
+		kd := filepath.Join(dir, k)
+		must(t, os.MkdirAll(kd, 0o755))
+		if out, err := cosignRun(kd, "generate-key-pair"); err != nil {
+			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+		}
+		keys[k] = kd
+	}
+	goodKey, goodPub, otherPub := filepath.Join(keys["good"], "cosign.key"), filepath.Join(keys["good"], "cosign.pub"), filepath.Join(keys["other"], "cosign.pub")
+	// A signing config without a transparency log: cosign v3's way to
+	// sign offline (--tlog-upload=false is refused with its default
+	// signing config).
+	sc := filepath.Join(dir, "signing-config.json")
+	if out, err := cosignRun(dir, "signing-config", "create", "--out", sc); err != nil {
+		t.Fatalf("cosign signing-config create: %v\n%s", err, out)
+	}
+	t.Setenv("COSIGN_PASSWORD", "correct horse")
+
+	push := func(ref string, img v1.Image) string {
+		r, err := name.ParseReference(ref, name.Insecure)
+		must(t, err)
+		must(t, remote.Write(r, img, remote.WithContext(ctx)))
+		d, _ := img.Digest()
+		return r.Context().Digest(d.String()).String()
+	}
+	cosignVerify := func(ref, pub string) (string, error) {
+		return cosignRun(dir, "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", ref)
+	}
+	gpuimgVerify := func(ref, pub string) (string, int) {
+		out, errb, code := run(t, "verify", ref, "--key", pub, "-o", "json")
+		return out + errb, code
+	}
+
+	for _, host := range []string{reg.Host, strings.TrimPrefix(noRef.URL, "http://")} {
+		t.Run(host, func(t *testing.T) {
+			img, err := random.Image(512, 2)
+			must(t, err)
+			tagged := host + "/gpu/torch:2.3"
+			digest := push(tagged, img)
+
+			// gpuimg sign with cosign's key file → cosign verify.
+			if out, errb, code := run(t, "sign", tagged, "--key", goodKey, "--signature-format", "both"); code != 0 {
+				t.Fatalf("gpuimg sign: exit %d\n%s%s", code, out, errb)
+			}
+			if out, err := cosignVerify(tagged, goodPub); err != nil {
+				t.Errorf("cosign verify rejects gpuimg's signature: %v\n%s", err, out)
+			}
+			if out, code := gpuimgVerify(tagged, goodPub); code != 0 {
+				t.Errorf("gpuimg verify rejects gpuimg's signature: exit %d\n%s", code, out)
+			} else {
+				var v struct {
+					Statements []struct {
+						Format   string
+						Verified bool
+					}
+				}
+				must(t, json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &v))
+				formats := map[string]bool{}
+				for _, s := range v.Statements {
+					formats[s.Format] = formats[s.Format] || s.Verified
+				}
+				if !formats["bundle"] || !formats["legacy"] {
+					t.Errorf("--signature-format both: verified formats %v, want bundle and legacy", formats)
+				}
+			}
+
+			// cosign sign (no transparency log) → gpuimg verify.
+			byCosign, err := random.Image(256, 1)
+			must(t, err)
+			cd := push(host+"/gpu/by-cosign:1", byCosign)
+			if out, err := cosignRun(dir, "sign", "--key", goodKey, "--signing-config", sc, "--allow-http-registry", "-y", cd); err != nil {
+				t.Fatalf("cosign sign: %v\n%s", err, out)
+			}
+			if out, code := gpuimgVerify(cd, goodPub); code != 0 {
+				t.Errorf("gpuimg verify rejects cosign's signature: exit %d\n%s", code, out)
+			}
+
+			// Negative cases: each fails both verifiers.
+			other, err := random.Image(512, 2)
+			must(t, err)
+			retagged := host + "/gpu/torch:moved"
+			push(retagged, img)
+			push(retagged, other) // the tag now names another digest
+			layers, err := img.Layers()
+			must(t, err)
+			swap, err := random.Layer(512, "application/vnd.oci.image.layer.v1.tar+gzip")
+			must(t, err)
+			// The first layer kept, the second replaced.
+			replaced, err := mutate.AppendLayers(empty.Image, layers[0], swap)
+			must(t, err)
+			replacedRef := push(host+"/gpu/torch:replaced", replaced)
+			for _, c := range []struct{ what, ref, pub string }{
+				{"retagged", retagged, goodPub},
+				{"replaced layer", replacedRef, goodPub},
+				{"wrong key", digest, otherPub},
+			} {
+				if out, code := gpuimgVerify(c.ref, c.pub); code != ExitFailed {
+					t.Errorf("%s: gpuimg verify exit %d, want %d\n%s", c.what, code, ExitFailed, out)
+				}
+				if out, err := cosignVerify(c.ref, c.pub); err == nil {
+					t.Errorf("%s: cosign verify accepted it\n%s", c.what, out)
+				}
+			}
+		})
+	}
+}
