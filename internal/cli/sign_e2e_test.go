@@ -133,6 +133,34 @@ func TestCosignInterop(t *testing.T) {
 				t.Errorf("gpuimg verify rejects cosign's signature: exit %d\n%s", code, out)
 			}
 
+			// A legacy-only signature (cosign v2's .sig tag) is read by cosign v3.
+			legacy, err := random.Image(256, 1)
+			must(t, err)
+			ld := push(host+"/gpu/legacy:1", legacy)
+			if out, errb, code := run(t, "sign", ld, "--key", goodKey, "--signature-format", "legacy"); code != 0 {
+				t.Fatalf("gpuimg sign --signature-format legacy: exit %d\n%s%s", code, out, errb)
+			}
+			if out, err := cosignVerify(ld, goodPub); err != nil {
+				t.Errorf("cosign verify rejects gpuimg's legacy signature: %v\n%s", err, out)
+			}
+
+			// validate --attach --key: a signed test result that cosign
+			// verify-attestation and gpuimg verify --require validation accept.
+			if out, errb, code := run(t, "validate", digest, "--attach", "--key", goodKey); code != 0 {
+				t.Fatalf("gpuimg validate --attach --key: exit %d\n%s%s", code, out, errb)
+			}
+			if out, err := cosignRun(dir, "verify-attestation", "--key", goodPub, "--insecure-ignore-tlog", "--allow-http-registry",
+				"--type", "https://in-toto.io/attestation/test-result/v0.1", digest); err != nil {
+				t.Errorf("cosign verify-attestation rejects gpuimg's test result: %v\n%s", err, out)
+			}
+			if out, errb, code := run(t, "verify", tagged, "--key", goodPub, "--require", "signature,validation"); code != 0 {
+				t.Errorf("gpuimg verify --require signature,validation: exit %d\n%s%s", code, out, errb)
+			}
+			if out, errb, code := run(t, "verify", tagged, "--key", goodPub, "--require", "sbom,provenance"); code != ExitFailed ||
+				!strings.Contains(errb, "sbom: none attached") || !strings.Contains(errb, "provenance: none attached") {
+				t.Errorf("gpuimg verify --require sbom,provenance without either: exit %d, want %d naming both\n%s%s", code, ExitFailed, out, errb)
+			}
+
 			// Negative cases: each fails both verifiers.
 			other, err := random.Image(512, 2)
 			must(t, err)
