@@ -122,6 +122,24 @@ func TestCosignInterop(t *testing.T) {
 				}
 			}
 
+			// An index: gpuimg signs it and each platform's manifest, and
+			// cosign verifies both levels.
+			idx, err := random.Index(256, 1, 2)
+			must(t, err)
+			ir, err := name.ParseReference(host+"/gpu/multi:1", name.Insecure)
+			must(t, err)
+			must(t, remote.WriteIndex(ir, idx, remote.WithContext(ctx)))
+			if out, errb, code := run(t, "sign", ir.String(), "--key", goodKey); code != 0 || strings.Count(out, "signed ") != 3 {
+				t.Fatalf("gpuimg sign of an index: exit %d, want 3 manifests signed\n%s%s", code, out, errb)
+			}
+			im, err := idx.IndexManifest()
+			must(t, err)
+			for _, ref := range []string{ir.String(), ir.Context().Digest(im.Manifests[1].Digest.String()).String()} {
+				if out, err := cosignVerify(ref, goodPub); err != nil {
+					t.Errorf("cosign verify %s: %v\n%s", ref, err, out)
+				}
+			}
+
 			// cosign sign (no transparency log) → gpuimg verify.
 			byCosign, err := random.Image(256, 1)
 			must(t, err)
