@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -116,7 +117,7 @@ func Verify(ctx context.Context, ref string, publicKey crypto.PublicKey, opts ..
 	if err != nil {
 		return nil, err
 	}
-	res.Statements = append(bundles, legacy...)
+	res.Statements = slices.Concat(bundles, legacy)
 	sort.SliceStable(res.Statements, func(i, j int) bool {
 		a, b := res.Statements[i], res.Statements[j]
 		if a.Verified != b.Verified {

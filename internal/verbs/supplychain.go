@@ -45,7 +45,7 @@ var AllEvidence = []Evidence{EvidenceSignature, EvidenceSBOM, EvidenceProvenance
 // ParseEvidence parses --require's comma-separated list.
 func ParseEvidence(s string) ([]Evidence, error) {
 	var out []Evidence
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		e := Evidence(strings.TrimSpace(f))
 		if e == "" {
 			continue
