@@ -25,9 +25,9 @@ import (
 )
 
 // TestCosignInterop checks gpuimg sign and verify against real cosign v3
-// (tools/go.mod) on the distribution registry (Referrers API) and on
-// go-containerregistry's registry without the Referrers API (the tag
-// fallback): cosign accepts gpuimg's signatures made with cosign's own key
+// (tools/go.mod) on the distribution registry (which has no Referrers API:
+// the tag fallback) and on go-containerregistry's registry with and
+// without the Referrers API: cosign accepts gpuimg's signatures made with cosign's own key
 // files, gpuimg accepts cosign's, and a moved tag, a replaced layer and a
 // wrong key fail both.
 func TestCosignInterop(t *testing.T) {
@@ -41,7 +41,13 @@ func TestCosignInterop(t *testing.T) {
 	reg, err := testenv.StartRegistry(ctx, tools.Registry, t.TempDir())
 	must(t, err)
 	defer reg.Stop()
-	noRef := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)))) // no Referrers API
+	// The distribution registry (v3.1.2) has no Referrers API (GET
+	// /v2/<repo>/referrers/<digest> is a 404), so the tag fallback is
+	// tested on a real registry; go-containerregistry's registry serves the
+	// API when asked to, and is tested without it too.
+	withRef := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	defer withRef.Close()
+	noRef := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer noRef.Close()
 
 	dir := t.TempDir()
@@ -72,6 +78,12 @@ func TestCosignInterop(t *testing.T) {
 	if out, err := cosignRun(dir, "signing-config", "create", "--out", sc); err != nil {
 		t.Fatalf("cosign signing-config create: %v\n%s", err, out)
 	}
+	// And an empty trusted root, so cosign sign does not reach for
+	// Sigstore's TUF repository on the network.
+	tr := filepath.Join(dir, "trusted-root.json")
+	if out, err := cosignRun(dir, "trusted-root", "create", "--out", tr); err != nil {
+		t.Fatalf("cosign trusted-root create: %v\n%s", err, out)
+	}
 	t.Setenv("COSIGN_PASSWORD", "correct horse")
 
 	push := func(ref string, img v1.Image) string {
@@ -89,8 +101,16 @@ func TestCosignInterop(t *testing.T) {
 		return out + errb, code
 	}
 
-	for _, host := range []string{reg.Host, strings.TrimPrefix(noRef.URL, "http://")} {
-		t.Run(host, func(t *testing.T) {
+	for _, rc := range []struct {
+		name, host string
+		fallback   bool // no Referrers API: the sha256-<hex> tag index holds the referrers
+	}{
+		{"distribution (tag fallback)", reg.Host, true},
+		{"in-process with the referrers API", strings.TrimPrefix(withRef.URL, "http://"), false},
+		{"in-process without it (tag fallback)", strings.TrimPrefix(noRef.URL, "http://"), true},
+	} {
+		host := rc.host
+		t.Run(rc.name, func(t *testing.T) {
 			img, err := random.Image(512, 2)
 			must(t, err)
 			tagged := host + "/gpu/torch:2.3"
@@ -102,6 +122,12 @@ func TestCosignInterop(t *testing.T) {
 			}
 			if out, err := cosignVerify(tagged, goodPub); err != nil {
 				t.Errorf("cosign verify rejects gpuimg's signature: %v\n%s", err, out)
+			}
+			d, err := name.NewDigest(digest, name.Insecure)
+			must(t, err)
+			fb := d.Context().Tag(strings.Replace(d.DigestStr(), ":", "-", 1))
+			if _, err := remote.Head(fb, remote.WithContext(ctx)); (err == nil) != rc.fallback {
+				t.Errorf("referrers tag index %s: %v; want it only without the Referrers API", fb, err)
 			}
 			if out, code := gpuimgVerify(tagged, goodPub); code != 0 {
 				t.Errorf("gpuimg verify rejects gpuimg's signature: exit %d\n%s", code, out)
@@ -144,7 +170,7 @@ func TestCosignInterop(t *testing.T) {
 			byCosign, err := random.Image(256, 1)
 			must(t, err)
 			cd := push(host+"/gpu/by-cosign:1", byCosign)
-			if out, err := cosignRun(dir, "sign", "--key", goodKey, "--signing-config", sc, "--allow-http-registry", "-y", cd); err != nil {
+			if out, err := cosignRun(dir, "sign", "--key", goodKey, "--signing-config", sc, "--trusted-root", tr, "--allow-http-registry", "-y", cd); err != nil {
 				t.Fatalf("cosign sign: %v\n%s", err, out)
 			}
 			if out, code := gpuimgVerify(cd, goodPub); code != 0 {
