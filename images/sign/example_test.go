@@ -32,23 +32,27 @@ func Example() {
 	img, _ := random.Image(256, 1)
 	r, _ := name.ParseReference(ref)
 	if err := remote.Write(r, img); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	signer, _ := signature.LoadECDSASignerVerifier(key, crypto.SHA256)
 
 	if _, err := sign.Sign(ctx, ref, signer, sign.WithFormat(sign.FormatBoth)); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	const testResult = "https://in-toto.io/attestation/test-result/v0.1"
 	if _, err := sign.Attest(ctx, ref, signer, testResult, []byte(`{"result":"PASSED","configuration":[]}`)); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	res, err := sign.Verify(ctx, ref, key.Public())
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	for _, s := range res.Statements {
 		fmt.Println(s.Verified, s.Format, s.PredicateType)
