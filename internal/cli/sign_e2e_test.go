@@ -176,6 +176,24 @@ func TestCosignInterop(t *testing.T) {
 			if out, code := gpuimgVerify(cd, goodPub); code != 0 {
 				t.Errorf("gpuimg verify rejects cosign's signature: exit %d\n%s", code, out)
 			}
+			// cosign attest's SBOM and SLSA provenance count for --require.
+			for typ, pred := range map[string]string{
+				"spdxjson":        `{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","name":"t","dataLicense":"CC0-1.0","documentNamespace":"https://example.com/t","creationInfo":{"created":"2026-01-01T00:00:00Z","creators":["Tool: test"]},"packages":[]}`,
+				"slsaprovenance1": `{"buildDefinition":{"buildType":"https://example.com/t","externalParameters":{}},"runDetails":{"builder":{"id":"https://example.com/b"}}}`,
+			} {
+				pf := filepath.Join(t.TempDir(), typ+".json")
+				must(t, os.WriteFile(pf, []byte(pred), 0o644))
+				if out, err := cosignRun(dir, "attest", "--key", goodKey, "--signing-config", sc, "--trusted-root", tr, "--allow-http-registry", "-y",
+					"--type", typ, "--predicate", pf, cd); err != nil {
+					t.Fatalf("cosign attest --type %s: %v\n%s", typ, err, out)
+				}
+			}
+			if out, errb, code := run(t, "verify", cd, "--key", goodPub, "--require", "signature,sbom,provenance"); code != 0 {
+				t.Errorf("gpuimg verify --require signature,sbom,provenance of cosign's: exit %d\n%s%s", code, out, errb)
+			}
+			if out, errb, code := run(t, "verify", cd, "--key", otherPub, "--require", "sbom"); code != ExitFailed || !strings.Contains(errb, "none verifies with this key") {
+				t.Errorf("cosign's SBOM with another key: exit %d, want %d\n%s%s", code, ExitFailed, out, errb)
+			}
 
 			// A legacy-only signature (cosign v2's .sig tag) is read by cosign v3.
 			legacy, err := random.Image(256, 1)
