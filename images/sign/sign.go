@@ -154,6 +154,9 @@ type Signed struct {
 // referrer, with FormatLegacy cosign v2's sha256-<hex>.sig tag (appending
 // to a signature image already there), with FormatBoth both. A signer is a
 // sigstore signature.SignerVerifier: LoadPrivateKey's, or a caller's own.
+// Each signature is pushed whole (its blobs before its manifest); on an
+// error, the manifests signed before it keep their signatures, and the
+// Signed returned list them.
 func Sign(ctx context.Context, ref string, signer signature.SignerVerifier, opts ...Option) ([]Signed, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
