@@ -45,10 +45,15 @@ FUZZ_MINIMIZE ?= 200x
 fuzz: ## run every fuzz target for FUZZTIME (2m each, about 22 minutes)
 	@for t in $(FUZZ_TARGETS); do echo "== $$t"; $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZ_MINIMIZE) ./$${t%:*} || exit 1; done
 
-tools: bin/buildkitd bin/golangci-lint ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint) into bin/
+tools: bin/buildkitd bin/golangci-lint bin/cosign ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint, cosign) into bin/
 
 bin/buildkitd: tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane github.com/docker/buildx/cmd/buildx
+
+# cosign v3 is the independent verifier of gpuimg sign's signatures
+# (TestCosignInterop, docs/supply-chain.md); pinned in tools/go.mod.
+bin/cosign: tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o ../bin/ github.com/sigstore/cosign/v3/cmd/cosign
 
 demo: ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
 	@echo "==> make demo: about 10 minutes the first time on a fresh machine (compiling gpuimg, buildkitd and the registry; debootstrap), about 30 s after that"

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -154,6 +155,8 @@ func valueCompletion(f *pflag.Flag) cobra.CompletionFunc {
 		}
 	case "flavor":
 		return cobra.FixedCompletions([]string{"base", "runtime", "devel"}, cobra.ShellCompDirectiveNoFileComp)
+	case "signature-format":
+		return cobra.FixedCompletions([]string{string(sign.FormatBundle), string(sign.FormatLegacy), string(sign.FormatBoth)}, cobra.ShellCompDirectiveNoFileComp)
 	default:
 		return nil
 	}

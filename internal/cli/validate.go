@@ -9,10 +9,12 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
@@ -28,6 +30,7 @@ type ValidateOptions struct {
 	Output                       string
 	Registry                     RegistryOptions
 	Attach                       bool
+	Key                          string // --key: also attach the report signed (test-result statement)
 	Run, ProbeBinary, ProbeImage string
 	Bench                        bool
 	Budget                       time.Duration
@@ -60,6 +63,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.accept.addFlags(fs)
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
+	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, or a PEM key), which gpuimg verify --require validation and cosign verify-attestation check")
 	o.Registry.AddFlags(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
 }
@@ -139,7 +143,7 @@ driver or GPU where the probe ran.`,
 				if rep == nil {
 					return nil // --run kubernetes: the Job is the output
 				}
-				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, verbs.Judged{})
+				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, vo.Key, reg, verbs.Judged{})
 			}
 			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
 				return err
@@ -147,7 +151,7 @@ driver or GPU where the probe ran.`,
 			if err := judgeNCCLLog(rep, vo.NCCLLog, opt.Fabrics); err != nil {
 				return err
 			}
-			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
+			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, vo.Key, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
 		},
 	}
 	vo.AddFlags(cmd.Flags())
@@ -337,7 +341,17 @@ func judgeNCCLLog(rep *validate.Report, file string, fabrics []matrix.Fabric) er
 
 // finishReport renders a report, attaches it if asked (judged on: the
 // GPU and driver of a static report), and sets the exit status.
-func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach bool, reg []images.Option, on verbs.Judged) error {
+func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach bool, key string, reg []images.Option, on verbs.Judged) error {
+	var signer signature.SignerVerifier
+	if key != "" {
+		if !attach {
+			return invalid(errors.New("--key signs the attached report"), "add --attach")
+		}
+		var err error
+		if signer, err = loadSigner(key); err != nil {
+			return err
+		}
+	}
 	out := cmd.OutOrStdout()
 	var err error
 	switch output {
@@ -360,6 +374,13 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 			return invalid(err, "")
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s report (%s) to %s as %s\n", rep.Kind, rep.Verdict, ref, d)
+		if signer != nil {
+			s, err := verbs.AttestReport(cmd.Context(), ref.Name, rep, signer, sign.WithRegistryOptions(reg...))
+			if err != nil {
+				return invalid(err, "")
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the signed test result to %s as %s\n", s.Digest, s.Referrer)
+		}
 	}
 	switch rep.Verdict {
 	case matrix.Fail:

@@ -1,0 +1,131 @@
+package sign
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+)
+
+// PEM block types of the private keys cosign generate-key-pair writes
+// (scrypt + secretbox over PKCS#8, go-securesystemslib's encrypted format);
+// "ENCRYPTED COSIGN PRIVATE KEY" is what cosign before v2.2 wrote.
+const (
+	pemSigstoreEncrypted = "ENCRYPTED SIGSTORE PRIVATE KEY"
+	pemCosignEncrypted   = "ENCRYPTED COSIGN PRIVATE KEY"
+)
+
+// ErrKMSUnsupported is wrapped when a key is a KMS URI (awskms://,
+// gcpkms://, azurekms://, hashivault://, k8s://, pkcs11:): sigstore's KMS
+// providers are separate modules with large dependency trees, not yet
+// linked into gpuimg.
+var ErrKMSUnsupported = errors.New("KMS keys are not supported yet")
+
+// kmsSchemes are the key references cosign accepts that name a KMS or a
+// hardware token rather than a file.
+var kmsSchemes = []string{"awskms://", "gcpkms://", "azurekms://", "hashivault://", "k8s://", "pkcs11:", "env://"}
+
+// loadOptions are how keys are loaded for signing and verifying: ed25519
+// keys sign with Ed25519ph, as cosign does (cosign's GetDefaultLoadOptions).
+var loadOptions = []signature.LoadOption{sigopts.WithED25519ph()}
+
+// LoadPrivateKey reads a private key from path: a cosign key file
+// (cosign generate-key-pair; password() gives its password, for example
+// from COSIGN_PASSWORD), or an unencrypted PEM key (PKCS#8 EC, ed25519 or
+// RSA; SEC 1 EC and PKCS#1 RSA too). password is called only for an
+// encrypted key. KMS URIs are refused with ErrKMSUnsupported.
+func LoadPrivateKey(path string, password func() ([]byte, error)) (signature.SignerVerifier, error) {
+	if err := refuseKMS(path); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read key: %w", err)
+	}
+	return ParsePrivateKey(b, password)
+}
+
+// ParsePrivateKey is LoadPrivateKey on a key's bytes.
+func ParsePrivateKey(b []byte, password func() ([]byte, error)) (signature.SignerVerifier, error) {
+	p, _ := pem.Decode(b)
+	if p == nil {
+		return nil, errors.New("parse key: no PEM block; pass a cosign key file (cosign generate-key-pair) or a PEM private key")
+	}
+	var pk crypto.PrivateKey
+	var err error
+	switch p.Type {
+	case pemSigstoreEncrypted, pemCosignEncrypted:
+		if password == nil {
+			return nil, errors.New("parse key: the key is encrypted and no password was given; set COSIGN_PASSWORD")
+		}
+		pass, perr := password()
+		if perr != nil {
+			return nil, fmt.Errorf("read key password: %w", perr)
+		}
+		der, derr := encrypted.Decrypt(p.Bytes, pass)
+		if derr != nil {
+			return nil, fmt.Errorf("decrypt key: %w (is COSIGN_PASSWORD the key's password?)", derr)
+		}
+		pk, err = x509.ParsePKCS8PrivateKey(der)
+	case "PRIVATE KEY":
+		pk, err = x509.ParsePKCS8PrivateKey(p.Bytes)
+	case "EC PRIVATE KEY":
+		pk, err = x509.ParseECPrivateKey(p.Bytes)
+	case "RSA PRIVATE KEY":
+		pk, err = x509.ParsePKCS1PrivateKey(p.Bytes)
+	case "PUBLIC KEY":
+		return nil, errors.New("parse key: this is a public key; signing needs the private key (cosign.key), verifying takes the public one")
+	default:
+		return nil, fmt.Errorf("parse key: unsupported PEM type %q; pass a cosign key file or a PKCS#8 PEM private key", p.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parse key: %w", err)
+	}
+	switch pk.(type) {
+	case *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey:
+	default:
+		return nil, fmt.Errorf("parse key: unsupported key type %T; use ECDSA, RSA or ed25519", pk)
+	}
+	sv, err := signature.LoadDefaultSignerVerifier(pk, loadOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("load key: %w", err)
+	}
+	return sv, nil
+}
+
+// LoadPublicKey reads a PEM public key (cosign.pub, or any PKIX public
+// key) from path.
+func LoadPublicKey(path string) (crypto.PublicKey, error) {
+	if err := refuseKMS(path); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read public key: %w", err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("parse public key %s: %w; pass a PEM public key (cosign.pub)", path, err)
+	}
+	return pub, nil
+}
+
+func refuseKMS(ref string) error {
+	for _, s := range kmsSchemes {
+		if strings.HasPrefix(ref, s) {
+			return fmt.Errorf("key %s: %w; pass a cosign key file or a PEM key", ref, ErrKMSUnsupported)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// TestSignVerifyCommands runs gpuimg sign and verify against the
+// in-process registry with PEM keys: exit codes, messages and
+// --require (the cosign interop is TestCosignInterop).
+func TestSignVerifyCommands(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	t.Cleanup(srv.Close)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/gpu/img:1"
+	img, err := random.Image(256, 1)
+	must(t, err)
+	r, err := name.ParseReference(ref, name.Insecure)
+	must(t, err)
+	must(t, remote.Write(r, img))
+
+	dir := t.TempDir()
+	writeKey := func(n string) (priv, pub string) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		must(t, err)
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		must(t, err)
+		pder, err := x509.MarshalPKIXPublicKey(k.Public())
+		must(t, err)
+		priv, pub = filepath.Join(dir, n+".key"), filepath.Join(dir, n+".pub")
+		must(t, os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+		must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644))
+		return priv, pub
+	}
+	key, pub := writeKey("a")
+	_, otherPub := writeKey("b")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout + stderr
+	}{
+		{"verify before signing", []string{"verify", ref, "--key", pub}, ExitFailed, "signature: none attached"},
+		{"sign without a key", []string{"sign", ref}, ExitInvalid, "--key is required"},
+		{"sign with a KMS key", []string{"sign", ref, "--key", "awskms:///alias/ci"}, ExitInvalid, "not supported yet"},
+		{"sign with a public key", []string{"sign", ref, "--key", pub}, ExitInvalid, "this is a public key"},
+		{"sign with a bad format", []string{"sign", ref, "--key", key, "--signature-format", "v2"}, ExitInvalid, "want bundle"},
+		{"sign", []string{"sign", ref, "--key", key, "--signature-format", "both"}, ExitOK, "signed sha256:"},
+		{"verify", []string{"verify", ref, "--key", pub}, ExitOK, "has signature"},
+		{"verify json", []string{"verify", ref, "--key", pub, "-o", "json"}, ExitOK, `"verified": true`},
+		{"verify with another key", []string{"verify", ref, "--key", otherPub}, ExitFailed, "none verifies with this key"},
+		{"verify requires validation", []string{"verify", ref, "--key", pub, "--require", "signature,validation"}, ExitFailed, "validation: none attached"},
+		{"verify with a bad --require", []string{"verify", ref, "--key", pub, "--require", "vsa"}, ExitInvalid, "signature, sbom, provenance, validation"},
+		{"verify with a private key", []string{"verify", ref, "--key", key}, ExitInvalid, "PEM public key"},
+		{"validate --key without --attach", []string{"validate", ref, "--key", key}, ExitInvalid, "add --attach"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errb, code := run(t, tc.args...)
+			if code != tc.code || !strings.Contains(out+errb, tc.want) {
+				t.Errorf("exit %d, want %d with %q\n%s%s", code, tc.code, tc.want, out, errb)
+			}
+		})
+	}
+}
