@@ -113,7 +113,7 @@ const (
 var (
 	// reExtraLib are CUDA libraries only the inventory lists (TensorRT,
 	// nvJPEG, NPP, CUPTI …); the checks do not look at them.
-	reExtraLib = regexp.MustCompile(`^lib(nvinfer|nvinfer_plugin|nvonnxparser|nvparsers|nvjpeg|npp[a-z]*|cupti|cusparseLt|nvToolsExt|cufile|nvrtc-builtins|cudnn_[a-z_]+)\.so\.([0-9][0-9.]*)$`)
+	reExtraLib    = regexp.MustCompile(`^lib(nvinfer|nvinfer_plugin|nvonnxparser|nvparsers|nvjpeg|npp[a-z]*|cupti|cusparseLt|nvToolsExt|cufile|nvrtc-builtins|cudnn_[a-z_]+)\.so\.([0-9][0-9.]*)$`)
 	reDpkgStatusD = regexp.MustCompile(`^var/lib/dpkg/status\.d/[^/]+$`)
 )
 
