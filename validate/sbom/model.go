@@ -35,17 +35,17 @@ const (
 // Property names, the same in both formats (CycloneDX properties, SPDX
 // package comments).
 const (
-	PropArchs       = "gpuimg:cuda:archs"    // SASS architectures, space-separated
-	PropPTX         = "gpuimg:cuda:ptx"      // PTX architectures
-	PropSoname      = "gpuimg:cuda:soname"   // a library's DT_SONAME
-	PropFamily      = "gpuimg:cuda:family"   // cublas, cudnn, nccl, tensorrt, toolkit …
-	PropPip         = "gpuimg:cuda:pip"      // "true" for a library of an NVIDIA wheel
-	PropPath        = "gpuimg:path"          // where it was found
-	PropLocal       = "gpuimg:python:local"  // PEP 440 local label ("cu121")
-	PropFullVersion = "gpuimg:version"       // the version as installed ("2.3.1+cu121")
-	PropTorchCUDA   = "gpuimg:python:cuda"   // the CUDA torch was built for
-	PropDebSource   = "gpuimg:deb:source"    // the source package
-	PropCUDAVersion = "gpuimg:cuda:version"  // the image's CUDA
+	PropArchs       = "gpuimg:cuda:archs"   // SASS architectures, space-separated
+	PropPTX         = "gpuimg:cuda:ptx"     // PTX architectures
+	PropSoname      = "gpuimg:cuda:soname"  // a library's DT_SONAME
+	PropFamily      = "gpuimg:cuda:family"  // cublas, cudnn, nccl, tensorrt, toolkit …
+	PropPip         = "gpuimg:cuda:pip"     // "true" for a library of an NVIDIA wheel
+	PropPath        = "gpuimg:path"         // where it was found
+	PropLocal       = "gpuimg:python:local" // PEP 440 local label ("cu121")
+	PropFullVersion = "gpuimg:version"      // the version as installed ("2.3.1+cu121")
+	PropTorchCUDA   = "gpuimg:python:cuda"  // the CUDA torch was built for
+	PropDebSource   = "gpuimg:deb:source"   // the source package
+	PropCUDAVersion = "gpuimg:cuda:version" // the image's CUDA
 	PropRequireCUDA = "gpuimg:nvidia:require-cuda"
 	PropDriverFloor = "gpuimg:nvidia:driver-floor"
 	PropDriverCompt = "gpuimg:nvidia:driver-floor-compat"
