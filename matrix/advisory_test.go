@@ -86,7 +86,7 @@ func TestBuiltinAdvisories(t *testing.T) {
 	}
 	nsys := byID["CVE-2025-33228"]
 	for p, want := range map[string]bool{
-		"opt/nvidia/nsight-systems/2024.5.1/target-linux-x64/nsys":                                             false, // not under nsight-systems*/target-linux-x64 directly
+		"opt/nvidia/nsight-systems/2024.5.1/target-linux-x64/nsys":                                             true, // the standalone installer's layout
 		"usr/local/cuda-12.6/nsight-systems-2024.5.1/target-linux-x64/nsys":                                    true,
 		"usr/local/cuda-12.6/nsight-systems-2024.5.1/target-linux-x64/python/packages/process_nsys_rep_cli.py": true,
 		"usr/local/bin/nsys":           true,
