@@ -2,7 +2,9 @@ package matrix
 
 import (
 	"fmt"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -42,10 +44,13 @@ type Advisory struct {
 	Package string `yaml:"package" json:"package,omitempty"`
 	// Env (kind env) is the environment variable that triggers it.
 	Env string `yaml:"env" json:"env,omitempty"`
-	// Tool (kind cuda-tool) names the tool; Files are regular
-	// expressions over image paths ("usr/local/cuda-12.2/bin/cuobjdump")
-	// that find it.
+	// Tool (kind cuda-tool) names the tool; Names are the base names of
+	// its files ("cuobjdump"), and Files regular expressions over the
+	// whole path ("usr/local/cuda-12.2/bin/cuobjdump") that a file of one
+	// of those names must match. The walk looks up every file's base
+	// name and runs the expressions only on those.
 	Tool  string   `yaml:"tool" json:"tool,omitempty"`
+	Names []string `yaml:"names" json:"names,omitempty"`
 	Files []string `yaml:"files" json:"files,omitempty"`
 	// Fixed is the first release without the flaw: of Package (python),
 	// of the CUDA toolkit (cuda-tool); for env, of the host component
@@ -65,6 +70,9 @@ func (a Advisory) CVEs() []string { return append([]string{a.ID}, a.Also...) }
 // MatchFile reports whether image path p (relative, "usr/bin/nsys") is
 // one of a cuda-tool advisory's files.
 func (a Advisory) MatchFile(p string) bool {
+	if !slices.Contains(a.Names, path.Base(p)) {
+		return false
+	}
 	for _, re := range a.files {
 		if re.MatchString(p) {
 			return true
@@ -107,8 +115,8 @@ func validateAdvisory(a *Advisory) []string {
 			bad = append(bad, fmt.Sprintf("advisory %s (env) needs env and host", a.ID))
 		}
 	case AdvisoryCUDATool:
-		if a.Tool == "" || len(a.Files) == 0 {
-			bad = append(bad, fmt.Sprintf("advisory %s (cuda-tool) needs tool and files", a.ID))
+		if a.Tool == "" || len(a.Names) == 0 || len(a.Files) == 0 {
+			bad = append(bad, fmt.Sprintf("advisory %s (cuda-tool) needs tool, names and files", a.ID))
 		}
 		a.files = nil
 		for _, f := range a.Files {

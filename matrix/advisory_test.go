@@ -14,7 +14,7 @@ func TestAdvisoryRows(t *testing.T) {
 	}{
 		{"python", "  - {id: CVE-2099-0001, kind: python, package: torch, fixed: 2.99.0, severity: high, cvss: 8, summary: s, source: ours}\n", ""},
 		{"env", "  - {id: CVE-2099-0002, kind: env, env: LD_AUDIT, host: toolkit <= 9, fixed: 9.1, severity: critical, summary: s, source: ours}\n", ""},
-		{"tool", "  - {id: CVE-2099-0003, also: [CVE-2099-0004], kind: cuda-tool, tool: x, files: ['(^|/)bin/x$'], fixed: 14.0, severity: low, summary: s, source: ours}\n", ""},
+		{"tool", "  - {id: CVE-2099-0003, also: [CVE-2099-0004], kind: cuda-tool, tool: x, names: [x], files: ['(^|/)bin/x$'], fixed: 14.0, severity: low, summary: s, source: ours}\n", ""},
 		{"bad id", "  - {id: cve-1, kind: python, package: torch, fixed: 1.0, severity: low, summary: s, source: ours}\n", "must look like CVE-2025-32434"},
 		{"bad ghsa", "  - {id: CVE-2099-0001, ghsa: GHSA-1, kind: python, package: torch, fixed: 1.0, severity: low, summary: s, source: ours}\n", "must look like GHSA"},
 		{"bad kind", "  - {id: CVE-2099-0001, kind: npm, fixed: 1.0, severity: low, summary: s, source: ours}\n", "kind must be python, env or cuda-tool"},
@@ -22,7 +22,7 @@ func TestAdvisoryRows(t *testing.T) {
 		{"no fixed", "  - {id: CVE-2099-0001, kind: python, package: torch, severity: low, summary: s, source: ours}\n", "needs summary and fixed"},
 		{"package not normalized", "  - {id: CVE-2099-0001, kind: python, package: Torch, fixed: 1.0, severity: low, summary: s, source: ours}\n", "normalized"},
 		{"env without host", "  - {id: CVE-2099-0001, kind: env, env: LD_PRELOAD, fixed: 1.0, severity: low, summary: s, source: ours}\n", "needs env and host"},
-		{"bad pattern", "  - {id: CVE-2099-0001, kind: cuda-tool, tool: x, files: ['('], fixed: 1.0, severity: low, summary: s, source: ours}\n", "file pattern"},
+		{"bad pattern", "  - {id: CVE-2099-0001, kind: cuda-tool, tool: x, names: [x], files: ['('], fixed: 1.0, severity: low, summary: s, source: ours}\n", "file pattern"},
 		{"no source", "  - {id: CVE-2099-0001, kind: python, package: torch, fixed: 1.0, severity: low, summary: s}\n", "has no source"},
 	}
 	for _, tt := range tests {

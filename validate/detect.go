@@ -52,7 +52,8 @@ type Found struct {
 	Unreadable []UnreadableLib `json:"unreadable,omitempty"`
 
 	secrets    []secretHit
-	ncclConf   string // /etc/nccl.conf, for the fabric checks
+	toolHits   []toolHit // files of the matrix's cuda-tool advisories
+	ncclConf   string    // /etc/nccl.conf, for the fabric checks
 	venvPython string
 	pythons    map[string]bool
 	sitePython map[string]string // site-packages dir → python minor
@@ -115,6 +116,10 @@ type detector struct {
 	headers   map[string]map[string]int // header file → defines
 
 	inv *invCollector // nil unless Options.Inventory
+	// tools are the matrix's cuda-tool advisories, toolNames the base
+	// names their files have.
+	tools     []matrix.Advisory
+	toolNames map[string]bool
 
 	mu      sync.Mutex
 	facts   []fact
@@ -198,6 +203,11 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 			return done()
 		}
 		r = io.MultiReader(bytes.NewReader(b), r) // the other parsers read it too
+	}
+	if isReg {
+		if f := d.parseTools(p); f != nil {
+			add(f)
+		}
 	}
 	if d.inv != nil && isReg {
 		if f := parseInventory(p, func(n int64) []byte { return readSmall(r, n) }); f != nil {

@@ -95,6 +95,8 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	det := newDetector()
 	det.elf = newELFDeps(opt.Limits)
+	det.tools = toolAdvisories(opt.DB)
+	det.toolNames = toolNames(det.tools)
 	if opt.Inventory {
 		det.inv = &invCollector{dpkg: map[string][]OSPackage{}}
 	}
@@ -151,6 +153,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.duplicates()
 	c.driverLibs()
+	c.advisories()
 	c.r.Checks = append(c.r.Checks, det.elf.check(walk, c.env)...)
 	c.fabrics(fabrics, det.elf, walk)
 	c.unreadable(cfg.RootFS.DiffIDs)
