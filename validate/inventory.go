@@ -130,8 +130,7 @@ type invCollector struct {
 // returns nil when the entry holds nothing for it. b is the entry's
 // content when the caller already read it.
 func parseInventory(p string, r func(n int64) []byte) func(d *detector) {
-	switch {
-	case p == "var/lib/dpkg/status" || reDpkgStatusD.MatchString(p) && !strings.HasSuffix(p, ".md5sums"):
+	if p == "var/lib/dpkg/status" || reDpkgStatusD.MatchString(p) && !strings.HasSuffix(p, ".md5sums") {
 		pkgs := parseDpkgStatus(r(64 << 20))
 		return func(d *detector) { d.inv.dpkg[p] = pkgs }
 	}
@@ -279,7 +278,8 @@ func (c *checker) buildInventory(d *detector, w *WalkResult, cfg *v1.ConfigFile,
 	libs := append(append([]Library(nil), f.Libraries...), d.inv.extraLibs...)
 	for _, l := range libs {
 		base := path.Base(l.Path)
-		name := strings.TrimPrefix(base[:strings.Index(base, ".so")], "lib")
+		stem, _, _ := strings.Cut(base, ".so") // the patterns all have .so
+		name := strings.TrimPrefix(stem, "lib")
 		so := sonames[l.Path]
 		if so == "" {
 			so = sonameOf(base)
