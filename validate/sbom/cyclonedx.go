@@ -50,13 +50,17 @@ func writeCycloneDX(w io.Writer, sub Subject, comps []Component, created time.Ti
 	return enc.EncodeVersion(bom, cdx.SpecVersion1_6)
 }
 
-// bomRef is the component's purl, or kind/name@version when it has none,
-// with the path where it was found to keep two copies apart.
+// bomRef is the component's purl (kind/name@version when it has none),
+// and the path where it was found, which keeps two copies apart; a deb's
+// purl carries its architecture (multiarch libc6:amd64 and libc6:i386).
 func bomRef(c Component) string {
 	if c.Kind == KindImage {
 		return "image"
 	}
-	ref := string(c.Kind) + "/" + c.Name + "@" + c.Version
+	ref := c.PURL.String()
+	if c.PURL.Type == "" {
+		ref = string(c.Kind) + "/" + c.Name + "@" + c.Version
+	}
 	if p := prop(c.Props, PropPath); p != "" {
 		ref += "#" + p
 	}

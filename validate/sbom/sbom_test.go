@@ -225,3 +225,38 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from %s (if the change is intended: go test ./validate/sbom -run %s -update)\n%s", t.Name(), p, t.Name(), got)
 	}
 }
+
+// TestBOMRefsUnique: multiarch packages and two copies of one library
+// get distinct bom-refs and SPDX ids.
+func TestBOMRefsUnique(t *testing.T) {
+	sub, inv := fixture()
+	inv.OSPackages = append(inv.OSPackages, validate.OSPackage{Name: "libc6", Version: "2.36-9+deb12u7", Arch: "i386"})
+	c := inv.CUDA[0]
+	c.Path = "opt/other/" + c.Path
+	inv.CUDA = append(inv.CUDA, c)
+	var bom cdx.BOM
+	if err := cdx.NewBOMDecoder(bytes.NewReader(write(t, CycloneDXJSON, sub, inv)), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range *bom.Components {
+		if seen[c.BOMRef] {
+			t.Errorf("bom-ref %s twice", c.BOMRef)
+		}
+		seen[c.BOMRef] = true
+	}
+	doc, err := spdxjson.Read(bytes.NewReader(write(t, SPDXJSON, sub, inv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, p := range doc.Packages {
+		if ids[string(p.PackageSPDXIdentifier)] {
+			t.Errorf("SPDX id %s twice", p.PackageSPDXIdentifier)
+		}
+		ids[string(p.PackageSPDXIdentifier)] = true
+	}
+	if len(seen) != len(*bom.Components) || len(ids) != len(doc.Packages) {
+		t.Errorf("%d refs for %d components, %d ids for %d packages", len(seen), len(*bom.Components), len(ids), len(doc.Packages))
+	}
+}
