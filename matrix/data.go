@@ -251,7 +251,9 @@ type File struct {
 	GPUs          []GPU           `yaml:"gpus"`
 	Targets       []Target        `yaml:"targets"`
 	// Fabrics: see the type; in data/fabrics.yaml.
-	Fabrics    []Fabric    `yaml:"fabrics"`
+	Fabrics []Fabric `yaml:"fabrics"`
+	// Advisories: see the type; in data/advisories.yaml.
+	Advisories []Advisory  `yaml:"advisories"`
 	References []Reference `yaml:"references"`
 	Links      []Link      `yaml:"links"`
 	// StandalonePythons: see the type; in data/pythons.yaml.

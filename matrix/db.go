@@ -40,6 +40,9 @@ type DB struct {
 	Targets []Target
 	// Fabrics are the multi-node networks (Fabric), sorted by name.
 	Fabrics []Fabric
+	// Advisories are vulnerabilities validate reports (Advisory), sorted
+	// by ID.
+	Advisories []Advisory
 	// References are published performance figures per GPU row.
 	References []Reference
 	// Links are the per-link bandwidths of NVLink generations and PCIe
@@ -158,11 +161,12 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		gpu  = merger[GPU]{kind: "GPU", key: func(r GPU) string { return strings.ToLower(r.Name) }, pos: func(r GPU) Pos { return rowPos(r.Row) }}
 		tgt  = merger[Target]{kind: "target", key: func(r Target) string { return strings.ToLower(r.Name) }, pos: func(r Target) Pos { return rowPos(r.Row) }}
 		fab  = merger[Fabric]{kind: "fabric", key: func(r Fabric) string { return strings.ToLower(r.Name) }, pos: func(r Fabric) Pos { return rowPos(r.Row) }}
+		adv  = merger[Advisory]{kind: "advisory", key: func(r Advisory) string { return r.ID }, pos: func(r Advisory) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
 		spy  = merger[StandalonePython]{kind: "standalone Python", key: func(r StandalonePython) string { return r.Version.Trunc(2).String() }, pos: func(r StandalonePython) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &fab, &ref, &lnk, &spy} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &fab, &adv, &ref, &lnk, &spy} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -184,6 +188,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		gpu.add(f.GPUs, i, builtinCount, seen())
 		tgt.add(f.Targets, i, builtinCount, seen())
 		fab.add(f.Fabrics, i, builtinCount, seen())
+		adv.add(f.Advisories, i, builtinCount, seen())
 		ref.add(f.References, i, builtinCount, seen())
 		lnk.add(f.Links, i, builtinCount, seen())
 		spy.add(f.StandalonePythons, i, builtinCount, seen())
@@ -211,6 +216,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.OS, db.BaseImages, db.Torch, db.TensorFlow, db.JAX, db.GPUs = oss.rows, images, tch.rows, tf.rows, jx.rows, gpu.rows
 	db.Targets, db.References, db.Links = tgt.rows, ref.rows, lnk.rows
 	db.Fabrics = fab.rows
+	db.Advisories = slices.Clone(adv.rows)
 	db.CUDAPlatforms = plat.rows
 	db.StandalonePythons = spy.rows
 
@@ -420,6 +426,13 @@ func (db *DB) validate() []error {
 			bad(p.At, "%s", m)
 		}
 	}
+	for i := range db.Advisories {
+		a := &db.Advisories[i]
+		checkRow(a.Row, "advisory "+a.ID)
+		for _, m := range validateAdvisory(a) {
+			bad(a.At, "%s", m)
+		}
+	}
 	for _, f := range db.Fabrics {
 		checkRow(f.Row, "fabric "+f.Name)
 		for _, m := range db.validateFabric(f) {
@@ -450,6 +463,7 @@ func (db *DB) sort() {
 	slices.SortStableFunc(db.GPUs, func(a, b GPU) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(db.Targets, func(a, b Target) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(db.Fabrics, func(a, b Fabric) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(db.Advisories, func(a, b Advisory) int { return cmp.Compare(a.ID, b.ID) })
 	for i := range db.Fabrics {
 		if p := db.Fabrics[i].Plugin; p != nil {
 			rel := slices.Clone(p.Releases)

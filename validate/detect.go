@@ -52,7 +52,8 @@ type Found struct {
 	Unreadable []UnreadableLib `json:"unreadable,omitempty"`
 
 	secrets    []secretHit
-	ncclConf   string // /etc/nccl.conf, for the fabric checks
+	toolHits   []toolHit // files of the matrix's cuda-tool advisories
+	ncclConf   string    // /etc/nccl.conf, for the fabric checks
 	venvPython string
 	pythons    map[string]bool
 	sitePython map[string]string // site-packages dir → python minor
@@ -113,6 +114,12 @@ type detector struct {
 	sysNCCL   string
 	sysCuBLAS string
 	headers   map[string]map[string]int // header file → defines
+
+	inv *invCollector // nil unless Options.Inventory
+	// tools are the matrix's cuda-tool advisories, toolNames the base
+	// names their files have.
+	tools     []matrix.Advisory
+	toolNames map[string]bool
 
 	mu      sync.Mutex
 	facts   []fact
@@ -197,19 +204,42 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		}
 		r = io.MultiReader(bytes.NewReader(b), r) // the other parsers read it too
 	}
+	if isReg {
+		if f := d.parseTools(p); f != nil {
+			add(f)
+		}
+	}
+	if d.inv != nil && isReg {
+		if f := parseInventory(p, func(n int64) []byte { return readSmall(r, n) }); f != nil {
+			add(f)
+		}
+	}
 	switch {
 	case (p == "etc/os-release" || p == "usr/lib/os-release") && isReg:
-		name, pretty := parseOSRelease(readSmall(r, 64<<10))
+		b := readSmall(r, 64<<10)
+		name, pretty := parseOSRelease(b)
+		info := osReleaseKV(b)
 		add(func(d *detector) {
 			if d.f.OS == "" || p == "etc/os-release" {
 				d.f.OS, d.f.OSPretty = name, pretty
+				if d.inv != nil {
+					d.inv.os = info
+				}
 			}
 		})
 	case reCUDAVersion.MatchString(p) && isReg:
-		if v := parseCUDAVersionFile(base, readSmall(r, 1<<20)); v != "" {
+		b := readSmall(r, 1<<20)
+		if v := parseCUDAVersionFile(base, b); v != "" {
+			var comps []CUDAComponent
+			if d.inv != nil && base == "version.json" {
+				comps = parseToolkitComponents(p, b)
+			}
 			add(func(d *detector) {
 				if newer(v, d.toolkit) {
 					d.toolkit = v
+					if d.inv != nil {
+						d.inv.toolkit = comps
+					}
 				}
 			})
 		}
@@ -248,6 +278,9 @@ func (d *detector) parse(e Entry, r io.Reader) func(d *detector) {
 		add(func(d *detector) {
 			if name != "" {
 				d.f.Packages[normalize(name)] = version
+				if d.inv != nil {
+					d.inv.dists = append(d.inv.dists, PythonDist{Name: normalize(name), Version: version, Path: path.Dir(p)})
+				}
 			}
 			if pm != nil {
 				d.f.sitePython[m[1]] = pm[1]

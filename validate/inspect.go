@@ -46,6 +46,9 @@ type Report struct {
 	Verdict  Status    `json:"verdict"` // pass, fail, or no-gpu for a GPU run without a GPU
 	// Probe holds the GPU run's raw result (kind gpu).
 	Probe *gpuprobe.Result `json:"probe,omitempty"`
+	// Inventory is set when Options.Inventory asked for it; it is not
+	// part of the report's JSON (the SBOM carries it).
+	Inventory *Inventory `json:"-"`
 }
 
 // Options for Inspect. DB is required.
@@ -70,6 +73,10 @@ type Options struct {
 	Limits    Limits
 	// Now stamps the report; default time.Now.
 	Now func() time.Time
+	// Inventory also collects what an SBOM lists (Report.Inventory) in
+	// the same walk: dpkg's status files, each Python distribution, the
+	// CUDA components by file. Off, the walk reads nothing extra.
+	Inventory bool
 }
 
 // Inspect reads the image's final filesystem (streaming every layer once,
@@ -88,6 +95,11 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	det := newDetector()
 	det.elf = newELFDeps(opt.Limits)
+	det.tools = toolAdvisories(opt.DB)
+	det.toolNames = toolNames(det.tools)
+	if opt.Inventory {
+		det.inv = &invCollector{dpkg: map[string][]OSPackage{}}
+	}
 	walk, err := Walk(ctx, img, opt.Limits, det.visit)
 	if err != nil {
 		return nil, err
@@ -144,6 +156,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.duplicates()
 	c.driverLibs()
+	c.advisories()
 	c.r.Checks = append(c.r.Checks, det.elf.check(walk, c.env)...)
 	c.fabrics(fabrics, det.elf, walk)
 	c.unreadable(cfg.RootFS.DiffIDs)
@@ -175,6 +188,13 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.add("size", matrix.Pass, "%s", msg)
 
+	if opt.Inventory {
+		mf, err := img.Manifest()
+		if err != nil {
+			return nil, fmt.Errorf("read image manifest: %w", err)
+		}
+		r.Inventory = c.buildInventory(det, walk, cfg, mf)
+	}
 	r.Verdict = matrix.Verdict(r.Checks)
 	return r, nil
 }

@@ -2,7 +2,10 @@
 // same image to a local directory, in the same run: reading every byte of
 // every layer once is the floor for validation, and skopeo's copy is that
 // floor done by an independent tool. It reports wall time and peak memory
-// (max RSS) of each, and their ratios.
+// (max RSS) of each, and their ratios. It also times `gpuimg sbom` on the
+// same image, which validates and collects the SBOM's inventory in the
+// same pass: its cost over validate alone is the SBOM's (issue 26 wants
+// it under 10%).
 //
 // The image is several layers of NVIDIA's real CUDA 11.8 libraries from
 // Debian (device code included, so the fatbin scanner works for real),
@@ -125,7 +128,7 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 		uncompressed += n
 	}
 
-	var skopeo, validate []sample
+	var skopeo, validate, sbom []sample
 	for range runs {
 		out := filepath.Join(dir, "copy")
 		os.RemoveAll(out)
@@ -140,6 +143,11 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 			return err
 		}
 		validate = append(validate, v)
+		b, err := measure(ctx, dir, gpuimg, "sbom", ref, "--file", filepath.Join(dir, "sbom.spdx.json"))
+		if err != nil {
+			return err
+		}
+		sbom = append(sbom, b)
 	}
 	med := func(s []sample) sample {
 		w := slices.Clone(s)
@@ -150,11 +158,13 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 		}
 		return m
 	}
-	sk, va := med(skopeo), med(validate)
+	sk, va, sb := med(skopeo), med(validate), med(sbom)
 	fmt.Printf("image: %d layers, %.0f MB compressed, %.0f MB uncompressed; %d runs each (median wall, max RSS)\n",
 		nLayers, float64(compressed)/1e6, float64(uncompressed)/1e6, runs)
 	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "skopeo copy docker:// dir:", sk.wall.Seconds(), float64(sk.maxRSS)/1024)
 	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "gpuimg validate --gpu h100", va.wall.Seconds(), float64(va.maxRSS)/1024)
+	fmt.Printf("%-34s %8.2fs %8.0f MiB\n", "gpuimg sbom (validate + SBOM)", sb.wall.Seconds(), float64(sb.maxRSS)/1024)
 	fmt.Printf("ratio validate/skopeo: time %.2fx, memory %.2fx\n", va.wall.Seconds()/sk.wall.Seconds(), float64(va.maxRSS)/float64(sk.maxRSS))
+	fmt.Printf("ratio sbom/validate: time %.2fx (issue 26: under 1.10x), memory %.2fx\n", sb.wall.Seconds()/va.wall.Seconds(), float64(sb.maxRSS)/float64(va.maxRSS))
 	return nil
 }

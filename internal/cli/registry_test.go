@@ -23,7 +23,7 @@ import (
 func TestRegistryFlags(t *testing.T) {
 	for _, c := range [][]string{
 		{"images", "copy"}, {"images", "export"}, {"images", "convert"}, {"images", "ls"},
-		{"images", "rm"}, {"images", "promote"}, {"validate"}, {"build"}, {"sign"}, {"verify"},
+		{"images", "rm"}, {"images", "promote"}, {"validate"}, {"sbom"}, {"build"}, {"sign"}, {"verify"},
 	} {
 		out, _, code := run(t, append(c, "--help")...)
 		flags := []string{"--insecure-registry", "--ca-file", "--retries"}

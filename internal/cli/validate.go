@@ -86,6 +86,8 @@ into each CUDA library. Then it checks:
   gpu             --gpu has native kernels (or PTX to JIT) in every CUDA library
   duplicate-libs  CUDA libraries both from the OS and from pip wheels
   secrets         credentials in files, environment, labels or history
+  advisory:CVE-*  known vulnerabilities scanners miss (torch releases, LD_PRELOAD
+                  in the config, CUDA tools of a devel image; docs/sbom.md)
   size            compressed size, layers, pull time at --bandwidth
   target:NAME:*   with --target: driver, gpu/GPU, platform, media-type,
                   index, attestations, compression, size, entrypoint, port,

@@ -25,6 +25,22 @@ func DebianCUDA(ctx context.Context) (root string, err error) {
 	return debianNonFree(ctx, "debian-cuda-11.8", "bookworm", append(append([]string(nil), DebianCUDAPackages...), "nvidia-cuda-toolkit"))
 }
 
+// DebianCUBLASLt downloads Debian 12's libcublaslt11 (NVIDIA's cuBLASLt
+// of CUDA 11.8, non-free, cubins for sm_35 … sm_90) the same way as
+// DebianCUDA, cached on its own, and returns the path of its
+// libcublasLt.so.11.11.3.6.
+func DebianCUBLASLt(ctx context.Context) (lib string, err error) {
+	root, err := debianNonFree(ctx, "debian-cublaslt-11.8", "bookworm", []string{"libcublaslt11"})
+	if err != nil {
+		return "", err
+	}
+	libs, _ := filepath.Glob(filepath.Join(root, "usr/lib/x86_64-linux-gnu/libcublasLt.so.*.*"))
+	if len(libs) != 1 {
+		return "", fmt.Errorf("libcublaslt11 unpacked %d libcublasLt.so.X.Y files under %s, want 1", len(libs), root)
+	}
+	return libs[0], nil
+}
+
 // DebianTorchCUDALib is the library of DebianTorchCUDA's root that holds
 // PyTorch's device code (1.18 GB).
 const DebianTorchCUDALib = "usr/lib/x86_64-linux-gnu/libtorch_cuda.so.2.6.0"

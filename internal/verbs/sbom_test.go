@@ -1,0 +1,86 @@
+package verbs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/sbom"
+)
+
+// attestation is what an Attester was asked to push.
+type attestation struct{ ref, predicateType, predicate string }
+
+// recorder is an Attester that records its calls (the signer lives in
+// images/sign, on another branch); err, when set, is its answer.
+type recorder struct {
+	got []attestation
+	err error
+}
+
+func (r *recorder) Attest(_ context.Context, ref, predicateType string, predicate []byte) error {
+	r.got = append(r.got, attestation{ref, predicateType, string(predicate)})
+	return r.err
+}
+
+var _ Attester = (*recorder)(nil)
+
+// TestSBOMAttach: the SBOM of one platform of an index describes that
+// platform's manifest, and AttachSBOM hangs the plain referrer on that
+// manifest and hands the same bytes, with the format's predicate type, to
+// the Attester.
+func TestSBOMAttach(t *testing.T) {
+	s := newServer(t)
+	ref := s.host + "/ml/multi:1"
+	pushIndex(t, ref, "linux/amd64", "linux/arm64")
+	arm := &v1.Platform{OS: "linux", Architecture: "arm64"}
+	doc, err := SBOM(t.Context(), registryRef(ref), SBOMSpec{Options: validate.Options{DB: builtin(t), Name: ref}, Platform: arm, Format: sbom.CycloneDXJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := name.ParseReference(ref)
+	idx, err := remote.Index(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	var armDigest string
+	for _, m := range im.Manifests {
+		if m.Platform.Architecture == "arm64" {
+			armDigest = m.Digest.String()
+		}
+	}
+	if doc.Digest != armDigest || doc.Report == nil || doc.Report.Inventory == nil || !bytes.Contains(doc.Document, []byte(`"specVersion": "1.6"`)) {
+		t.Fatalf("doc for %s: digest %s, report %v", armDigest, doc.Digest, doc.Report != nil)
+	}
+
+	rec := &recorder{}
+	d, err := AttachSBOM(t.Context(), ref, doc, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := remote.Referrers(r.Context().Digest(armDigest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, _ := refs.IndexManifest()
+	if len(rm.Manifests) != 1 || rm.Manifests[0].Digest.String() != d || rm.Manifests[0].ArtifactType != "application/vnd.cyclonedx+json" {
+		t.Errorf("referrers of the arm64 manifest: %+v, want %s", rm.Manifests, d)
+	}
+	want := attestation{r.Context().Digest(armDigest).String(), "https://cyclonedx.org/bom", string(doc.Document)}
+	if len(rec.got) != 1 || rec.got[0] != want {
+		t.Errorf("attester got %+v, want %s %s", rec.got, want.ref, want.predicateType)
+	}
+
+	rec = &recorder{err: errors.New("no key")}
+	if _, err := AttachSBOM(t.Context(), ref, doc, rec); err == nil || !strings.Contains(err.Error(), "attest the SBOM of") || !errors.Is(err, rec.err) {
+		t.Errorf("AttachSBOM with a failing attester: %v", err)
+	}
+}

@@ -1,0 +1,133 @@
+package validate
+
+import (
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/gpuimg/gpuimg/matrix"
+)
+
+// The advisories checks: one advisory:CVE-… warning for each row of the
+// matrix's advisories (data/advisories.yaml) the image matches, none
+// when it matches none. They warn rather than fail: the image may not
+// run the affected code (nobody runs cuobjdump in production; torch.load
+// of untrusted checkpoints is the application's choice), and the
+// container toolkit flaw is the host's, which the image only triggers.
+
+// toolHit is a file of a cuda-tool advisory, found in the walk.
+type toolHit struct {
+	id   string
+	path string
+}
+
+// toolAdvisories are the DB's cuda-tool rows, for the detector; nil
+// when db has none.
+func toolAdvisories(db *matrix.DB) []matrix.Advisory {
+	var out []matrix.Advisory
+	for _, a := range db.Advisories {
+		if a.Kind == matrix.AdvisoryCUDATool {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// toolNames is the set of base names the cuda-tool rows look at.
+func toolNames(advs []matrix.Advisory) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range advs {
+		for _, n := range a.Names {
+			m[n] = true
+		}
+	}
+	return m
+}
+
+// parseTools records the cuda-tool advisories whose files p is.
+func (d *detector) parseTools(p string) func(d *detector) {
+	if !d.toolNames[path.Base(p)] {
+		return nil
+	}
+	var hits []toolHit
+	for _, a := range d.tools {
+		if a.MatchFile(p) {
+			hits = append(hits, toolHit{id: a.ID, path: p})
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	return func(d *detector) { d.f.toolHits = append(d.f.toolHits, hits...) }
+}
+
+var rePEP440Release = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`)
+
+// releaseOf is the release segment of a PEP 440 version ("2.6.0" of
+// "2.6.0a0+ecf3bae"), and whether anything followed it besides a local
+// label (a pre-, post- or dev-release).
+func releaseOf(v string) (matrix.Version, bool, error) {
+	v, _, _ = strings.Cut(v, "+")
+	rel := rePEP440Release.FindString(v)
+	p, err := matrix.ParseVersion(rel)
+	return p, rel != v, err
+}
+
+// advisories adds a warning for each advisory the image matches.
+func (c *checker) advisories() {
+	f := c.r.Found
+	for _, a := range c.db.Advisories {
+		ids := strings.Join(a.CVEs(), ", ")
+		if a.GHSA != "" {
+			ids += ", " + a.GHSA
+		}
+		name := "advisory:" + a.ID
+		switch a.Kind {
+		case matrix.AdvisoryPython:
+			v, ok := f.Packages[a.Package]
+			if !ok {
+				continue
+			}
+			rel, suffix, err := releaseOf(v)
+			if err != nil {
+				continue
+			}
+			cmp := rel.Compare(a.Fixed)
+			if cmp > 0 || cmp == 0 && !suffix {
+				continue
+			}
+			pre := ""
+			if cmp == 0 {
+				pre = " (a pre-release of the fixed version, which PEP 440 orders before it: check that the build carries the fix)"
+			}
+			c.add(name, matrix.Warn, "%s %s is affected by %s (%s, CVSS %.1f): %s%s; upgrade to %s >= %s", a.Package, v, ids, a.Severity, a.CVSS, a.Summary, pre, a.Package, a.Fixed)
+		case matrix.AdvisoryEnv:
+			v, ok := c.env[a.Env]
+			if !ok {
+				continue
+			}
+			c.add(name, matrix.Warn, "the image config sets %s=%s, which triggers %s (%s, CVSS %.1f) on hosts with %s: %s; fixed in %s on the host; set %s in the entrypoint rather than in the image config", a.Env, truncate(v, 120), ids, a.Severity, a.CVSS, a.Host, a.Summary, a.Fixed, a.Env)
+		case matrix.AdvisoryCUDATool:
+			var paths []string
+			for _, h := range f.toolHits {
+				if h.id == a.ID {
+					paths = append(paths, path2(h.path))
+				}
+			}
+			if len(paths) == 0 {
+				continue
+			}
+			cuda, err := matrix.ParseVersion(mm(f.CUDA))
+			if f.CUDA == "" || err != nil {
+				c.add(name, matrix.Warn, "%s (%s) is in the image but its CUDA toolkit's version is unknown; %s before CUDA %s is affected by %s (%s, CVSS %.1f): %s", a.Tool, strings.Join(paths, ", "), a.Tool, a.Fixed, ids, a.Severity, a.CVSS, a.Summary)
+				continue
+			}
+			if cuda.Compare(a.Fixed) >= 0 {
+				continue
+			}
+			sort.Strings(paths)
+			c.add(name, matrix.Warn, "%s of CUDA %s (%s) is affected by %s (%s, CVSS %.1f): %s; fixed in CUDA %s, or leave %s out of runtime images (a devel image carries it)", a.Tool, f.CUDA, truncate(strings.Join(paths, ", "), 200), ids, a.Severity, a.CVSS, a.Summary, a.Fixed, a.Tool)
+		}
+	}
+}
