@@ -34,7 +34,27 @@ var ErrKMSUnsupported = errors.New("KMS keys are not supported yet")
 
 // kmsSchemes are the key references cosign accepts that name a KMS or a
 // hardware token rather than a file.
-var kmsSchemes = []string{"awskms://", "gcpkms://", "azurekms://", "hashivault://", "k8s://", "pkcs11:", "env://"}
+var kmsSchemes = []string{"awskms://", "gcpkms://", "azurekms://", "hashivault://", "k8s://", "pkcs11:"}
+
+// EnvScheme prefixes a key reference that names an environment variable
+// holding the key's PEM (env://COSIGN_KEY), as cosign's --key accepts.
+const EnvScheme = "env://"
+
+// readKey reads the key ref names: the environment variable of an
+// env://VAR reference, else the file at ref.
+func readKey(ref string) ([]byte, error) {
+	if v, ok := strings.CutPrefix(ref, EnvScheme); ok {
+		if v == "" {
+			return nil, fmt.Errorf("key %s: no variable named; write env://VAR", ref)
+		}
+		b, set := os.LookupEnv(v)
+		if !set || b == "" {
+			return nil, fmt.Errorf("key %s: the environment variable %s is not set (or empty); set it to the key's PEM", ref, v)
+		}
+		return []byte(b), nil
+	}
+	return os.ReadFile(ref)
+}
 
 // loadOptions are how keys are loaded for signing and verifying: ed25519
 // keys sign with Ed25519ph, as cosign does (cosign's GetDefaultLoadOptions).
@@ -43,13 +63,14 @@ var loadOptions = []signature.LoadOption{sigopts.WithED25519ph()}
 // LoadPrivateKey reads a private key from path: a cosign key file
 // (cosign generate-key-pair; password() gives its password, for example
 // from COSIGN_PASSWORD), or an unencrypted PEM key (PKCS#8 EC, ed25519 or
-// RSA; SEC 1 EC and PKCS#1 RSA too). password is called only for an
-// encrypted key. KMS URIs are refused with ErrKMSUnsupported.
+// RSA; SEC 1 EC and PKCS#1 RSA too); path env://VAR reads the key from the
+// environment variable VAR instead, as cosign does. password is called
+// only for an encrypted key. KMS URIs are refused with ErrKMSUnsupported.
 func LoadPrivateKey(path string, password func() ([]byte, error)) (signature.SignerVerifier, error) {
 	if err := refuseKMS(path); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(path)
+	b, err := readKey(path)
 	if err != nil {
 		return nil, fmt.Errorf("read key: %w", err)
 	}
@@ -105,12 +126,12 @@ func ParsePrivateKey(b []byte, password func() ([]byte, error)) (signature.Signe
 }
 
 // LoadPublicKey reads a PEM public key (cosign.pub, or any PKIX public
-// key) from path.
+// key) from path, or from the environment variable VAR for env://VAR.
 func LoadPublicKey(path string) (crypto.PublicKey, error) {
 	if err := refuseKMS(path); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(path)
+	b, err := readKey(path)
 	if err != nil {
 		return nil, fmt.Errorf("read public key: %w", err)
 	}

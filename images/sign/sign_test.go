@@ -319,6 +319,46 @@ func TestKMSRefused(t *testing.T) {
 	}
 }
 
+// TestEnvKey loads keys from env://VAR, encrypted with COSIGN_PASSWORD's
+// password as cosign's are, and refuses an unset variable.
+func TestEnvKey(t *testing.T) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encrypted.Encrypt(der, []byte("hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(ec.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GPUIMG_TEST_KEY", string(pem.EncodeToMemory(&pem.Block{Type: "ENCRYPTED SIGSTORE PRIVATE KEY", Bytes: enc})))
+	t.Setenv("GPUIMG_TEST_PUB", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})))
+	t.Setenv("GPUIMG_TEST_EMPTY", "")
+	sv, err := sign.LoadPrivateKey("env://GPUIMG_TEST_KEY", func() ([]byte, error) { return []byte("hunter2"), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := sign.LoadPublicKey("env://GPUIMG_TEST_PUB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := sv.PublicKey(); !ec.PublicKey.Equal(got) || !ec.PublicKey.Equal(pub) {
+		t.Errorf("env:// keys are not the key put there")
+	}
+	for _, ref := range []string{"env://GPUIMG_TEST_UNSET", "env://GPUIMG_TEST_EMPTY", "env://"} {
+		if _, err := sign.LoadPrivateKey(ref, nil); err == nil || errors.Is(err, sign.ErrKMSUnsupported) {
+			t.Errorf("%s: err %v, want a missing-variable error", ref, err)
+		}
+	}
+}
+
 func TestParseFormat(t *testing.T) {
 	for _, s := range []string{"bundle", "legacy", "both"} {
 		if f, err := sign.ParseFormat(s); err != nil || string(f) != s {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/internal/atomicfile"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/validate"
@@ -21,6 +22,7 @@ type SBOMOptions struct {
 	Output   string
 	File     string
 	Attach   bool
+	Key      string
 	Registry RegistryOptions
 }
 
@@ -31,6 +33,7 @@ func (o *SBOMOptions) AddFlags(fs *pflag.FlagSet) {
 	outputFlag(fs, &o.Output, "output", string(sbom.SPDXJSON), string(sbom.CycloneDXJSON))
 	fs.StringVar(&o.File, "file", "", "write the SBOM to this file (atomically) instead of stdout")
 	fs.BoolVar(&o.Attach, "attach", false, "push the SBOM to the registry as an OCI referrer of the image (artifact type application/spdx+json or application/vnd.cyclonedx+json, one layer: what trivy --sbom-sources oci reads)")
+	fs.StringVar(&o.Key, "key", "", "with --attach: also push the SBOM as an in-toto attestation (predicate https://spdx.dev/Document or https://cyclonedx.org/bom) signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require sbom and cosign verify-attestation --type spdxjson|cyclonedx check")
 	o.Registry.AddFlags(fs)
 }
 
@@ -51,12 +54,21 @@ IMAGE is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE or docker-daemon:REF; --attach needs a registry image.`,
 		Example: `  gpuimg sbom registry.example.com/ml/torch:2.3-cu122 > torch.spdx.json
   gpuimg sbom oci-archive:torch.tar -o cyclonedx-json --file torch.cdx.json
-  gpuimg sbom registry.example.com/ml/torch:2.3-cu122 --attach   # then: trivy image --sbom-sources oci …`,
+  gpuimg sbom registry.example.com/ml/torch:2.3-cu122 --attach   # then: trivy image --sbom-sources oci …
+  gpuimg sbom registry.example.com/ml/torch:2.3-cu122 --attach --key cosign.key   # then: cosign verify-attestation --type spdxjson …`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, spec, reg, err := o.parse(cmd.Flags(), args[0])
 			if err != nil {
 				return err
+			}
+			var att *verbs.SignerAttester
+			if o.Key != "" {
+				sv, err := loadSigner(o.Key)
+				if err != nil {
+					return err
+				}
+				att = &verbs.SignerAttester{Signer: sv, Options: []sign.Option{sign.WithRegistryOptions(reg...)}}
 			}
 			doc, err := verbs.SBOM(cmd.Context(), ref, spec, reg...)
 			if err != nil {
@@ -68,11 +80,18 @@ docker-archive:FILE or docker-daemon:REF; --attach needs a registry image.`,
 			if !o.Attach {
 				return nil
 			}
-			d, err := verbs.AttachSBOM(cmd.Context(), ref.Name, doc, nil, reg...)
+			var a verbs.Attester
+			if att != nil {
+				a = att
+			}
+			d, err := verbs.AttachSBOM(cmd.Context(), ref.Name, doc, a, reg...)
 			if err != nil {
 				return invalid(err, "")
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s SBOM to %s as %s\n", doc.Format, ref, d)
+			for _, s := range att.Signed() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attested it (%s), signed, to %s as %s\n", s.PredicateType, s.Digest, s.Referrer)
+			}
 			return nil
 		},
 	}
@@ -89,6 +108,9 @@ func (o *SBOMOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, verbs.
 	ref, err := images.ParseRef(image)
 	if err != nil {
 		return ref, spec, nil, invalid(err, "")
+	}
+	if o.Key != "" && !o.Attach {
+		return ref, spec, nil, invalid(errors.New("--key signs the attached SBOM"), "add --attach")
 	}
 	if o.Attach && ref.Transport != images.Registry {
 		return ref, spec, nil, invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "write the SBOM of the pushed image")

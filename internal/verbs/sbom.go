@@ -66,11 +66,24 @@ func SBOM(ctx context.Context, ref images.Ref, spec SBOMSpec, opts ...images.Opt
 	if err != nil {
 		return nil, err
 	}
-	rep := reps[0].Report
+	return ReportSBOM(ref.String(), reps[0].Report, f)
+}
+
+// ReportSBOM writes the inventory that a validation collected
+// (validate.Options.Inventory) as an SBOM of format f about the image
+// named name: for callers that validated already, so the layers are read
+// once for both.
+func ReportSBOM(name string, rep *validate.Report, f sbom.Format) (*SBOMDoc, error) {
+	if f == "" {
+		f = sbom.SPDXJSON
+	}
+	if rep == nil || rep.Inventory == nil {
+		return nil, fmt.Errorf("write the SBOM of %s: the validation collected no inventory (validate.Options.Inventory)", name)
+	}
 	var buf bytes.Buffer
-	sub := sbom.Subject{Name: ref.String(), Digest: rep.Digest, Platform: rep.Platform}
+	sub := sbom.Subject{Name: name, Digest: rep.Digest, Platform: rep.Platform}
 	if err := sbom.Write(&buf, f, sub, rep.Inventory); err != nil {
-		return nil, fmt.Errorf("write the SBOM of %s: %w", ref, err)
+		return nil, fmt.Errorf("write the SBOM of %s: %w", name, err)
 	}
 	return &SBOMDoc{Format: f, Digest: rep.Digest, Document: buf.Bytes(), Report: rep}, nil
 }

@@ -3,6 +3,10 @@ package verbs
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/gpuimg/gpuimg/validate"
 	"github.com/gpuimg/gpuimg/validate/sbom"
@@ -83,4 +88,58 @@ func TestSBOMAttach(t *testing.T) {
 	if _, err := AttachSBOM(t.Context(), ref, doc, rec); err == nil || !strings.Contains(err.Error(), "attest the SBOM of") || !errors.Is(err, rec.err) {
 		t.Errorf("AttachSBOM with a failing attester: %v", err)
 	}
+}
+
+// TestSignerAttester: AttachSBOM with a SignerAttester leaves an SBOM
+// attestation that VerifyImage accepts with the key's public key (and
+// not with another key), on the manifest the SBOM describes.
+func TestSignerAttester(t *testing.T) {
+	s := newServer(t)
+	ref := s.host + "/ml/signed:1"
+	pushIndex(t, ref, "linux/amd64")
+	doc, err := SBOM(t.Context(), registryRef(ref), SBOMSpec{Options: validate.Options{DB: builtin(t), Name: ref}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, pub := testKey(t)
+	_, other := testKey(t)
+	att := &SignerAttester{Signer: sv}
+	if _, err := AttachSBOM(t.Context(), ref, doc, att); err != nil {
+		t.Fatal(err)
+	}
+	if len(att.Signed()) != 1 || att.Signed()[0].Digest != doc.Digest || att.Signed()[0].PredicateType != PredicateSPDX {
+		t.Fatalf("signed %+v, want one SPDX attestation of %s", att.Signed(), doc.Digest)
+	}
+	r, _ := name.ParseReference(ref)
+	target := r.Context().Digest(doc.Digest).String()
+	v, err := VerifyImage(t.Context(), target, pub, []Evidence{EvidenceSBOM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK() {
+		t.Errorf("verify with the signing key: missing %v", v.Missing)
+	}
+	v, err = VerifyImage(t.Context(), target, other, []Evidence{EvidenceSBOM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.OK() {
+		t.Errorf("verify with another key passed")
+	}
+	if err := (&SignerAttester{}).Attest(t.Context(), target, PredicateSPDX, doc.Document); err == nil {
+		t.Errorf("an attester without a key attested")
+	}
+}
+
+func testKey(t *testing.T) (signature.SignerVerifier, crypto.PublicKey) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := signature.LoadECDSASignerVerifier(k, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sv, k.Public()
 }

@@ -182,3 +182,36 @@ func AttestReport(ctx context.Context, ref string, rep *validate.Report, signer 
 	}
 	return sign.Attest(ctx, ref, signer, PredicateTestResult, b, opts...)
 }
+
+// SignerAttester is an Attester that signs with a key (sign.Attest):
+// AttachSBOM with it pushes the SBOM as a signed in-toto attestation too,
+// which cosign verify-attestation --type spdxjson (or cyclonedx) reads.
+type SignerAttester struct {
+	Signer signature.SignerVerifier
+	// Options are sign's (registry options, clock).
+	Options []sign.Option
+	signed []sign.Signed
+}
+
+// Signed lists what a has attested, in order (none for a nil a).
+func (a *SignerAttester) Signed() []sign.Signed {
+	if a == nil {
+		return nil
+	}
+	return a.signed
+}
+
+var _ Attester = (*SignerAttester)(nil)
+
+// Attest implements Attester.
+func (a *SignerAttester) Attest(ctx context.Context, ref, predicateType string, predicate []byte) error {
+	if a.Signer == nil {
+		return fmt.Errorf("attest %s: no signing key", ref)
+	}
+	s, err := sign.Attest(ctx, ref, a.Signer, predicateType, predicate, a.Options...)
+	if err != nil {
+		return err
+	}
+	a.signed = append(a.signed, s)
+	return nil
+}
