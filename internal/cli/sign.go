@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -18,14 +17,7 @@ import (
 // encrypted cosign key's password comes from COSIGN_PASSWORD, as cosign's
 // does.
 func loadSigner(path string) (signature.SignerVerifier, error) {
-	pass := func() ([]byte, error) {
-		p, ok := os.LookupEnv("COSIGN_PASSWORD")
-		if !ok {
-			return nil, errors.New("the key is encrypted (cosign generate-key-pair); set COSIGN_PASSWORD to its password (empty for none)")
-		}
-		return []byte(p), nil
-	}
-	sv, err := sign.LoadPrivateKey(path, pass)
+	sv, err := verbs.LoadSigner(path)
 	if errors.Is(err, sign.ErrKMSUnsupported) {
 		return nil, invalid(err, "export the key to a file, or sign with cosign sign --key "+path)
 	}

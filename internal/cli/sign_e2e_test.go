@@ -223,6 +223,27 @@ func TestCosignInterop(t *testing.T) {
 				t.Errorf("gpuimg verify --require sbom,provenance without either: exit %d, want %d naming both\n%s%s", code, ExitFailed, out, errb)
 			}
 
+			// sbom --attach --key (the key from env://, as CI holds it):
+			// signed SPDX and CycloneDX attestations that cosign
+			// verify-attestation and gpuimg verify --require sbom accept.
+			keyPEM, err := os.ReadFile(goodKey)
+			must(t, err)
+			t.Setenv("GPUIMG_TEST_COSIGN_KEY", string(keyPEM))
+			for format, typ := range map[string]string{"spdx-json": "spdxjson", "cyclonedx-json": "cyclonedx"} {
+				if out, errb, code := run(t, "sbom", digest, "-o", format, "--attach", "--key", "env://GPUIMG_TEST_COSIGN_KEY"); code != 0 || !strings.Contains(errb, "attested it") {
+					t.Fatalf("gpuimg sbom -o %s --attach --key: exit %d\n%.2000s%s", format, code, out, errb)
+				}
+				if out, err := cosignRun(dir, "verify-attestation", "--key", goodPub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", typ, digest); err != nil {
+					t.Errorf("cosign verify-attestation --type %s rejects gpuimg's SBOM: %v\n%s", typ, err, out)
+				}
+				if out, err := cosignRun(dir, "verify-attestation", "--key", otherPub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", typ, digest); err == nil {
+					t.Errorf("cosign verify-attestation --type %s with another key accepted gpuimg's SBOM\n%s", typ, out)
+				}
+			}
+			if out, errb, code := run(t, "verify", tagged, "--key", goodPub, "--require", "signature,sbom,validation"); code != 0 {
+				t.Errorf("gpuimg verify --require signature,sbom,validation after sbom --attach --key: exit %d\n%s%s", code, out, errb)
+			}
+
 			// Negative cases: each fails both verifiers.
 			other, err := random.Image(512, 2)
 			must(t, err)

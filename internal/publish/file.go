@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,7 +11,10 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/images/sign"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate/sbom"
 )
 
 // File is a publish file (publish.yaml): the images a team publishes, as a
@@ -44,6 +48,9 @@ type File struct {
 	// Targets are provider fleets each variant is validated against and
 	// imported into (images import), in the form each accepts.
 	Targets []TargetSpec `yaml:"targets"`
+	// Signing, when it names a key, signs every variant published and
+	// attaches its SBOM and signed validation reports.
+	Signing Signing `yaml:"signing"`
 
 	// Path is the file LoadFile read, for messages.
 	Path string `yaml:"-"`
@@ -55,6 +62,72 @@ type ValidateSpec struct {
 	Driver matrix.Version `yaml:"driver"`
 	// GPU are the GPUs the hosts have (h100, l4).
 	GPU []string `yaml:"gpu"`
+}
+
+// Signing is the signing: section.
+type Signing struct {
+	// Key is the private key: a cosign key file (its password from
+	// COSIGN_PASSWORD), a PEM key, or env://VAR (the key's PEM held in the
+	// environment variable VAR, as CI holds a secret). Empty: nothing is
+	// signed.
+	Key string `yaml:"key"`
+	// SignatureFormat is where signatures go: bundle (cosign v3, the
+	// default), legacy (cosign v2's .sig tag) or both.
+	SignatureFormat string `yaml:"signature_format"`
+	// SBOM is the SBOM's format: spdx-json (the default) or
+	// cyclonedx-json.
+	SBOM string `yaml:"sbom"`
+	// Require is the evidence (signature, sbom, provenance, validation)
+	// an unchanged variant's tag must carry, signed by Key, to be left as
+	// it is; a tag without it is rebuilt and signed. Empty: signature,
+	// sbom and validation.
+	Require []string `yaml:"require"`
+}
+
+// Enabled says whether the section asks for signing.
+func (s Signing) Enabled() bool { return s.Key != "" }
+
+// Format is the signature format (bundle when unset).
+func (s Signing) Format() sign.Format {
+	if s.SignatureFormat == "" {
+		return sign.FormatBundle
+	}
+	return sign.Format(s.SignatureFormat)
+}
+
+// SBOMFormat is the SBOM's format (SPDX JSON when unset).
+func (s Signing) SBOMFormat() sbom.Format {
+	if s.SBOM == "" {
+		return sbom.SPDXJSON
+	}
+	return sbom.Format(s.SBOM)
+}
+
+// Required is the evidence an unchanged variant must carry.
+func (s Signing) Required() ([]verbs.Evidence, error) {
+	if len(s.Require) == 0 {
+		return []verbs.Evidence{verbs.EvidenceSignature, verbs.EvidenceSBOM, verbs.EvidenceValidation}, nil
+	}
+	return verbs.ParseEvidence(strings.Join(s.Require, ","))
+}
+
+func (s Signing) check() error {
+	if !s.Enabled() {
+		if s.SignatureFormat != "" || s.SBOM != "" || len(s.Require) > 0 {
+			return errors.New("signing: has settings but no key; set key: to a key file or env://VAR")
+		}
+		return nil
+	}
+	if _, err := sign.ParseFormat(string(s.Format())); err != nil {
+		return fmt.Errorf("signing.signature_format: %w", err)
+	}
+	if _, err := sbom.ParseFormat(string(s.SBOMFormat())); err != nil {
+		return fmt.Errorf("signing.sbom: %w", err)
+	}
+	if _, err := s.Required(); err != nil {
+		return fmt.Errorf("signing.require: %w", err)
+	}
+	return nil
 }
 
 // TargetSpec is one entry of targets:: a fleet (a targets: row of the
@@ -324,6 +397,9 @@ func (f *File) check(keys map[string]*yaml.Node) error {
 		if strings.TrimSpace(g) == "" {
 			return fmt.Errorf("line %d: validate.gpu[%d] is empty", line("validate"), i)
 		}
+	}
+	if err := f.Signing.check(); err != nil {
+		return fmt.Errorf("line %d: %w", line("signing"), err)
 	}
 	return nil
 }

@@ -4,15 +4,20 @@ import (
 	"context"
 	"crypto"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/sbom"
 )
 
 // Predicate types of the evidence gpuimg verify can require.
@@ -190,7 +195,7 @@ type SignerAttester struct {
 	Signer signature.SignerVerifier
 	// Options are sign's (registry options, clock).
 	Options []sign.Option
-	signed []sign.Signed
+	signed  []sign.Signed
 }
 
 // Signed lists what a has attested, in order (none for a nil a).
@@ -214,4 +219,121 @@ func (a *SignerAttester) Attest(ctx context.Context, ref, predicateType string, 
 	}
 	a.signed = append(a.signed, s)
 	return nil
+}
+
+// SignSpec is how SignImage signs.
+type SignSpec struct {
+	// Signer is the private key.
+	Signer signature.SignerVerifier
+	// Format is where signatures go (default sign.FormatBundle).
+	Format sign.Format
+	// SBOM is the SBOM's format (default SPDX JSON).
+	SBOM sbom.Format
+	// Name names the image in the SBOM (its tag); default the reference.
+	Name string
+	// Registry are the registry options.
+	Registry []images.Option
+}
+
+// SignedImage is what SignImage signed and attached.
+type SignedImage struct {
+	// Signatures are the cosign signatures (the index and each platform).
+	Signatures []sign.Signed `json:"signatures"`
+	// Attestations are the signed statements: a test result per report,
+	// an SBOM per platform.
+	Attestations []sign.Signed `json:"attestations"`
+	// SBOMs are the plain SBOM referrers (what trivy reads), by digest.
+	SBOMs []string `json:"sboms,omitempty"`
+}
+
+// SignImage signs the image ref names (REPO@DIGEST, already validated)
+// with spec.Signer: the manifest and each platform's (sign.Sign), each of
+// reps as a signed test-result statement (AttestReport), and, from the
+// inventory each platform's report collected in the validation's walk
+// (validate.Options.Inventory), that platform's SBOM as a plain referrer
+// and a signed attestation (AttachSBOM with a SignerAttester). Statements
+// about a platform are attached to the platform's manifest and, for a
+// multi-platform index, to the index too, so gpuimg verify and cosign
+// verify-attestation find them from the tag as from a pull by platform
+// digest. On an error, what was attached stays and the SignedImage
+// returned lists it.
+func SignImage(ctx context.Context, ref string, reps []*validate.Report, spec SignSpec) (*SignedImage, error) {
+	if spec.Signer == nil {
+		return nil, fmt.Errorf("sign %s: no signing key", ref)
+	}
+	top, err := name.NewDigest(ref)
+	if err != nil {
+		return nil, fmt.Errorf("sign %s: want REPOSITORY@DIGEST: %w", ref, err)
+	}
+	format := spec.Format
+	if format == "" {
+		format = sign.FormatBundle
+	}
+	sopts := []sign.Option{sign.WithFormat(format), sign.WithRegistryOptions(spec.Registry...)}
+	aopts := []sign.Option{sign.WithRegistryOptions(spec.Registry...)}
+	out := &SignedImage{}
+	if out.Signatures, err = sign.Sign(ctx, ref, spec.Signer, sopts...); err != nil {
+		return out, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	// targets is where statements about the manifest d go.
+	targets := func(d string) []string {
+		if d == "" || d == top.DigestStr() {
+			return []string{ref}
+		}
+		return []string{top.Context().Digest(d).String(), ref}
+	}
+	nm := spec.Name
+	if nm == "" {
+		nm = ref
+	}
+	sbomDone := map[string]bool{}
+	for _, rep := range reps {
+		for _, t := range targets(rep.Digest) {
+			s, err := AttestReport(ctx, t, rep, spec.Signer, aopts...)
+			if err != nil {
+				return out, fmt.Errorf("attest the validation report to %s: %w", t, err)
+			}
+			out.Attestations = append(out.Attestations, s)
+		}
+		if sbomDone[rep.Digest] {
+			continue
+		}
+		sbomDone[rep.Digest] = true
+		doc, err := ReportSBOM(nm, rep, spec.SBOM)
+		if err != nil {
+			return out, err
+		}
+		att := &SignerAttester{Signer: spec.Signer, Options: aopts}
+		d, err := AttachSBOM(ctx, ref, doc, att, spec.Registry...)
+		out.Attestations = append(out.Attestations, att.Signed()...)
+		if err != nil {
+			return out, err
+		}
+		out.SBOMs = append(out.SBOMs, d)
+		if ts := targets(doc.Digest); len(ts) > 1 {
+			s, err := sign.Attest(ctx, ref, spec.Signer, doc.Format.PredicateType(), doc.Document, aopts...)
+			if err != nil {
+				return out, fmt.Errorf("attest the SBOM of %s to %s: %w", doc.Digest, ref, err)
+			}
+			out.Attestations = append(out.Attestations, s)
+		}
+	}
+	return out, nil
+}
+
+// CosignPassword is the password of an encrypted cosign key, from
+// COSIGN_PASSWORD as cosign reads it (set and empty: no password).
+func CosignPassword() ([]byte, error) {
+	p, ok := os.LookupEnv("COSIGN_PASSWORD")
+	if !ok {
+		return nil, errors.New("the key is encrypted (cosign generate-key-pair); set COSIGN_PASSWORD to its password (empty for none)")
+	}
+	return []byte(p), nil
+}
+
+// LoadSigner loads a private key for signing (sign.LoadPrivateKey: a
+// cosign key file, a PEM key, env://VAR), an encrypted key's password
+// from COSIGN_PASSWORD.
+func LoadSigner(key string) (signature.SignerVerifier, error) {
+	return sign.LoadPrivateKey(key, CosignPassword)
 }
