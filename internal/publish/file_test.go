@@ -3,10 +3,14 @@ package publish
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpuimg/gpuimg/images/sign"
+	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate/sbom"
 )
 
 const minimal = `repository: registry.example.com/ml/torch
@@ -33,8 +37,12 @@ func TestLoadFileErrors(t *testing.T) {
 		name, src string
 		want      string // substring, after the file name
 	}{
-		{"unknown top-level key", minimal + "mirror: [x.example.com/a]\n", "publish.yaml: line 7: unknown key \"mirror\" in the file; known keys: build, builders, exclude, include, matrix, mirrors, platforms, promote, repository, tag, targets, validate"},
+		{"unknown top-level key", minimal + "mirror: [x.example.com/a]\n", "publish.yaml: line 7: unknown key \"mirror\" in the file; known keys: build, builders, exclude, include, matrix, mirrors, platforms, promote, repository, signing, tag, targets, validate"},
 		{"unknown key in build", minimal + "build:\n  pipp: [numpy]\n", "publish.yaml: line 8: unknown key \"pipp\" in build;"},
+		{"signing without a key", minimal + "signing: {signature_format: both}\n", "publish.yaml: line 7: signing: has settings but no key"},
+		{"bad signature format", minimal + "signing: {key: env://K, signature_format: v2}\n", "publish.yaml: line 7: signing.signature_format: signature format \"v2\""},
+		{"bad sbom format", minimal + "signing: {key: k.pem, sbom: spdx-tag}\n", "publish.yaml: line 7: signing.sbom:"},
+		{"bad require", minimal + "signing: {key: k.pem, require: [signature, attestation]}\n", "publish.yaml: line 7: signing.require: --require \"attestation\""},
 		{"unknown key in validate", minimal + "validate: {drivr: 535.104.05}\n", "publish.yaml: line 7: unknown key \"drivr\" in validate;"},
 		{"bad constraint", strings.Replace(minimal, `cuda: ["12.6"]`, `cuda: ["12.6", ">>12"]`, 1), "publish.yaml: line 4: cuda \">>12\":"},
 		{"unknown axis", strings.Replace(minimal, "python:", "pyton:", 1), "publish.yaml: line 6: unknown axis \"pyton\"; known axes: cuda, cudnn, torch, tensorflow, jax, python, os, flavor, gpu, driver"},
@@ -106,5 +114,25 @@ promote: {tags: ["{torch}-cu{cuda_short}", latest]}
 	}
 	if f.Validate.Driver.String() != "535.104.05" || len(f.Validate.GPU) != 2 || len(f.Promote.Tags) != 2 || f.Build.Env["A"] != "1" || len(f.Platforms) != 2 {
 		t.Errorf("file %+v", f)
+	}
+}
+
+// TestSigningSection: signing: with its defaults and every setting.
+func TestSigningSection(t *testing.T) {
+	f, err := ParseFile("publish.yaml", []byte(minimal+"signing:\n  key: env://COSIGN_KEY\n  signature_format: both\n  sbom: cyclonedx-json\n  require: [signature, validation]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := f.Signing.Required()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Signing.Enabled() || f.Signing.Format() != sign.FormatBoth || f.Signing.SBOMFormat() != sbom.CycloneDXJSON || !slices.Equal(req, []verbs.Evidence{verbs.EvidenceSignature, verbs.EvidenceValidation}) {
+		t.Errorf("signing %+v: format %s, sbom %s, require %v", f.Signing, f.Signing.Format(), f.Signing.SBOMFormat(), req)
+	}
+	var none Signing
+	req, _ = none.Required()
+	if none.Enabled() || none.Format() != sign.FormatBundle || none.SBOMFormat() != sbom.SPDXJSON || !slices.Equal(req, []verbs.Evidence{verbs.EvidenceSignature, verbs.EvidenceSBOM, verbs.EvidenceValidation}) {
+		t.Errorf("defaults: format %s, sbom %s, require %v", none.Format(), none.SBOMFormat(), req)
 	}
 }

@@ -125,6 +125,27 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 		b.WriteString("\n")
 	}
 
+	var signed []string
+	for _, res := range r.Results {
+		if res.Signed != nil {
+			signed = append(signed, fmt.Sprintf("| %s | %s | %s | %s |", mdCell(res.Variant.Name),
+				mdCell(reportPlural(len(res.Signed.Signatures), "manifest")), mdCell(mdClip(signedPredicates(res.Signed))), mdCell(reportPlural(len(res.Signed.SBOMs), "SBOM"))))
+		}
+	}
+	if len(signed) > 0 {
+		b.WriteString("### Signed\n\n")
+		b.WriteString("| Variant | Signed | Attested | SBOM referrers |\n| --- | --- | --- | --- |\n")
+		for i, row := range signed {
+			if i == lim.rows {
+				b.WriteString("\n")
+				mdMore(&b, len(signed)-i, "signed variant")
+				break
+			}
+			b.WriteString(row + "\n")
+		}
+		b.WriteString("\n")
+	}
+
 	var notes []string
 	for _, res := range r.Results {
 		for _, n := range res.Notes {
@@ -295,4 +316,22 @@ var mdText = strings.NewReplacer(
 // mdCell is mdText that also keeps a table cell's pipes.
 func mdCell(s string) string {
 	return strings.ReplaceAll(mdText(s), "|", `\|`)
+}
+
+// signedPredicates counts a variant's signed statements by predicate
+// type, in the order first attached.
+func signedPredicates(s *Signed) string {
+	var order []string
+	n := map[string]int{}
+	for _, a := range s.Attestations {
+		if n[a.PredicateType] == 0 {
+			order = append(order, a.PredicateType)
+		}
+		n[a.PredicateType]++
+	}
+	var parts []string
+	for _, p := range order {
+		parts = append(parts, fmt.Sprintf("%d× %s", n[p], p))
+	}
+	return strings.Join(parts, ", ")
 }

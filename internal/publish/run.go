@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/moby/buildkit/client"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
@@ -117,6 +118,9 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 	if err := r.promotions(plan.Variants); err != nil {
 		return nil, err
 	}
+	if err := r.loadSigner(); err != nil {
+		return nil, err
+	}
 	// Check every variant first: the unchanged ones need no builder.
 	r.prepared = make([]*builder.Plan, len(variants))
 	r.checked = make([]time.Time, len(variants))
@@ -181,6 +185,10 @@ type runner struct {
 	// many run at once.
 	finishing   sync.WaitGroup
 	finishSlots chan struct{}
+	// signer signs what is published (the file's signing:); nil: nothing
+	// is signed. require is what an unchanged tag must carry.
+	signer  signature.SignerVerifier
+	require []verbs.Evidence
 }
 
 func (r *runner) registry() []images.Option { return r.opts.Request.Registry }
@@ -463,7 +471,7 @@ func (r *runner) finish(ctx context.Context, i int, digest string) {
 	digestRef := r.f.Repository + "@" + digest
 	start := time.Now()
 	r.event(i, "validating %s", digest)
-	verdict, size, err := r.validate(ctx, v, digestRef)
+	verdict, size, reps, err := r.validate(ctx, v, digestRef)
 	res.Verdict, res.Size = verdict, size
 	res.Times.Validate = time.Since(start)
 	if err != nil {
@@ -475,6 +483,18 @@ func (r *runner) finish(ctx context.Context, i int, digest string) {
 		return
 	}
 	start = time.Now()
+	if r.signer != nil {
+		r.event(i, "signing %s", digest)
+		signed, err := verbs.SignImage(ctx, digestRef, reps, verbs.SignSpec{
+			Signer: r.signer, Format: r.f.Signing.Format(), SBOM: r.f.Signing.SBOMFormat(), Name: v.Tag, Registry: r.registry(),
+		})
+		res.Signed = signedSummary(signed)
+		if err != nil {
+			res.Times.Publish = time.Since(start)
+			r.fail(i, "sign", fmt.Errorf("%w; the tag was not written", err))
+			return
+		}
+	}
 	err = r.publish(ctx, i, digest, true)
 	res.Times.Publish = time.Since(start)
 	if err == nil {

@@ -84,11 +84,35 @@ type Result struct {
 	Targets []TargetResult `json:"targets,omitempty"`
 	// Error says why the variant failed, naming the step.
 	Error string `json:"error,omitempty"`
+	// Signed is what was signed and attested (signing:); nil when
+	// nothing was.
+	Signed *Signed `json:"signed,omitempty"`
 	// Notes are what happened on the way that did not fail the variant
 	// (a builder that failed and the builder it was retried on).
 	Notes []string `json:"notes,omitempty"`
 	// Times are how long each step of the variant took.
 	Times StepTimes `json:"times,omitzero"`
+}
+
+// Signed is what publish signed for a variant: the cosign signatures (of
+// the image and each platform's manifest), the signed statements (a
+// validation test result per report, an SBOM per platform) and the plain
+// SBOM referrers.
+type Signed struct {
+	// Signatures are the digests signed (cosign's sign statement).
+	Signatures []string `json:"signatures"`
+	// Attestations are the signed in-toto statements attached.
+	Attestations []Attestation `json:"attestations"`
+	// SBOMs are the plain SBOM referrers' digests (what trivy reads).
+	SBOMs []string `json:"sboms,omitempty"`
+}
+
+// Attestation is one signed statement attached to Subject.
+type Attestation struct {
+	Subject       string `json:"subject"`
+	PredicateType string `json:"predicate_type"`
+	// Referrer is the digest of the referrer manifest holding the bundle.
+	Referrer string `json:"referrer"`
 }
 
 // StepTimes are the wall times of a variant's steps (nanoseconds in

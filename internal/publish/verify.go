@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
@@ -41,7 +42,55 @@ func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Re
 	if err != nil || !ok {
 		return "", nil, false
 	}
+	if r.signer != nil && len(r.require) > 0 {
+		ver, err := r.verify(ctx, v.Tag)
+		if err != nil || !ver.OK() {
+			return "", nil, false // not signed as signing: asks: rebuild and sign it
+		}
+	}
 	return dig, found, true
+}
+
+// verify checks ref's evidence against signing.require with the signing
+// key's public key.
+func (r *runner) verify(ctx context.Context, ref string) (*verbs.Verification, error) {
+	pub, err := r.signer.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return verbs.VerifyImage(ctx, ref, pub, r.require, sign.WithRegistryOptions(r.registry()...))
+}
+
+// loadSigner loads signing:'s key, once per run.
+func (r *runner) loadSigner() error {
+	if !r.f.Signing.Enabled() {
+		return nil
+	}
+	req, err := r.f.Signing.Required()
+	if err != nil {
+		return fmt.Errorf("%s: signing.require: %w", r.f.name(), err)
+	}
+	sv, err := verbs.LoadSigner(r.f.Signing.Key)
+	if err != nil {
+		return fmt.Errorf("%s: signing.key %s: %w", r.f.name(), r.f.Signing.Key, err)
+	}
+	r.signer, r.require = sv, req
+	return nil
+}
+
+// signedSummary is what the report says was signed.
+func signedSummary(s *verbs.SignedImage) *Signed {
+	if s == nil {
+		return nil
+	}
+	out := &Signed{SBOMs: s.SBOMs}
+	for _, x := range s.Signatures {
+		out.Signatures = append(out.Signatures, x.Digest)
+	}
+	for _, x := range s.Attestations {
+		out.Attestations = append(out.Attestations, Attestation{Subject: x.Digest, PredicateType: x.PredicateType, Referrer: x.Referrer})
+	}
+	return out
 }
 
 // gpus are the GPUs the file validates for; one empty name when none.
@@ -72,9 +121,11 @@ func (r *runner) platforms() []*v1.Platform {
 // validate inspects the pushed image, every platform of it, once per GPU
 // of validate:, attaches each report to digestRef, and returns the worst
 // verdict and the compressed size (the largest platform's).
-func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (matrix.Status, int64, error) {
+func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (matrix.Status, int64, []*validate.Report, error) {
 	spec := verbs.Spec{
-		Options:   validate.Options{Name: v.Tag, DB: r.db, Driver: r.f.Validate.Driver},
+		// With signing, the walk that validates also collects what the
+		// SBOM lists: the layers are read once for both.
+		Options:   validate.Options{Name: v.Tag, DB: r.db, Driver: r.f.Validate.Driver, Inventory: r.signer != nil},
 		Platforms: r.platforms(),
 		GPUs:      r.gpus(),
 	}
@@ -82,9 +133,9 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 	var ve *verbs.Error
 	switch {
 	case errors.As(err, &ve) && ve.Step == verbs.Inspecting:
-		return "", 0, fmt.Errorf("%s: %w", ve.Platform, ve.Err)
+		return "", 0, nil, fmt.Errorf("%s: %w", ve.Platform, ve.Err)
 	case err != nil:
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	var judged verbs.Judged
 	if !r.f.Validate.Driver.IsZero() {
@@ -93,11 +144,13 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 	var verdicts []matrix.Finding
 	var size int64
 	var failed []string
+	var out []*validate.Report
 	for _, rp := range reps {
+		out = append(out, rp.Report)
 		size = max(size, rp.Size.Compressed)
 		judged.GPU = rp.GPU
 		if _, err := verbs.AttachReport(ctx, digestRef, rp.Report, judged, r.registry()...); err != nil {
-			return "", 0, fmt.Errorf("attach report: %w", err)
+			return "", 0, nil, fmt.Errorf("attach report: %w", err)
 		}
 		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
 		for _, c := range rp.Checks {
@@ -112,9 +165,9 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 	}
 	verdict := matrix.Verdict(verdicts)
 	if verdict == matrix.Fail && len(failed) > 0 {
-		return verdict, size, fmt.Errorf("static validation failed (%s); the report is attached to %s, the tag was not written", strings.Join(failed, "; "), digestRef)
+		return verdict, size, out, fmt.Errorf("static validation failed (%s); the report is attached to %s, the tag was not written", strings.Join(failed, "; "), digestRef)
 	}
-	return verdict, size, nil
+	return verdict, size, out, nil
 }
 
 // publish points variant i's tag at digest (when tag), copies it to the

@@ -108,7 +108,7 @@ validate: {driver: 535.104.05, gpu: [h100, l4]}
 	v := plan.Variants[0]
 	digest := index(host+"/ml/torch:staging", "sha256:inputs")
 	digestRef := host + "/ml/torch@" + digest
-	verdict, size, err := r.validate(t.Context(), v, digestRef)
+	verdict, size, _, err := r.validate(t.Context(), v, digestRef)
 	if verdict == "" || size == 0 || err != nil {
 		t.Errorf("validate: verdict %q size %d error %v", verdict, size, err)
 	}
