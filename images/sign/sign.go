@@ -363,8 +363,7 @@ func digestBytes(d v1.Hash) ([]byte, error) {
 // protobuf-specs' types because sigstore-go's sign package imports
 // rekor's PKCS#7 code, which links cobra into library packages.
 func dsseBundle(ctx context.Context, payload []byte, kp *keypair) (*protobundle.Bundle, error) {
-	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(InTotoPayloadType), InTotoPayloadType, len(payload), payload)
-	sig, _, err := kp.SignData(ctx, pae)
+	sig, _, err := kp.SignData(ctx, pae(InTotoPayloadType, payload))
 	if err != nil {
 		return nil, err
 	}

@@ -332,7 +332,7 @@ tag on that digest goes with it. The registry must allow deletes.`,
 func newPromoteCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	mo := &MatrixOptions{}
-	var to, require, gpu, minDriver string
+	var to, require, gpu, minDriver, key string
 	cmd := &cobra.Command{
 		Use:   "promote REF --to TAG",
 		Short: "Retag an image only if a passing validation report is attached",
@@ -348,11 +348,18 @@ validation report attached to that digest (gpuimg validate --attach) passed:
   --min-driver V    the report's driver must be V or newer (e.g. 550)
 
 Otherwise it refuses, exits 1, and names every report it saw and why it did
-not count.`,
+not count.
+
+With --key, the decision is recorded either way as a signed SLSA verification
+summary (predicate https://slsa.dev/verification_summary/v1, PASSED or FAILED)
+in a plain DSSE envelope, attached to the digest (artifact type
+application/vnd.dsse.envelope.v1+json) before the tag moves; slsa-verifier
+verify-vsa checks it (docs/supply-chain.md).`,
 		Example: `  gpuimg validate registry.example.com/ml/torch:nightly --attach
   gpuimg images promote registry.example.com/ml/torch:nightly --to stable --require static
   gpuimg validate registry.example.com/ml/torch:nightly --run docker --bench --attach
-  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --gpu h100 --min-driver 550`,
+  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --gpu h100 --min-driver 550
+  gpuimg images promote registry.example.com/ml/torch:nightly --to stable --require static --key cosign.key`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -377,12 +384,22 @@ not count.`,
 			if err != nil {
 				return err
 			}
-			msg, err := verbs.Promote(cmd.Context(), args[0], to, policy, opts...)
-			if errors.Is(err, images.ErrNotPromoted) {
-				return &Error{Err: err, Code: ExitFailed}
-			}
-			if err != nil {
-				return invalid(err, "")
+			var msg string
+			if key != "" {
+				sv, err := loadSigner(key)
+				if err != nil {
+					return err
+				}
+				d, err := verbs.PromoteRecorded(cmd.Context(), args[0], to, policy, verbs.VSASpec{Signer: sv, Version: buildVersion().Version}, opts...)
+				if d != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: recorded a %s verification summary of %s for %s as %s\n", d.VSA.VerificationResult, d.Digest, d.VSA.ResourceURI, d.Referrer)
+					msg = d.Message
+				}
+				if err != nil {
+					return promoteError(err)
+				}
+			} else if msg, err = verbs.Promote(cmd.Context(), args[0], to, policy, opts...); err != nil {
+				return promoteError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "promoted %s\n", msg)
 			return nil
@@ -391,6 +408,7 @@ not count.`,
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
 	mo.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&key, "key", "", "record the decision as a signed SLSA verification summary (DSSE envelope) attached to the image, signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR; ECDSA or RSA for slsa-verifier)")
 	cmd.Flags().StringVar(&to, "to", "", "tag to point at the image (in the same repository)")
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
 	stackFlag(cmd.Flags(), &gpu, "gpu", "h100", "the report must be for this GPU")
@@ -475,4 +493,12 @@ func readPrioritized(file, comp string) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// promoteError is a refused promotion's exit (1) or another failure's.
+func promoteError(err error) error {
+	if errors.Is(err, images.ErrNotPromoted) {
+		return &Error{Err: err, Code: ExitFailed}
+	}
+	return invalid(err, "")
 }
