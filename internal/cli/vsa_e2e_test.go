@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
+	"github.com/gpuimg/gpuimg/internal/verbs"
+)
+
+// TestSLSAVerifierVSA checks images promote --key against the real
+// slsa-verifier (v2.7.1, tools/slsa-verifier/go.mod): verify-vsa accepts
+// the PASSED summary of a promotion with the key's public key, the
+// digest, gpuimg's verifier id, the promoted tag as resource and the
+// policy's levels, and rejects it with another key, another digest or
+// another resource, and rejects the FAILED summary of a refused
+// promotion.
+func TestSLSAVerifierVSA(t *testing.T) {
+	testenv.Require(t, "builds slsa-verifier from tools/slsa-verifier/go.mod", testenv.Slow)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	slsa, err := testenv.SLSAVerifier(ctx)
+	must(t, err)
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	dir := t.TempDir()
+	writeKey := func(n string) (key, pub string) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		must(t, err)
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		must(t, err)
+		pubDER, err := x509.MarshalPKIXPublicKey(k.Public())
+		must(t, err)
+		key, pub = filepath.Join(dir, n+".key"), filepath.Join(dir, n+".pub")
+		must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+		must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
+		return key, pub
+	}
+	key, pub := writeKey("good")
+	_, otherPub := writeKey("other")
+
+	img, err := random.Image(512, 2)
+	must(t, err)
+	tagged := host + "/gpu/torch:nightly"
+	r, err := name.ParseReference(tagged)
+	must(t, err)
+	must(t, remote.Write(r, img, remote.WithContext(ctx)))
+	d, _ := img.Digest()
+	if out, errb, code := run(t, "validate", tagged, "--attach"); code != 0 {
+		t.Fatalf("gpuimg validate --attach: exit %d\n%s%s", code, out, errb)
+	}
+	if out, errb, code := run(t, "images", "promote", tagged, "--to", "stable", "--require", "static", "--key", key); code != 0 || !strings.Contains(errb, "recorded a PASSED verification summary") {
+		t.Fatalf("gpuimg images promote --key: exit %d\n%s%s", code, out, errb)
+	}
+	if out, errb, code := run(t, "images", "promote", tagged, "--to", "gpu-ok", "--require", "gpu", "--key", key); code != ExitFailed || !strings.Contains(errb, "recorded a FAILED verification summary") {
+		t.Fatalf("gpuimg images promote --require gpu --key of a static report: exit %d, want %d\n%s%s", code, ExitFailed, out, errb)
+	}
+	atts, err := verbs.VSAs(ctx, tagged)
+	must(t, err)
+	if len(atts) != 2 {
+		t.Fatalf("%d verification summaries attached, want 2", len(atts))
+	}
+	files := map[string]string{}
+	for _, a := range atts {
+		result := "failed"
+		if verifiedBy(t, a.Payload) {
+			result = "passed"
+		}
+		f := filepath.Join(dir, result+".dsse.json")
+		must(t, os.WriteFile(f, a.Payload, 0o644))
+		files[result] = f
+	}
+	if files["passed"] == "" || files["failed"] == "" {
+		t.Fatalf("summaries %v: want one PASSED, one FAILED", files)
+	}
+	verify := func(att, pubKey, digest, resource string) (string, error) {
+		cmd := exec.CommandContext(ctx, slsa, "verify-vsa", "--attestation-path", att, "--subject-digest", digest,
+			"--verifier-id", verbs.VSAVerifierID, "--resource-uri", resource, "--verified-level", "GPUIMG_VALIDATION_STATIC", "--public-key-path", pubKey)
+		cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	stable := r.Context().Tag("stable").String()
+	if out, err := verify(files["passed"], pub, d.String(), stable); err != nil {
+		t.Errorf("slsa-verifier verify-vsa rejects the PASSED summary: %v\n%s", err, out)
+	}
+	for _, c := range []struct{ what, att, pub, digest, resource string }{
+		{"another key", files["passed"], otherPub, d.String(), stable},
+		{"another digest", files["passed"], pub, "sha256:" + strings.Repeat("0", 64), stable},
+		{"another resource", files["passed"], pub, d.String(), r.Context().Tag("other").String()},
+		{"the FAILED summary", files["failed"], pub, d.String(), r.Context().Tag("gpu-ok").String()},
+	} {
+		if out, err := verify(c.att, c.pub, c.digest, c.resource); err == nil {
+			t.Errorf("%s: slsa-verifier verify-vsa accepted it\n%s", c.what, out)
+		}
+	}
+}
+
+// verifiedBy says whether an envelope's statement says PASSED.
+func verifiedBy(t *testing.T, envelope []byte) bool {
+	t.Helper()
+	var env struct{ Payload []byte }
+	must(t, json.Unmarshal(envelope, &env))
+	return strings.Contains(string(env.Payload), `"verificationResult":"PASSED"`)
+}
