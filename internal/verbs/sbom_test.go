@@ -143,3 +143,61 @@ func testKey(t *testing.T) (signature.SignerVerifier, crypto.PublicKey) {
 	}
 	return sv, k.Public()
 }
+
+// TestSignImage: the SBOMs come from the validation's own walk (each
+// layer is read once for validation, SBOM and signing together); the
+// index and each platform carry a signature, a PASSED test result and an
+// SBOM, so verify passes from the tag and from each platform's digest.
+func TestSignImage(t *testing.T) {
+	s := newServer(t)
+	ref := s.host + "/ml/multi:1"
+	layers := pushIndex(t, ref, "linux/amd64", "linux/arm64")
+	r, _ := name.ParseReference(ref)
+	desc, err := remote.Head(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digestRef := r.Context().Digest(desc.Digest.String()).String()
+	spec := Spec{Options: validate.Options{DB: builtin(t), Name: ref, Inventory: true}, Platforms: []*v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}}
+	vals, err := Validate(t.Context(), registryRef(digestRef), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []*validate.Report
+	for _, v := range vals {
+		v.Verdict = "pass" // judged elsewhere; SignImage signs what it is given
+		reps = append(reps, v.Report)
+	}
+	sv, pub := testKey(t)
+	signed, err := SignImage(t.Context(), digestRef, reps, SignSpec{Signer: sv, SBOM: sbom.CycloneDXJSON, Name: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Index and two platforms signed; per platform a test result and an
+	// SBOM on the platform and on the index.
+	if len(signed.Signatures) != 3 || len(signed.SBOMs) != 2 || len(signed.Attestations) != 8 {
+		t.Errorf("signed %d, %d SBOMs, %d attestations; want 3, 2, 8", len(signed.Signatures), len(signed.SBOMs), len(signed.Attestations))
+	}
+	for _, l := range layers {
+		if n := s.gets[l]; n != 1 {
+			t.Errorf("layer %s read %d times, want once", l, n)
+		}
+	}
+	all := []Evidence{EvidenceSignature, EvidenceSBOM, EvidenceValidation}
+	targets := []string{ref}
+	for _, rp := range reps {
+		targets = append(targets, r.Context().Digest(rp.Digest).String())
+	}
+	for _, target := range targets {
+		v, err := VerifyImage(t.Context(), target, pub, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.OK() {
+			t.Errorf("verify %s: missing %v", target, v.Missing)
+		}
+	}
+	if _, err := SignImage(t.Context(), ref, reps, SignSpec{Signer: sv}); err == nil {
+		t.Error("SignImage of a tag: no error")
+	}
+}
