@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +80,7 @@ func (b stackBuilder) Build(ctx context.Context, req builder.Request, plan *buil
 		return nil, err
 	}
 	raw := buf.Bytes()
-	layer, err := tarball.LayerFromReader(bytes.NewReader(raw))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil })
 	if err != nil {
 		return nil, err
 	}
