@@ -1,6 +1,11 @@
 package cli
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,13 +21,30 @@ import (
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
+// pemKeyPair writes an ECDSA P-256 key pair (PKCS#8 and PKIX PEM) in dir.
+func pemKeyPair(t *testing.T, dir string) (key, pub string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	must(t, err)
+	pubDER, err := x509.MarshalPKIXPublicKey(k.Public())
+	must(t, err)
+	key, pub = filepath.Join(dir, "sign.key"), filepath.Join(dir, "sign.pub")
+	must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
+	return key, pub
+}
+
 // TestPublishEndToEnd publishes a 2-variant publish file (CUDA 12.2 +
 // PyTorch 2.3 for two GPUs: one real build, the second answered from
 // BuildKit's cache) on a real buildkitd to a real registry, through the
 // mirror flags, as TestBuildEndToEnd builds: the tags, the inputs label,
 // the attached report, the mirror and the promoted tag are checked in the
-// registry. A second run skips both without reaching any builder, and a
-// variant that fails validation gets no tag. Then testPublishPool runs
+// registry, and each is signed (signing:) so that gpuimg verify --require
+// signature,sbom,validation passes on its tag. A second run skips both
+// without reaching any builder, and a variant that fails validation gets
+// no tag and nothing signed. Then testPublishPool runs
 // issue 11's pool scenario on the same environment. Root is needed (runc).
 func TestPublishEndToEnd(t *testing.T) {
 	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
@@ -38,6 +60,9 @@ func TestPublishEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// signing: every variant published is signed, its reports and SBOM
+	// attested, with a PEM key (no process environment: t.Parallel).
+	signKey, signPub := pemKeyPair(t, dir)
 	repo := env.Registry.Host + "/gpuimg/pub"
 	mirror := env.Registry.Host + "/gpuimg/pub-mirror"
 	file := func(name, repo, driver string) string {
@@ -51,6 +76,7 @@ matrix:
 validate: {driver: `+driver+`}
 mirrors: [`+mirror+`]
 promote: {tags: ["latest"]}
+signing: {key: `+signKey+`}
 `), 0o644))
 		return p
 	}
@@ -145,6 +171,12 @@ promote: {tags: ["latest"]}
 		if md, _, err := head(mirror + ":" + r.Variant.Name); err != nil || md != r.Digest {
 			t.Errorf("mirror of %s: %s, %v", r.Variant.Name, md, err)
 		}
+		if r.Signed == nil || len(r.Signed.Signatures) == 0 || len(r.Signed.SBOMs) == 0 {
+			t.Errorf("%s: report says signed %+v", r.Variant.Name, r.Signed)
+		}
+		if out, errb, code := run(t, "verify", r.Variant.Tag, "--key", signPub, "--require", "signature,sbom,validation", "--insecure-registry", env.Registry.Host); code != 0 {
+			t.Errorf("gpuimg verify %s --require signature,sbom,validation: exit %d\n%s%s", r.Variant.Tag, code, out, errb)
+		}
 	}
 	// latest belongs to the last variant of the plan (L4).
 	if d, _, err := head(repo + ":latest"); err != nil || d != rep.Results[1].Digest {
@@ -206,6 +238,14 @@ promote: {tags: ["latest"]}
 		}
 		if !strings.Contains(errOut, res.Variant.Name) {
 			t.Errorf("stderr does not name the failed variant:\n%s", lastLines(errOut, 10))
+		}
+		// Nothing of it is signed: no signature, no SBOM, no passing statement.
+		if res.Signed != nil {
+			t.Errorf("the failed variant was signed: %+v", res.Signed)
+		}
+		if out, errb, code := run(t, "verify", failRepo+"@"+res.Digest, "--key", signPub, "--require", "signature,sbom,validation", "--insecure-registry", env.Registry.Host); code != ExitFailed ||
+			!strings.Contains(errb, "signature") || !strings.Contains(errb, "sbom") || !strings.Contains(errb, "validation") {
+			t.Errorf("gpuimg verify of the failed variant's digest: exit %d, want %d naming signature, sbom and validation\n%s%s", code, ExitFailed, out, errb)
 		}
 	})
 
