@@ -53,8 +53,9 @@ does and publishes every variant on a pool of BuildKit daemons:
   3. otherwise build it and push it by digest only (no tag yet);
   4. validate the pushed image statically (the file's validate:) and
      attach the report to it;
-  5. only if it passed: write the tag, copy it to the mirrors, move the
-     promoted tags.
+  5. only if it passed: with signing: in the file, sign it and attach its
+     reports and SBOM as signed statements (docs/supply-chain.md); then
+     write the tag, copy it to the mirrors, move the promoted tags.
 
 A failed variant leaves its tags untouched; the others go on. Variants that
 share a base image and Python go to the same builder (its cache); a builder

@@ -48,8 +48,9 @@ What is written (docs/supply-chain.md has the whole picture):
   both              both of them
 
 Keys: a cosign key file (cosign generate-key-pair; its password from
-COSIGN_PASSWORD) or a PEM private key (PKCS#8 ECDSA, ed25519 or RSA). KMS URIs
-(awskms://, gcpkms://, …) are not supported yet.
+COSIGN_PASSWORD), a PEM private key (PKCS#8 ECDSA, ed25519 or RSA), or
+env://VAR, the key's PEM in the environment variable VAR (as CI holds a
+secret). KMS URIs (awskms://, gcpkms://, …) are not supported yet.
 
 Nothing goes to a transparency log: verify with gpuimg verify --key, or with
 cosign verify --key cosign.pub --insecure-ignore-tlog.`,
@@ -84,7 +85,7 @@ cosign verify --key cosign.pub --insecure-ignore-tlog.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&key, "key", "", "private key: a cosign key file (password from COSIGN_PASSWORD) or a PEM private key")
+	cmd.Flags().StringVar(&key, "key", "", "private key: a cosign key file (password from COSIGN_PASSWORD), a PEM private key, or env://VAR")
 	cmd.Flags().StringVar(&format, "signature-format", string(sign.FormatBundle), "bundle (cosign v3, an OCI referrer), legacy (cosign v2's .sig tag) or both")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
@@ -165,7 +166,7 @@ another digest, and none of the old signatures count for it.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&key, "key", "", "public key of the signer (PEM: cosign.pub)")
+	cmd.Flags().StringVar(&key, "key", "", "public key of the signer (PEM: cosign.pub, or env://VAR)")
 	cmd.Flags().StringVar(&require, "require", string(verbs.EvidenceSignature), "evidence the image must carry, comma-separated: signature, sbom, provenance, validation")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd

@@ -63,7 +63,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.accept.addFlags(fs)
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
-	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, or a PEM key), which gpuimg verify --require validation and cosign verify-attestation check")
+	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require validation and cosign verify-attestation check")
 	o.Registry.AddFlags(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
 }
