@@ -390,7 +390,7 @@ verify-vsa checks it (docs/supply-chain.md).`,
 				if err != nil {
 					return err
 				}
-				d, err := verbs.PromoteRecorded(cmd.Context(), args[0], to, policy, verbs.VSASpec{Signer: sv, Version: buildVersion().Version}, opts...)
+				d, err := verbs.PromoteRecorded(cmd.Context(), args[0], to, policy, verbs.VSASpec{Signer: sv, Version: strings.Trim(buildVersion().Version, "()")}, opts...)
 				if d != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: recorded a %s verification summary of %s for %s as %s\n", d.VSA.VerificationResult, d.Digest, d.VSA.ResourceURI, d.Referrer)
 					msg = d.Message

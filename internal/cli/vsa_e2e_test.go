@@ -33,12 +33,15 @@ import (
 // digest, gpuimg's verifier id, the promoted tag as resource and the
 // policy's levels, and rejects it with another key, another digest or
 // another resource, and rejects the FAILED summary of a refused
-// promotion.
+// promotion; cosign verify-attestation accepts the same statement in its
+// bundle form, and rejects it with another key.
 func TestSLSAVerifierVSA(t *testing.T) {
 	testenv.Require(t, "builds slsa-verifier from tools/slsa-verifier/go.mod", testenv.Slow)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	slsa, err := testenv.SLSAVerifier(ctx)
+	must(t, err)
+	cosign, err := testenv.Cosign(ctx)
 	must(t, err)
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
 	defer srv.Close()
@@ -114,6 +117,20 @@ func TestSLSAVerifierVSA(t *testing.T) {
 		if out, err := verify(c.att, c.pub, c.digest, c.resource); err == nil {
 			t.Errorf("%s: slsa-verifier verify-vsa accepted it\n%s", c.what, out)
 		}
+	}
+	// The same statement in a bundle: cosign verify-attestation reads it.
+	cosignVerify := func(pubKey string) (string, error) {
+		cmd := exec.CommandContext(ctx, cosign, "verify-attestation", "--key", pubKey, "--insecure-ignore-tlog", "--allow-http-registry",
+			"--type", verbs.PredicateVSA, r.Context().Digest(d.String()).String())
+		cmd.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin", "TUF_ROOT=" + filepath.Join(dir, "tuf")}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cosignVerify(pub); err != nil || !strings.Contains(out, `"payloadType":"application/vnd.in-toto+json"`) {
+		t.Errorf("cosign verify-attestation --type %s rejects the VSA: %v\n%s", verbs.PredicateVSA, err, out)
+	}
+	if out, err := cosignVerify(otherPub); err == nil {
+		t.Errorf("cosign verify-attestation with another key accepted the VSA\n%s", out)
 	}
 }
 

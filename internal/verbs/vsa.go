@@ -81,6 +81,9 @@ type Decision struct {
 	Envelope []byte `json:"-"`
 	// Referrer is the digest of the envelope's referrer manifest.
 	Referrer string `json:"referrer"`
+	// Bundle is the same statement attested in cosign v3's layout (a
+	// Sigstore bundle referrer), which cosign verify-attestation reads.
+	Bundle sign.Signed `json:"bundle"`
 }
 
 // PolicyURI names a promotion policy as a URI for the VSA's policy
@@ -138,7 +141,10 @@ func levelWord(s string) string {
 // FAILED with it left as it was), in a plain DSSE envelope attached to
 // the digest as a referrer of artifact type sign.EnvelopeMediaType, which
 // slsa-verifier verify-vsa checks (--subject-digest the digest,
-// --verifier-id VSAVerifierID, --resource-uri REPOSITORY:TAG). A refused
+// --verifier-id VSAVerifierID, --resource-uri REPOSITORY:TAG), and the
+// same statement in cosign v3's bundle layout (sign.Attest), which cosign
+// verify-attestation --type https://slsa.dev/verification_summary/v1
+// checks. A refused
 // promotion returns its Decision and an error wrapping
 // images.ErrNotPromoted; an error reading the registry returns no
 // Decision and writes nothing.
@@ -199,6 +205,11 @@ func PromoteRecorded(ctx context.Context, ref, tag string, policy validate.Promo
 	ann := map[string]string{images.AnnotationCreated: v.TimeVerified.Format(time.RFC3339), AnnotationVSAPredicateType: PredicateVSA}
 	if d.Referrer, err = images.Attach(ctx, dig.String(), sign.EnvelopeMediaType, d.Envelope, ann, opts...); err != nil {
 		return nil, fmt.Errorf("attach the verification summary: %w", err)
+	}
+	// And as a bundle: slsa-verifier reads only the plain envelope,
+	// cosign v3 only bundles.
+	if d.Bundle, err = sign.Attest(ctx, dig.String(), spec.Signer, PredicateVSA, pred, sign.WithRegistryOptions(opts...), sign.WithClock(func() time.Time { return v.TimeVerified })); err != nil {
+		return nil, fmt.Errorf("attest the verification summary: %w", err)
 	}
 	d.Message, err = Promote(ctx, dig.String(), tag, policy, opts...)
 	if err != nil && !errors.Is(err, images.ErrNotPromoted) {

@@ -83,6 +83,14 @@ func TestPromoteRecorded(t *testing.T) {
 		}
 	}
 	check(d, VSAPassed, []string{"GPUIMG_VALIDATION_STATIC", "GPUIMG_GPU_H100", "GPUIMG_MIN_DRIVER_535"})
+	// The same statement as a bundle, for cosign verify-attestation.
+	res, err := sign.Verify(t.Context(), repo+"@"+staging.Digest.String(), pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := res.Verified(PredicateVSA); len(vs) != 1 || d.Bundle.Referrer == "" || !strings.Contains(string(vs[0].Predicate), `"verificationResult":"PASSED"`) {
+		t.Errorf("bundle attestations of the VSA: %+v (referrer %q)", vs, d.Bundle.Referrer)
+	}
 	if !strings.Contains(PolicyURI(pass), "require=static") || !strings.Contains(PolicyURI(pass), "gpu=h100") {
 		t.Errorf("policy URI %s", PolicyURI(pass))
 	}
