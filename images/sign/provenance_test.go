@@ -21,8 +21,12 @@ func oneFileTar(t *testing.T) []byte {
 	if err := tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: int64(len(body))}); err != nil {
 		t.Fatal(err)
 	}
-	tw.Write(body)
-	tw.Close()
+	if _, err := tw.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }
 
