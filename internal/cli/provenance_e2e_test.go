@@ -26,7 +26,8 @@ import (
 // runDetails.builder.id naming gpuimg and the daemon) in which the
 // secret's value appears nowhere; gpuimg sign re-signs it, so that real
 // cosign verify-attestation --type slsaprovenance1 and gpuimg verify
-// --require signature,provenance accept the tag, and a wrong key fails.
+// --require signature,provenance accept the tag, and a wrong key fails;
+// gpuimg images copy to another repository carries it all along.
 func TestBuildProvenanceSigned(t *testing.T) {
 	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
@@ -143,5 +144,22 @@ func TestBuildProvenanceSigned(t *testing.T) {
 	}
 	if o, e, code := run(t, "verify", ref, "--key", otherPub, "--require", "provenance"); code != ExitFailed {
 		t.Errorf("gpuimg verify with another key: exit %d, want %d\n%s%s", code, ExitFailed, o, e)
+	}
+
+	// images copy carries the signatures and attestations along, on the
+	// distribution registry (no Referrers API: the tag fallback), and
+	// cosign and gpuimg accept the copy with the same key.
+	mirror := env.Registry.Host + "/mirror/prov:cu122"
+	if o, e, code := run(t, "images", "copy", ref, mirror); code != 0 || !strings.Contains(o, "referrers") {
+		t.Fatalf("gpuimg images copy: exit %d\n%s%s", code, o, e)
+	}
+	if o, err := cosignRun(dir, "verify", "--key", goodPub, "--insecure-ignore-tlog", "--allow-http-registry", mirror); err != nil {
+		t.Errorf("cosign verify rejects the copy: %v\n%s", err, lastLines(o, 20))
+	}
+	if o, err := cosignRun(dir, "verify-attestation", "--key", goodPub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "slsaprovenance1", mirror); err != nil {
+		t.Errorf("cosign verify-attestation rejects the copy's provenance: %v\n%s", err, lastLines(o, 20))
+	}
+	if o, e, code := run(t, "verify", mirror, "--key", goodPub, "--require", "signature,provenance"); code != 0 {
+		t.Errorf("gpuimg verify of the copy: exit %d\n%s%s", code, o, e)
 	}
 }
