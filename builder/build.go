@@ -102,6 +102,12 @@ type Request struct {
 	// headers, which a stack whose torch brings triton gets by default
 	// (Definition.NoTorchCompile).
 	NoTorchCompile bool
+	// Provenance asks BuildKit for SLSA v1 provenance (attest:provenance,
+	// mode=max), stored in the pushed index as an attestation manifest:
+	// "" none, ProvenanceAuto the default builder id (DefaultBuilderID),
+	// else the builder id (CheckProvenance). BuildKit does not sign it;
+	// gpuimg sign does (images/sign.SignProvenance).
+	Provenance string
 	// Progress receives BuildKit's progress display; nil discards it.
 	Progress     io.Writer
 	ProgressMode string // auto, plain, tty, rawjson, quiet (default auto)
@@ -405,6 +411,9 @@ func (b *run) context(context.Context) error {
 	for k, v := range plan.Labels {
 		attrs["label:"+k] = v
 	}
+	if p := provenanceOpt(req.Provenance, ""); p != "" {
+		attrs[provenanceAttr] = p
+	}
 	b.opt.Frontend = "dockerfile.v0"
 	b.opt.FrontendAttrs = attrs
 	b.opt.LocalMounts = mounts
@@ -627,6 +636,7 @@ func planDists(opt client.SolveOpt, solve func(client.SolveOpt) (*client.SolveRe
 	defer os.RemoveAll(dir)
 	opt.FrontendAttrs = maps.Clone(opt.FrontendAttrs)
 	opt.FrontendAttrs["target"] = StagePlan
+	delete(opt.FrontendAttrs, provenanceAttr) // the plan is read, not published
 	opt.Exports = []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}}
 	opt.CacheExports = nil
 	if _, err := solve(opt); err != nil {

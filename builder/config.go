@@ -92,6 +92,9 @@ type Flags struct {
 	// headers (Definition.NoTorchCompile); its Given key is
 	// "torch_compile" (the flag --torch-compile=false).
 	NoTorchCompile bool
+	// Provenance is Request.Provenance as given: "" none, "auto" or a
+	// builder id (Given key "provenance").
+	Provenance string
 
 	// Settings only flags give.
 	ContextDir       string
@@ -161,6 +164,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 		PipFindLinks:      m.list("pip_find_links", f.PipFindLinks, file.PipFindLinks),
 		PythonMirror:      m.str("python_mirror", f.PythonMirror, file.PythonMirror),
 		Compression:       matrix.Compression(m.str("compression", string(f.Compression), string(file.Compression))),
+		Provenance:        m.str("provenance", f.Provenance, file.Provenance),
 	}
 	// BuildKit's options, parsed here once.
 	if r.Outputs, err = ParseOutputs(f.Outputs); err != nil {
@@ -177,6 +181,9 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	}
 	if err := CheckPythonMirror(r.PythonMirror); err != nil {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["python_mirror"])
+	}
+	if err := CheckProvenance(r.Provenance); err != nil {
+		return nil, fmt.Errorf("%w (set by %s)", err, m.src["provenance"])
 	}
 	if err := CheckCompression(r.Compression); err != nil {
 		return nil, fmt.Errorf("%w (set by %s)", err, m.src["compression"])

@@ -93,6 +93,9 @@ type Config struct {
 	CacheTo           []string           `yaml:"cache_to"`
 	Compression       matrix.Compression `yaml:"compression"`
 	LargeWheel        string             `yaml:"large_wheel"`
+	// Provenance asks for SLSA v1 provenance: auto (gpuimg's builder id)
+	// or a builder id URI (Request.Provenance).
+	Provenance string `yaml:"provenance"`
 	// TorchCompile false leaves out torch.compile's C compiler and
 	// Python headers (Definition.NoTorchCompile); unset means true.
 	TorchCompile *bool `yaml:"torch_compile"`

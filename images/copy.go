@@ -37,6 +37,8 @@ type DestResult struct {
 	Bytes        int64 `json:"bytes"`
 	Present      int   `json:"present"`
 	PresentBytes int64 `json:"present_bytes"`
+	// Referrers counts the referrers copied (WithReferrers).
+	Referrers int `json:"referrers,omitempty"`
 }
 
 // CopyResult is the outcome of a copy.
@@ -46,7 +48,12 @@ type CopyResult struct {
 	MediaType    string       `json:"media_type"`
 	DryRun       bool         `json:"dry_run"`
 	Destinations []DestResult `json:"destinations"`
-	Duration     float64      `json:"seconds"`
+	// Referrers are what refers to the copied manifests in the source
+	// (signatures, attestations, SBOMs, validation reports), carried to
+	// every destination unless WithReferrers(false); digests are kept, so
+	// signatures still verify there.
+	Referrers []Referrer `json:"referrers,omitempty"`
+	Duration  float64    `json:"seconds"`
 }
 
 // ErrUnauthorized is wrapped when a registry refuses the credentials.
@@ -73,6 +80,12 @@ func explain(op string, ref name.Reference, err error) error {
 // parallel, and transient errors are retried. Each destination's tag is
 // written only after all its blobs and child manifests are in place, so a
 // failed or interrupted copy never leaves a tag on an incomplete image.
+//
+// The referrers of each copied manifest in a registry source (OCI 1.1
+// referrers, found through the Referrers API or its tag fallback, and
+// cosign v2's sha256-<hex>.sig/.att/.sbom tags) are copied after it, so
+// that signatures, attestations, SBOMs and validation reports come along;
+// WithReferrers(false) leaves them.
 //
 // WithPlatform narrows an index to one image (a new digest); WithDryRun,
 // WithReadSourceOnce, WithProgress and WithJobs tune the copy.
@@ -104,6 +117,11 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 	srcRef, taggable, digest, mediaType, blobs := cs.ref, cs.taggable, cs.digest, cs.mediaType, cs.blobs
 
 	res := &CopyResult{Source: cs.name, Digest: digest, MediaType: mediaType, DryRun: opt.dryRun, Destinations: make([]DestResult, len(dstRefs))}
+	if srcRef != nil && !opt.noReferrers {
+		if res.Referrers, err = findReferrers(ctx, opt, srcRef, digest); err != nil {
+			return nil, err
+		}
+	}
 	var progress io.Writer
 	if opt.progress != nil {
 		progress = &lockedWriter{w: opt.progress} // destinations report concurrently
@@ -158,11 +176,15 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 					dr.PresentBytes += b.Size
 				}
 			}
+			dr.Referrers = len(res.Referrers)
 			res.Destinations[i] = dr
 			if opt.dryRun {
 				return nil
 			}
-			return push(gctx, opt, dst, src, progress)
+			if err := push(gctx, opt, dst, src, progress); err != nil {
+				return err
+			}
+			return copyReferrers(gctx, opt, srcRef, dst, res.Referrers)
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -42,6 +42,7 @@ type options struct {
 	progress      io.Writer
 	dryRun        bool
 	readOnce      bool
+	noReferrers   bool
 	tempDir       string
 	prioritized   []string
 
@@ -250,6 +251,16 @@ func WithDryRun(dryRun bool) Option {
 func WithReadSourceOnce(once bool) Option {
 	return func(o *options) error {
 		o.readOnce = once
+		return nil
+	}
+}
+
+// WithReferrers says whether Copy carries the referrers of each manifest
+// it copies along (signatures, attestations, SBOMs, validation reports:
+// copyReferrers). The default is on.
+func WithReferrers(on bool) Option {
+	return func(o *options) error {
+		o.noReferrers = !on
 		return nil
 	}
 }

@@ -22,6 +22,11 @@ const (
 	// AdvisoryCUDATool matches a CUDA toolkit tool found by file (Files)
 	// in an image whose CUDA toolkit is older than Fixed.
 	AdvisoryCUDATool AdvisoryKind = "cuda-tool"
+	// AdvisoryContainerToolkit is a flaw of the NVIDIA Container Toolkit
+	// on the host, older than Fixed, that no setting of the image shows:
+	// it matches a target whose fleet runs such a toolkit
+	// (Target.ContainerToolkit), never an image.
+	AdvisoryContainerToolkit AdvisoryKind = "container-toolkit"
 )
 
 // Advisory is a published vulnerability that general scanners miss in
@@ -54,7 +59,8 @@ type Advisory struct {
 	Files []string `yaml:"files" json:"files,omitempty"`
 	// Fixed is the first release without the flaw: of Package (python),
 	// of the CUDA toolkit (cuda-tool); for env, of the host component
-	// named in Host.
+	// named in Host, the NVIDIA Container Toolkit; of that toolkit
+	// (container-toolkit).
 	Fixed Version `yaml:"fixed" json:"fixed"`
 	// Host (kind env) is what on the host is vulnerable, and up to which
 	// version.
@@ -62,6 +68,20 @@ type Advisory struct {
 	Row  `yaml:",inline"`
 
 	files []*regexp.Regexp `yaml:"-" json:"-"` // Files, compiled by validateAdvisory
+}
+
+// HostToolkit says whether the row is a flaw of the NVIDIA Container
+// Toolkit on the host, fixed in toolkit release Fixed: kind
+// container-toolkit, and kind env, whose trigger in the image attacks the
+// toolkit's hooks.
+func (a Advisory) HostToolkit() bool {
+	return a.Kind == AdvisoryContainerToolkit || a.Kind == AdvisoryEnv
+}
+
+// AffectsToolkit says whether toolkit release v is within a HostToolkit
+// row's affected range (older than Fixed).
+func (a Advisory) AffectsToolkit(v Version) bool {
+	return a.HostToolkit() && !v.IsZero() && v.Compare(a.Fixed) < 0
 }
 
 // CVEs are the row's CVEs, ID first.
@@ -127,8 +147,12 @@ func validateAdvisory(a *Advisory) []string {
 			}
 			a.files = append(a.files, re)
 		}
+	case AdvisoryContainerToolkit:
+		if a.Package != "" || a.Env != "" || a.Tool != "" {
+			bad = append(bad, fmt.Sprintf("advisory %s (container-toolkit) matches a target's toolkit version only: drop package, env and tool", a.ID))
+		}
 	default:
-		bad = append(bad, fmt.Sprintf("advisory %s: kind must be python, env or cuda-tool, not %q", a.ID, a.Kind))
+		bad = append(bad, fmt.Sprintf("advisory %s: kind must be python, env, cuda-tool or container-toolkit, not %q", a.ID, a.Kind))
 	}
 	return bad
 }

@@ -15,9 +15,11 @@ func TestAdvisoryRows(t *testing.T) {
 		{"python", "  - {id: CVE-2099-0001, kind: python, package: torch, fixed: 2.99.0, severity: high, cvss: 8, summary: s, source: ours}\n", ""},
 		{"env", "  - {id: CVE-2099-0002, kind: env, env: LD_AUDIT, host: toolkit <= 9, fixed: 9.1, severity: critical, summary: s, source: ours}\n", ""},
 		{"tool", "  - {id: CVE-2099-0003, also: [CVE-2099-0004], kind: cuda-tool, tool: x, names: [x], files: ['(^|/)bin/x$'], fixed: 14.0, severity: low, summary: s, source: ours}\n", ""},
+		{"container toolkit", "  - {id: CVE-2099-0005, kind: container-toolkit, fixed: 9.1, severity: high, cvss: 8, summary: s, source: ours}\n", ""},
+		{"container toolkit with a package", "  - {id: CVE-2099-0005, kind: container-toolkit, package: torch, fixed: 9.1, severity: high, summary: s, source: ours}\n", "drop package, env and tool"},
 		{"bad id", "  - {id: cve-1, kind: python, package: torch, fixed: 1.0, severity: low, summary: s, source: ours}\n", "must look like CVE-2025-32434"},
 		{"bad ghsa", "  - {id: CVE-2099-0001, ghsa: GHSA-1, kind: python, package: torch, fixed: 1.0, severity: low, summary: s, source: ours}\n", "must look like GHSA"},
-		{"bad kind", "  - {id: CVE-2099-0001, kind: npm, fixed: 1.0, severity: low, summary: s, source: ours}\n", "kind must be python, env or cuda-tool"},
+		{"bad kind", "  - {id: CVE-2099-0001, kind: npm, fixed: 1.0, severity: low, summary: s, source: ours}\n", "kind must be python, env, cuda-tool or container-toolkit"},
 		{"bad severity", "  - {id: CVE-2099-0001, kind: python, package: torch, fixed: 1.0, severity: severe, summary: s, source: ours}\n", "severity must be"},
 		{"no fixed", "  - {id: CVE-2099-0001, kind: python, package: torch, severity: low, summary: s, source: ours}\n", "needs summary and fixed"},
 		{"package not normalized", "  - {id: CVE-2099-0001, kind: python, package: Torch, fixed: 1.0, severity: low, summary: s, source: ours}\n", "normalized"},
@@ -77,11 +79,37 @@ func TestBuiltinAdvisories(t *testing.T) {
 		{"CVE-2025-33228", "cuda-tool", "13.1", "Nsight Systems"},
 		{"CVE-2025-23339", "cuda-tool", "13.0", "cuobjdump"},
 		{"CVE-2025-23338", "cuda-tool", "13.0", "nvdisasm"},
+		{"CVE-2024-0132", "container-toolkit", "1.16.2", ""},
+		{"CVE-2025-23359", "container-toolkit", "1.17.4", ""},
+		{"CVE-2025-23267", "container-toolkit", "1.17.8", ""},
+		{"CVE-2026-24260", "container-toolkit", "1.19.1", ""},
 	} {
 		a, ok := byID[want.id]
 		what := a.Package + a.Env + a.Tool
 		if !ok || string(a.Kind) != want.kind || a.Fixed.String() != want.fixed || what != want.what {
 			t.Errorf("%s: %+v", want.id, a)
+		}
+	}
+	// The bulletins' ranges are "up to and including" the release before
+	// Fixed; env rows are toolkit flaws too (their trigger is the image).
+	for _, tt := range []struct {
+		id, toolkit string
+		affected    bool
+	}{
+		{"CVE-2024-0132", "1.16.1", true},
+		{"CVE-2024-0132", "1.16.2", false},
+		{"CVE-2025-23359", "1.17.3", true},
+		{"CVE-2025-23359", "1.17.4", false},
+		{"CVE-2025-23266", "1.17.7", true},
+		{"CVE-2025-23266", "1.17.8", false},
+		{"CVE-2025-23267", "1.17.7", true},
+		{"CVE-2026-24260", "1.19.0", true},
+		{"CVE-2026-24260", "1.19.1", false},
+		{"CVE-2026-24260", "1.20.0", false},
+		{"CVE-2025-32434", "1.0", false}, // a torch row is no toolkit flaw
+	} {
+		if got := byID[tt.id].AffectsToolkit(MustVersion(tt.toolkit)); got != tt.affected {
+			t.Errorf("%s AffectsToolkit(%s) = %v, want %v", tt.id, tt.toolkit, got, tt.affected)
 		}
 	}
 	nsys := byID["CVE-2025-33228"]

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -56,6 +57,10 @@ type Target struct {
 	// (efa, infiniband, tcpxo, gib); empty when no source read says which
 	// fabric its hosts give containers, and validate --target says so.
 	Fabric string `yaml:"fabric" json:"fabric,omitempty"`
+	// ContainerToolkit is the NVIDIA Container Toolkit the fleet's hosts
+	// run, where a source states it; nil when none read does. validate
+	// --target judges it against the toolkit's advisories.
+	ContainerToolkit *ContainerToolkit `yaml:"container_toolkit" json:"container_toolkit,omitempty"`
 	// Unconfirmed lists the keys of facts above that no source confirmed
 	// (driver, max_size, …); they are best guesses and say so.
 	Unconfirmed []string `yaml:"unconfirmed" json:"unconfirmed,omitempty"`
@@ -80,6 +85,19 @@ type RuntimeContract struct {
 	Health string `yaml:"health" json:"health,omitempty"`
 	// User is root, non-root or empty (any).
 	User string `yaml:"user" json:"user,omitempty"`
+}
+
+// ContainerToolkit is the NVIDIA Container Toolkit (nvidia-container-toolkit)
+// version a fleet's hosts run, with where and when it was read: a fact of
+// its own, from a source other than the row's where need be.
+type ContainerToolkit struct {
+	// Version is the toolkit release (1.19.1), without a package
+	// revision (1.19.1-1).
+	Version Version `yaml:"version" json:"version"`
+	// Source is the id of the sources: entry the version was read from.
+	Source string `yaml:"source" json:"source"`
+	// Retrieved is the day the version was read there (2026-12-02).
+	Retrieved string `yaml:"retrieved" json:"retrieved"`
 }
 
 // ManifestFormat is a family of manifest media types.
@@ -155,7 +173,7 @@ var (
 	targetCompressions = []Compression{CompressionGzip, CompressionZstd, CompressionEstargz, CompressionUncompressed}
 	targetUsers        = []string{"", "root", "non-root"}
 	targetSizeOf       = []string{"", "compressed", "uncompressed"}
-	targetFactKeys     = []string{"driver", "gpus", "platforms", "media_types", "index", "attestations", "compressions", "max_size", "registry", "runtime", "fabric"}
+	targetFactKeys     = []string{"driver", "gpus", "platforms", "media_types", "index", "attestations", "compressions", "max_size", "registry", "runtime", "fabric", "container_toolkit"}
 )
 
 // validateTarget returns what is wrong with one targets: row.
@@ -196,6 +214,17 @@ func (db *DB) validateTarget(t Target) []string {
 	if t.Fabric != "" {
 		if _, err := db.Fabric(t.Fabric); err != nil {
 			bad = append(bad, fmt.Sprintf("target %s: fabric %q is not a row of fabrics: (gpuimg matrix list fabrics)", t.Name, t.Fabric))
+		}
+	}
+	if ct := t.ContainerToolkit; ct != nil {
+		if ct.Version.IsZero() {
+			bad = append(bad, fmt.Sprintf("target %s: container_toolkit needs version (1.19.1)", t.Name))
+		}
+		if _, ok := db.Sources[ct.Source]; !ok {
+			bad = append(bad, fmt.Sprintf("target %s: container_toolkit names source %q, which no file defines under sources:", t.Name, ct.Source))
+		}
+		if _, err := time.Parse(time.DateOnly, ct.Retrieved); err != nil {
+			bad = append(bad, fmt.Sprintf("target %s: container_toolkit retrieved %q: want the day it was read, as 2026-12-02", t.Name, ct.Retrieved))
 		}
 	}
 	for _, k := range t.Unconfirmed {

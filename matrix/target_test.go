@@ -22,6 +22,10 @@ func TestTargetRows(t *testing.T) {
 		{"bad size", "  - {name: onprem/c, max_size: ten, size_of: compressed, source: ours}\n", `size "ten"`},
 		{"bad platform", "  - {name: onprem/c, platforms: [amd64], source: ours}\n", `platform "amd64"`},
 		{"bad unconfirmed key", "  - {name: onprem/c, unconfirmed: [colour], source: ours}\n", `unconfirmed "colour"`},
+		{"container toolkit", "  - {name: onprem/d, container_toolkit: {version: 1.17.3, source: ours, retrieved: 2026-12-02}, unconfirmed: [container_toolkit], source: ours}\n", ""},
+		{"container toolkit without version", "  - {name: onprem/c, container_toolkit: {source: ours, retrieved: 2026-12-02}, source: ours}\n", "container_toolkit needs version"},
+		{"container toolkit of an unknown source", "  - {name: onprem/c, container_toolkit: {version: 1.17.3, source: theirs, retrieved: 2026-12-02}, source: ours}\n", `container_toolkit names source "theirs"`},
+		{"container toolkit without retrieved", "  - {name: onprem/c, container_toolkit: {version: 1.17.3, source: ours}, source: ours}\n", "container_toolkit retrieved"},
 		{"no source", "  - {name: onprem/c}\n", "has no source"},
 		{"unknown key", "  - {name: onprem/c, drivers: 535, source: ours}\n", "drivers"},
 	}

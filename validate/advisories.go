@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -74,8 +75,10 @@ func releaseOf(v string) (matrix.Version, bool, error) {
 	return p, rel != v, err
 }
 
-// advisories adds a warning for each advisory the image matches.
-func (c *checker) advisories() {
+// advisories adds a warning for each advisory the image matches. An env
+// row's warning names the targets whose fleet runs a toolkit in the row's
+// range (fleetsAffected), where the image is the attack itself.
+func (c *checker) advisories(targets []matrix.Target) {
 	f := c.r.Found
 	for _, a := range c.db.Advisories {
 		ids := strings.Join(a.CVEs(), ", ")
@@ -107,7 +110,11 @@ func (c *checker) advisories() {
 			if !ok {
 				continue
 			}
-			c.add(name, matrix.Warn, "the image config sets %s=%s, which triggers %s (%s, CVSS %.1f) on hosts with %s: %s; fixed in %s on the host; set %s in the entrypoint rather than in the image config", a.Env, truncate(v, 120), ids, a.Severity, a.CVSS, a.Host, a.Summary, a.Fixed, a.Env)
+			fleets := ""
+			if fs := fleetsAffected(a, targets); len(fs) > 0 {
+				fleets = fmt.Sprintf("; the fleet of %s runs an affected toolkit, so there this image is the exploit (see the target:…:container-toolkit/%s checks)", strings.Join(fs, ", "), a.ID)
+			}
+			c.add(name, matrix.Warn, "the image config sets %s=%s, which triggers %s (%s, CVSS %.1f) on hosts with %s: %s; fixed in %s on the host%s; set %s in the entrypoint rather than in the image config", a.Env, truncate(v, 120), ids, a.Severity, a.CVSS, a.Host, a.Summary, a.Fixed, fleets, a.Env)
 		case matrix.AdvisoryCUDATool:
 			var paths []string
 			for _, h := range f.toolHits {
@@ -130,4 +137,17 @@ func (c *checker) advisories() {
 			c.add(name, matrix.Warn, "%s of CUDA %s (%s) is affected by %s (%s, CVSS %.1f): %s; fixed in CUDA %s, or leave %s out of runtime images (a devel image carries it)", a.Tool, f.CUDA, truncate(strings.Join(paths, ", "), 200), ids, a.Severity, a.CVSS, a.Summary, a.Fixed, a.Tool)
 		}
 	}
+}
+
+// fleetsAffected names the targets whose recorded container toolkit
+// (matrix.Target.ContainerToolkit) is within host-toolkit advisory a's
+// range, as "eks/x (toolkit 1.17.3)".
+func fleetsAffected(a matrix.Advisory, targets []matrix.Target) []string {
+	var out []string
+	for _, t := range targets {
+		if ct := t.ContainerToolkit; ct != nil && a.AffectsToolkit(ct.Version) {
+			out = append(out, fmt.Sprintf("%s (toolkit %s)", t.Name, ct.Version))
+		}
+	}
+	return out
 }

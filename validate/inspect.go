@@ -156,7 +156,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	c.duplicates()
 	c.driverLibs()
-	c.advisories()
+	c.advisories(opt.Targets)
 	c.r.Checks = append(c.r.Checks, det.elf.check(walk, c.env)...)
 	c.fabrics(fabrics, det.elf, walk)
 	c.unreadable(cfg.RootFS.DiffIDs)

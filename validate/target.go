@@ -49,7 +49,56 @@ func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packagin
 		}
 	}
 	c.targetRuntime(t, cfg, name)
+	c.targetToolkit(t)
 	return nil
+}
+
+// targetToolkit judges the NVIDIA Container Toolkit the fleet's hosts run
+// (matrix.Target.ContainerToolkit) against the matrix's toolkit advisories
+// (matrix.Advisory.HostToolkit), one target:NAME:container-toolkit/CVE
+// check each whose range holds it: a warning that the hosts, not the
+// image, must be upgraded, or a failure where the image sets the variable
+// that triggers the flaw (an env row: on this fleet the image is the
+// exploit). One pass when none does; nothing when the row records no
+// toolkit.
+func (c *checker) targetToolkit(t matrix.Target) {
+	ct := t.ContainerToolkit
+	if ct == nil || c.db == nil {
+		return
+	}
+	unconfirmed := ""
+	if slices.Contains(t.Unconfirmed, "container_toolkit") {
+		unconfirmed = ", unconfirmed"
+	}
+	prefix := fmt.Sprintf("%s (NVIDIA Container Toolkit %s on the hosts, %s read %s%s)", t.Name, ct.Version, ct.Source, ct.Retrieved, unconfirmed)
+	name := "target:" + t.Name + ":container-toolkit"
+	var newest matrix.Version
+	affected := 0
+	for _, a := range c.db.Advisories {
+		if !a.HostToolkit() {
+			continue
+		}
+		if newest.IsZero() || a.Fixed.Compare(newest) > 0 {
+			newest = a.Fixed
+		}
+		if !a.AffectsToolkit(ct.Version) {
+			continue
+		}
+		affected++
+		ids := strings.Join(a.CVEs(), ", ")
+		if v, ok := c.env[a.Env]; ok && a.Kind == matrix.AdvisoryEnv {
+			c.add(name+"/"+a.ID, matrix.Fail, "%s: the image config sets %s=%s, which triggers %s (%s, CVSS %.1f) on this toolkit (fixed in %s): %s; remove %s from the image config (set it in the entrypoint), and have the hosts' toolkit upgraded to %s or later", prefix, a.Env, truncate(v, 120), ids, a.Severity, a.CVSS, a.Fixed, a.Summary, a.Env, a.Fixed)
+			continue
+		}
+		c.add(name+"/"+a.ID, matrix.Warn, "%s: the hosts' toolkit is affected by %s (%s, CVSS %.1f): %s; the hosts, not the image, must be upgraded to toolkit %s or later (no rebuild of the image fixes it)", prefix, ids, a.Severity, a.CVSS, a.Summary, a.Fixed)
+	}
+	switch {
+	case affected > 0:
+	case newest.IsZero():
+		c.add(name, matrix.Pass, "%s: the matrix has no toolkit advisories to judge it by", prefix)
+	default:
+		c.add(name, matrix.Pass, "%s: no toolkit advisory of the matrix affects it (the newest fix is %s)", prefix, newest)
+	}
 }
 
 // targetDriver judges the fleet's host driver against the floors of what

@@ -20,13 +20,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -124,5 +128,55 @@ func run(ctx context.Context, gpuimg string) (err error) {
 		fmt.Printf("skopeo: env %s\n", e)
 	}
 	fmt.Printf("skopeo: label %s = %s\n", matrix.StackLabel, info.Labels[matrix.StackLabel])
+
+	step("the image's SBOM (gpuimg sbom, CycloneDX 1.6; docs/sbom.md)")
+	sbomFile := dir + "/demo.cdx.json"
+	if err := gpuimgCmd(ctx, gpuimg, "sbom", ref, "-o", "cyclonedx-json", "--file", sbomFile); err != nil {
+		return err
+	}
+	return printSBOM(sbomFile)
+}
+
+// printSBOM prints a few lines of a CycloneDX SBOM: how many components
+// of each kind, then the frameworks and CUDA's pieces with their purls.
+func printSBOM(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var bom struct {
+		Components []struct {
+			Type, Name, Version, Purl string
+			Properties                []struct{ Name, Value string }
+		}
+	}
+	if err := json.Unmarshal(b, &bom); err != nil {
+		return fmt.Errorf("read the SBOM %s: %w", file, err)
+	}
+	kinds := map[string]int{}
+	var shown []string
+	for _, c := range bom.Components {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(c.Purl, "pkg:"), "/")
+		kinds[cmp.Or(kind, c.Type)]++
+		if !strings.HasPrefix(c.Purl, "pkg:pypi/torch@") && !strings.HasPrefix(c.Purl, "pkg:pypi/nvidia-cudnn") && !strings.HasPrefix(c.Purl, "pkg:generic/nvidia/") && !strings.HasPrefix(c.Purl, "pkg:oci/") {
+			continue
+		}
+		var props []string
+		for _, p := range c.Properties {
+			if p.Name == "gpuimg:python:local" || p.Name == "gpuimg:cuda:archs" {
+				props = append(props, strings.TrimPrefix(p.Name, "gpuimg:")+"="+p.Value)
+			}
+		}
+		shown = append(shown, strings.TrimSpace(c.Purl+" "+strings.Join(props, " ")))
+	}
+	var counts []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		counts = append(counts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	fmt.Printf("sbom: %d components (%s)\n", len(bom.Components), strings.Join(counts, ", "))
+	slices.Sort(shown)
+	for _, s := range shown[:min(len(shown), 6)] {
+		fmt.Printf("sbom: %s\n", s)
+	}
 	return nil
 }

@@ -145,6 +145,9 @@ type Signed struct {
 	Referrer string `json:"referrer,omitempty"`
 	// LegacyTag is the sha256-<hex>.sig tag written (FormatLegacy, FormatBoth).
 	LegacyTag string `json:"legacyTag,omitempty"`
+	// Provenance is, for BuildKit provenance Sign re-signed, the digest
+	// of the attestation manifest it was read from.
+	Provenance string `json:"provenance,omitempty"`
 }
 
 // Sign signs the manifest ref names, resolved to its digest, with signer:
@@ -154,6 +157,11 @@ type Signed struct {
 // referrer, with FormatLegacy cosign v2's sha256-<hex>.sig tag (appending
 // to a signature image already there), with FormatBoth both. A signer is a
 // sigstore signature.SignerVerifier: LoadPrivateKey's, or a caller's own.
+// When the index holds SLSA v1 provenance from BuildKit (attestation
+// manifests, which BuildKit does not sign), Sign also attests it, signed,
+// in cosign attest's layout (predicate SLSAProvenanceV1) about its
+// platform manifest and about the index, whatever the format (cosign's
+// attestations are bundles).
 // Each signature is pushed whole (its blobs before its manifest); on an
 // error, the manifests signed before it keep their signatures, and the
 // Signed returned list them.
@@ -188,6 +196,13 @@ func Sign(ctx context.Context, ref string, signer signature.SignerVerifier, opts
 			}
 		}
 		out = append(out, s)
+	}
+	if targets[0].MediaType.IsIndex() {
+		prov, err := signProvenance(ctx, r.Context(), targets[0], kp, o, ro)
+		out = append(out, prov...)
+		if err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

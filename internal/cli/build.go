@@ -62,6 +62,9 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR; ids netrc and pip.conf are put where pip reads them (repeatable)")
 	fs.StringVar(&o.ProgressMode, "progress", "auto", "progress output on stderr: auto, plain, tty, rawjson or quiet")
 	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step (pip index settings are not part of the cache key)")
+	fl := fs.VarPF((*provenanceFlag)(&o.Provenance), "provenance", "",
+		"ask BuildKit for SLSA v1 provenance (mode=max), stored in the image index as an attestation manifest; --provenance=URI sets its builder id (default: gpuimg and the daemon). gpuimg sign signs it")
+	fl.NoOptDefVal = builder.ProvenanceAuto
 	fs.BoolVar(&o.NoChecks, "no-checks", false, "leave out the build's proof (every ELF file of the venv and CUDA finds its libraries, each framework imports), which runs inside the image; the image is the same")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
@@ -236,6 +239,19 @@ func completeRequest(ctx context.Context, req *builder.Request, ro RegistryOptio
 		return err
 	}
 	req.Source, req.Revision = builder.GitInfo(ctx, req.ContextDir)
+	return nil
+}
+
+// provenanceFlag is --provenance[=BUILDER-ID].
+type provenanceFlag string
+
+func (p *provenanceFlag) String() string { return string(*p) }
+func (p *provenanceFlag) Type() string   { return "builder-id" }
+func (p *provenanceFlag) Set(v string) error {
+	if err := builder.CheckProvenance(v); err != nil {
+		return err
+	}
+	*p = provenanceFlag(v)
 	return nil
 }
 

@@ -135,7 +135,7 @@ validate and build take the same flags.`,
 
 func newCopyCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var dryRun, once bool
+	var dryRun, once, noReferrers bool
 	var output string
 	var platform images.Platform
 	cmd := &cobra.Command{
@@ -149,6 +149,12 @@ and connection resets, 429 and 5xx answers are retried with backoff.
 Each destination's tag is written last, after every blob and child manifest
 is in place: a copy that fails or is interrupted leaves the tag as it was,
 and running it again finishes the job.
+
+What refers to the copied manifests comes along, after them and with the same
+digests: signatures, attestations and SBOMs (OCI 1.1 referrers, through the
+Referrers API or its sha256-<hex> tag fallback, and cosign v2's .sig, .att and
+.sbom tags) and validation reports, so that gpuimg verify and cosign verify
+accept the copy with the same key. --no-referrers copies the image alone.
 
 SRC is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE or docker-daemon:REF (files are checked against their
@@ -171,7 +177,7 @@ with gpuimg images export).`,
 			if err != nil {
 				return err
 			}
-			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithProgress(cmd.ErrOrStderr()))
+			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithReferrers(!noReferrers), images.WithProgress(cmd.ErrOrStderr()))
 			res, err := images.Copy(cmd.Context(), args[0], args[1:], opts...)
 			if err != nil {
 				return &Error{Err: err, Code: ExitInvalid}
@@ -183,6 +189,7 @@ with gpuimg images export).`,
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would move and how many bytes, write nothing")
 	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
+	cmd.Flags().BoolVar(&noReferrers, "no-referrers", false, "copy the image alone, without its signatures, attestations, SBOMs and validation reports (its referrers)")
 	platformFlag(cmd.Flags(), &platform, "copy only this platform's image from an index (its digest, not the index's)")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
@@ -202,6 +209,9 @@ func renderCopyText(w io.Writer, res *images.CopyResult) error {
 		move := d.Bytes - d.PresentBytes
 		fmt.Fprintf(w, "%s %s -> %s@%s: %d of %d blobs, %s (%d blobs, %s already there)\n",
 			verb, res.Source, d.Ref, d.Digest, d.Blobs-d.Present, d.Blobs, humanize.Bytes(move), d.Present, humanize.Bytes(d.PresentBytes))
+		if d.Referrers > 0 {
+			fmt.Fprintf(w, "  and %d referrers (signatures, attestations, SBOMs, reports) by digest\n", d.Referrers)
+		}
 	}
 	if !res.DryRun {
 		fmt.Fprintf(w, "done in %.1fs\n", res.Duration)

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -23,6 +25,9 @@ type ImportOptions struct {
 	To       string
 	DryRun   bool
 	Output   string
+	// Key signs the pushed image (gpuimg sign's --key); Format is
+	// --signature-format.
+	Key, Format string
 }
 
 func newImportCmd() *cobra.Command {
@@ -48,7 +53,11 @@ it, so a rejected image fails here and not after a 20-minute upload.
    digest is kept in the image label ` + images.SourceDigestLabel + `.
 3. Push with the tag written last (retries as images copy). An image that
    needs no change is pushed byte for byte, digest kept.
-4. Print the reference to paste into the provider (REPO@DIGEST).
+4. With --key, sign the pushed image by digest as gpuimg sign does. A
+   conversion changes the digest, and the source's signatures, attestations
+   and SBOMs are about the old one: without --key the output says so (the
+   JSON's "signatures"), and the new image is unsigned.
+5. Print the reference to paste into the provider (REPO@DIGEST).
 
 SRC is a registry reference, oci:DIR[:NAME], oci-archive:FILE,
 docker-archive:FILE (docker save) or docker-daemon:REF. Credentials come from
@@ -86,8 +95,19 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 			if err != nil {
 				return err
 			}
+			f, err := sign.ParseFormat(o.Format)
+			if err != nil {
+				return invalid(err, "")
+			}
+			var signer signature.SignerVerifier
+			if o.Key != "" {
+				if signer, err = loadSigner(o.Key); err != nil {
+					return err
+				}
+			}
+			signOpts := []sign.Option{sign.WithFormat(f), sign.WithRegistryOptions(reg...)}
 			reg = append(reg, images.WithDryRun(o.DryRun), images.WithProgress(cmd.ErrOrStderr()))
-			res, err := verbs.Import(cmd.Context(), args[0], t, o.To, db, reg...)
+			res, err := verbs.ImportSigned(cmd.Context(), args[0], t, o.To, db, signer, signOpts, reg...)
 			if res != nil {
 				if rerr := renderImport(cmd.OutOrStdout(), o.Output, res); rerr != nil {
 					return rerr
@@ -111,18 +131,21 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 	fs.StringVar(&o.Target, "target", "", "the fleet to import for, as gpuimg matrix list targets names it (sagemaker/p5) or a --matrix-file row")
 	fs.StringVar(&o.To, "to", "", "destination tag in the registry the provider pulls from (REPO:TAG)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate and say what would change; push nothing")
+	fs.StringVar(&o.Key, "key", "", "sign the pushed image with this private key (a cosign key file, password from COSIGN_PASSWORD, or a PEM key), as gpuimg sign does")
+	fs.StringVar(&o.Format, "signature-format", string(sign.FormatBundle), "with --key: bundle (cosign v3, an OCI referrer), legacy (cosign v2's .sig tag) or both")
 	o.Registry.AddFlags(fs)
 	o.Registry.AddJobsFlag(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json")
 	return cmd
 }
 
-func renderImport(w io.Writer, output string, res *images.ImportResult) error {
+func renderImport(w io.Writer, output string, res *verbs.Signed) error {
 	return render(w, output, res, func() error { return renderImportText(w, res) })
 }
 
 // renderImportText is renderImport's text.
-func renderImportText(w io.Writer, res *images.ImportResult) error {
+func renderImportText(w io.Writer, s *verbs.Signed) error {
+	res := s.ImportResult
 	fmt.Fprintf(w, "import %s (%s) for %s\n", res.Source, res.SourceDigest, res.Target)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(res.Changes) == 0 {
@@ -147,10 +170,16 @@ func renderImportText(w io.Writer, res *images.ImportResult) error {
 		fmt.Fprintf(w, "the conversion changed the manifest digest: %s -> %s; the source's is kept in the label %s\n", res.SourceDigest, res.Digest, res.SourceLabel)
 	}
 	if res.DryRun {
-		_, err := fmt.Fprintf(w, "dry run: would push to %s\n", res.Tag)
-		return err
+		fmt.Fprintf(w, "dry run: would push to %s\n", res.Tag)
+	} else {
+		fmt.Fprintf(w, "pushed %s (%s of layers) in %.1fs\n", res.Tag, humanize.Bytes(res.Bytes), res.Duration)
 	}
-	fmt.Fprintf(w, "pushed %s (%s of layers) in %.1fs\n", res.Tag, humanize.Bytes(res.Bytes), res.Duration)
+	if s.Signatures != "" {
+		fmt.Fprintf(w, "signatures: %s\n", s.Signatures)
+	}
+	if res.DryRun {
+		return nil
+	}
 	_, err := fmt.Fprintf(w, "reference to paste: %s\ndigest: %s\n", res.Ref, res.Digest)
 	return err
 }

@@ -52,6 +52,13 @@ COSIGN_PASSWORD), a PEM private key (PKCS#8 ECDSA, ed25519 or RSA), or
 env://VAR, the key's PEM in the environment variable VAR (as CI holds a
 secret). KMS URIs (awskms://, gcpkms://, …) are not supported yet.
 
+BuildKit's SLSA v1 provenance (gpuimg build --provenance), which BuildKit
+stores unsigned in the index as attestation manifests, is signed too: each
+statement is attached, signed, as a cosign attestation (predicate
+https://slsa.dev/provenance/v1) of its platform manifest and of the index, for
+cosign verify-attestation --type slsaprovenance1 and gpuimg verify --require
+provenance.
+
 Nothing goes to a transparency log: verify with gpuimg verify --key, or with
 cosign verify --key cosign.pub --insecure-ignore-tlog.`,
 		Example: `  cosign generate-key-pair          # cosign.key + cosign.pub
@@ -100,7 +107,11 @@ func renderSigned(w io.Writer, res []sign.Signed) error {
 		if s.LegacyTag != "" {
 			where = append(where, "tag "+s.LegacyTag[strings.LastIndex(s.LegacyTag, ":")+1:])
 		}
-		if _, err := fmt.Fprintf(w, "signed %s (%s)\n", s.Digest, strings.Join(where, ", ")); err != nil {
+		verb := "signed"
+		if s.Provenance != "" {
+			verb = "attested BuildKit's provenance (" + s.Provenance + ") of"
+		}
+		if _, err := fmt.Fprintf(w, "%s %s (%s)\n", verb, s.Digest, strings.Join(where, ", ")); err != nil {
 			return err
 		}
 	}

@@ -22,6 +22,25 @@ import (
 // pointing at it. edit, if set, changes each image's configuration
 // (entrypoint, ports, labels); OS and architecture are set before it.
 func AttestedIndex(tars [][]byte, archs []string, edit func(*v1.ConfigFile)) (v1.ImageIndex, error) {
+	return attestedIndex(tars, archs, edit, provenanceV02)
+}
+
+// AttestedIndexSLSA1 is AttestedIndex with SLSA v1 provenance, as
+// BuildKit v0.33 writes by default (predicate
+// https://slsa.dev/provenance/v1, statement v1, runDetails.builder.id
+// builderID).
+func AttestedIndexSLSA1(tars [][]byte, archs []string, builderID string) (v1.ImageIndex, error) {
+	return attestedIndex(tars, archs, nil, func(subject v1.Hash) (string, string) {
+		return "https://slsa.dev/provenance/v1", fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v1","predicateType":"https://slsa.dev/provenance/v1","subject":[{"name":"pkg:docker/fixture","digest":{"sha256":%q}}],"predicate":{"buildDefinition":{"buildType":"https://github.com/moby/buildkit/blob/master/docs/attestations/slsa-definitions.md","externalParameters":{"request":{"frontend":"dockerfile.v0"}}},"runDetails":{"builder":{"id":%q},"metadata":{"invocationID":"fixture"}}}}`, subject.Hex, builderID)
+	})
+}
+
+// provenanceV02 is BuildKit's SLSA v0.2 statement about subject.
+func provenanceV02(subject v1.Hash) (string, string) {
+	return "https://slsa.dev/provenance/v0.2", fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://slsa.dev/provenance/v0.2","subject":[{"name":"_","digest":{"sha256":%q}}],"predicate":{"builder":{"id":""},"buildType":"https://mobyproject.org/buildkit@v1"}}`, subject.Hex)
+}
+
+func attestedIndex(tars [][]byte, archs []string, edit func(*v1.ConfigFile), stmt func(v1.Hash) (string, string)) (v1.ImageIndex, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range archs {
 		img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
@@ -51,7 +70,7 @@ func AttestedIndex(tars [][]byte, archs []string, edit func(*v1.ConfigFile)) (v1
 		if err != nil {
 			return nil, err
 		}
-		att, err := attestation(d)
+		att, err := attestation(stmt(d))
 		if err != nil {
 			return nil, err
 		}
@@ -65,13 +84,12 @@ func AttestedIndex(tars [][]byte, archs []string, edit func(*v1.ConfigFile)) (v1
 	return idx, nil
 }
 
-// attestation is BuildKit's attestation manifest for the image with
-// digest subject: one in-toto statement layer.
-func attestation(subject v1.Hash) (v1.Image, error) {
-	stmt := fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://slsa.dev/provenance/v0.2","subject":[{"name":"_","digest":{"sha256":%q}}],"predicate":{"builder":{"id":""},"buildType":"https://mobyproject.org/buildkit@v1"}}`, subject.Hex)
+// attestation is BuildKit's attestation manifest: one in-toto statement
+// layer, stmt, of predicate type pred.
+func attestation(pred, stmt string) (v1.Image, error) {
 	l := static.NewLayer([]byte(stmt), "application/vnd.in-toto+json")
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{"in-toto.io/predicate-type": "https://slsa.dev/provenance/v0.2"}})
+	img, err := mutate.Append(img, mutate.Addendum{Layer: l, Annotations: map[string]string{"in-toto.io/predicate-type": pred}})
 	if err != nil {
 		return nil, err
 	}

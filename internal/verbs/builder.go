@@ -39,8 +39,18 @@ func DialBuilder(ctx context.Context, addr string, local *builder.Local, opts ..
 	return &Builder{Client: c, Addr: local.Address(), Local: true, local: local}, nil
 }
 
-// Build builds plan on the daemon (builder.Build).
+// Build builds plan on the daemon (builder.Build); provenance asked with
+// builder.ProvenanceAuto names this daemon in its builder id
+// (builder.DefaultBuilderID: its address, or "local" for one gpuimg
+// started).
 func (b *Builder) Build(ctx context.Context, req builder.Request, plan *builder.Plan) (*builder.Result, error) {
+	if req.Provenance == builder.ProvenanceAuto || req.Provenance == "true" {
+		addr := b.Addr
+		if b.Local {
+			addr = "local"
+		}
+		req.Provenance = builder.DefaultBuilderID(addr)
+	}
 	return builder.Build(ctx, b.Client, req, plan)
 }
 
