@@ -100,6 +100,9 @@ failed (after all the others finished), 2 when the run could not start.`,
 	fs.StringArrayVar(&o.CacheTo, "cache-to", nil, "cache export in BuildKit's syntax: type=registry,ref=R,mode=max (repeatable)")
 	fs.StringArrayVar(&o.Secrets, "secret", nil, "build secret id=ID,src=FILE or id=ID,env=VAR (repeatable)")
 	fs.BoolVar(&o.NoCache, "no-cache", false, "rebuild every step")
+	prov := fs.VarPF((*provenanceFlag)(&o.Provenance), "provenance", "",
+		"ask BuildKit for SLSA v1 provenance (mode=max) of every variant, an attestation manifest in its index; with signing: in the file it is signed with the image (--provenance=URI sets the builder id)")
+	prov.NoOptDefVal = builder.ProvenanceAuto
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else each base image's creation time)")
 	mo.AddFlags(fs)
 	return cmd

@@ -249,6 +249,43 @@ signing: {key: `+signKey+`}
 		}
 	})
 
+	t.Run("--provenance: BuildKit's provenance signed with the image", func(t *testing.T) {
+		provRepo := env.Registry.Host + "/gpuimg/pub-prov"
+		f := filepath.Join(dir, "prov.yaml")
+		must(t, os.WriteFile(f, []byte(`repository: `+provRepo+`
+tag: "{torch}-cu{cuda_short}-{gpu}"
+matrix:
+  cuda: ["12.2"]
+  torch: ["2.3"]
+  gpu: [h100]
+validate: {driver: 535.104.05}
+signing: {key: `+signKey+`, require: [signature, sbom, provenance, validation]}
+`), 0o644))
+		out, errOut, code := run(t, args(f, env.BuildKit.Address(), filepath.Join(dir, "prov"), "--provenance")...)
+		if code != 0 {
+			t.Fatalf("publish --provenance exited %d:\n%s\n%s", code, out, lastLines(errOut, 40))
+		}
+		rep4, err := publish.ReadReport(filepath.Join(dir, "prov", publish.ReportJSON))
+		must(t, err)
+		if len(rep4.Results) != 1 || rep4.Results[0].Outcome != publish.Published {
+			t.Fatalf("report: %+v", rep4.Results)
+		}
+		tag := rep4.Results[0].Variant.Tag
+		if out, errb, code := run(t, "verify", tag, "--key", signPub, "--require", "signature,sbom,provenance,validation"); code != 0 {
+			t.Errorf("gpuimg verify %s --require signature,sbom,provenance,validation: exit %d\n%s%s", tag, code, out, errb)
+		}
+		// Again: unchanged, since the tag carries all of signing.require.
+		out, errOut, code = run(t, args(f, "unix:///nonexistent/buildkitd.sock", filepath.Join(dir, "prov2"), "--provenance")...)
+		if code != 0 {
+			t.Fatalf("second publish --provenance exited %d:\n%s\n%s", code, out, lastLines(errOut, 40))
+		}
+		rep5, err := publish.ReadReport(filepath.Join(dir, "prov2", publish.ReportJSON))
+		must(t, err)
+		if len(rep5.Results) != 1 || rep5.Results[0].Outcome != publish.Unchanged {
+			t.Errorf("second run: %+v, want unchanged", rep5.Results)
+		}
+	})
+
 	// The pool scenario of issue 11 on the same environment (its registry,
 	// index and buildkitd, plus two more buildkitds).
 	t.Run("pool of 3 builders: kill one, rerun, a base moves, a variant fails", func(t *testing.T) {
