@@ -68,6 +68,11 @@ func TestSignVerifyCommands(t *testing.T) {
 		{"verify with a bad --require", []string{"verify", ref, "--key", pub, "--require", "vsa"}, ExitInvalid, "signature, sbom, provenance, validation"},
 		{"verify with a private key", []string{"verify", ref, "--key", key}, ExitInvalid, "PEM public key"},
 		{"validate --key without --attach", []string{"validate", ref, "--key", key}, ExitInvalid, "add --attach"},
+		{"validate --sbom without --attach", []string{"validate", ref, "--sbom", "spdx-json"}, ExitInvalid, "add --attach"},
+		{"validate --sbom with a bad format", []string{"validate", ref, "--attach", "--sbom", "xml"}, ExitInvalid, "--sbom: "},
+		{"verify requires an SBOM", []string{"verify", ref, "--key", pub, "--require", "signature,sbom"}, ExitFailed, "sbom: none attached"},
+		{"validate attaches a signed SBOM from its walk", []string{"validate", ref, "--attach", "--key", key, "--sbom", "cyclonedx-json"}, ExitOK, "SBOM (from the same read of the layers) to sha256:"},
+		{"verify finds the SBOM", []string{"verify", ref, "--key", pub, "--require", "signature,sbom,validation"}, ExitOK, "has sbom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errb, code := run(t, tc.args...)

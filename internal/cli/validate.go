@@ -20,6 +20,7 @@ import (
 	"github.com/gpuimg/gpuimg/validate"
 	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 	"github.com/gpuimg/gpuimg/validate/gpurun"
+	"github.com/gpuimg/gpuimg/validate/sbom"
 )
 
 // ValidateOptions are the flags of gpuimg validate.
@@ -31,6 +32,7 @@ type ValidateOptions struct {
 	Registry                     RegistryOptions
 	Attach                       bool
 	Key                          string // --key: also attach the report signed (test-result statement)
+	SBOM                         string // --sbom: also attach an SBOM from the same walk
 	Run, ProbeBinary, ProbeImage string
 	Bench                        bool
 	Budget                       time.Duration
@@ -41,7 +43,8 @@ type ValidateOptions struct {
 	NCCLLog                      string
 	accept                       acceptFlags // --baseline, --reference, --max-loss
 
-	targets []matrix.Target // --target, looked up
+	targets    []matrix.Target // --target, looked up
+	sbomFormat sbom.Format     // --sbom, parsed
 }
 
 // AddFlags binds the options to flags.
@@ -64,6 +67,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require validation and cosign verify-attestation check")
+	fs.StringVar(&o.SBOM, "sbom", "", "with --attach: also attach the image's SBOM (spdx-json or cyclonedx-json), written from the same read of the layers as the report (a plain referrer trivy reads; with --key also a signed attestation; docs/sbom.md)")
 	o.Registry.AddFlags(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
 }
@@ -145,7 +149,7 @@ driver or GPU where the probe ran.`,
 				if rep == nil {
 					return nil // --run kubernetes: the Job is the output
 				}
-				return finishReport(cmd, rep, ref, vo.Output, vo.Attach, vo.Key, reg, verbs.Judged{})
+				return finishReport(cmd, rep, ref, vo.Output, attachment{vo.Attach, vo.Key, ""}, reg, verbs.Judged{})
 			}
 			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
 				return err
@@ -153,7 +157,7 @@ driver or GPU where the probe ran.`,
 			if err := judgeNCCLLog(rep, vo.NCCLLog, opt.Fabrics); err != nil {
 				return err
 			}
-			return finishReport(cmd, rep, ref, vo.Output, vo.Attach, vo.Key, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
+			return finishReport(cmd, rep, ref, vo.Output, attachment{vo.Attach, vo.Key, vo.sbomFormat}, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
 		},
 	}
 	vo.AddFlags(cmd.Flags())
@@ -241,6 +245,18 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 	}
 	if len(o.targets) > 0 && o.Run != "" {
 		return ref, opt, invalid(errors.New("--target checks the image statically; it does not combine with --run"), "run them one after the other")
+	}
+	if o.SBOM != "" {
+		switch {
+		case !o.Attach:
+			return ref, opt, invalid(errors.New("--sbom attaches the SBOM beside the report"), "add --attach, or write it with gpuimg sbom IMAGE")
+		case o.Run != "" || len(o.targets) > 0:
+			return ref, opt, invalid(errors.New("--sbom describes the image validate reads statically; it does not combine with --run or --target"), "run gpuimg sbom IMAGE --attach")
+		}
+		if o.sbomFormat, err = sbom.ParseFormat(o.SBOM); err != nil {
+			return ref, opt, invalid(fmt.Errorf("--sbom: %w", err), "")
+		}
+		opt.Inventory = true
 	}
 	if len(o.targets) > 0 && o.Platform.Get() != nil {
 		return ref, opt, invalid(errors.New("--target picks the platform the fleet runs; it does not combine with --platform"), "drop --platform")
@@ -341,9 +357,41 @@ func judgeNCCLLog(rep *validate.Report, file string, fabrics []matrix.Fabric) er
 	return nil
 }
 
+// attachSBOM writes the SBOM of the inventory rep's walk collected and
+// attaches it (signed too with signer, if any).
+func attachSBOM(cmd *cobra.Command, ref images.Ref, rep *validate.Report, f sbom.Format, signer signature.SignerVerifier, reg []images.Option) error {
+	doc, err := verbs.ReportSBOM(ref.Name, rep, f)
+	if err != nil {
+		return invalid(err, "")
+	}
+	var att verbs.Attester
+	if signer != nil {
+		att = &verbs.SignerAttester{Signer: signer, Options: []sign.Option{sign.WithRegistryOptions(reg...)}}
+	}
+	d, err := verbs.AttachSBOM(cmd.Context(), ref.Name, doc, att, reg...)
+	if err != nil {
+		return invalid(err, "")
+	}
+	signed := ""
+	if att != nil {
+		signed = ", and as a signed attestation"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s SBOM (from the same read of the layers) to %s as %s%s\n", f, rep.Digest, d, signed)
+	return nil
+}
+
+// attachment is what validate attaches: the report (--attach), signed
+// (--key), with the SBOM its walk collected (--sbom).
+type attachment struct {
+	attach bool
+	key    string
+	sbom   sbom.Format
+}
+
 // finishReport renders a report, attaches it if asked (judged on: the
 // GPU and driver of a static report), and sets the exit status.
-func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, attach bool, key string, reg []images.Option, on verbs.Judged) error {
+func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, output string, a attachment, reg []images.Option, on verbs.Judged) error {
+	attach, key := a.attach, a.key
 	var signer signature.SignerVerifier
 	if key != "" {
 		if !attach {
@@ -382,6 +430,11 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 				return invalid(err, "")
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the signed test result to %s as %s\n", s.Digest, s.Referrer)
+		}
+		if a.sbom != "" {
+			if err := attachSBOM(cmd, ref, rep, a.sbom, signer, reg); err != nil {
+				return err
+			}
 		}
 	}
 	switch rep.Verdict {
