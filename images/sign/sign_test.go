@@ -29,6 +29,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/signature"
 
@@ -367,5 +368,73 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := sign.ParseFormat("v2"); err == nil {
 		t.Error("v2 accepted")
+	}
+}
+
+// rawManifest pushes a manifest as it is.
+type rawManifest struct {
+	b  []byte
+	mt types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.b, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
+
+// TestAttestationForAnotherDigest: an SBOM attestation made for one image
+// and hung on another (its referrer manifest's subject rewritten) is
+// found there but does not verify: the statement's subject is the other
+// digest.
+func TestAttestationForAnotherDigest(t *testing.T) {
+	host := newRegistry(t, true)
+	a, b := host+"/gpu/img:a", host+"/gpu/img:b"
+	var digests []v1.Hash
+	for _, ref := range []string{a, b} {
+		img, _ := random.Image(128, 1)
+		r, _ := name.ParseReference(ref, name.Insecure)
+		if err := remote.Write(r, img); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := img.Digest()
+		digests = append(digests, d)
+	}
+	sv, pub := ecKey(t)
+	const spdx = "https://spdx.dev/Document"
+	if _, err := sign.Attest(t.Context(), b, sv, spdx, []byte(`{"spdxVersion":"SPDX-2.3"}`)); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := name.NewRepository(host+"/gpu/img", name.Insecure)
+	idx, err := remote.Referrers(repo.Digest(digests[1].String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("referrers of b: %+v (%v), want the one attestation", im, err)
+	}
+	raw, err := remote.Get(repo.Digest(im.Manifests[0].Digest.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw.Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := name.ParseReference(a, name.Insecure)
+	da, err := remote.Head(ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["subject"] = map[string]any{"mediaType": string(da.MediaType), "digest": da.Digest.String(), "size": da.Size}
+	moved, _ := json.Marshal(m)
+	sum, _, _ := v1.SHA256(strings.NewReader(string(moved)))
+	if err := remote.Put(repo.Digest(sum.String()), rawManifest{moved, raw.MediaType}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sign.Verify(t.Context(), a, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Statements) != 1 || res.Statements[0].Verified || res.Statements[0].Error == "" || len(res.Verified(spdx)) != 0 {
+		t.Errorf("b's SBOM on a: %+v, want one statement that does not verify, with why", res.Statements)
 	}
 }
