@@ -245,22 +245,7 @@ func unmountUnder(dir string) {
 // pull, from the versions pinned in tools/go.mod) into bin/ of the
 // checkout, unless it is there already, and returns its path.
 func Stargzd(ctx context.Context) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(root, "bin", "stargzd")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	done := startStep(ctx, "compiling stargzd", "tools/stargzd over stargz-snapshotter from tools/go.mod into bin/, once (a minute or two)")
-	defer done()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./stargzd")
-	cmd.Dir = filepath.Join(root, "tools")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build stargzd from tools/go.mod: %w\n%s", err, out)
-	}
-	return bin, nil
+	return pinnedTool(ctx, "stargzd", ".", "./stargzd", "tools/stargzd over stargz-snapshotter from tools/go.mod into bin/, once (a minute or two)")
 }
 
 // Stargz is a stargz-snapshotter (tools/stargzd serve) with its own root

@@ -88,18 +88,30 @@ func BuildTools(ctx context.Context) (Tools, error) {
 // bin/ of the checkout, unless it is there already, and returns its path.
 // It is apart from BuildTools because few tests need it.
 func Buildx(ctx context.Context) (string, error) {
+	return pinnedTool(ctx, "buildx", ".", "github.com/docker/buildx/cmd/buildx", "")
+}
+
+// pinnedTool builds package pkg of the Go module in tools/modDir (where
+// it is pinned) into bin/name of the checkout, unless it is there
+// already, and returns its path. note, when set, says what the first
+// build does and how long it takes, as a step of the test's progress.
+func pinnedTool(ctx context.Context, name, modDir, pkg, note string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(root, "bin", "buildx")
+	bin := filepath.Join(root, "bin", name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/docker/buildx/cmd/buildx")
-	cmd.Dir = filepath.Join(root, "tools")
+	if note != "" {
+		done := startStep(ctx, "compiling "+name, note)
+		defer done()
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = filepath.Join(root, "tools", modDir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build buildx from tools/go.mod: %w\n%s", err, out)
+		return "", fmt.Errorf("build %s from %s: %w\n%s", name, filepath.Join("tools", modDir, "go.mod"), err, out)
 	}
 	return bin, nil
 }
