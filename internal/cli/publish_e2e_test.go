@@ -1,11 +1,6 @@
 package cli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,21 +15,6 @@ import (
 	"github.com/gpuimg/gpuimg/internal/publish"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
-
-// pemKeyPair writes an ECDSA P-256 key pair (PKCS#8 and PKIX PEM) in dir.
-func pemKeyPair(t *testing.T, dir string) (key, pub string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	must(t, err)
-	pubDER, err := x509.MarshalPKIXPublicKey(k.Public())
-	must(t, err)
-	key, pub = filepath.Join(dir, "sign.key"), filepath.Join(dir, "sign.pub")
-	must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
-	return key, pub
-}
 
 // TestPublishEndToEnd publishes a 2-variant publish file (CUDA 12.2 +
 // PyTorch 2.3 for two GPUs: one real build, the second answered from
@@ -62,7 +42,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	// signing: every variant published is signed, its reports and SBOM
 	// attested, with a PEM key (no process environment: t.Parallel).
-	signKey, signPub := pemKeyPair(t, dir)
+	signKey, signPub := pemKeyPair(t, dir, "sign")
 	repo := env.Registry.Host + "/gpuimg/pub"
 	mirror := env.Registry.Host + "/gpuimg/pub-mirror"
 	file := func(name, repo, driver string) string {

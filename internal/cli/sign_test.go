@@ -20,6 +20,22 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
+// pemKeyPair writes an ECDSA P-256 key pair (PKCS#8 and PKIX PEM) in dir
+// as NAME.key and NAME.pub.
+func pemKeyPair(t *testing.T, dir, name string) (key, pub string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	must(t, err)
+	pubDER, err := x509.MarshalPKIXPublicKey(k.Public())
+	must(t, err)
+	key, pub = filepath.Join(dir, name+".key"), filepath.Join(dir, name+".pub")
+	must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
+	return key, pub
+}
+
 // TestSignVerifyCommands runs gpuimg sign and verify against the
 // in-process registry with PEM keys: exit codes, messages and
 // --require (the cosign interop is TestCosignInterop).
@@ -34,20 +50,8 @@ func TestSignVerifyCommands(t *testing.T) {
 	must(t, remote.Write(r, img))
 
 	dir := t.TempDir()
-	writeKey := func(n string) (priv, pub string) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		must(t, err)
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		must(t, err)
-		pder, err := x509.MarshalPKIXPublicKey(k.Public())
-		must(t, err)
-		priv, pub = filepath.Join(dir, n+".key"), filepath.Join(dir, n+".pub")
-		must(t, os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-		must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644))
-		return priv, pub
-	}
-	key, pub := writeKey("a")
-	_, otherPub := writeKey("b")
+	key, pub := pemKeyPair(t, dir, "a")
+	_, otherPub := pemKeyPair(t, dir, "b")
 
 	for _, tc := range []struct {
 		name string

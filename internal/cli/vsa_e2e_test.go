@@ -2,12 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -48,20 +43,8 @@ func TestSLSAVerifierVSA(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 
 	dir := t.TempDir()
-	writeKey := func(n string) (key, pub string) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		must(t, err)
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		must(t, err)
-		pubDER, err := x509.MarshalPKIXPublicKey(k.Public())
-		must(t, err)
-		key, pub = filepath.Join(dir, n+".key"), filepath.Join(dir, n+".pub")
-		must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-		must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
-		return key, pub
-	}
-	key, pub := writeKey("good")
-	_, otherPub := writeKey("other")
+	key, pub := pemKeyPair(t, dir, "good")
+	_, otherPub := pemKeyPair(t, dir, "other")
 
 	img, err := random.Image(512, 2)
 	must(t, err)
