@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,21 +110,7 @@ func TestBuildProvenanceSigned(t *testing.T) {
 
 	// Keys from cosign itself; gpuimg signs, cosign and gpuimg verify.
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	must(t, os.MkdirAll(home, 0o755))
-	cosignRun := func(wd string, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, cosign, args...)
-		cmd.Dir = wd
-		cmd.Env = []string{"HOME=" + home, "COSIGN_PASSWORD=pw", "PATH=/usr/bin:/bin", "TUF_ROOT=" + filepath.Join(home, "tuf")}
-		b, err := cmd.CombinedOutput()
-		return string(b), err
-	}
-	for _, k := range []string{"good", "other"} {
-		must(t, os.MkdirAll(filepath.Join(dir, k), 0o755))
-		if o, err := cosignRun(filepath.Join(dir, k), "generate-key-pair"); err != nil {
-			t.Fatalf("cosign generate-key-pair: %v\n%s", err, o)
-		}
-	}
+	cosignRun := cosignKeys(ctx, t, cosign, dir, "pw")
 	t.Setenv("COSIGN_PASSWORD", "pw")
 	goodPub, otherPub := filepath.Join(dir, "good", "cosign.pub"), filepath.Join(dir, "other", "cosign.pub")
 	if o, e, code := run(t, "sign", ref, "--key", filepath.Join(dir, "good", "cosign.key")); code != 0 || !strings.Contains(o, "attested BuildKit's provenance") {

@@ -24,6 +24,31 @@ import (
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
+// cosignKeys returns a runner of cosign in an environment of its own under
+// dir (HOME, TUF_ROOT, no network but loopback) with COSIGN_PASSWORD
+// password, after making two key pairs with cosign generate-key-pair:
+// dir/good/cosign.{key,pub} and dir/other/cosign.{key,pub}.
+func cosignKeys(ctx context.Context, t *testing.T, cosign, dir, password string) func(wd string, args ...string) (string, error) {
+	t.Helper()
+	home := filepath.Join(dir, "home")
+	must(t, os.MkdirAll(home, 0o755))
+	run := func(wd string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, cosign, args...)
+		cmd.Dir = wd
+		cmd.Env = []string{"HOME=" + home, "COSIGN_PASSWORD=" + password, "PATH=/usr/bin:/bin", "TUF_ROOT=" + filepath.Join(home, "tuf")}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, k := range []string{"good", "other"} {
+		kd := filepath.Join(dir, k)
+		must(t, os.MkdirAll(kd, 0o755))
+		if out, err := run(kd, "generate-key-pair"); err != nil {
+			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+		}
+	}
+	return run
+}
+
 // TestCosignInterop checks gpuimg sign and verify against real cosign v3
 // (tools/go.mod) on the distribution registry (which has no Referrers API:
 // the tag fallback) and on go-containerregistry's registry with and
@@ -51,26 +76,8 @@ func TestCosignInterop(t *testing.T) {
 	defer noRef.Close()
 
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	must(t, os.MkdirAll(home, 0o755))
-	// cosign's own tool, its own environment: no network but loopback.
-	cosignRun := func(wd string, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, cosign, args...)
-		cmd.Dir = wd
-		cmd.Env = []string{"HOME=" + home, "COSIGN_PASSWORD=correct horse", "PATH=/usr/bin:/bin", "TUF_ROOT=" + filepath.Join(home, "tuf")}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	keys := map[string]string{}
-	for _, k := range []string{"good", "other"} {
-		kd := filepath.Join(dir, k)
-		must(t, os.MkdirAll(kd, 0o755))
-		if out, err := cosignRun(kd, "generate-key-pair"); err != nil {
-			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
-		}
-		keys[k] = kd
-	}
-	goodKey, goodPub, otherPub := filepath.Join(keys["good"], "cosign.key"), filepath.Join(keys["good"], "cosign.pub"), filepath.Join(keys["other"], "cosign.pub")
+	cosignRun := cosignKeys(ctx, t, cosign, dir, "correct horse")
+	goodKey, goodPub, otherPub := filepath.Join(dir, "good", "cosign.key"), filepath.Join(dir, "good", "cosign.pub"), filepath.Join(dir, "other", "cosign.pub")
 	// A signing config without a transparency log: cosign v3's way to
 	// sign offline (--tlog-upload=false is refused with its default
 	// signing config).
