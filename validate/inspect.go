@@ -119,6 +119,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 
 	c := &checker{r: r, db: opt.DB, env: envMap(cfg.Config.Env), labels: cfg.Config.Labels}
+	c.stack, c.hasStack, c.stackErr = matrix.StackFromLabels(c.labels)
 	c.stackLabel()
 	c.frameworks()
 	c.requireCUDA()
@@ -204,6 +205,11 @@ type checker struct {
 	db     *matrix.DB
 	env    map[string]string
 	labels map[string]string
+	// stack is the dev.gpuimg.stack label, parsed once (hasStack: the
+	// image has one; stackErr: it does not parse).
+	stack    matrix.Stack
+	hasStack bool
+	stackErr error
 }
 
 func (c *checker) add(name string, st Status, format string, args ...any) {
@@ -231,12 +237,12 @@ func baseVersion(v string) string { return strings.SplitN(v, "+", 2)[0] }
 
 // stackLabel compares the dev.gpuimg.stack label with the files.
 func (c *checker) stackLabel() {
-	s, ok, err := matrix.StackFromLabels(c.labels)
-	if !ok {
+	s := c.stack
+	if !c.hasStack {
 		return
 	}
-	if err != nil {
-		c.add("stack-label", matrix.Fail, "%v", err)
+	if c.stackErr != nil {
+		c.add("stack-label", matrix.Fail, "%v", c.stackErr)
 		return
 	}
 	f := c.r.Found

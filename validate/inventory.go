@@ -303,8 +303,8 @@ func (c *checker) buildInventory(d *detector, w *WalkResult, cfg *v1.ConfigFile,
 		inv.Base = BaseImage{Name: c.labels[AnnotationBaseName], Digest: c.labels[AnnotationBaseDigest]}
 	}
 	if inv.Base.Name == "" {
-		if s, ok, err := matrix.StackFromLabels(c.labels); ok && err == nil {
-			inv.Base.Name = s.BaseImage
+		if c.hasStack && c.stackErr == nil {
+			inv.Base.Name = c.stack.BaseImage
 		}
 	}
 	return inv

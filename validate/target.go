@@ -257,8 +257,8 @@ func (c *checker) targetFabric(t matrix.Target) (matrix.Fabric, bool, error) {
 // added (gpuimg build --fabric): the image is checked for it as for
 // --fabric.
 func (c *checker) labelFabric() (matrix.Fabric, bool) {
-	s, ok, err := matrix.StackFromLabels(c.labels)
-	if !ok || err != nil || s.Fabric == nil || c.db == nil {
+	s := c.stack
+	if !c.hasStack || c.stackErr != nil || s.Fabric == nil || c.db == nil {
 		return matrix.Fabric{}, false
 	}
 	f, err := c.db.Fabric(s.Fabric.Name)
