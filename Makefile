@@ -50,7 +50,7 @@ FUZZ_MINIMIZE ?= 200x
 fuzz: ## run every fuzz target for FUZZTIME (2m each, about 22 minutes)
 	@for t in $(FUZZ_TARGETS); do echo "== $$t"; $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZ_MINIMIZE) ./$${t%:*} || exit 1; done
 
-tools: bin/buildkitd bin/golangci-lint bin/cosign bin/slsa-verifier ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint, cosign, slsa-verifier) into bin/
+tools: bin/buildkitd bin/golangci-lint bin/cosign bin/slsa-verifier bin/sbomread ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint, cosign, slsa-verifier, sbomread) into bin/
 
 bin/buildkitd: tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane github.com/docker/buildx/cmd/buildx
@@ -65,6 +65,12 @@ bin/cosign: tools/go.mod tools/go.sum
 # since v2.7.1 does not build against tools/go.mod's sigstore-go.
 bin/slsa-verifier: tools/slsa-verifier/go.mod tools/slsa-verifier/go.sum
 	cd tools/slsa-verifier && $(GO) build -o ../../bin/ github.com/slsa-framework/slsa-verifier/v2/cli/slsa-verifier
+
+# sbomread runs grype's and trivy's own SBOM readers on a file
+# (TestScannersReadSBOM, docs/sbom.md); its own module, tools/sbomread,
+# since grype and trivy bring large dependency graphs of their own.
+bin/sbomread: tools/sbomread/go.mod tools/sbomread/go.sum tools/sbomread/main.go
+	cd tools/sbomread && $(GO) build -o ../../bin/ .
 
 demo: ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
 	@echo "==> make demo: about 10 minutes the first time on a fresh machine (compiling gpuimg, buildkitd and the registry; debootstrap), about 30 s after that"

@@ -29,7 +29,8 @@ import (
 // as Debian's non-free packages install them) and a torch 2.3.1+cu118
 // distribution: both SBOMs list libcudart and libcublasLt with their
 // versions and the architectures in their fat binaries, and torch with
-// the bare version in its purl and the +cu118 label as a property.
+// the bare version in its purl and the +cu118 label as a property; and
+// grype's SBOM reader lists the same libraries and torch.
 func TestSBOMOfDebianCUDA(t *testing.T) {
 	testenv.Require(t, "downloads Debian's CUDA 11.8 packages", testenv.Slow)
 	libs, err := testenv.DebianCUDALibs(t.Context())
@@ -124,6 +125,7 @@ func TestSBOMOfDebianCUDA(t *testing.T) {
 		}
 	}
 	check("CycloneDX", got, torch)
+	cdxDoc := bytes.Clone(buf.Bytes())
 
 	buf.Reset()
 	must(t, Write(&buf, SPDXJSON, sub, rep.Inventory))
@@ -149,6 +151,19 @@ func TestSBOMOfDebianCUDA(t *testing.T) {
 		}
 	}
 	check("SPDX", got, torch)
+
+	// An independent scanner reads the same packages: grype's SBOM
+	// provider lists the CUDA libraries found by file and torch by its
+	// bare version (tools/sbomread; trivy drops pkg:generic, see
+	// TestScannersReadSBOM).
+	for format, doc := range map[string][]byte{"CycloneDX": cdxDoc, "SPDX": buf.Bytes()} {
+		grype := versions(scan(t, doc).Grype)
+		for name, v := range map[string]string{"cudart": "11.8.89", "cublasLt": "11.11.3.6", "torch": "2.3.1"} {
+			if grype[name] != v {
+				t.Errorf("%s: grype reads %s %q, want %s (all: %v)", format, name, grype[name], v, grype)
+			}
+		}
+	}
 }
 
 // cuobjdumpArchs lists the SASS architectures cuobjdump --list-elf
