@@ -278,8 +278,10 @@ type junitDoc struct {
 				Message string `xml:"message,attr"`
 				Text    string `xml:",chardata"`
 			} `xml:"failure"`
-			Skipped *struct{} `xml:"skipped"`
-			Out     string    `xml:"system-out"`
+			Skipped *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"skipped"`
+			Out string `xml:"system-out"`
 		} `xml:"testcase"`
 	} `xml:"testsuite"`
 }
