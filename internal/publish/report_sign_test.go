@@ -75,18 +75,18 @@ func TestReportSigning(t *testing.T) {
 		junit: "pass", junitText: "signed " + testDigest + " (referrer sha256:a1a1",
 	}, {
 		name: "verified", sg: verified,
-		json: []string{`"status": "verified"`, `"format": "both"`},
-		md:   []string{"| 2.7.1-cu128-py3.12 | ✅ verified |  |  | 0 SBOMs | /keys/cosign.key (sha256:5e0f1c2d3b4a), both | the tag's signature, sbom and validation verified with the key; nothing signed anew |\n"},
-		html: []string{`<tr class="signing verified"`},
+		json:  []string{`"status": "verified"`, `"format": "both"`},
+		md:    []string{"| 2.7.1-cu128-py3.12 | ✅ verified |  |  | 0 SBOMs | /keys/cosign.key (sha256:5e0f1c2d3b4a), both | the tag's signature, sbom and validation verified with the key; nothing signed anew |\n"},
+		html:  []string{`<tr class="signing verified"`},
 		junit: "pass", junitText: "signing: verified\nkey: /keys/cosign.key\nkey fingerprint: " + testFingerprint + "\nformat: both\n",
 	}, {
 		name: "unsigned", sg: nil,
 		junit: "skip", junitText: "signing not configured",
 	}, {
 		name: "failed", sg: failed,
-		json: []string{`"status": "failed"`, `"reason": "sign registry.example.com/ml/torch@` + testDigest + `: PUT referrer: 403 denied"`, `"ref": "awskms:///alias/gpuimg"`, `"legacy_tag": "sha256-0123`},
-		md:   []string{"| 2.7.1-cu128-py3.12 | ❌ failed | 1 manifest |  | 0 SBOMs | awskms:///alias/gpuimg (sha256:5e0f1c2d3b4a), legacy | sign registry.example.com/ml/torch@" + testDigest + ": PUT referrer: 403 denied |\n"},
-		html: []string{`<tr class="signing failed"`, `<span class="badge failed">failed</span>`, `<td>legacy</td>`},
+		json:  []string{`"status": "failed"`, `"reason": "sign registry.example.com/ml/torch@` + testDigest + `: PUT referrer: 403 denied"`, `"ref": "awskms:///alias/gpuimg"`, `"legacy_tag": "sha256-0123`},
+		md:    []string{"| 2.7.1-cu128-py3.12 | ❌ failed | 1 manifest |  | 0 SBOMs | awskms:///alias/gpuimg (sha256:5e0f1c2d3b4a), legacy | sign registry.example.com/ml/torch@" + testDigest + ": PUT referrer: 403 denied |\n"},
+		html:  []string{`<tr class="signing failed"`, `<span class="badge failed">failed</span>`, `<td>legacy</td>`},
 		junit: "fail", junitText: "signing failed: sign registry.example.com/ml/torch@" + testDigest + ": PUT referrer: 403 denied",
 	}, {
 		name: "skipped", sg: skipped,
