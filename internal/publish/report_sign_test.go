@@ -187,3 +187,29 @@ func TestSignKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDryRunSigning: --dry-run loads no key and signs nothing; with
+// signing: each planned variant says so, naming the key without a
+// fingerprint, and without signing: there is no signing outcome.
+func TestRunDryRunSigning(t *testing.T) {
+	for _, key := range []string{"", "env://GPUIMG_TEST_UNSET_KEY"} {
+		f, err := parse(t, strings.ReplaceAll(runFile, "REPO", "registry.example.com/ml/torch"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Signing.Key = key
+		rep, err := Run(t.Context(), f, builtin(t), RunOptions{DryRun: true})
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		for _, res := range rep.Results {
+			sg := res.Signing
+			switch {
+			case key == "" && sg != nil:
+				t.Errorf("no signing:, %s has signing %+v", res.Variant.Name, sg)
+			case key != "" && (sg == nil || sg.Status != SignSkipped || sg.Reason != "dry run: nothing signed" || sg.Key != SignKey{Ref: key} || sg.Format != sign.FormatBundle):
+				t.Errorf("dry run with signing:, %s has signing %+v; want skipped, dry run, key %s", res.Variant.Name, sg, key)
+			}
+		}
+	}
+}
