@@ -151,8 +151,12 @@ signing: {key: `+signKey+`}
 		if md, _, err := head(mirror + ":" + r.Variant.Name); err != nil || md != r.Digest {
 			t.Errorf("mirror of %s: %s, %v", r.Variant.Name, md, err)
 		}
-		if r.Signed == nil || len(r.Signed.Signatures) == 0 || len(r.Signed.SBOMs) == 0 {
-			t.Errorf("%s: report says signed %+v", r.Variant.Name, r.Signed)
+		// report.json carries the signing outcome: signed, by the key's
+		// fingerprint, the digest with its referrer, the statements.
+		if sg := r.Signing; sg == nil || sg.Status != publish.SignSigned || !strings.HasPrefix(sg.Key.Fingerprint, "sha256:") || sg.Key.Ref != signKey ||
+			sg.Format != "bundle" || len(sg.Signatures) == 0 || sg.Signatures[0].Digest != r.Digest || sg.Signatures[0].Referrer == "" ||
+			len(sg.SBOMs) == 0 || sg.Count(publish.AttestValidation) == 0 || sg.Count(publish.AttestSBOM) == 0 {
+			t.Errorf("%s: report.json's signing %+v; want signed by %s, %s signed with its referrer, SBOM and validation statements", r.Variant.Name, sg, signKey, r.Digest)
 		}
 		if out, errb, code := run(t, "verify", r.Variant.Tag, "--key", signPub, "--require", "signature,sbom,validation", "--insecure-registry", env.Registry.Host); code != 0 {
 			t.Errorf("gpuimg verify %s --require signature,sbom,validation: exit %d\n%s%s", r.Variant.Tag, code, out, errb)
@@ -180,6 +184,9 @@ signing: {key: `+signKey+`}
 		for i, r := range rep2.Results {
 			if r.Outcome != publish.Unchanged || r.Digest != rep.Results[i].Digest || r.Builder != "" || r.BuildTime != 0 {
 				t.Errorf("second run, %s: outcome %s digest %s builder %q build time %s", r.Variant.Name, r.Outcome, r.Digest, r.Builder, r.BuildTime)
+			}
+			if r.Signing == nil || r.Signing.Status != publish.SignVerified || rep.Results[i].Signing == nil || r.Signing.Key != rep.Results[i].Signing.Key {
+				t.Errorf("second run, %s: signing %+v, want verified with the first run's key", r.Variant.Name, r.Signing)
 			}
 		}
 		if !strings.Contains(errOut, "unchanged") {
@@ -220,8 +227,8 @@ signing: {key: `+signKey+`}
 			t.Errorf("stderr does not name the failed variant:\n%s", lastLines(errOut, 10))
 		}
 		// Nothing of it is signed: no signature, no SBOM, no passing statement.
-		if res.Signed != nil {
-			t.Errorf("the failed variant was signed: %+v", res.Signed)
+		if sg := res.Signing; sg == nil || sg.Status != publish.SignSkipped || !strings.Contains(sg.Reason, "validate") || len(sg.Signatures)+len(sg.Attestations)+len(sg.SBOMs) != 0 {
+			t.Errorf("the failed variant's signing %+v, want skipped (it failed at validate), nothing signed", sg)
 		}
 		if out, errb, code := run(t, "verify", failRepo+"@"+res.Digest, "--key", signPub, "--require", "signature,sbom,validation", "--insecure-registry", env.Registry.Host); code != ExitFailed ||
 			!strings.Contains(errb, "signature") || !strings.Contains(errb, "sbom") || !strings.Contains(errb, "validation") {
@@ -249,6 +256,9 @@ signing: {key: `+signKey+`, require: [signature, sbom, provenance, validation]}
 		must(t, err)
 		if len(rep4.Results) != 1 || rep4.Results[0].Outcome != publish.Published {
 			t.Fatalf("report: %+v", rep4.Results)
+		}
+		if sg := rep4.Results[0].Signing; sg == nil || sg.Status != publish.SignSigned || sg.Count(publish.AttestProvenance) == 0 {
+			t.Errorf("report.json's signing %+v, want signed with a provenance statement", sg)
 		}
 		tag := rep4.Results[0].Variant.Tag
 		if out, errb, code := run(t, "verify", tag, "--key", signPub, "--require", "signature,sbom,provenance,validation"); code != 0 {

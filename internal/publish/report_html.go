@@ -30,6 +30,9 @@ var reportHTML = template.Must(template.New("report.html").Funcs(template.FuncMa
 	"frameworks":    htmlFrameworks,
 	"targetChanges": targetChanges,
 	"targetChecks":  targetChecks,
+	"signManifests": signManifests,
+	"signAttested":  signAttested,
+	"signKey":       signKeyText,
 }).Parse(reportHTMLText))
 
 // htmlData is what the template renders.
@@ -42,6 +45,8 @@ type htmlData struct {
 	Rows     []Result
 	// Targets are the target imports of every variant, in Rows' order.
 	Targets []htmlTarget
+	// Signing are the rows with a signing outcome, in Rows' order.
+	Signing []Result
 }
 
 // htmlTarget is one variant's import for one target.
@@ -64,6 +69,9 @@ func writeReportHTML(w io.Writer, r *Report) error {
 	for _, res := range d.Rows {
 		for _, tr := range res.Targets {
 			d.Targets = append(d.Targets, htmlTarget{Variant: res.Variant.Name, TargetResult: tr})
+		}
+		if res.Signing != nil {
+			d.Signing = append(d.Signing, res)
 		}
 	}
 	return reportHTML.Execute(w, d)

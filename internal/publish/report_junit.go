@@ -67,8 +67,9 @@ func junitSeconds(d time.Duration) string {
 	return fmt.Sprintf("%.3f", d.Seconds())
 }
 
-// writeReportJUnit writes one test case per variant, and one per target
-// import after it (junitTarget): a failed variant
+// writeReportJUnit writes one test case per variant, one per target
+// import after it (junitTarget) and its signing's after those
+// (junitSigning): a failed variant
 // fails with its error, a planned one (--dry-run) is skipped, published
 // and unchanged ones pass. The skipped combinations are the suite's
 // system-out (they are not variants, so not test cases).
@@ -104,6 +105,15 @@ func writeReportJUnit(w io.Writer, r *Report) error {
 			if tr.Verdict == matrix.Fail {
 				s.Failures++
 			}
+		}
+		sc := junitSigning(res)
+		s.Cases = append(s.Cases, sc)
+		s.Tests++
+		switch {
+		case sc.Failure != nil:
+			s.Failures++
+		case sc.Skipped != nil:
+			s.Skipped++
 		}
 	}
 	if len(r.Skipped) > 0 {
@@ -150,6 +160,54 @@ func junitTarget(res Result, tr TargetResult) junitTestcase {
 		head = append(head, "ref: "+tr.Ref, "changes: "+targetChanges(tr))
 	}
 	tc.SystemOut = strings.Join(append(head, lines...), "\n") + "\n"
+	return tc
+}
+
+// junitSigning is the test case of one variant's signing, named
+// "VARIANT signing", classname gpuimg.publish.signing: it fails when
+// signing (which signing: requires of every published variant) failed,
+// is skipped when the file has no signing: or signing was not attempted,
+// and passes when the variant was signed or its tag's evidence verified.
+// Its system-out names the key and format and lists what was signed.
+func junitSigning(res Result) junitTestcase {
+	tc := junitTestcase{Name: res.Variant.Name + " signing", ClassName: "gpuimg.publish.signing"}
+	sg := res.Signing
+	if sg == nil {
+		tc.Skipped = &junitMessage{Message: "signing not configured (the publish file has no signing: key)"}
+		return tc
+	}
+	switch sg.Status {
+	case SignFailed:
+		first, _, _ := strings.Cut(sg.Reason, "\n")
+		tc.Failure = &junitMessage{Message: "signing failed: " + first, Type: "signing", Text: sg.Reason}
+	case SignSkipped:
+		tc.Skipped = &junitMessage{Message: sg.Reason}
+	}
+	lines := []string{"signing: " + string(sg.Status), "key: " + sg.Key.Ref}
+	if sg.Key.Fingerprint != "" {
+		lines = append(lines, "key fingerprint: "+sg.Key.Fingerprint)
+	}
+	lines = append(lines, "format: "+string(sg.Format))
+	if sg.Reason != "" {
+		lines = append(lines, "reason: "+sg.Reason)
+	}
+	for _, m := range sg.Signatures {
+		l := "signed " + m.Digest
+		if m.Referrer != "" {
+			l += " (referrer " + m.Referrer + ")"
+		}
+		if m.LegacyTag != "" {
+			l += " (tag " + m.LegacyTag + ")"
+		}
+		lines = append(lines, l)
+	}
+	for _, a := range sg.Attestations {
+		lines = append(lines, fmt.Sprintf("attested %s %s of %s (referrer %s)", a.Kind, a.PredicateType, a.Subject, a.Referrer))
+	}
+	for _, d := range sg.SBOMs {
+		lines = append(lines, "sbom referrer "+d)
+	}
+	tc.SystemOut = strings.Join(lines, "\n") + "\n"
 	return tc
 }
 

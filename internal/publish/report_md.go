@@ -125,20 +125,21 @@ func renderMarkdown(r *Report, lim mdLimits) []byte {
 		b.WriteString("\n")
 	}
 
-	var signed []string
-	for _, res := range r.Results {
-		if res.Signed != nil {
-			signed = append(signed, fmt.Sprintf("| %s | %s | %s | %s |", mdCell(res.Variant.Name),
-				mdCell(reportPlural(len(res.Signed.Signatures), "manifest")), mdCell(mdClip(signedPredicates(res.Signed))), mdCell(reportPlural(len(res.Signed.SBOMs), "SBOM"))))
+	var signing []string
+	for _, res := range failuresFirst(r.Results) {
+		if sg := res.Signing; sg != nil {
+			signing = append(signing, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", mdCell(res.Variant.Name),
+				mdSignStatus(sg.Status), mdCell(signManifests(sg)), mdCell(mdClip(signAttested(sg))),
+				mdCell(reportPlural(len(sg.SBOMs), "SBOM")), mdCell(signKeyText(sg.Key)+", "+string(sg.Format)), mdCell(mdClip(sg.Reason))))
 		}
 	}
-	if len(signed) > 0 {
-		b.WriteString("### Signed\n\n")
-		b.WriteString("| Variant | Signed | Attested | SBOM referrers |\n| --- | --- | --- | --- |\n")
-		for i, row := range signed {
+	if len(signing) > 0 {
+		b.WriteString("### Signing\n\n")
+		b.WriteString("| Variant | Signing | Signed | Attested | SBOM referrers | Key, format | Reason |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for i, row := range signing {
 			if i == lim.rows {
 				b.WriteString("\n")
-				mdMore(&b, len(signed)-i, "signed variant")
+				mdMore(&b, len(signing)-i, "signing outcome")
 				break
 			}
 			b.WriteString(row + "\n")
@@ -318,20 +319,45 @@ func mdCell(s string) string {
 	return strings.ReplaceAll(mdText(s), "|", `\|`)
 }
 
-// signedPredicates counts a variant's signed statements by predicate
-// type, in the order first attached.
-func signedPredicates(s *Signed) string {
-	var order []string
-	n := map[string]int{}
-	for _, a := range s.Attestations {
-		if n[a.PredicateType] == 0 {
-			order = append(order, a.PredicateType)
-		}
-		n[a.PredicateType]++
+// mdSignStatus is a signing status with its mark.
+func mdSignStatus(st SignStatus) string {
+	switch st {
+	case SignSigned:
+		return "🔏 signed"
+	case SignVerified:
+		return "✅ verified"
+	case SignFailed:
+		return "❌ failed"
+	case SignSkipped:
+		return "⏭️ skipped"
 	}
+	return mdCell(string(st))
+}
+
+// signManifests counts the manifests signed ("" when none).
+func signManifests(s *SignResult) string {
+	if len(s.Signatures) == 0 {
+		return ""
+	}
+	return reportPlural(len(s.Signatures), "manifest")
+}
+
+// signAttested counts a variant's signed statements by kind, in the order
+// gpuimg verify --require names them: "2 validation, 1 sbom".
+func signAttested(s *SignResult) string {
 	var parts []string
-	for _, p := range order {
-		parts = append(parts, fmt.Sprintf("%d× %s", n[p], p))
+	for _, k := range []AttestationKind{AttestValidation, AttestSBOM, AttestProvenance, AttestOther} {
+		if n := s.Count(k); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// signKeyText names the key: its reference and short fingerprint.
+func signKeyText(k SignKey) string {
+	if k.Fingerprint == "" {
+		return k.Ref
+	}
+	return k.Ref + " (" + reportShortDigest(k.Fingerprint) + ")"
 }

@@ -108,8 +108,14 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		defer func() { r.progress.Finish(rep) }()
 	}
 	if opts.DryRun {
+		if f.Signing.Enabled() {
+			r.key, _ = signKey(f.Signing.Key, nil) // a key reference alone cannot fail
+		}
 		for i, v := range variants {
 			rep.Results[i] = Result{Variant: v, Outcome: Planned}
+		}
+		r.finishSigning()
+		for i := range variants {
 			r.done(i)
 		}
 		rep.Finished = now().UTC()
@@ -144,6 +150,7 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		sort.Slice(todo, func(a, b int) bool { return todo[a].id < todo[b].id })
 		r.build(ctx, todo)
 	}
+	r.finishSigning()
 	rep.Finished = now().UTC()
 	return rep, nil
 }
@@ -189,6 +196,8 @@ type runner struct {
 	// is signed. require is what an unchanged tag must carry.
 	signer  signature.SignerVerifier
 	require []verbs.Evidence
+	// key identifies signing.key in the reports.
+	key SignKey
 }
 
 func (r *runner) registry() []images.Option { return r.opts.Request.Registry }
@@ -281,6 +290,9 @@ func (r *runner) check(ctx context.Context, i int) bool {
 		return true
 	}
 	res.Outcome, res.Digest, res.Verdict, res.Size = Unchanged, digest, rp.Verdict, rp.Size.Compressed
+	if r.signer != nil && len(r.require) > 0 {
+		res.Signing = r.signResult(SignVerified, "the tag's "+evidenceList(r.require)+" verified with the key; nothing signed anew", nil)
+	}
 	if err := r.publish(ctx, i, digest, false); err != nil {
 		res.Outcome = Failed
 	}
@@ -488,12 +500,13 @@ func (r *runner) finish(ctx context.Context, i int, digest string) {
 		signed, err := verbs.SignImage(ctx, digestRef, reps, verbs.SignSpec{
 			Signer: r.signer, Format: r.f.Signing.Format(), SBOM: r.f.Signing.SBOMFormat(), Name: v.Tag, Registry: r.registry(),
 		})
-		res.Signed = signedSummary(signed)
 		if err != nil {
+			res.Signing = r.signResult(SignFailed, err.Error(), signed)
 			res.Times.Publish = time.Since(start)
 			r.fail(i, "sign", fmt.Errorf("%w; the tag was not written", err))
 			return
 		}
+		res.Signing = r.signResult(SignSigned, "", signed)
 	}
 	err = r.publish(ctx, i, digest, true)
 	res.Times.Publish = time.Since(start)

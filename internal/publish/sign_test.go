@@ -7,7 +7,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -160,8 +162,11 @@ func TestRunSigned(t *testing.T) {
 	var good Result
 	for _, res := range rep.Results {
 		if strings.Contains(res.Variant.Name, "L4") {
-			if res.Outcome != Failed || res.Signed != nil || !strings.Contains(res.Error, "static validation fail") {
-				t.Errorf("%s: outcome %s, signed %+v, error %q; want a failed validation, nothing signed", res.Variant.Name, res.Outcome, res.Signed, res.Error)
+			if res.Outcome != Failed || !strings.Contains(res.Error, "static validation fail") {
+				t.Errorf("%s: outcome %s, error %q; want a failed validation", res.Variant.Name, res.Outcome, res.Error)
+			}
+			if sg := res.Signing; sg == nil || sg.Status != SignSkipped || !strings.Contains(sg.Reason, "validate") || len(sg.Signatures)+len(sg.Attestations)+len(sg.SBOMs) != 0 {
+				t.Errorf("%s: signing %+v; want skipped, naming validate, nothing signed", res.Variant.Name, sg)
 			}
 			if _, err := remote.Head(mustRef(t, res.Variant.Tag)); err == nil {
 				t.Errorf("%s was tagged though it failed validation", res.Variant.Tag)
@@ -183,8 +188,17 @@ func TestRunSigned(t *testing.T) {
 		if res.Outcome != Published {
 			t.Fatalf("%s: outcome %s (%s), want published", res.Variant.Name, res.Outcome, res.Error)
 		}
-		if res.Signed == nil || len(res.Signed.Signatures) != 1 || len(res.Signed.SBOMs) != 1 || len(res.Signed.Attestations) != 2 {
-			t.Errorf("%s: signed %+v, want one signature, one SBOM, two attestations (test result, SBOM)", res.Variant.Name, res.Signed)
+		sg := res.Signing
+		if sg == nil || sg.Status != SignSigned || len(sg.Signatures) != 1 || sg.Signatures[0].Digest != res.Digest || sg.Signatures[0].Referrer == "" ||
+			len(sg.SBOMs) != 1 || sg.Count(AttestValidation) != 1 || sg.Count(AttestSBOM) != 1 || len(sg.Attestations) != 2 {
+			t.Fatalf("%s: signing %+v, want signed: one signature of %s with its referrer, one SBOM, a validation and an SBOM attestation", res.Variant.Name, sg, res.Digest)
+		}
+		der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(der); sg.Key.Ref != keyPath || sg.Key.Fingerprint != "sha256:"+hex.EncodeToString(sum[:]) || sg.Format != "bundle" {
+			t.Errorf("%s: signing key %+v format %q; want %s, the key's fingerprint, bundle", res.Variant.Name, sg.Key, sg.Format, keyPath)
 		}
 		v, err := verbs.VerifyImage(t.Context(), res.Variant.Tag, &key.PublicKey, all)
 		if err != nil {
@@ -208,7 +222,7 @@ func TestRunSigned(t *testing.T) {
 	if err := writeReportMarkdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "### Signed") || !strings.Contains(md.String(), "| "+good.Variant.Name+" | 1 manifest | 1× "+verbs.PredicateTestResult+", 1× "+verbs.PredicateSPDX+" | 1 SBOM |") {
+	if !strings.Contains(md.String(), "### Signing") || !strings.Contains(md.String(), "| "+good.Variant.Name+" | 🔏 signed | 1 manifest | 1 validation, 1 sbom | 1 SBOM |") {
 		t.Errorf("report.md says nothing of what was signed:\n%s", md.String())
 	}
 
@@ -221,6 +235,8 @@ func TestRunSigned(t *testing.T) {
 	}
 	if res := rep.Results[0]; res.Outcome != Unchanged || builds.Load() != n {
 		t.Errorf("second run: %s (%s), %d builds; want unchanged, none", res.Outcome, res.Error, builds.Load()-n)
+	} else if res.Signing == nil || res.Signing.Status != SignVerified || res.Signing.Key.Fingerprint != good.Signing.Key.Fingerprint {
+		t.Errorf("second run: signing %+v, want verified with the same key", res.Signing)
 	}
 	// Another key: the tag lacks its signatures, so the variant is
 	// rebuilt and signed with it.

@@ -3,6 +3,7 @@ package publish
 import (
 	"time"
 
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -84,9 +85,10 @@ type Result struct {
 	Targets []TargetResult `json:"targets,omitempty"`
 	// Error says why the variant failed, naming the step.
 	Error string `json:"error,omitempty"`
-	// Signed is what was signed and attested (signing:); nil when
-	// nothing was.
-	Signed *Signed `json:"signed,omitempty"`
+	// Signing is what signing: did for the variant: signed, verified,
+	// failed or skipped, with what was signed and the key; nil when the
+	// file has no signing: key.
+	Signing *SignResult `json:"signing,omitempty"`
 	// Notes are what happened on the way that did not fail the variant
 	// (a builder that failed and the builder it was retried on).
 	Notes []string `json:"notes,omitempty"`
@@ -94,25 +96,103 @@ type Result struct {
 	Times StepTimes `json:"times,omitzero"`
 }
 
-// Signed is what publish signed for a variant: the cosign signatures (of
-// the image and each platform's manifest), the signed statements (a
-// validation test result per report, an SBOM per platform) and the plain
-// SBOM referrers.
-type Signed struct {
-	// Signatures are the digests signed (cosign's sign statement).
-	Signatures []string `json:"signatures"`
-	// Attestations are the signed in-toto statements attached.
-	Attestations []Attestation `json:"attestations"`
+// SignStatus is what signing did for one variant.
+type SignStatus string
+
+// Signing statuses.
+const (
+	// SignSigned: this run signed the variant's digest and attached its
+	// signed statements; its tag was written after.
+	SignSigned SignStatus = "signed"
+	// SignVerified: the variant was unchanged and its tag's evidence
+	// (signing.require) verified with the key; nothing was signed anew.
+	SignVerified SignStatus = "verified"
+	// SignFailed: signing was attempted and failed (Reason says how); the
+	// tag was not written, and what was attached before the failure is
+	// listed.
+	SignFailed SignStatus = "failed"
+	// SignSkipped: signing is configured but was not attempted (Reason:
+	// the variant failed before it, or --dry-run).
+	SignSkipped SignStatus = "skipped"
+)
+
+// SignResult is the signing outcome of one variant (report.json's
+// "signing"). It names the key by its reference and public key
+// fingerprint only, never by secret material.
+type SignResult struct {
+	Status SignStatus `json:"status"`
+	// Reason says why signing failed or was skipped, or what was
+	// verified.
+	Reason string `json:"reason,omitempty"`
+	// Key identifies the signing key.
+	Key SignKey `json:"key"`
+	// Format is the signature format: bundle (cosign v3's referrer),
+	// legacy (cosign v2's sha256-….sig tag) or both.
+	Format sign.Format `json:"format"`
+	// Signatures are the manifests signed: the image's (an index) and,
+	// for a multi-platform image, each platform's.
+	Signatures []SignedManifest `json:"signatures,omitempty"`
+	// Attestations are the signed in-toto statements attached: the
+	// validation test results, the SBOMs and BuildKit's provenance.
+	Attestations []Attestation `json:"attestations,omitempty"`
 	// SBOMs are the plain SBOM referrers' digests (what trivy reads).
 	SBOMs []string `json:"sboms,omitempty"`
 }
 
+// SignKey identifies a signing key without its secret.
+type SignKey struct {
+	// Ref is signing.key as the file gives it: a key file's path,
+	// env://VAR (the variable's name, not its value) or a KMS URI (its
+	// user information and query removed).
+	Ref string `json:"ref"`
+	// Fingerprint is "sha256:" and the hex SHA-256 of the public key's
+	// DER SubjectPublicKeyInfo; a bundle's publicKey hint is the base64
+	// of the same digest. Empty when the key was not loaded (--dry-run).
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// SignedManifest is one manifest signed with cosign's sign statement.
+type SignedManifest struct {
+	Digest    string `json:"digest"`
+	MediaType string `json:"media_type,omitempty"`
+	// Referrer is the digest of the referrer manifest holding the bundle
+	// (formats bundle and both).
+	Referrer string `json:"referrer,omitempty"`
+	// LegacyTag is the sha256-<hex>.sig tag written (legacy and both).
+	LegacyTag string `json:"legacy_tag,omitempty"`
+}
+
+// AttestationKind is what a signed statement is evidence of, as gpuimg
+// verify --require names it.
+type AttestationKind string
+
+// Attestation kinds.
+const (
+	AttestValidation AttestationKind = "validation"
+	AttestSBOM       AttestationKind = "sbom"
+	AttestProvenance AttestationKind = "provenance"
+	// AttestOther is a predicate type none of the above.
+	AttestOther AttestationKind = "other"
+)
+
 // Attestation is one signed statement attached to Subject.
 type Attestation struct {
-	Subject       string `json:"subject"`
-	PredicateType string `json:"predicate_type"`
+	Kind          AttestationKind `json:"kind"`
+	Subject       string          `json:"subject"`
+	PredicateType string          `json:"predicate_type"`
 	// Referrer is the digest of the referrer manifest holding the bundle.
 	Referrer string `json:"referrer"`
+}
+
+// Count is how many statements of kind k are attached.
+func (s *SignResult) Count(k AttestationKind) int {
+	n := 0
+	for _, a := range s.Attestations {
+		if a.Kind == k {
+			n++
+		}
+	}
+	return n
 }
 
 // StepTimes are the wall times of a variant's steps (nanoseconds in

@@ -2,8 +2,13 @@ package publish
 
 import (
 	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -74,23 +79,95 @@ func (r *runner) loadSigner() error {
 	if err != nil {
 		return fmt.Errorf("%s: signing.key %s: %w", r.f.name(), r.f.Signing.Key, err)
 	}
+	pub, err := sv.PublicKey()
+	if err != nil {
+		return fmt.Errorf("%s: signing.key %s: public key: %w", r.f.name(), r.f.Signing.Key, err)
+	}
+	if r.key, err = signKey(r.f.Signing.Key, pub); err != nil {
+		return fmt.Errorf("%s: signing.key %s: %w", r.f.name(), r.f.Signing.Key, err)
+	}
 	r.signer, r.require = sv, req
 	return nil
 }
 
-// signedSummary is what the report says was signed.
-func signedSummary(s *verbs.SignedImage) *Signed {
+// signResult is the report's signing outcome: status and reason, the
+// run's key and format, and what s lists as signed and attached.
+func (r *runner) signResult(status SignStatus, reason string, s *verbs.SignedImage) *SignResult {
+	out := &SignResult{Status: status, Reason: reason, Key: r.key, Format: r.f.Signing.Format()}
 	if s == nil {
-		return nil
+		return out
 	}
-	out := &Signed{SBOMs: s.SBOMs}
+	out.SBOMs = s.SBOMs
 	for _, x := range s.Signatures {
-		out.Signatures = append(out.Signatures, x.Digest)
+		if x.Provenance != "" {
+			// BuildKit's provenance, signed by sign.Sign.
+			out.Attestations = append(out.Attestations, Attestation{Kind: AttestProvenance, Subject: x.Digest, PredicateType: x.PredicateType, Referrer: x.Referrer})
+			continue
+		}
+		out.Signatures = append(out.Signatures, SignedManifest{Digest: x.Digest, MediaType: x.MediaType, Referrer: x.Referrer, LegacyTag: x.LegacyTag})
 	}
 	for _, x := range s.Attestations {
-		out.Attestations = append(out.Attestations, Attestation{Subject: x.Digest, PredicateType: x.PredicateType, Referrer: x.Referrer})
+		out.Attestations = append(out.Attestations, Attestation{Kind: attestationKind(x.PredicateType), Subject: x.Digest, PredicateType: x.PredicateType, Referrer: x.Referrer})
 	}
 	return out
+}
+
+// attestationKind is what a statement of predicate type p is evidence of.
+func attestationKind(p string) AttestationKind {
+	switch p {
+	case verbs.PredicateTestResult:
+		return AttestValidation
+	case verbs.PredicateSPDX, verbs.PredicateCycloneDX:
+		return AttestSBOM
+	case sign.SLSAProvenanceV1:
+		return AttestProvenance
+	}
+	return AttestOther
+}
+
+// signKey identifies signing.key: ref as written (a URL's user
+// information and query dropped, in case a KMS URI carries a token), and
+// the fingerprint of pub when known.
+func signKey(ref string, pub crypto.PublicKey) (SignKey, error) {
+	k := SignKey{Ref: ref}
+	if u, err := url.Parse(ref); err == nil && u.Scheme != "" && (u.User != nil || u.RawQuery != "") {
+		u.User, u.RawQuery = nil, ""
+		k.Ref = u.String()
+	}
+	if pub == nil {
+		return k, nil
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return k, fmt.Errorf("public key fingerprint: %w", err)
+	}
+	sum := sha256.Sum256(der)
+	k.Fingerprint = "sha256:" + hex.EncodeToString(sum[:])
+	return k, nil
+}
+
+// finishSigning gives every result without a signing outcome, when the
+// file signs, a skipped one saying why (the variant failed before
+// signing, or the run was a dry run).
+func (r *runner) finishSigning() {
+	if !r.f.Signing.Enabled() {
+		return
+	}
+	for i := range r.rep.Results {
+		res := &r.rep.Results[i]
+		if res.Signing != nil {
+			continue
+		}
+		reason := "not signed"
+		switch {
+		case res.Outcome == Planned:
+			reason = "dry run: nothing signed"
+		case res.Outcome == Failed && res.Error != "":
+			step, _, _ := strings.Cut(res.Error, ":")
+			reason = "the variant failed at " + step + " before signing; nothing signed"
+		}
+		res.Signing = r.signResult(SignSkipped, reason, nil)
+	}
 }
 
 // gpus are the GPUs the file validates for; one empty name when none.
@@ -208,4 +285,16 @@ func (r *runner) publish(ctx context.Context, i int, digest string, tag bool) er
 		res.Tags = append(res.Tags, r.f.Repository+":"+t)
 	}
 	return nil
+}
+
+// evidenceList is "signature, sbom and validation".
+func evidenceList(es []verbs.Evidence) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = string(e)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
