@@ -50,7 +50,7 @@ FUZZ_MINIMIZE ?= 200x
 fuzz: ## run every fuzz target for FUZZTIME (2m each, about 22 minutes)
 	@for t in $(FUZZ_TARGETS); do echo "== $$t"; $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZ_MINIMIZE) ./$${t%:*} || exit 1; done
 
-tools: bin/buildkitd bin/golangci-lint bin/cosign bin/slsa-verifier bin/sbomread ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint, cosign, slsa-verifier, sbomread) into bin/
+tools: bin/buildkitd bin/golangci-lint bin/cosign bin/slsa-verifier bin/sbomread bin/local-kms ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint, cosign, slsa-verifier, sbomread, local-kms) into bin/
 
 bin/buildkitd: tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o ../bin/ github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl github.com/distribution/distribution/v3/cmd/registry github.com/google/go-containerregistry/cmd/crane github.com/docker/buildx/cmd/buildx
@@ -71,6 +71,12 @@ bin/slsa-verifier: tools/slsa-verifier/go.mod tools/slsa-verifier/go.sum
 # since grype and trivy bring large dependency graphs of their own.
 bin/sbomread: tools/sbomread/go.mod tools/sbomread/go.sum tools/sbomread/main.go
 	cd tools/sbomread && $(GO) build -o ../../bin/ .
+
+# local-kms is an AWS KMS emulator on 127.0.0.1 for the awskms:// signing
+# test (images/sign TestAWSKMS, docs/supply-chain.md); its own module,
+# tools/localkms, so that tools/go.mod stays lean.
+bin/local-kms: tools/localkms/go.mod tools/localkms/go.sum
+	cd tools/localkms && $(GO) build -o ../../bin/local-kms github.com/nsmithuk/local-kms
 
 demo: ## end to end on local daemons: build CUDA 12.2 + PyTorch 2.3, push, check with skopeo (root)
 	@echo "==> make demo: about 10 minutes the first time on a fresh machine (compiling gpuimg, buildkitd and the registry; debootstrap), about 30 s after that"

@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -11,10 +12,15 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	sigkms "github.com/sigstore/sigstore/pkg/signature/kms"
+	// AWS KMS keys (awskms://): the provider registers itself with
+	// sigstore's kms package, as cosign links it.
+	_ "github.com/sigstore/sigstore/pkg/signature/kms/aws"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 )
 
@@ -26,15 +32,38 @@ const (
 	pemCosignEncrypted   = "ENCRYPTED COSIGN PRIVATE KEY"
 )
 
-// ErrKMSUnsupported is wrapped when a key is a KMS URI (awskms://,
-// gcpkms://, azurekms://, hashivault://, k8s://, pkcs11:): sigstore's KMS
-// providers are separate modules with large dependency trees, not yet
-// linked into gpuimg.
-var ErrKMSUnsupported = errors.New("KMS keys are not supported yet")
+// ErrKMSUnsupported is wrapped when a key is a KMS URI other than AWS
+// KMS's (gcpkms://, azurekms://, hashivault://, k8s://, pkcs11:): each of
+// sigstore's KMS providers is a separate module with a large dependency
+// tree, and only AWS's (awskms://) is linked into gpuimg.
+var ErrKMSUnsupported = errors.New("only AWS KMS keys (awskms://) are supported")
+
+// AWSKMSScheme prefixes an AWS KMS key reference:
+// awskms:///alias/NAME, awskms:///KEY-ID or awskms:///ARN, or with an
+// endpoint, awskms://HOST:PORT/…, which sigstore's provider always
+// reaches over https (set AWS_ENDPOINT_URL_KMS for a plain-http
+// endpoint such as a local emulator). Credentials and region come from
+// the AWS SDK's usual chain (AWS_REGION, AWS_ACCESS_KEY_ID, profiles,
+// instance roles).
+const AWSKMSScheme = "awskms://"
 
 // kmsSchemes are the key references cosign accepts that name a KMS or a
-// hardware token rather than a file.
-var kmsSchemes = []string{"awskms://", "gcpkms://", "azurekms://", "hashivault://", "k8s://", "pkcs11:"}
+// hardware token rather than a file, and that gpuimg does not link.
+var kmsSchemes = []string{"gcpkms://", "azurekms://", "hashivault://", "k8s://", "pkcs11:"}
+
+// kmsTimeout bounds the fetch of a KMS key's public key where no caller's
+// context reaches it (sigstore's provider creates its client without one).
+const kmsTimeout = time.Minute
+
+// loadKMS returns the signer of an AWS KMS key; it reaches KMS only when
+// it signs or is asked for its public key.
+func loadKMS(ctx context.Context, ref string) (signature.SignerVerifier, error) {
+	sv, err := sigkms.Get(ctx, ref, crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", ref, err)
+	}
+	return sv, nil
+}
 
 // EnvScheme prefixes a key reference that names an environment variable
 // holding the key's PEM (env://COSIGN_KEY), as cosign's --key accepts.
@@ -64,11 +93,15 @@ var loadOptions = []signature.LoadOption{sigopts.WithED25519ph()}
 // (cosign generate-key-pair; password() gives its password, for example
 // from COSIGN_PASSWORD), or an unencrypted PEM key (PKCS#8 EC, ed25519 or
 // RSA; SEC 1 EC and PKCS#1 RSA too); path env://VAR reads the key from the
-// environment variable VAR instead, as cosign does. password is called
-// only for an encrypted key. KMS URIs are refused with ErrKMSUnsupported.
+// environment variable VAR instead, as cosign does; awskms://… signs
+// with an AWS KMS key (AWSKMSScheme). password is called only for an
+// encrypted key. Other KMS URIs are refused with ErrKMSUnsupported.
 func LoadPrivateKey(path string, password func() ([]byte, error)) (signature.SignerVerifier, error) {
 	if err := refuseKMS(path); err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(path, AWSKMSScheme) {
+		return loadKMS(context.Background(), path)
 	}
 	b, err := readKey(path)
 	if err != nil {
@@ -125,11 +158,30 @@ func ParsePrivateKey(b []byte, password func() ([]byte, error)) (signature.Signe
 	return sv, nil
 }
 
-// LoadPublicKey reads a PEM public key (cosign.pub, or any PKIX public
-// key) from path, or from the environment variable VAR for env://VAR.
+// LoadPublicKey is LoadPublicKeyContext with a background context.
 func LoadPublicKey(path string) (crypto.PublicKey, error) {
+	return LoadPublicKeyContext(context.Background(), path)
+}
+
+// LoadPublicKeyContext reads a PEM public key (cosign.pub, or any PKIX
+// public key) from path, or from the environment variable VAR for
+// env://VAR, or asks AWS KMS for an awskms://… key's public key.
+func LoadPublicKeyContext(ctx context.Context, path string) (crypto.PublicKey, error) {
 	if err := refuseKMS(path); err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(path, AWSKMSScheme) {
+		sv, err := loadKMS(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, kmsTimeout)
+		defer cancel()
+		pub, err := sv.PublicKey(sigopts.WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("public key of %s: %w", path, err)
+		}
+		return pub, nil
 	}
 	b, err := readKey(path)
 	if err != nil {
@@ -145,7 +197,7 @@ func LoadPublicKey(path string) (crypto.PublicKey, error) {
 func refuseKMS(ref string) error {
 	for _, s := range kmsSchemes {
 		if strings.HasPrefix(ref, s) {
-			return fmt.Errorf("key %s: %w; pass a cosign key file or a PEM key", ref, ErrKMSUnsupported)
+			return fmt.Errorf("key %s: %w; pass a cosign key file, a PEM key or an awskms:// key", ref, ErrKMSUnsupported)
 		}
 	}
 	return nil

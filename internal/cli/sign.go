@@ -19,7 +19,7 @@ import (
 func loadSigner(path string) (signature.SignerVerifier, error) {
 	sv, err := verbs.LoadSigner(path)
 	if errors.Is(err, sign.ErrKMSUnsupported) {
-		return nil, invalid(err, "export the key to a file, or sign with cosign sign --key "+path)
+		return nil, invalid(err, "use an awskms:// key, export the key to a file, or sign with cosign sign --key "+path)
 	}
 	if err != nil {
 		return nil, invalid(fmt.Errorf("--key %s: %w", path, err), "")
@@ -50,7 +50,10 @@ What is written (docs/supply-chain.md has the whole picture):
 Keys: a cosign key file (cosign generate-key-pair; its password from
 COSIGN_PASSWORD), a PEM private key (PKCS#8 ECDSA, ed25519 or RSA), or
 env://VAR, the key's PEM in the environment variable VAR (as CI holds a
-secret). KMS URIs (awskms://, gcpkms://, …) are not supported yet.
+secret), or an AWS KMS key, awskms:///alias/NAME (or a key ID or ARN;
+credentials, region and AWS_ENDPOINT_URL_KMS from the AWS SDK's usual
+environment). Other KMS URIs (gcpkms://, azurekms://, hashivault://) are
+not supported.
 
 BuildKit's SLSA v1 provenance (gpuimg build --provenance), which BuildKit
 stores unsigned in the index as attestation manifests, is signed too: each
@@ -92,7 +95,7 @@ cosign verify --key cosign.pub --insecure-ignore-tlog.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&key, "key", "", "private key: a cosign key file (password from COSIGN_PASSWORD), a PEM private key, or env://VAR")
+	cmd.Flags().StringVar(&key, "key", "", "private key: a cosign key file (password from COSIGN_PASSWORD), a PEM private key, env://VAR, or an AWS KMS key (awskms:///alias/NAME)")
 	cmd.Flags().StringVar(&format, "signature-format", string(sign.FormatBundle), "bundle (cosign v3, an OCI referrer), legacy (cosign v2's .sig tag) or both")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
@@ -154,7 +157,7 @@ another digest, and none of the old signatures count for it.`,
 			if err != nil {
 				return invalid(err, "")
 			}
-			pub, err := sign.LoadPublicKey(key)
+			pub, err := sign.LoadPublicKeyContext(cmd.Context(), key)
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -177,7 +180,7 @@ another digest, and none of the old signatures count for it.`,
 		},
 	}
 	ro.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&key, "key", "", "public key of the signer (PEM: cosign.pub, or env://VAR)")
+	cmd.Flags().StringVar(&key, "key", "", "public key of the signer (PEM: cosign.pub, env://VAR, or an AWS KMS key, awskms:///alias/NAME, whose public key is fetched from KMS)")
 	cmd.Flags().StringVar(&require, "require", string(verbs.EvidenceSignature), "evidence the image must carry, comma-separated: signature, sbom, provenance, validation")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd

@@ -61,7 +61,7 @@ func TestSignVerifyCommands(t *testing.T) {
 	}{
 		{"verify before signing", []string{"verify", ref, "--key", pub}, ExitFailed, "signature: none attached"},
 		{"sign without a key", []string{"sign", ref}, ExitInvalid, "--key is required"},
-		{"sign with a KMS key", []string{"sign", ref, "--key", "awskms:///alias/ci"}, ExitInvalid, "not supported yet"},
+		{"sign with a KMS key gpuimg does not link", []string{"sign", ref, "--key", "gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k"}, ExitInvalid, "only AWS KMS keys (awskms://) are supported"},
 		{"sign with a public key", []string{"sign", ref, "--key", pub}, ExitInvalid, "this is a public key"},
 		{"sign with a bad format", []string{"sign", ref, "--key", key, "--signature-format", "v2"}, ExitInvalid, "want bundle"},
 		{"sign", []string{"sign", ref, "--key", key, "--signature-format", "both"}, ExitOK, "signed sha256:"},
