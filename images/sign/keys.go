@@ -51,8 +51,8 @@ const AWSKMSScheme = "awskms://"
 // hardware token rather than a file, and that gpuimg does not link.
 var kmsSchemes = []string{"gcpkms://", "azurekms://", "hashivault://", "k8s://", "pkcs11:"}
 
-// kmsTimeout bounds the fetch of a KMS key's public key where no caller's
-// context reaches it (sigstore's provider creates its client without one).
+// kmsTimeout bounds the fetch of a KMS key's public key (the AWS SDK
+// retries a refused connection three times, then gives up).
 const kmsTimeout = time.Minute
 
 // loadKMS returns the signer of an AWS KMS key; it reaches KMS only when
@@ -197,7 +197,7 @@ func LoadPublicKeyContext(ctx context.Context, path string) (crypto.PublicKey, e
 func refuseKMS(ref string) error {
 	for _, s := range kmsSchemes {
 		if strings.HasPrefix(ref, s) {
-			return fmt.Errorf("key %s: %w; pass a cosign key file, a PEM key or an awskms:// key", ref, ErrKMSUnsupported)
+			return fmt.Errorf("key %s: %w", ref, ErrKMSUnsupported)
 		}
 	}
 	return nil

@@ -19,7 +19,7 @@ import (
 func loadSigner(path string) (signature.SignerVerifier, error) {
 	sv, err := verbs.LoadSigner(path)
 	if errors.Is(err, sign.ErrKMSUnsupported) {
-		return nil, invalid(err, "use an awskms:// key, export the key to a file, or sign with cosign sign --key "+path)
+		return nil, invalid(err, "pass an awskms:// key, a cosign key file or a PEM key, or sign with cosign sign --key "+path)
 	}
 	if err != nil {
 		return nil, invalid(fmt.Errorf("--key %s: %w", path, err), "")
