@@ -1,8 +1,8 @@
 // Package matrix owns gpuimg's compatibility facts and the rules built on
 // them: the embedded, sourced data (driver, CUDA, cuDNN, NCCL, PyTorch,
 // TensorFlow, JAX, Python, OS, base images, GPUs), version and constraint
-// parsing, the Stack type and its label (StackLabel, LabelValue,
-// StackFromLabels, Tag, Summary), the one ordered list of frameworks
+// parsing, the Stack type, its label (StackLabel, LabelValue,
+// StackFromLabels, Tag, Summary) and its file (DecodeStack, JSONProblem), the one ordered list of frameworks
 // (FrameworkNames), the driver judgement (DB.FloorsOf and
 // DriverFloors.Judge, strict and under minor-version compatibility), the
 // NVIDIA container runtime's NVIDIA_REQUIRE_* check against the CUDA a

@@ -43,11 +43,12 @@ var importRules = []importRule{
 		why:  "matrix holds the compatibility facts the other packages build on",
 	},
 	{
-		// It reads upstream's sources into a matrix overlay; the CLI
-		// hands it validate.ScanFatbin as its ArchScanner.
+		// It reads upstream's sources into a matrix overlay and folds
+		// one into a checkout's matrix/data (through internal/atomicfile);
+		// the CLI hands it validate.ScanFatbin as its ArchScanner.
 		from: []string{"internal/upstream/..."},
 		deny: []string{"builder/...", "validate/...", "internal/publish/..."},
-		why:  "internal/upstream reads upstream's sources over HTTP and registries through images, nothing else",
+		why:  "internal/upstream reads upstream's sources over HTTP and registries through images, and a checkout's matrix/data, nothing else",
 	},
 	{
 		// The workflows both the CLI and publish run, over images,

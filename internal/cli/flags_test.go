@@ -175,13 +175,13 @@ func TestStackFileErrors(t *testing.T) {
 		code          int
 		errHas        string
 	}{
-		{"array", `[{"cuda": "12.2.2"}]`, 2, "read stack FILE: it holds a JSON array, not an object; the file must hold one stack object, as gpuimg matrix resolve -o json"},
-		{"wrong field type", `{"cuda": "12.2.2", "frameworks": "torch"}`, 2, "field frameworks is a JSON string, not an object"},
-		{"number for a string", `{"cuda": 12}`, 2, "field cuda is a JSON number, not a string"},
-		{"truncated", `{"cuda": `, 2, "not valid JSON at byte"},
-		{"empty", "\n", 2, "the file is empty"},
-		{"no cuda", `{}`, 2, "no cuda field"},
-		{"yaml list", "- cuda: 12.2.2\n", 2, "line 1: the file must be a mapping"},
+		// matrix.DecodeStack's messages are tested in matrix
+		// (TestDecodeStack); these check the wiring: the "read stack"
+		// prefix, the hint, exit 2, and both formats.
+		{"array", `[{"cuda": "12.2.2"}]`, 2, "gpuimg: read stack FILE: it holds a JSON array, not an object; the file must hold one stack object, as gpuimg matrix resolve -o json (or -o yaml) writes it\n"},
+		{"truncated", `{"cuda": `, 2, "gpuimg: read stack FILE: not valid JSON at byte 9: unexpected end of JSON input; the file must hold"},
+		{"no cuda", `{}`, 2, "gpuimg: read stack FILE: no cuda field; the file must hold"},
+		{"yaml list", "- cuda: 12.2.2\n", 2, "gpuimg: read stack FILE: line 1: the file must be a mapping"},
 		{"yaml from resolve -o yaml", yamlStack, 0, ""},
 	}
 	t.Run("publish --since", func(t *testing.T) {

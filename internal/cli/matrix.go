@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -320,63 +317,10 @@ func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Sta
 	if file == "-" {
 		name = "stdin"
 	}
-	if s, err = decodeStack(name, b); err != nil {
-		return s, invalid(err, "the file must hold one stack object, as gpuimg matrix resolve -o json (or -o yaml) writes it")
+	if s, err = matrix.DecodeStack(name, b); err != nil {
+		return s, invalid(fmt.Errorf("read stack %w", err), "the file must hold one stack object, as gpuimg matrix resolve -o json (or -o yaml) writes it")
 	}
 	return s, nil
-}
-
-// decodeStack reads a stack written by gpuimg matrix resolve: JSON (-o
-// json) or YAML (-o yaml).
-func decodeStack(name string, b []byte) (matrix.Stack, error) {
-	var s matrix.Stack
-	t := bytes.TrimSpace(b)
-	switch {
-	case len(t) == 0:
-		return s, fmt.Errorf("read stack %s: the file is empty", name)
-	case t[0] == '{' || t[0] == '[':
-		if err := json.Unmarshal(b, &s); err != nil {
-			return s, fmt.Errorf("read stack %s: %s", name, jsonProblem(err))
-		}
-	default:
-		if err := matrix.DecodeStrict(name, b, &s); err != nil {
-			return s, fmt.Errorf("read stack %w", err)
-		}
-	}
-	if s.CUDA == "" {
-		return s, fmt.Errorf("read stack %s: no cuda field", name)
-	}
-	return s, nil
-}
-
-// jsonProblem says what is wrong with a stack's JSON in words, not in
-// Go's types.
-func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te) && te.Field == "":
-		return fmt.Sprintf("it holds a JSON %s, not an object", te.Value)
-	case errors.As(err, &te):
-		return fmt.Sprintf("field %s is a JSON %s, not %s", te.Field, te.Value, jsonKind(te.Type))
-	case errors.As(err, &se):
-		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
-	}
-	return err.Error()
-}
-
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	}
-	return "a number"
 }
 
 func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {

@@ -145,7 +145,7 @@ func (o *PublishOptions) load(mo *MatrixOptions) (*publish.File, *matrix.DB, *pu
 		if since, err = publish.ReadReport(o.Since); err != nil {
 			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 				// In words, not Go's types ("Go value of type publish.Report").
-				err = fmt.Errorf("read previous report %s: %s", o.Since, jsonProblem(err))
+				err = fmt.Errorf("read previous report %s: %s", o.Since, matrix.JSONProblem(err))
 				return nil, nil, nil, invalid(err, "pass the report.json of an earlier gpuimg publish run")
 			}
 			return nil, nil, nil, invalid(err, "")

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -62,16 +59,12 @@ func (o *UpdateOptions) load(mo *MatrixOptions) (*matrix.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--write: %w", err)
 	}
-	if o.dataDir, err = findCheckout(wd); err != nil {
-		return nil, invalid(err, "run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with -o FILE")
+	if o.dataDir, err = upstream.FindData(wd); err != nil {
+		return nil, dataError(err)
 	}
-	paths, err := filepath.Glob(filepath.Join(o.dataDir, "*.yaml"))
+	db, err := upstream.LoadData(o.dataDir, mo.Files...)
 	if err != nil {
-		return nil, fmt.Errorf("--write: %w", err)
-	}
-	db, err := matrix.Load(append(paths, mo.Files...)...)
-	if err != nil {
-		return nil, invalid(err, "fix the data file (format: docs/matrix-data.md)")
+		return nil, dataError(err)
 	}
 	return db, nil
 }
@@ -259,79 +252,47 @@ func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) er
 	return nil
 }
 
-// gpuimgModule is the module line of a gpuimg checkout's go.mod.
-const gpuimgModule = "module github.com/gpuimg/gpuimg"
-
-// findCheckout walks up from dir to the gpuimg checkout holding it and
-// returns its matrix/data directory.
-func findCheckout(dir string) (string, error) {
-	for d := dir; ; {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
-			first, _, _ := strings.Cut(string(b), "\n")
-			if strings.TrimSpace(first) == gpuimgModule {
-				data := filepath.Join(d, "matrix", "data")
-				if fi, err := os.Stat(data); err == nil && fi.IsDir() {
-					return data, nil
-				}
-			}
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("--write: %s is not inside a gpuimg checkout (no go.mod of %s with matrix/data/ above it)", dir, strings.TrimPrefix(gpuimgModule, "module "))
-		}
-		d = parent
-	}
-}
-
-// writeData folds ov into dir, the matrix/data/ of a checkout. Every changed file is written to a temporary file beside it
-// first, and the set is loaded as the matrix would load it; only then are
-// they renamed into place, so a failure leaves the data as it was and no
-// file is ever half written.
+// writeData folds ov into dir, the matrix/data/ of a checkout
+// (upstream.WriteData: nothing is replaced unless every folded file is
+// written and loads), and lists what it wrote on stderr.
 func writeData(stderr io.Writer, dir string, ov *upstream.Overlay) error {
 	if ov.Empty() {
 		fmt.Fprintf(stderr, "%s is up to date; nothing written\n", dir)
 		return nil
 	}
-	files := map[string][]byte{}
-	for _, name := range upstream.DataFiles() {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return invalid(fmt.Errorf("--write: %w", err), "restore the file from git")
-		}
-		files[name] = b
+	written, err := upstream.WriteData(dir, ov)
+	for _, p := range written {
+		fmt.Fprintf(stderr, "wrote %s\n", p)
 	}
-	folded, err := upstream.Fold(files, ov)
 	if err != nil {
-		return invalid(fmt.Errorf("--write: %w", err), "fix the file, or write an overlay with -o FILE and fold it by hand")
-	}
-	names := slices.Sorted(maps.Keys(folded))
-	tmps := map[string]string{}
-	defer func() {
-		for _, t := range tmps {
-			os.Remove(t)
-		}
-	}()
-	var paths []string
-	for _, name := range names {
-		t, err := atomicfile.WriteTemp(filepath.Join(dir, name), folded[name])
-		if err != nil {
-			return invalid(fmt.Errorf("write %s: %w", filepath.Join(dir, name), err), "make matrix/data writable")
-		}
-		tmps[name] = t
-		paths = append(paths, t)
-	}
-	if _, err := matrix.Load(paths...); err != nil {
-		return fmt.Errorf("--write: the folded data does not load (a gpuimg bug; nothing was written): %w", err)
-	}
-	for _, name := range names {
-		if err := os.Rename(tmps[name], filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("--write %s: %w", filepath.Join(dir, name), err)
-		}
-		delete(tmps, name)
-		fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, name))
+		return dataError(err)
 	}
 	for _, inc := range ov.Incomplete {
 		fmt.Fprintf(stderr, "not written: %s: %s\n", inc.Row, inc.Reason)
 	}
 	return nil
+}
+
+// dataError names --write in an upstream.DataError and adds the fix for
+// its step.
+func dataError(err error) error {
+	de, ok := errors.AsType[*upstream.DataError](err)
+	if !ok {
+		return fmt.Errorf("--write: %w", err)
+	}
+	switch de.Step {
+	case upstream.DataFind:
+		return invalid(fmt.Errorf("--write: %w", err), "run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with -o FILE")
+	case upstream.DataLoad:
+		return invalid(err, "fix the data file (format: docs/matrix-data.md)")
+	case upstream.DataRead:
+		return invalid(fmt.Errorf("--write: %w", err), "restore the file from git")
+	case upstream.DataFold:
+		return invalid(fmt.Errorf("--write: %w", err), "fix the file, or write an overlay with -o FILE and fold it by hand")
+	case upstream.DataStage:
+		return invalid(err, "make matrix/data writable")
+	case upstream.DataRename:
+		return fmt.Errorf("--write %s: %w", de.Path, err)
+	}
+	return fmt.Errorf("--write: %w", err) // DataCheck: a gpuimg bug, exit 1
 }

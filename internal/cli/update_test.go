@@ -325,10 +325,21 @@ func TestMatrixUpdateWrite(t *testing.T) {
 		t.Errorf("second --write: exit %d\n%s", code, errOut)
 	}
 
-	t.Chdir(t.TempDir())
+	// A data file that does not load: exit 2, the file and line, the fix.
+	bad := filepath.Join(data, "extra.yaml")
+	if err := os.WriteFile(bad, []byte("torhc: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, errOut, code = run(t, args...)
-	if code != ExitInvalid || !strings.Contains(errOut, "is not inside a gpuimg checkout") || !strings.Contains(errOut, "-o FILE") {
-		t.Errorf("outside a checkout: exit %d\n%s", code, errOut)
+	if want := "gpuimg: " + bad + ": line 1: unknown key \"torhc\""; code != ExitInvalid || !strings.HasPrefix(errOut, want) || !strings.HasSuffix(errOut, "; fix the data file (format: docs/matrix-data.md)\n") {
+		t.Errorf("a data file that does not load: exit %d\n%s", code, errOut)
+	}
+
+	outside := t.TempDir()
+	t.Chdir(outside)
+	_, errOut, code = run(t, args...)
+	if want := "gpuimg: --write: " + outside + " is not inside a gpuimg checkout (no go.mod of github.com/gpuimg/gpuimg with matrix/data/ above it); run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with -o FILE\n"; code != ExitInvalid || errOut != want {
+		t.Errorf("outside a checkout: exit %d\n got %q\nwant %q", code, errOut, want)
 	}
 }
 

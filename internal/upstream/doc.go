@@ -5,9 +5,12 @@
 // with a loaded matrix.DB and returns only the rows the DB lacks, as a
 // --matrix-file overlay (docs/matrix-data.md) that matrix.Load accepts.
 //
-// Package matrix itself does no I/O; this package does HTTP and nothing
-// else: it never writes files, never prints and never reads the
-// environment. Facts no machine-readable source gives (a CUDA release's
+// Package matrix itself does no I/O; this package does HTTP and, for
+// matrix update --write, reads and writes the data directory of a gpuimg
+// checkout (FindData, LoadData, WriteData in datadir.go: folded files are
+// staged, loaded, then renamed into place, and a *DataError names the
+// step that failed). It writes no other file, never prints and never
+// reads the environment (the caller passes the directory to start from). Facts no machine-readable source gives (a CUDA release's
 // driver floor, a wheel variant's stable/experimental label, compiled
 // architectures) are reported in Overlay.Unfilled rather than guessed.
 package upstream
