@@ -67,8 +67,9 @@ type ValidateSpec struct {
 // Signing is the signing: section.
 type Signing struct {
 	// Key is the private key: a cosign key file (its password from
-	// COSIGN_PASSWORD), a PEM key, or env://VAR (the key's PEM held in the
-	// environment variable VAR, as CI holds a secret). Empty: nothing is
+	// COSIGN_PASSWORD), a PEM key, env://VAR (the key's PEM held in the
+	// environment variable VAR, as CI holds a secret), or an AWS KMS key,
+	// awskms:///alias/NAME (docs/supply-chain.md). Empty: nothing is
 	// signed.
 	Key string `yaml:"key"`
 	// SignatureFormat is where signatures go: bundle (cosign v3, the
