@@ -210,13 +210,7 @@ func (c *Containerd) Stop() {
 	if c == nil {
 		return
 	}
-	_ = syscall.Kill(c.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.done
-	}
+	stopByPID(c.cmd, c.done, 20*time.Second, true)
 	unmountUnder(c.dir)
 	_ = os.RemoveAll(c.dir)
 	_ = os.Remove(c.Address)
@@ -328,13 +322,7 @@ func (s *Stargz) Stop() {
 	if s == nil {
 		return
 	}
-	_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
+	stopByPID(s.cmd, s.done, 10*time.Second, true)
 	unmountUnder(s.dir)
 	_ = os.RemoveAll(s.dir)
 }

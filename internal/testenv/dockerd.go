@@ -87,12 +87,6 @@ func (d *Dockerd) Stop() {
 	if d == nil {
 		return
 	}
-	_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-d.done
-	}
+	stopByPID(d.cmd, d.done, 20*time.Second, true)
 	_ = os.RemoveAll(d.dir)
 }

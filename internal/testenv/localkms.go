@@ -85,11 +85,5 @@ func (k *LocalKMS) Stop() {
 	if k == nil || k.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(k.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(k.cmd.Process.Pid, syscall.SIGKILL)
-		<-k.done
-	}
+	stopByPID(k.cmd, k.done, 5*time.Second, false)
 }

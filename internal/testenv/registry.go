@@ -122,11 +122,22 @@ func (r *Registry) Stop() {
 	if r == nil || r.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM)
+	stopByPID(r.cmd, r.done, 5*time.Second, false)
+}
+
+// stopByPID sends cmd's process SIGTERM and waits for done (closed when
+// cmd.Wait returns); after grace it sends SIGKILL, to the process group
+// when group is set (the daemon's children too), and waits again.
+func stopByPID(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration, group bool) {
+	pid := cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
-	case <-r.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(r.cmd.Process.Pid, syscall.SIGKILL)
-		<-r.done
+	case <-done:
+	case <-time.After(grace):
+		if group {
+			pid = -pid
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-done
 	}
 }
