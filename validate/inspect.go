@@ -200,6 +200,13 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	return r, nil
 }
 
+// Add appends checks judged after the walk (another target's, a
+// recorded NCCL log's) and recomputes the verdict over all of them.
+func (r *Report) Add(checks ...Check) {
+	r.Checks = append(r.Checks, checks...)
+	r.Verdict = matrix.Verdict(r.Checks)
+}
+
 type checker struct {
 	r      *Report
 	db     *matrix.DB

@@ -407,3 +407,26 @@ func TestInspectDriverLibsBakedIn(t *testing.T) {
 		t.Errorf("base: driver-libs %s", st["driver-libs"])
 	}
 }
+
+// TestReportAdd: checks added after the walk count for the verdict.
+func TestReportAdd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start []Check
+		add   []Check
+		want  matrix.Status
+	}{
+		{"nothing added", []Check{{Name: "a", Status: matrix.Pass}}, nil, matrix.Pass},
+		{"a warning stays a pass", []Check{{Name: "a", Status: matrix.Pass}}, []Check{{Name: "b", Status: matrix.Warn}}, matrix.Pass},
+		{"an added failure fails", []Check{{Name: "a", Status: matrix.Pass}}, []Check{{Name: "b", Status: matrix.Fail}}, matrix.Fail},
+		{"an earlier failure stays", []Check{{Name: "a", Status: matrix.Fail}}, []Check{{Name: "b", Status: matrix.Pass}}, matrix.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Checks: tc.start, Verdict: matrix.Verdict(tc.start)}
+			r.Add(tc.add...)
+			if r.Verdict != tc.want || len(r.Checks) != len(tc.start)+len(tc.add) {
+				t.Errorf("verdict %s with %d checks, want %s with %d", r.Verdict, len(r.Checks), tc.want, len(tc.start)+len(tc.add))
+			}
+		})
+	}
+}

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
-
 	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -20,8 +16,9 @@ import (
 // TestAWSKMS signs with AWS KMS keys on local-kms (a KMS emulator,
 // tools/localkms): gpuimg's signature made through awskms:///alias/… is
 // accepted by gpuimg's Verify with the key's public key fetched from KMS
-// and by real cosign v3 (cosign verify --key awskms://…), and a second
-// KMS key verifies neither.
+// and by real cosign v3 (cosign verify --key awskms://…); cosign sign
+// --key awskms://… is accepted by gpuimg's Verify; and a second KMS key
+// verifies neither signature.
 func TestAWSKMS(t *testing.T) {
 	testenv.Require(t, "builds local-kms and cosign into bin/ and starts local-kms", testenv.Slow)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
@@ -35,39 +32,18 @@ func TestAWSKMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lk.Stop()
-	// The endpoint travels in the SDK's environment: sigstore's provider
-	// turns an endpoint inside the URI into https://, and local-kms
-	// speaks plain http.
-	env := map[string]string{
-		"AWS_ENDPOINT_URL_KMS":        lk.Endpoint,
-		"AWS_REGION":                  "us-east-1",
-		"AWS_ACCESS_KEY_ID":           "test",
-		"AWS_SECRET_ACCESS_KEY":       "test",
-		"AWS_EC2_METADATA_DISABLED":   "true",
-		"AWS_CONFIG_FILE":             filepath.Join(t.TempDir(), "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	}
+	env := lk.Env(t.TempDir())
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-
-	client := kms.New(kms.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(lk.Endpoint),
-		Credentials:  aws.AnonymousCredentials{},
-	})
-	newKey := func(alias string) {
-		out, err := client.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: kmstypes.KeySpecEccNistP256, KeyUsage: kmstypes.KeyUsageTypeSignVerify})
-		if err != nil {
-			t.Fatalf("create KMS key: %v", err)
-		}
-		if _, err := client.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String("alias/" + alias), TargetKeyId: out.KeyMetadata.KeyId}); err != nil {
-			t.Fatalf("create alias %s: %v", alias, err)
-		}
+	good, err := lk.NewKey(ctx, "gpuimg-good")
+	if err != nil {
+		t.Fatal(err)
 	}
-	newKey("gpuimg-good")
-	newKey("gpuimg-other")
-	good, other := "awskms:///alias/gpuimg-good", "awskms:///alias/gpuimg-other"
+	other, err := lk.NewKey(ctx, "gpuimg-other")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	sv, err := sign.LoadPrivateKey(good, nil)
 	if err != nil {
@@ -114,8 +90,8 @@ func TestAWSKMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	cosignVerify := func(key string) (string, error) {
-		cmd := exec.CommandContext(ctx, cosign, "verify", "--key", key, "--insecure-ignore-tlog", "--allow-http-registry", ref)
+	cosignRun := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, cosign, args...)
 		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "TUF_ROOT=" + filepath.Join(home, "tuf")}
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+v)
@@ -123,10 +99,42 @@ func TestAWSKMS(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	cosignVerify := func(key string) (string, error) {
+		return cosignRun("verify", "--key", key, "--insecure-ignore-tlog", "--allow-http-registry", ref)
+	}
 	if out, err := cosignVerify(good); err != nil {
 		t.Errorf("cosign verify --key %s: %v\n%s", good, err, out)
 	}
 	if out, err := cosignVerify(other); err == nil || !strings.Contains(out, "no matching") {
 		t.Errorf("cosign verify --key %s (another key): err %v, want no matching attestations\n%s", other, err, out)
+	}
+
+	// cosign sign --key awskms://… (offline: a signing config without a
+	// transparency log, an empty trusted root) → gpuimg's Verify with the
+	// public key fetched from KMS; the other KMS key's does not verify it.
+	byCosign := host + "/gpu/by-cosign:1"
+	pushIndex(t, byCosign)
+	sc, tr := filepath.Join(home, "signing-config.json"), filepath.Join(home, "trusted-root.json")
+	for _, args := range [][]string{
+		{"signing-config", "create", "--out", sc},
+		{"trusted-root", "create", "--out", tr},
+		{"sign", "--key", good, "--signing-config", sc, "--trusted-root", tr, "--allow-http-registry", "-y", byCosign},
+	} {
+		if out, err := cosignRun(args...); err != nil {
+			t.Fatalf("cosign %s: %v\n%s", strings.Join(args[:2], " "), err, out)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		key  any
+		want int
+	}{{"the KMS key", pub, 1}, {"another KMS key", otherPub, 0}} {
+		res, err := sign.Verify(ctx, byCosign, tc.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(res.Verified(sign.CosignSignPredicateType)); n != tc.want {
+			t.Errorf("cosign's KMS signature, %s: verified %d signatures, want %d: %+v", tc.name, n, tc.want, res.Statements)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
-	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
@@ -352,31 +352,7 @@ func judgeNCCLLog(rep *validate.Report, file string, fabrics []matrix.Fabric) er
 	if len(fabrics) > 0 {
 		fab = &fabrics[0]
 	}
-	rep.Checks = append(rep.Checks, t.JudgeAllReduce(fab)...)
-	rep.Verdict = matrix.Verdict(rep.Checks)
-	return nil
-}
-
-// attachSBOM writes the SBOM of the inventory rep's walk collected and
-// attaches it (signed too with signer, if any).
-func attachSBOM(cmd *cobra.Command, ref images.Ref, rep *validate.Report, f sbom.Format, signer signature.SignerVerifier, reg []images.Option) error {
-	doc, err := verbs.ReportSBOM(ref.Name, rep, f)
-	if err != nil {
-		return invalid(err, "")
-	}
-	var att verbs.Attester
-	if signer != nil {
-		att = &verbs.SignerAttester{Signer: signer, Options: []sign.Option{sign.WithRegistryOptions(reg...)}}
-	}
-	d, err := verbs.AttachSBOM(cmd.Context(), ref.Name, doc, att, reg...)
-	if err != nil {
-		return invalid(err, "")
-	}
-	signed := ""
-	if att != nil {
-		signed = ", and as a signed attestation"
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s SBOM (from the same read of the layers) to %s as %s%s\n", f, rep.Digest, d, signed)
+	rep.Add(t.JudgeAllReduce(fab)...)
 	return nil
 }
 
@@ -419,22 +395,10 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		if ref.Transport != images.Registry {
 			return invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "validate the pushed image")
 		}
-		d, err := verbs.AttachReport(cmd.Context(), ref.Name, rep, on, reg...)
+		got, err := verbs.AttachValidation(cmd.Context(), ref.Name, rep, on, verbs.AttachSpec{Signer: signer, SBOM: a.sbom, Registry: reg})
+		renderAttached(cmd.ErrOrStderr(), ref, rep, a.sbom, got)
 		if err != nil {
 			return invalid(err, "")
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s report (%s) to %s as %s\n", rep.Kind, rep.Verdict, ref, d)
-		if signer != nil {
-			s, err := verbs.AttestReport(cmd.Context(), ref.Name, rep, signer, sign.WithRegistryOptions(reg...))
-			if err != nil {
-				return invalid(err, "")
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the signed test result to %s as %s\n", s.Digest, s.Referrer)
-		}
-		if a.sbom != "" {
-			if err := attachSBOM(cmd, ref, rep, a.sbom, signer, reg); err != nil {
-				return err
-			}
 		}
 	}
 	switch rep.Verdict {
@@ -444,4 +408,22 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
 	}
 	return nil
+}
+
+// renderAttached says on w what validate --attach attached.
+func renderAttached(w io.Writer, ref images.Ref, rep *validate.Report, f sbom.Format, got *verbs.Attached) {
+	if got.Report == "" {
+		return
+	}
+	fmt.Fprintf(w, "gpuimg: attached the %s report (%s) to %s as %s\n", rep.Kind, rep.Verdict, ref, got.Report)
+	if s := got.TestResult; s != nil {
+		fmt.Fprintf(w, "gpuimg: attached the signed test result to %s as %s\n", s.Digest, s.Referrer)
+	}
+	if got.SBOM != "" {
+		signed := ""
+		if got.SBOMSigned {
+			signed = ", and as a signed attestation"
+		}
+		fmt.Fprintf(w, "gpuimg: attached the %s SBOM (from the same read of the layers) to %s as %s%s\n", f, rep.Digest, got.SBOM, signed)
+	}
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/images/sign"
+	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 )
 
@@ -272,5 +274,90 @@ func TestRunSigningKeyMissing(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "signing.key") || !strings.Contains(err.Error(), "GPUIMG_TEST_UNSET_KEY") {
 		t.Errorf("err %v, want one naming signing.key and the variable", err)
+	}
+}
+
+// TestRunSignedAWSKMS: signing.key may be an AWS KMS key
+// (awskms:///alias/NAME, here on local-kms): the variant that passed is
+// signed through KMS, its tag verifies with the public key KMS returns
+// (and not with another KMS key), and the report names the key by its
+// URI with that public key's fingerprint.
+func TestRunSignedAWSKMS(t *testing.T) {
+	testenv.Require(t, "builds local-kms into bin/ and starts it", testenv.Slow)
+	ctx := t.Context()
+	bin, err := testenv.LocalKMSTool(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := testenv.StartLocalKMS(ctx, bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Stop()
+	for k, v := range lk.Env(t.TempDir()) {
+		t.Setenv(k, v)
+	}
+	key, err := lk.NewKey(ctx, "publish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := lk.NewKey(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := sign.LoadPublicKeyContext(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPub, err := sign.LoadPublicKeyContext(ctx, otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, f, db, _, mirrors, _ := runFixture(t)
+	f.Signing = Signing{Key: key}
+	var builds atomic.Int32
+	rep, err := Run(ctx, f, db, RunOptions{
+		Builders: []string{"b"},
+		Request:  builder.Request{Mirrors: mirrors},
+		Dial: func(context.Context, string) (Builder, error) {
+			return stackBuilder{bad: "l4", builds: &builds}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []verbs.Evidence{verbs.EvidenceSignature, verbs.EvidenceSBOM, verbs.EvidenceValidation}
+	published := 0
+	for _, res := range rep.Results {
+		if res.Outcome != Published {
+			continue
+		}
+		published++
+		sg := res.Signing
+		der, err := x509.MarshalPKIXPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(der)
+		if sg == nil || sg.Status != SignSigned || sg.Key.Ref != key || sg.Key.Fingerprint != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: signing %+v; want signed with %s and its KMS public key's fingerprint", res.Variant.Name, sg, key)
+		}
+		for _, tc := range []struct {
+			name string
+			key  any
+			ok   bool
+		}{{"the KMS key", pub, true}, {"another KMS key", otherPub, false}} {
+			v, err := verbs.VerifyImage(ctx, res.Variant.Tag, tc.key, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK() != tc.ok {
+				t.Errorf("verify %s with %s: ok %v, want %v (missing %v)", res.Variant.Tag, tc.name, v.OK(), tc.ok, v.Missing)
+			}
+		}
+	}
+	if published != 1 {
+		t.Errorf("%d variants published, want 1: %+v", published, rep.Results)
 	}
 }

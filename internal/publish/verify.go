@@ -226,7 +226,7 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 		out = append(out, rp.Report)
 		size = max(size, rp.Size.Compressed)
 		judged.GPU = rp.GPU
-		if _, err := verbs.AttachReport(ctx, digestRef, rp.Report, judged, r.registry()...); err != nil {
+		if _, err := verbs.AttachValidation(ctx, digestRef, rp.Report, judged, verbs.AttachSpec{Registry: r.registry()}); err != nil {
 			return "", 0, nil, fmt.Errorf("attach report: %w", err)
 		}
 		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})

@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 )
 
 // LocalKMSTool builds local-kms (github.com/nsmithuk/local-kms, an AWS KMS
@@ -86,4 +90,40 @@ func (k *LocalKMS) Stop() {
 		return
 	}
 	stopByPID(k.cmd, k.done, 5*time.Second, false)
+}
+
+// Env is the AWS SDK environment that points KMS clients (sigstore's
+// awskms:// provider, cosign) at this local-kms with dummy credentials
+// and no shared config; dir holds nothing and is named only so no real
+// ~/.aws file is read. The endpoint travels as AWS_ENDPOINT_URL_KMS:
+// sigstore's provider turns an endpoint written inside the URI into
+// https://, and local-kms speaks plain http.
+func (k *LocalKMS) Env(dir string) map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL_KMS":        k.Endpoint,
+		"AWS_REGION":                  "us-east-1",
+		"AWS_ACCESS_KEY_ID":           "test",
+		"AWS_SECRET_ACCESS_KEY":       "test",
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+	}
+}
+
+// NewKey creates an ECC_NIST_P256 signing key named alias/ALIAS and
+// returns its URI as gpuimg and cosign take it, awskms:///alias/ALIAS.
+func (k *LocalKMS) NewKey(ctx context.Context, alias string) (string, error) {
+	client := kms.New(kms.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(k.Endpoint),
+		Credentials:  aws.AnonymousCredentials{},
+	})
+	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: kmstypes.KeySpecEccNistP256, KeyUsage: kmstypes.KeyUsageTypeSignVerify})
+	if err != nil {
+		return "", fmt.Errorf("create a KMS key on local-kms: %w", err)
+	}
+	if _, err := client.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String("alias/" + alias), TargetKeyId: out.KeyMetadata.KeyId}); err != nil {
+		return "", fmt.Errorf("create KMS alias %s: %w", alias, err)
+	}
+	return "awskms:///alias/" + alias, nil
 }

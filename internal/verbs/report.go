@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/sigstore/sigstore/pkg/signature"
+
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/images/sign"
 	"github.com/gpuimg/gpuimg/validate"
+	"github.com/gpuimg/gpuimg/validate/sbom"
 )
 
 // Judged is the GPU and driver a static report was checked against,
@@ -31,6 +35,70 @@ func AttachReport(ctx context.Context, ref string, rep *validate.Report, on Judg
 	}
 	meta := images.ReportMeta{Kind: rep.Kind, Verdict: string(rep.Verdict), Created: rep.Created, GPU: on.GPU, Driver: on.Driver}
 	return images.AttachReport(ctx, ref, payload, meta, opts...)
+}
+
+// AttachSpec is what AttachValidation attaches besides the report.
+type AttachSpec struct {
+	// Signer, when set, also attaches the report as a signed test-result
+	// statement (AttestReport) and the SBOM as a signed attestation.
+	Signer signature.SignerVerifier
+	// SBOM, when set, attaches the SBOM of the inventory the report's
+	// walk collected (validate.Options.Inventory), in this format.
+	SBOM sbom.Format
+	// Registry are the registry options.
+	Registry []images.Option
+}
+
+// Attached is what AttachValidation attached; on an error it holds what
+// was attached before it.
+type Attached struct {
+	// Report is the plain report referrer's digest.
+	Report string
+	// TestResult is the signed test-result statement (with a Signer).
+	TestResult *sign.Signed
+	// SBOM is the plain SBOM referrer's digest (with an SBOM format);
+	// SBOMSigned says it was attested with the Signer too.
+	SBOM       string
+	SBOMSigned bool
+}
+
+// AttachValidation attaches the evidence of one validation to the
+// registry image ref names, in this order: the report (AttachReport,
+// judged on on), its signed test result (AttestReport) with
+// spec.Signer, and the SBOM of its walk's inventory (ReportSBOM,
+// AttachSBOM) with spec.SBOM: the validation and the SBOM come from one
+// read of the layers. validate --attach calls it; publish attaches its
+// reports with it and signs with SignImage.
+func AttachValidation(ctx context.Context, ref string, rep *validate.Report, on Judged, spec AttachSpec) (*Attached, error) {
+	out := &Attached{}
+	var err error
+	if out.Report, err = AttachReport(ctx, ref, rep, on, spec.Registry...); err != nil {
+		return out, err
+	}
+	if spec.Signer != nil {
+		s, err := AttestReport(ctx, ref, rep, spec.Signer, sign.WithRegistryOptions(spec.Registry...))
+		if err != nil {
+			return out, err
+		}
+		out.TestResult = &s
+	}
+	if spec.SBOM == "" {
+		return out, nil
+	}
+	doc, err := ReportSBOM(ref, rep, spec.SBOM)
+	if err != nil {
+		return out, err
+	}
+	var att Attester
+	if spec.Signer != nil {
+		att = &SignerAttester{Signer: spec.Signer, Options: []sign.Option{sign.WithRegistryOptions(spec.Registry...)}}
+	}
+	d, err := AttachSBOM(ctx, ref, doc, att, spec.Registry...)
+	if err != nil {
+		return out, err
+	}
+	out.SBOM, out.SBOMSigned = d, att != nil
+	return out, nil
 }
 
 // Promote points tag (in ref's repository) at ref's digest if policy

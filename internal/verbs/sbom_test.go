@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/validate"
 	"github.com/gpuimg/gpuimg/validate/sbom"
 )
@@ -199,5 +200,86 @@ func TestSignImage(t *testing.T) {
 	}
 	if _, err := SignImage(t.Context(), ref, reps, SignSpec{Signer: sv}); err == nil {
 		t.Error("SignImage of a tag: no error")
+	}
+}
+
+// TestAttachValidation: one validation's evidence lands in order — the
+// report alone; with a key its signed test result too; with an SBOM
+// format the SBOM of the same walk, signed when there is a key — and
+// VerifyImage finds exactly what was attached.
+func TestAttachValidation(t *testing.T) {
+	s := newServer(t)
+	sv, pub := testKey(t)
+	for _, tc := range []struct {
+		name        string
+		signer      bool
+		sbom        sbom.Format
+		want        []Evidence // verified with the key
+		wantMissing []Evidence
+	}{
+		{"report only", false, "", nil, []Evidence{EvidenceValidation, EvidenceSBOM}},
+		{"signed report", true, "", []Evidence{EvidenceValidation}, []Evidence{EvidenceSBOM}},
+		{"report and unsigned SBOM", false, sbom.SPDXJSON, nil, []Evidence{EvidenceValidation, EvidenceSBOM}},
+		{"signed report and SBOM", true, sbom.CycloneDXJSON, []Evidence{EvidenceValidation, EvidenceSBOM}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := s.host + "/ml/attach-" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")) + ":1"
+			pushIndex(t, ref, "linux/amd64")
+			reps, err := Validate(t.Context(), registryRef(ref), Spec{Options: validate.Options{DB: builtin(t), Name: ref, Inventory: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := reps[0].Report
+			spec := AttachSpec{SBOM: tc.sbom}
+			if tc.signer {
+				spec.Signer = sv
+			}
+			got, err := AttachValidation(t.Context(), ref, rep, Judged{GPU: "h100"}, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Report == "" || (got.TestResult != nil) != tc.signer || (got.SBOM != "") != (tc.sbom != "") || got.SBOMSigned != (tc.signer && tc.sbom != "") {
+				t.Errorf("attached %+v", got)
+			}
+			_, reports, err := images.Referrers(t.Context(), ref, images.ReportArtifactType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reports) != 1 || reports[0].Digest != got.Report {
+				t.Errorf("%d reports attached (%+v), want one, %s", len(reports), reports, got.Report)
+			} else if _, gpu, _ := reports[0].ReportFacts(); gpu != "h100" {
+				t.Errorf("%d reports attached (%+v), want one judged on h100", len(reports), reports)
+			}
+			// The test result hangs on what ref names, the SBOM on the
+			// platform manifest it describes.
+			repo := strings.TrimSuffix(ref, ":1")
+			at := map[Evidence]string{EvidenceValidation: ref, EvidenceSBOM: repo + "@" + rep.Digest}
+			for _, c := range []struct {
+				es []Evidence
+				ok bool
+			}{{tc.want, true}, {tc.wantMissing, false}} {
+				for _, e := range c.es {
+					v, err := VerifyImage(t.Context(), at[e], pub, []Evidence{e})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if v.OK() != c.ok {
+						t.Errorf("%s at %s: verified %v, want %v (missing %v)", e, at[e], v.OK(), c.ok, v.Missing)
+					}
+				}
+			}
+		})
+	}
+	// A report without an inventory cannot give an SBOM: the report is
+	// attached, the SBOM step names the missing inventory.
+	ref := s.host + "/ml/attach-noinv:1"
+	pushIndex(t, ref, "linux/amd64")
+	reps, err := Validate(t.Context(), registryRef(ref), Spec{Options: validate.Options{DB: builtin(t), Name: ref}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AttachValidation(t.Context(), ref, reps[0].Report, Judged{}, AttachSpec{SBOM: sbom.SPDXJSON})
+	if err == nil || !strings.Contains(err.Error(), "no inventory") || got.Report == "" || got.SBOM != "" {
+		t.Errorf("without an inventory: attached %+v, err %v; want the report and an error naming the inventory", got, err)
 	}
 }

@@ -177,9 +177,8 @@ func validateTargets(ctx context.Context, ref images.Ref, opt validate.Options, 
 			rep = r
 			continue
 		}
-		rep.Checks = append(rep.Checks, validate.TargetChecks(r.Checks)...)
-		rep.Checks = append(rep.Checks, validate.NewFabricChecks(rep.Checks, r.Checks)...)
-		rep.Verdict = matrix.Verdict(rep.Checks)
+		rep.Add(validate.TargetChecks(r.Checks)...)
+		rep.Add(validate.NewFabricChecks(rep.Checks, r.Checks)...)
 	}
 	return rep, nil
 }
