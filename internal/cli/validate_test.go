@@ -2,7 +2,6 @@ package cli
 
 import (
 	"archive/tar"
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -18,7 +17,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -32,32 +30,10 @@ func smallImage(t *testing.T, requireCUDA string) v1.Image {
 	return cudaTorchImage(t, "12.2.2", "12.1", requireCUDA)
 }
 
-// filesImage is a linux/amd64 image of one layer holding files (name,
-// content; names as written, so "../x" escapes), its config changed by
-// edit when edit is not nil.
+// filesImage is testenv.FilesImage, failing t on an error.
 func filesImage(t *testing.T, files [][2]string, edit func(*v1.Config)) v1.Image {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(f[1]))
-		must(t, err)
-	}
-	must(t, tw.Close())
-	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-	must(t, err)
-	img, err := mutate.AppendLayers(empty.Image, l)
-	must(t, err)
-	cfg, err := img.ConfigFile()
-	must(t, err)
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
-	if edit != nil {
-		edit(&cfg.Config)
-	}
-	img, err = mutate.ConfigFile(img, cfg)
+	img, err := testenv.FilesImage(files, edit)
 	must(t, err)
 	return img
 }
