@@ -74,10 +74,6 @@ func TestRenderProbeText(t *testing.T) {
 	}
 }
 
-// stackLabel is a dev.gpuimg.stack label as gpuimg build writes it, cut to
-// what the driver judgement reads.
-const stackLabel = `{"cuda":"12.2.2","min_driver":"535.104.05","min_driver_compat":"525.60.13"}`
-
 // TestValidateRunJudgesStackDriver: with a GPU, the driver the probe saw
 // is judged against the floor in the image's stack label. There is no GPU
 // here, so the engine is a script answering as docker does on a GPU host:

@@ -54,7 +54,7 @@ func sharedEnv(t *testing.T, prefix string) *testenv.Env {
 		}
 		// Not the test's context: the environment outlives the test that
 		// starts it.
-		shared.env, shared.err = testenv.Start(context.Background(), shared.dir)
+		shared.env, shared.err = testenv.Start(context.WithoutCancel(t.Context()), shared.dir)
 	})
 	if shared.err != nil {
 		t.Fatalf("start the shared test environment: %v", shared.err)

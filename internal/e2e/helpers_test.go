@@ -29,14 +29,6 @@ func smallImage(t *testing.T, requireCUDA string) v1.Image {
 	return img
 }
 
-// filesImage is testenv.FilesImage, failing t on an error.
-func filesImage(t *testing.T, files [][2]string, edit func(*v1.Config)) v1.Image {
-	t.Helper()
-	img, err := testenv.FilesImage(files, edit)
-	must(t, err)
-	return img
-}
-
 // pemKeyPair is testenv.PEMKeyPair, failing t on an error.
 func pemKeyPair(t *testing.T, dir, name string) (key, pub string) {
 	t.Helper()

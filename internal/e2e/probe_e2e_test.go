@@ -183,5 +183,6 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 	}
 }
 
-// stackLabel is the dev.gpuimg.stack label of the probe tests' images.
+// stackLabel is a dev.gpuimg.stack label as gpuimg build writes it, cut to
+// what the driver judgement reads.
 const stackLabel = `{"cuda":"12.2.2","min_driver":"535.104.05","min_driver_compat":"525.60.13"}`
