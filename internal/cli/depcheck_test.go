@@ -99,6 +99,13 @@ var importRules = []importRule{
 		deny:   []string{"internal/cli/..."},
 		why:    "only cmd/gpuimg runs the CLI; other programs exec bin/gpuimg",
 	},
+	{
+		// The end-to-end tests drive cli.Main from their _test files;
+		// the package's own code is its doc comment.
+		from: []string{"internal/e2e/..."},
+		deny: []string{"..."},
+		why:  "internal/e2e holds the end-to-end tests only",
+	},
 }
 
 // matchPattern reports whether pkg matches pattern (see importRule).

@@ -13,6 +13,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 // cudaTorchImage is an image laid out like a gpuimg build of CUDA cuda
@@ -20,16 +22,9 @@ import (
 // NVIDIA_REQUIRE_CUDA is require.
 func cudaTorchImage(t *testing.T, cuda, torchCUDA, require string) v1.Image {
 	t.Helper()
-	tag := "cu" + strings.ReplaceAll(torchCUDA, ".", "")
-	mm := cuda[:strings.LastIndex(cuda, ".")]
-	sp := "opt/venv/lib/python3.10/site-packages/"
-	return filesImage(t, [][2]string{
-		{"etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"},
-		{"usr/local/cuda-" + mm + "/version.json", `{"cuda":{"version":"` + cuda + `"}}`},
-		{"opt/venv/pyvenv.cfg", "version = 3.10.12\n"},
-		{sp + "torch/version.py", "__version__ = '2.3.1+" + tag + "'\ncuda = '" + torchCUDA + "'\n"},
-		{sp + "torch-2.3.1+" + tag + ".dist-info/METADATA", "Name: torch\nVersion: 2.3.1+" + tag + "\n"},
-	}, func(c *v1.Config) { c.Env = []string{"NVIDIA_REQUIRE_CUDA=" + require} })
+	img, err := testenv.CUDATorchImage(cuda, torchCUDA, require)
+	must(t, err)
+	return img
 }
 
 // TestDriverRulesAgree runs matrix check, validate --driver/--gpu,

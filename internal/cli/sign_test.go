@@ -1,16 +1,9 @@
 package cli
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"io"
 	"log"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,21 +11,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 // pemKeyPair writes an ECDSA P-256 key pair (PKCS#8 and PKIX PEM) in dir
 // as NAME.key and NAME.pub.
 func pemKeyPair(t *testing.T, dir, name string) (key, pub string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, pub, err := testenv.PEMKeyPair(dir, name)
 	must(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	must(t, err)
-	pubDER, err := x509.MarshalPKIXPublicKey(k.Public())
-	must(t, err)
-	key, pub = filepath.Join(dir, name+".key"), filepath.Join(dir, name+".pub")
-	must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	must(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
 	return key, pub
 }
 

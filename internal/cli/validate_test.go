@@ -2,13 +2,11 @@ package cli
 
 import (
 	"archive/tar"
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"io"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -32,32 +29,10 @@ func smallImage(t *testing.T, requireCUDA string) v1.Image {
 	return cudaTorchImage(t, "12.2.2", "12.1", requireCUDA)
 }
 
-// filesImage is a linux/amd64 image of one layer holding files (name,
-// content; names as written, so "../x" escapes), its config changed by
-// edit when edit is not nil.
+// filesImage is testenv.FilesImage, failing t on an error.
 func filesImage(t *testing.T, files [][2]string, edit func(*v1.Config)) v1.Image {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		must(t, tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(f[1]))
-		must(t, err)
-	}
-	must(t, tw.Close())
-	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-	must(t, err)
-	img, err := mutate.AppendLayers(empty.Image, l)
-	must(t, err)
-	cfg, err := img.ConfigFile()
-	must(t, err)
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
-	if edit != nil {
-		edit(&cfg.Config)
-	}
-	img, err = mutate.ConfigFile(img, cfg)
+	img, err := testenv.FilesImage(files, edit)
 	must(t, err)
 	return img
 }
@@ -216,37 +191,4 @@ func tarDir(dir, file string) error {
 		return err
 	}
 	return tw.Close()
-}
-
-// TestValidateDockerDaemon reads an image from a real dockerd.
-func TestValidateDockerDaemon(t *testing.T) {
-	testenv.Require(t, "starts dockerd", testenv.Slow, testenv.Root)
-	dir, err := os.MkdirTemp("/tmp", "gd-")
-	must(t, err)
-	d, err := testenv.StartDockerd(t.Context(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
-	t.Setenv("DOCKER_HOST", d.Host)
-	tag, err := name.NewTag("example.com/ml/torch:daemon")
-	must(t, err)
-	archive := filepath.Join(t.TempDir(), "img.tar")
-	must(t, tarball.WriteToFile(archive, tag, smallImage(t, "cuda>=12.2")))
-	if out, err := exec.Command("docker", "-H", d.Host, "load", "-i", archive).CombinedOutput(); err != nil {
-		t.Fatalf("docker load: %v\n%s", err, out)
-	}
-	out, errOut, code := run(t, "validate", "docker-daemon:example.com/ml/torch:daemon", "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var rep report
-	must(t, json.Unmarshal([]byte(out), &rep))
-	if rep.Found.Torch.CUDA != "12.1" || rep.Verdict != "pass" {
-		t.Errorf("report %+v", rep)
-	}
-	_, errOut, code = run(t, "validate", "docker-daemon:example.com/ml/absent:1")
-	if code != 2 || !strings.Contains(errOut, "from the Docker daemon") {
-		t.Errorf("absent image: exit %d %q", code, errOut)
-	}
 }

@@ -31,6 +31,9 @@ type Env struct {
 	// rootfs standing in for ubuntu22.04 has Python 3.11.
 	MatrixFile string
 	rootfs     string
+	// view is set on an Env made by View: Stop then stops only what the
+	// view opened.
+	view bool
 }
 
 // fixtureMatrix describes the fixture base images truthfully.
@@ -111,6 +114,28 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 		return e, err
 	}
 	return e, nil
+}
+
+// View is e for one test among several that share it: the same
+// registry, apt repository, buildkitd and tools, with its own directory
+// dir (where StartBuildKit puts the test's extra daemons, so their
+// names never meet another test's) and its own wheel directory and index
+// under it, so the wheels one test writes are not another's to resolve.
+// Stop on the view closes its index and unmounts below dir; the shared
+// daemons keep running until e.Stop.
+func (e *Env) View(dir string) (*Env, error) {
+	v := *e
+	v.view = true
+	v.Dir = dir
+	v.WheelDir = filepath.Join(dir, "wheels")
+	if err := os.MkdirAll(v.WheelDir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if v.Index, err = ServeIndex(v.WheelDir); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // StartBuildKit starts one more buildkitd through builder.Local, with its
@@ -194,7 +219,7 @@ func (e *Env) TorchWheels(torch, vision, audio, cuda string, machine ...string) 
 	return err
 }
 
-// Stop stops everything Start started, by PID, unmounts what is still
+// Stop stops everything Start started (on a View: what View opened), by PID, unmounts what is still
 // mounted below e.Dir, and removes the daemon's state (buildkitd is
 // stopped first). Stop the buildkitds of StartBuildKit before.
 func (e *Env) Stop(ctx context.Context) error {
@@ -204,6 +229,10 @@ func (e *Env) Stop(ctx context.Context) error {
 	var firstErr error
 	if e.Index != nil {
 		_ = e.Index.Close()
+	}
+	if e.view {
+		unmountUnder(e.Dir)
+		return nil
 	}
 	_ = e.AptRepo.Close()
 	if e.BuildKit != nil {

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func testBuildProof(t *testing.T, env *testenv.Env, buildArgs func(extra string,
 		ref := reg + "/gpuimg/e2e:broken"
 		_, errOut, code := run(t, withArg(buildArgs("1.0", "-t", ref, "--push"), "--pip", "gpuimg-broken==1.0")...)
 		want := "site-packages/gpuimg_broken/libgpuimg_broken.so needs libgpuimg-missing.so.1, which is not in the image"
-		if code != ExitFailed || !strings.Contains(errOut, want) {
+		if code != cli.ExitFailed || !strings.Contains(errOut, want) {
 			t.Fatalf("exit %d, want 1 with %q:\n%s", code, want, lastLines(errOut, 20))
 		}
 		if tagExists(t, ref) {

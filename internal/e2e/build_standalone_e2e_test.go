@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func TestBuildStandalonePython(t *testing.T) {
 	// own, and it sets no process environment.
 	t.Parallel()
 	ctx := t.Context()
-	env := startEnv(t, "sp-")
+	env := sharedEnv(t, "sp-")
 	sp, err := testenv.DebianStandalone(ctx, "3.13")
 	must(t, err)
 	mirror, err := testenv.ServePythonMirror(sp)

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -198,8 +199,8 @@ func TestCosignInterop(t *testing.T) {
 			if out, errb, code := run(t, "verify", cd, "--key", goodPub, "--require", "signature,sbom,provenance"); code != 0 {
 				t.Errorf("gpuimg verify --require signature,sbom,provenance of cosign's: exit %d\n%s%s", code, out, errb)
 			}
-			if out, errb, code := run(t, "verify", cd, "--key", otherPub, "--require", "sbom"); code != ExitFailed || !strings.Contains(errb, "none verifies with this key") {
-				t.Errorf("cosign's SBOM with another key: exit %d, want %d\n%s%s", code, ExitFailed, out, errb)
+			if out, errb, code := run(t, "verify", cd, "--key", otherPub, "--require", "sbom"); code != cli.ExitFailed || !strings.Contains(errb, "none verifies with this key") {
+				t.Errorf("cosign's SBOM with another key: exit %d, want %d\n%s%s", code, cli.ExitFailed, out, errb)
 			}
 
 			// A legacy-only signature (cosign v2's .sig tag) is read by cosign v3.
@@ -225,9 +226,9 @@ func TestCosignInterop(t *testing.T) {
 			if out, errb, code := run(t, "verify", tagged, "--key", goodPub, "--require", "signature,validation"); code != 0 {
 				t.Errorf("gpuimg verify --require signature,validation: exit %d\n%s%s", code, out, errb)
 			}
-			if out, errb, code := run(t, "verify", tagged, "--key", goodPub, "--require", "sbom,provenance"); code != ExitFailed ||
+			if out, errb, code := run(t, "verify", tagged, "--key", goodPub, "--require", "sbom,provenance"); code != cli.ExitFailed ||
 				!strings.Contains(errb, "sbom: none attached") || !strings.Contains(errb, "provenance: none attached") {
-				t.Errorf("gpuimg verify --require sbom,provenance without either: exit %d, want %d naming both\n%s%s", code, ExitFailed, out, errb)
+				t.Errorf("gpuimg verify --require sbom,provenance without either: exit %d, want %d naming both\n%s%s", code, cli.ExitFailed, out, errb)
 			}
 
 			// sbom --attach --key (the key from env://, as CI holds it):
@@ -270,8 +271,8 @@ func TestCosignInterop(t *testing.T) {
 				{"replaced layer", replacedRef, goodPub},
 				{"wrong key", digest, otherPub},
 			} {
-				if out, code := gpuimgVerify(c.ref, c.pub); code != ExitFailed {
-					t.Errorf("%s: gpuimg verify exit %d, want %d\n%s", c.what, code, ExitFailed, out)
+				if out, code := gpuimgVerify(c.ref, c.pub); code != cli.ExitFailed {
+					t.Errorf("%s: gpuimg verify exit %d, want %d\n%s", c.what, code, cli.ExitFailed, out)
 				}
 				if out, err := cosignVerify(c.ref, c.pub); err == nil {
 					t.Errorf("%s: cosign verify accepted it\n%s", c.what, out)

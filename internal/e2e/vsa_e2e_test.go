@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 )
@@ -59,8 +60,8 @@ func TestSLSAVerifierVSA(t *testing.T) {
 	if out, errb, code := run(t, "images", "promote", tagged, "--to", "stable", "--require", "static", "--key", key); code != 0 || !strings.Contains(errb, "recorded a PASSED verification summary") {
 		t.Fatalf("gpuimg images promote --key: exit %d\n%s%s", code, out, errb)
 	}
-	if out, errb, code := run(t, "images", "promote", tagged, "--to", "gpu-ok", "--require", "gpu", "--key", key); code != ExitFailed || !strings.Contains(errb, "recorded a FAILED verification summary") {
-		t.Fatalf("gpuimg images promote --require gpu --key of a static report: exit %d, want %d\n%s%s", code, ExitFailed, out, errb)
+	if out, errb, code := run(t, "images", "promote", tagged, "--to", "gpu-ok", "--require", "gpu", "--key", key); code != cli.ExitFailed || !strings.Contains(errb, "recorded a FAILED verification summary") {
+		t.Fatalf("gpuimg images promote --require gpu --key of a static report: exit %d, want %d\n%s%s", code, cli.ExitFailed, out, errb)
 	}
 	atts, err := verbs.VSAs(ctx, tagged)
 	must(t, err)

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -219,9 +219,4 @@ func TestImagesCommands(t *testing.T) {
 			t.Errorf("ls of a down registry: exit %d %q", code, errOut)
 		}
 	})
-}
-
-func digestOf(b []byte) string {
-	h := hashBytes(b)
-	return h
 }

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"archive/tar"
@@ -59,7 +59,7 @@ func TestBuildMultiPlatform(t *testing.T) {
 	}
 	t.Logf("fixtures (emulator, arm64 rootfs) ready in %s", time.Since(start).Round(time.Second))
 
-	env := startEnv(t, "gm-")
+	env := ownEnv(t, "gm-")
 	// A buildkitd started by builder.Local, as gpuimg starts it, with the
 	// emulator's directory before its PATH (Local.Path).
 	bk, err := env.StartBuildKit(ctx, "emu", func(l *builder.Local) { l.Path = []string{emu} })

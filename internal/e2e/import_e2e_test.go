@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"archive/tar"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -161,7 +162,7 @@ func TestImagesImport(t *testing.T) {
 	dst := reg.Host + "/sm/model:v1"
 	t.Run("validate --target on the source", func(t *testing.T) {
 		out, errOut, code := run(t, "validate", src, "--target", "test/sagemaker", "--matrix-file", mf, "-o", "json")
-		if code != ExitFailed {
+		if code != cli.ExitFailed {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		var rep struct {
@@ -249,11 +250,11 @@ func TestImagesImport(t *testing.T) {
 				sm++
 			}
 		}
-		if code != ExitFailed || rep.Verdict != "fail" || !slices.Equal(failed, []string{"target:test/tiny:size"}) || sm < 8 {
+		if code != cli.ExitFailed || rep.Verdict != "fail" || !slices.Equal(failed, []string{"target:test/tiny:size"}) || sm < 8 {
 			t.Errorf("two targets: exit %d, failed %v, %d sagemaker checks", code, failed, sm)
 		}
 		_, errOut, code = run(t, "validate", dst, "--target", "test/sagemakr", "--matrix-file", mf)
-		if code != ExitInvalid || !strings.Contains(errOut, "did you mean test/sagemaker") {
+		if code != cli.ExitInvalid || !strings.Contains(errOut, "did you mean test/sagemaker") {
 			t.Errorf("unknown target: exit %d %q", code, errOut)
 		}
 	})
@@ -308,7 +309,7 @@ func TestImagesImport(t *testing.T) {
 		t.Run("refuses: "+tt.name, func(t *testing.T) {
 			repo := "refused/" + strings.ReplaceAll(tt.target, "/", "-")
 			out, errOut, code := run(t, "images", "import", tt.src, "--target", tt.target, "--to", reg.Host+"/"+repo+":v1", "--matrix-file", mf, "-o", "json")
-			if code != ExitFailed || !strings.Contains(errOut, "nothing pushed") || strings.Count(errOut, "gpuimg:") != 1 {
+			if code != cli.ExitFailed || !strings.Contains(errOut, "nothing pushed") || strings.Count(errOut, "gpuimg:") != 1 {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}
 			var r images.ImportResult
@@ -333,7 +334,7 @@ func TestImagesImport(t *testing.T) {
 		tag, _ := name.NewTag("example.com/ml/model:v1")
 		must(t, tarball.WriteToFile(archive, tag, smallImage(t, "cuda>=12.2")))
 		out, errOut, code := run(t, "images", "import", "docker-archive:"+archive, "--target", "test/old-driver", "--to", reg.Host+"/ar/model:v1", "--matrix-file", mf)
-		if code != ExitFailed || !strings.Contains(errOut, "driver 470.57.02 is below") {
+		if code != cli.ExitFailed || !strings.Contains(errOut, "driver 470.57.02 is below") {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
 		out, errOut, code = run(t, "images", "import", "docker-archive:"+archive, "--target", "test/tiny", "--to", reg.Host+"/ar/model:v1", "--matrix-file", mf, "-o", "json")
@@ -453,11 +454,11 @@ func TestImagesImport(t *testing.T) {
 
 	t.Run("bad input", func(t *testing.T) {
 		_, errOut, code := run(t, "images", "import", src, "--target", "test/sagemakr", "--to", dst, "--matrix-file", mf)
-		if code != ExitInvalid || !strings.Contains(errOut, "did you mean test/sagemaker") {
+		if code != cli.ExitInvalid || !strings.Contains(errOut, "did you mean test/sagemaker") {
 			t.Errorf("unknown target: exit %d %q", code, errOut)
 		}
 		_, errOut, code = run(t, "images", "import", src, "--target", "test/sagemaker", "--matrix-file", mf)
-		if code != ExitInvalid || !strings.Contains(errOut, "--to") {
+		if code != cli.ExitInvalid || !strings.Contains(errOut, "--to") {
 			t.Errorf("no --to: exit %d %q", code, errOut)
 		}
 	})
@@ -472,7 +473,7 @@ func TestImagesImport(t *testing.T) {
 		defer locked.Stop()
 		t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials
 		_, errOut, code := run(t, "images", "import", src, "--target", "test/sagemaker", "--to", locked.Host+"/sm/model:v1", "--matrix-file", mf)
-		if code != ExitInvalid || !strings.Contains(errOut, "refused the credentials") || !strings.Contains(errOut, "docker login "+locked.Host) {
+		if code != cli.ExitInvalid || !strings.Contains(errOut, "refused the credentials") || !strings.Contains(errOut, "docker login "+locked.Host) {
 			t.Errorf("exit %d %q", code, errOut)
 		}
 	})

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func TestBuildProvenanceSigned(t *testing.T) {
 	defer cancel()
 	cosign, err := testenv.Cosign(ctx)
 	must(t, err)
-	env := startEnv(t, "gp-")
+	env := sharedEnv(t, "gp-")
 	_, err = env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")
 	must(t, err)
 	must(t, env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"))
@@ -127,8 +128,8 @@ func TestBuildProvenanceSigned(t *testing.T) {
 	if _, err := cosignRun(dir, "verify-attestation", "--key", otherPub, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "slsaprovenance1", ref); err == nil {
 		t.Error("cosign verify-attestation accepts the provenance with another key")
 	}
-	if o, e, code := run(t, "verify", ref, "--key", otherPub, "--require", "provenance"); code != ExitFailed {
-		t.Errorf("gpuimg verify with another key: exit %d, want %d\n%s%s", code, ExitFailed, o, e)
+	if o, e, code := run(t, "verify", ref, "--key", otherPub, "--require", "provenance"); code != cli.ExitFailed {
+		t.Errorf("gpuimg verify with another key: exit %d, want %d\n%s%s", code, cli.ExitFailed, o, e)
 	}
 
 	// images copy carries the signatures and attestations along, on the

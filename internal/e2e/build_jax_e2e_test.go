@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestBuildJAXFindLinks(t *testing.T) {
 	// sets no process environment; CI has 2 cores and waits are overlapped.
 	t.Parallel()
 	ctx := t.Context()
-	env := startEnv(t, "gj-")
+	env := sharedEnv(t, "gj-")
 	_, err := env.PushBase(ctx, "nvidia/cuda:12.3.2-base-ubuntu22.04")
 	must(t, err)
 	pageDir := t.TempDir()

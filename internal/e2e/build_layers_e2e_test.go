@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"archive/tar"
@@ -48,7 +48,7 @@ func TestBuildLayerSharing(t *testing.T) {
 	// sets no process environment; CI has 2 cores and waits are overlapped.
 	t.Parallel()
 	ctx := t.Context()
-	env := startEnv(t, "gl-")
+	env := sharedEnv(t, "gl-")
 	rootfs, err := testenv.TwoPythonsRootfs(ctx)
 	must(t, err)
 	_, err = env.PushBaseRootfs(ctx, rootfs, "nvidia/cuda:12.8.2-base-ubuntu24.04")

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
@@ -82,37 +83,6 @@ func (s *slowIndex) waitHeld(t *testing.T, n int, what string) {
 			t.Fatalf("%s: no build reached the held pip step", what)
 		}
 	}
-}
-
-// gpuimgBinary builds the static gpuimg binary (as `make build` does)
-// once for the whole package, to run as a user would (signals need a
-// process of its own) or to mount into images as --probe-binary.
-func gpuimgBinary(t *testing.T) string {
-	t.Helper()
-	testBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gpuimg-bin-")
-		if err != nil {
-			testBinary.err = err
-			return
-		}
-		testBinary.dir = dir
-		bin := filepath.Join(dir, "gpuimg")
-		// Not cancelled with t: the binary outlives the test that builds it.
-		testBinary.err = testenv.GoBuild(context.WithoutCancel(t.Context()), "./cmd/gpuimg", bin)
-		testBinary.path = bin
-	})
-	if testBinary.err != nil {
-		t.Fatal(testBinary.err)
-	}
-	return testBinary.path
-}
-
-// testBinary is the gpuimg binary of this checkout, built once for every
-// test of the package that runs it as a process (TestMain removes it).
-var testBinary struct {
-	once      sync.Once
-	dir, path string
-	err       error
 }
 
 // proc is a gpuimg process a test signals.
@@ -238,7 +208,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		} {
 			args := withArg(withArg(buildArgs("1.0", "-t", reg+"/gpuimg/faults:ctx", "--push"), "--context", proj), "--copy", tt.copy)
 			_, errOut, code := run(t, args...)
-			if code != ExitInvalid || !strings.Contains(errOut, tt.want) || errorLines(errOut) != 1 {
+			if code != cli.ExitInvalid || !strings.Contains(errOut, tt.want) || errorLines(errOut) != 1 {
 				t.Errorf("--copy %s: exit %d, want 2 and one line with %q:\n%s", tt.copy, code, tt.want, lastLines(errOut, 5))
 			}
 		}
@@ -323,7 +293,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		_, errOut, code := run(t, buildArgs("1.0", "-t", ref, "--push", "--retries", "1")...)
 		t.Log(firstLine(errOut, "gpuimg: build"))
 		want := "push to " + p.Host + " failed (try 2 of 2; no tag was written"
-		if code != ExitFailed || !strings.Contains(errOut, want) {
+		if code != cli.ExitFailed || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, want 1 with %q:\n%s", code, want, lastLines(errOut, 10))
 		}
 		if tagExists(t, reg+"/gpuimg/faults-down:t") {
@@ -481,7 +451,7 @@ func testBuildFaults(t *testing.T, env *testenv.Env, buildArgs func(extra string
 		}
 		t.Log(firstLine(errOut, "gpuimg: buildkitd"))
 		want := "buildkitd at " + bk.Address() + " stopped during the build"
-		if code != ExitFailed || !strings.Contains(errOut, want) || errorLines(errOut) != 1 {
+		if code != cli.ExitFailed || !strings.Contains(errOut, want) || errorLines(errOut) != 1 {
 			t.Errorf("exit %d, want 1 and one line with %q:\n%s", code, want, lastLines(errOut, 10))
 		}
 		if tagExists(t, ref) {

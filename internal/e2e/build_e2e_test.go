@@ -1,9 +1,8 @@
-package cli
+package e2e
 
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -35,7 +34,7 @@ func TestBuildEndToEnd(t *testing.T) {
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
 		t.Fatal(err)
 	}
-	env := startEnv(t, "gi-")
+	env := ownEnv(t, "gi-")
 	baseDigest, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +338,7 @@ func TestBuildEndToEnd(t *testing.T) {
 			}
 		}
 		_, errOut, code := run(t, args...)
-		if code != ExitFailed || !strings.Contains(errOut, "is built for CUDA 11.8, the stack needs CUDA 12.1") {
+		if code != cli.ExitFailed || !strings.Contains(errOut, "is built for CUDA 11.8, the stack needs CUDA 12.1") {
 			t.Fatalf("exit %d, want 1 with the variant mismatch:\n%s", code, lastLines(errOut, 15))
 		}
 		r, _ := name.ParseReference(badRef, name.Insecure)
@@ -428,78 +427,4 @@ func TestBuildEndToEnd(t *testing.T) {
 			}
 		}
 	})
-}
-
-// startEnv starts testenv's registry, buildkitd and index under a short
-// directory in /tmp (buildkitd's socket lives there) and stops them, and
-// removes the directory, when the test ends.
-func startEnv(t *testing.T, prefix string) *testenv.Env {
-	t.Helper()
-	ctx := t.Context()
-	dir, err := os.MkdirTemp("/tmp", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(ctx, dir)
-	t.Cleanup(func() {
-		if err := env.Stop(context.WithoutCancel(ctx)); err != nil { // nil-safe
-			t.Errorf("stop test environment: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
-}
-
-// eachEntry calls fn for every entry of every layer of img, oldest layer
-// first, with the entry's content as r.
-func eachEntry(t *testing.T, img v1.Image, fn func(layer int, h *tar.Header, r io.Reader)) {
-	t.Helper()
-	layers, err := img.Layers()
-	must(t, err)
-	for i, l := range layers {
-		rc, err := l.Uncompressed()
-		must(t, err)
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			must(t, err)
-			fn(i, h, tr)
-		}
-		rc.Close()
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// errorLines counts the "gpuimg: " lines of a build's stderr that are not
-// its notes on what it builds (the stack, the layers' compression).
-func errorLines(stderr string) int {
-	return strings.Count(stderr, "gpuimg: ") - strings.Count(stderr, "gpuimg: stack ") - strings.Count(stderr, "gpuimg: layers ")
 }

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"os"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/publish"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -32,7 +33,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	// sets no process environment; CI has 2 cores and waits are overlapped.
 	t.Parallel()
 	ctx := t.Context()
-	env := startEnv(t, "gp-")
+	env := sharedEnv(t, "gp-")
 	if _, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04"); err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +204,8 @@ signing: {key: `+signKey+`}
 		failRepo := env.Registry.Host + "/gpuimg/pub-fail"
 		bad := file("bad.yaml", failRepo, "470.57.02") // older than the stack's driver floor
 		out, errOut, code := run(t, args(bad, env.BuildKit.Address(), filepath.Join(dir, "bad"), "--only", "*-L4")...)
-		if code != ExitFailed {
-			t.Fatalf("publish of a failing variant exited %d, want %d:\n%s\n%s", code, ExitFailed, out, lastLines(errOut, 40))
+		if code != cli.ExitFailed {
+			t.Fatalf("publish of a failing variant exited %d, want %d:\n%s\n%s", code, cli.ExitFailed, out, lastLines(errOut, 40))
 		}
 		rep3, err := publish.ReadReport(filepath.Join(dir, "bad", publish.ReportJSON))
 		must(t, err)
@@ -230,9 +231,9 @@ signing: {key: `+signKey+`}
 		if sg := res.Signing; sg == nil || sg.Status != publish.SignSkipped || !strings.Contains(sg.Reason, "validate") || len(sg.Signatures)+len(sg.Attestations)+len(sg.SBOMs) != 0 {
 			t.Errorf("the failed variant's signing %+v, want skipped (it failed at validate), nothing signed", sg)
 		}
-		if out, errb, code := run(t, "verify", failRepo+"@"+res.Digest, "--key", signPub, "--require", "signature,sbom,validation", "--insecure-registry", env.Registry.Host); code != ExitFailed ||
+		if out, errb, code := run(t, "verify", failRepo+"@"+res.Digest, "--key", signPub, "--require", "signature,sbom,validation", "--insecure-registry", env.Registry.Host); code != cli.ExitFailed ||
 			!strings.Contains(errb, "signature") || !strings.Contains(errb, "sbom") || !strings.Contains(errb, "validation") {
-			t.Errorf("gpuimg verify of the failed variant's digest: exit %d, want %d naming signature, sbom and validation\n%s%s", code, ExitFailed, out, errb)
+			t.Errorf("gpuimg verify of the failed variant's digest: exit %d, want %d naming signature, sbom and validation\n%s%s", code, cli.ExitFailed, out, errb)
 		}
 	})
 

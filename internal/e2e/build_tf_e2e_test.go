@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"archive/tar"
@@ -31,7 +31,7 @@ func TestBuildTensorFlowPipCUDA(t *testing.T) {
 	// Parallel: its environment (registry, buildkitd, files) is its own.
 	t.Parallel()
 	ctx := t.Context()
-	env := startEnv(t, "gt-")
+	env := sharedEnv(t, "gt-")
 	_, err := env.PushBase(ctx, "nvidia/cuda:12.3.2-base-ubuntu22.04")
 	must(t, err)
 	must(t, testenv.TensorFlowTwinWheels(ctx, env.WheelDir, testenv.TFTwinVersion, []string{"3.11"}))
@@ -92,7 +92,7 @@ func TestBuildTensorFlow215(t *testing.T) {
 	// Parallel: its environment (registry, buildkitd, files) is its own.
 	t.Parallel()
 	ctx := t.Context()
-	env := startEnv(t, "gt5-")
+	env := sharedEnv(t, "gt5-")
 	_, err := env.PushBase(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")
 	must(t, err)
 	for _, v := range []string{"2.15.0", "2.15.0.post1"} {

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"archive/tar"
@@ -25,7 +25,7 @@ import (
 func TestBuildPythonlessReproducible(t *testing.T) {
 	testenv.Require(t, "builds with buildkitd, which runs build steps with runc", testenv.Slow, testenv.Root)
 	ctx := t.Context()
-	env := startEnv(t, "gy-")
+	env := ownEnv(t, "gy-")
 	_, err := env.PushBasePythonless(ctx, "nvidia/cuda:12.2.2-base-ubuntu22.04")
 	must(t, err)
 	must(t, env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"))

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/cli"
 	"github.com/gpuimg/gpuimg/internal/publish"
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -156,7 +157,7 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 		}
 	}}
 	var stdout bytes.Buffer
-	code := Main(ctx, args(first, pool[0].Address(), pool[1].Address(), victim.Address()), &stdout, stderr)
+	code := cli.Main(ctx, args(first, pool[0].Address(), pool[1].Address(), victim.Address()), &stdout, stderr)
 	errOut := stderr.String()
 	if code != 0 {
 		t.Fatalf("first publish exited %d:\n%s\n%s", code, stdout.String(), lastLines(errOut, 40))
@@ -288,8 +289,8 @@ promote: {tags: ["{torch}-cu{cuda_short}", "latest"]}
 	}
 	third := filepath.Join(dir, "third")
 	out, errOut3, code := run(t, args(third, pool[0].Address(), pool[1].Address())...)
-	if code != ExitFailed {
-		t.Fatalf("publish with a failing variant exited %d, want %d:\n%s\n%s", code, ExitFailed, out, lastLines(errOut3, 40))
+	if code != cli.ExitFailed {
+		t.Fatalf("publish with a failing variant exited %d, want %d:\n%s\n%s", code, cli.ExitFailed, out, lastLines(errOut3, 40))
 	}
 	t.Logf("after the base moved:\n%s", lastLines(errOut3, 8))
 	rep3, err := publish.ReadReport(filepath.Join(third, publish.ReportJSON))
