@@ -95,7 +95,7 @@ demo-publish: ## gpuimg publish end to end on local daemons: 3 variants on 2 bui
 bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuilds (root)
 	$(GO) run ./bench/build -gpuimg $(BIN)
 
-bench-validate: build tools ## gpuimg validate vs skopeo copy, and validate vs sbom (validate + SBOM) and sbom --attach --key (+ signing), on a multi-GB image of CUDA libraries (root)
+bench-validate: build tools ## gpuimg validate vs skopeo copy, and validate vs sbom (validate + SBOM) sbom --attach --key (+ signing) and validate --attach --key --sbom (report + SBOM + signing), on a multi-GB image of CUDA libraries (root)
 	$(GO) run ./bench/validate -gpuimg $(BIN)
 
 bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)
