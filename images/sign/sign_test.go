@@ -95,6 +95,14 @@ func TestSignVerify(t *testing.T) {
 			ref := host + "/gpu/cuda:12"
 			idx := pushIndex(t, ref)
 			sv, pub := ecKey(t)
+			// Before signing: nothing found, and JSON lists none (not null).
+			unsigned, err := sign.Verify(t.Context(), ref, pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j, _ := json.Marshal(unsigned); !strings.Contains(string(j), `"statements":[]`) {
+				t.Errorf("unsigned image's result %s, want \"statements\":[]", j)
+			}
 			signed, err := sign.Sign(t.Context(), ref, sv, sign.WithFormat(tc.format))
 			if err != nil {
 				t.Fatal(err)

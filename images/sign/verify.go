@@ -117,7 +117,8 @@ func Verify(ctx context.Context, ref string, publicKey crypto.PublicKey, opts ..
 	if err != nil {
 		return nil, err
 	}
-	res.Statements = slices.Concat(bundles, legacy)
+	// An empty list, not null, in JSON for an image nothing is attached to.
+	res.Statements = append([]Statement{}, slices.Concat(bundles, legacy)...)
 	sort.SliceStable(res.Statements, func(i, j int) bool {
 		a, b := res.Statements[i], res.Statements[j]
 		if a.Verified != b.Verified {
