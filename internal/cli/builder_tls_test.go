@@ -23,6 +23,9 @@ func TestBuilderTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// buildkitd's OCI worker runs runc; on a fresh machine this test may
+	// run before any shared environment has installed it.
+	must(t, testenv.EnsurePackages(ctx, "runc"))
 	dir, err := os.MkdirTemp("/tmp", "gt-")
 	must(t, err)
 	defer os.RemoveAll(dir)

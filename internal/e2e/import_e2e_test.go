@@ -384,6 +384,7 @@ func TestImagesImport(t *testing.T) {
 		// A real buildkitd builds FROM scratch for two platforms with
 		// max-mode provenance, zstd layers and OCI media types, and pushes
 		// the index (with its attestation manifests) to the registry.
+		must(t, testenv.EnsurePackages(ctx, "runc")) // buildkitd's OCI worker
 		dir, err := os.MkdirTemp("/tmp", "gx-")
 		must(t, err)
 		defer os.RemoveAll(dir)
