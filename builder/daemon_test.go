@@ -1,7 +1,9 @@
 package builder
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +18,8 @@ import (
 // TestLocalInUse runs a stand-in daemon (sleep, copied under the name
 // buildkitd so pid() accepts it) and checks the use lock: while one Local
 // holds it, another can neither stop it nor restart it with other
-// settings; after Release it stops. Real buildkitds share it in
-// TestBuildFaults (internal/cli).
+// settings; after Release it stops. No test holds the lock under a real
+// buildkitd: this stand-in is the only check of it.
 func TestLocalInUse(t *testing.T) {
 	dir := t.TempDir()
 	sleep, err := exec.LookPath("sleep")
@@ -39,6 +41,20 @@ func TestLocalInUse(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	// Start returns once execve has closed the child's close-on-exec
+	// pipe, which the kernel does before it writes the new arguments:
+	// /proc/PID/cmdline (what Local.pid checks for "buildkitd") can still
+	// be empty for a moment.
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		if err == nil && bytes.Contains(b, []byte("buildkitd")) {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the stand-in buildkitd's cmdline never named it: %q", b)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	state := filepath.Join(dir, "state")
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
