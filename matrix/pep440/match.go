@@ -9,7 +9,7 @@ import (
 // The operators below follow PEP 440's text as packaging.python.org's
 // "Version specifiers" gives it, and are checked against pypa/packaging's
 // tables. They are gpuimg's own, on the library's Version order, because
-// the library's specifier functions disagree with 40 of those cases
+// the library's specifier functions disagree with 51 of those cases
 // (prefix matching with padding and epochs, ~= with a pre-release or
 // leading zeros, and the exclusive < and > around post-releases and
 // local labels); testdata/README.md lists them.
