@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // maxParts bounds how many dot-separated numbers a version may have.
@@ -34,11 +36,19 @@ const maxParts = 4
 //
 // Missing parts count as zero, so 12.2 equals 12.2.0.
 // The zero Version is "unset" and reports IsZero.
+//
+// Compare orders versions as PEP 440 does (package pep440, whose numbers
+// go up to 2^64-1, so 2.5.0.dev5000000000 sorts after 2.5.0.dev1); the
+// semver view serves matrix.Constraint, gpuimg's own constraint syntax.
+// Python package versions gpuimg reads from outside (wheel names,
+// METADATA, Requires-Python, Requires-Dist, pip's list) are read with
+// package pep440 itself, which holds every PEP 440 spelling.
 type Version struct {
 	raw   string          // as written, without a leading "v"
 	n     int             // numeric parts written (1 to 4)
 	sv    *semver.Version // the first three parts, pre-release and local label
 	build int             // the fourth part (8.9.2.26 → 26), or 0
+	py    pep440.Version  // the public version, for Compare
 	_     [0]func()       // not comparable with ==: use Compare
 }
 
@@ -116,11 +126,15 @@ func ParseVersion(s string) (Version, error) {
 		return Version{}, fmt.Errorf("version %q is not a version", orig)
 	}
 	var pre, local string
+	var err error
 	switch {
 	case m[1] != "":
-		pre = preRank[strings.ToLower(m[1])] + "." + numOrZero(m[2])
+		pre, err = preNumber(orig, preRank[strings.ToLower(m[1])], m[2])
 	case m[3] != "":
-		pre = preRank["dev"] + "." + numOrZero(m[4])
+		pre, err = preNumber(orig, preRank["dev"], m[4])
+	}
+	if err != nil {
+		return Version{}, err
 	}
 	if m[5] != "" {
 		local = strings.NewReplacer("-", ".", "_", ".").Replace(strings.ToLower(m[5]))
@@ -130,19 +144,28 @@ func ParseVersion(s string) (Version, error) {
 		// the fourth part, which the library's order cannot express.
 		return Version{}, fmt.Errorf("version %q: a pre-release needs a version of at most three parts", orig)
 	}
-	return Version{raw: s, n: len(fields), sv: semver.New(nums[0], nums[1], nums[2], pre, local), build: build}, nil
+	py, err := pep440.Parse(s)
+	if err != nil { // unreachable: what is read above is PEP 440
+		return Version{}, err
+	}
+	py = pep440.MustParse(py.Public())
+	return Version{raw: s, n: len(fields), sv: semver.New(nums[0], nums[1], nums[2], pre, local), build: build, py: py}, nil
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// numOrZero normalises a PEP 440 pre-release number: "rc" means rc0 and
-// "rc01" means rc1.
-func numOrZero(s string) string {
-	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil {
-		return "0"
+// preNumber is the semver pre-release for a PEP 440 pre-release kind
+// (rank) and number: "rc" means rc0 and "rc01" means rc1. A number above
+// 2^64-1 is refused, never read as 0.
+func preNumber(orig, rank, num string) (string, error) {
+	if num == "" {
+		return rank + ".0", nil
 	}
-	return strconv.FormatUint(n, 10)
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("version %q: pre-release number %s is above 2^64-1", orig, num)
+	}
+	return rank + "." + strconv.FormatUint(n, 10), nil
 }
 
 // MustVersion is ParseVersion for literals known to be valid; it panics otherwise.
@@ -239,11 +262,14 @@ func (v Version) releaseEnd() int {
 	return i
 }
 
-// Compare returns -1, 0 or +1 as v is less than, equal to, or greater than w.
-// Missing parts count as zero, so 12.2 equals 12.2.0; the library orders the
-// first three parts and the pre-release (2.5.0rc1 < 2.5.0), and the fourth
-// part breaks ties. Local labels are ignored.
+// Compare returns -1, 0 or +1 as v is less than, equal to, or greater than w,
+// in PEP 440's order of their public versions: missing parts count as zero,
+// so 12.2 equals 12.2.0; dev < a < b < rc < the release (2.5.0rc1 < 2.5.0);
+// local labels are ignored. The zero Version equals 0.
 func (v Version) Compare(w Version) int {
+	if !v.py.IsZero() && !w.py.IsZero() {
+		return v.py.Compare(w.py)
+	}
 	if c := v.semver().Compare(w.semver()); c != 0 {
 		return c
 	}

@@ -3,7 +3,7 @@
 Usage: python3 extract_pypa.py PACKAGING_CHECKOUT COMMIT > pypa-packaging.json
 
 It imports tests/test_version.py, tests/test_specifiers.py and
-tests/test_markers.py from the checkout with a stub pytest whose
+tests/test_markers.py and tests/test_utils.py from the checkout with a stub pytest whose
 mark.parametrize records the arguments instead of running anything, and
 writes the tables the Go tests read. A packaging Version object in a
 table is written as {"version": str(v)} (the tests pass both strings and
@@ -40,12 +40,17 @@ sys.modules["pytest"] = pytest
 sys.modules["pretend"] = types.ModuleType("pretend")
 sys.path[:0] = [sys.argv[1] + "/src", sys.argv[1]]
 
+from packaging.tags import Tag  # noqa: E402
 from packaging.version import Version  # noqa: E402
 
 
 def clean(v):
     if isinstance(v, Version):
         return {"version": str(v)}
+    if isinstance(v, Tag):
+        return str(v)
+    if isinstance(v, (set, frozenset)):
+        return sorted(clean(x) for x in v)
     if isinstance(v, (list, tuple)):
         return [clean(x) for x in v]
     if isinstance(v, dict):
@@ -63,6 +68,7 @@ importlib.import_module("tests.test_version")
 tv = importlib.import_module("tests.test_version")
 importlib.import_module("tests.test_specifiers")
 importlib.import_module("tests.test_markers")
+importlib.import_module("tests.test_utils")
 
 out = {
     "source": "https://github.com/pypa/packaging",
@@ -97,6 +103,11 @@ out = {
         "exclusionary_bridges": table("TestSpecifierSet.test_contains_exclusionary_bridges"),
         # (specifier set, version, expected)
         "post_release_boundary": table("TestSpecifierSet.test_contains_post_release_boundary_intersection"),
+    },
+    "wheel_filename": {
+        # (filename, normalized name, version, build tag, tags)
+        "valid": table("test_parse_wheel_filename"),
+        "invalid": table("test_parse_wheel_invalid_filename"),
     },
     "marker": {
         "valid": table("TestMarker.test_parses_valid"),
