@@ -88,10 +88,13 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		return matrix.JAX{}, "", &FormatError{URL: u, Err: fmt.Errorf("describes jax %s, not %s", rel.Info.Version, v)}
 	}
 	row := matrix.JAX{Version: v, Row: matrix.Row{Source: srcID}}
+	var missing []string
 	if rel.Info.RequiresPython != "" {
-		if c, err := matrix.ParseConstraint(strings.ReplaceAll(rel.Info.RequiresPython, " ", "")); err == nil {
-			row.Python = c
+		c, err := pythonConstraint(rel.Info.RequiresPython)
+		if err != nil {
+			missing = append(missing, "python ("+err.Error()+")")
 		}
+		row.Python = c
 	}
 	byExtra := map[string][]requirement{}
 	for _, line := range rel.Info.RequiresDist {
@@ -108,7 +111,6 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		extras = append(extras, e)
 	}
 	slices.Sort(extras)
-	var missing []string
 	for _, extra := range extras {
 		major := cudaExtraRE.FindStringSubmatch(extra)[1]
 		reqs := slices.Clone(byExtra[extra])

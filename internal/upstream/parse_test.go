@@ -78,7 +78,7 @@ func TestParseSimplePageAttributes(t *testing.T) {
 <a href="torch-2.7.1%2Bcu118-cp312-cp312-manylinux_2_28_x86_64.whl">x</a><br/>
 <a href="/whl/torch-2.7.1.tar.gz">sdist</a>
 </body></html>`
-	ws, err := parseSimplePage("https://download.example/whl/torch/", []byte(page))
+	ws, _, err := parseSimplePage("https://download.example/whl/torch/", []byte(page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestParseSimplePageAttributes(t *testing.T) {
 		}
 	}
 	bad := `<a href="/whl/cu128/torch-2.7.1%2Bcu128-cp312-cp312-linux_x86_64.whl" data-core-metadata="sha256=zz">x</a>`
-	if _, err := parseSimplePage("https://download.example/whl/torch/", []byte(bad)); err == nil {
+	if _, _, err := parseSimplePage("https://download.example/whl/torch/", []byte(bad)); err == nil {
 		t.Errorf("a garbled data-core-metadata value was accepted")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // requirement is one Requires-Dist line (PEP 508), reduced to what the
@@ -14,6 +15,7 @@ type requirement struct {
 	Name   string   // normalized
 	Extras []string // extras of the required distribution ([with-cuda])
 	Specs  []spec   // version specifiers, in order
+	Set    pep440.Specifiers
 	Marker string   // environment marker, "" if none
 }
 
@@ -21,7 +23,6 @@ type spec struct{ Op, Version string }
 
 var (
 	reqNameRE  = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$`)
-	specRE     = regexp.MustCompile(`^(~=|===|==|!=|<=|>=|<|>)\s*([A-Za-z0-9.*+!_-]+)$`)
 	extraRE    = regexp.MustCompile(`extra\s*==\s*["']([^"']+)["']`)
 	linuxNotRE = regexp.MustCompile(`(sys_platform|platform_system)\s*(!=\s*["'](linux|Linux)["']|==\s*["'](win32|darwin|Windows|Darwin)["'])`)
 )
@@ -51,13 +52,14 @@ func parseRequirement(s string) (requirement, error) {
 	if rest == "" {
 		return r, nil
 	}
-	for part := range strings.SplitSeq(rest, ",") {
-		sm := specRE.FindStringSubmatch(strings.TrimSpace(part))
-		if sm == nil {
-			return requirement{}, fmt.Errorf("requirement %q: %q is not a version specifier", s, strings.TrimSpace(part))
-		}
-		r.Specs = append(r.Specs, spec{Op: sm[1], Version: sm[2]})
+	set, err := pep440.ParseSpecifiers(rest)
+	if err != nil {
+		return requirement{}, fmt.Errorf("requirement %q: %w", s, err)
 	}
+	for _, c := range set.Clauses() {
+		r.Specs = append(r.Specs, spec{Op: c.Op(), Version: c.Version()})
+	}
+	r.Set = set
 	return r, nil
 }
 

@@ -138,20 +138,22 @@ func (o *options) readTorchPage(ctx context.Context, page string) ([]torchReleas
 	if err != nil {
 		return nil, err
 	}
-	wheels, err := parseSimplePage(page, body)
+	wheels, skipped, err := parseSimplePage(page, body)
 	if err != nil {
 		return nil, err
 	}
+	o.warnSkipped(SourceTorch, page, skipped)
 	byVersion := map[string]*torchRelease{}
 	for _, w := range wheels {
-		if _, ok := cudaOfLocal(w.Local); !ok || !finalRE.MatchString(w.Version) || !w.linux() {
+		if _, ok := cudaOfLocal(w.Local); !ok || !w.final() || !w.linux() {
 			continue
 		}
 		r := byVersion[w.Version]
 		if r == nil {
 			v, err := matrix.ParseVersion(w.Version)
-			if err != nil {
-				return nil, &FormatError{URL: page, Err: fmt.Errorf("wheel %s: %w", w.Filename, err)}
+			if err != nil { // a final release the matrix cannot hold (1.2.3.4.5)
+				o.warnSkipped(SourceTorch, page, []string{fmt.Sprintf("wheel %s: %v", w.Filename, err)})
+				continue
 			}
 			r = &torchRelease{version: v, variants: map[string][]wheel{}}
 			byVersion[w.Version] = r
@@ -164,6 +166,22 @@ func (o *options) readTorchPage(ctx context.Context, page string) ([]torchReleas
 	}
 	slices.SortFunc(out, func(a, b torchRelease) int { return a.version.Compare(b.version) })
 	return out, nil
+}
+
+// maxWarned bounds the skipped links named on one page; the rest are
+// counted.
+const maxWarned = 5
+
+// warnSkipped reports the links of page that were skipped, as warnings on
+// the progress lines.
+func (o *options) warnSkipped(src Source, page string, skipped []string) {
+	for i, s := range skipped {
+		if i == maxWarned {
+			o.progress(src, fmt.Sprintf("warning: %s: %d more links skipped", page, len(skipped)-maxWarned))
+			return
+		}
+		o.progress(src, fmt.Sprintf("warning: %s: skipped %s", page, s))
+	}
 }
 
 // pickWheel is the wheel whose metadata stands for a variant: Linux
