@@ -16,7 +16,7 @@ type requirement struct {
 	Extras []string // extras of the required distribution ([with-cuda])
 	Specs  []spec   // version specifiers, in order
 	Set    pep440.Specifiers
-	Marker string   // environment marker, "" if none
+	Marker string // environment marker, "" if none
 }
 
 type spec struct{ Op, Version string }
