@@ -102,8 +102,15 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		if err != nil {
 			return matrix.JAX{}, "", &FormatError{URL: u, Err: err}
 		}
-		if e := r.extra(); cudaExtraRE.MatchString(e) && r.onLinux() {
-			byExtra[e] = append(byExtra[e], r)
+		for _, e := range r.extras() {
+			if !cudaExtraRE.MatchString(e) {
+				continue
+			}
+			if ok, err := o.holds(SourceJAX, u, r, linuxX86(), e); err != nil {
+				return matrix.JAX{}, "", err
+			} else if ok {
+				byExtra[e] = append(byExtra[e], r)
+			}
 		}
 	}
 	extras := make([]string, 0, len(byExtra))
@@ -132,7 +139,9 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 				if err != nil {
 					return matrix.JAX{}, "", &FormatError{URL: pu, Err: err}
 				}
-				if pr.extra() == "with-cuda" && pr.onLinux() {
+				if ok, err := o.holds(SourceJAX, pu, pr, linuxX86(), "with-cuda"); err != nil {
+					return matrix.JAX{}, "", err
+				} else if ok {
 					reqs = append(reqs, pr)
 				}
 			}

@@ -109,7 +109,9 @@ func (o *options) tensorflowRow(ctx context.Context, v matrix.Version, srcID str
 		if err != nil {
 			return matrix.TensorFlow{}, "", &FormatError{URL: u, Err: err}
 		}
-		if r.extra() != "and-cuda" || !r.onLinux() {
+		if ok, err := o.holds(SourceTensorFlow, u, r, linuxX86(), "and-cuda"); err != nil {
+			return matrix.TensorFlow{}, "", err
+		} else if !ok {
 			continue
 		}
 		if p, ok := exactPin(r); ok {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/matrix/pep508"
 )
 
 var (
@@ -184,6 +185,24 @@ func (o *options) warnSkipped(src Source, page string, skipped []string) {
 	}
 }
 
+// wheelEnv is the target a wheel installs on, for its Requires-Dist
+// markers: Linux, the wheel's machine and its CPython (cp312 → 3.12);
+// what the tags do not say is unknown.
+func wheelEnv(w wheel) pep508.Env {
+	machine := ""
+	switch {
+	case w.x8664():
+		machine = "x86_64"
+	case w.linux() && strings.HasSuffix(w.Platform, "_aarch64"):
+		machine = "aarch64"
+	}
+	py := ""
+	if m := cpythonRE.FindStringSubmatch(w.Python); m != nil {
+		py = "3." + m[1]
+	}
+	return pep508.LinuxEnv(machine, py)
+}
+
 // pickWheel is the wheel whose metadata stands for a variant: Linux
 // x86_64 (the platform the matrix's pins describe), newest CPython.
 func pickWheel(ws []wheel) wheel {
@@ -229,7 +248,9 @@ func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, 
 		if err != nil {
 			return matrix.TorchVariant{}, &FormatError{URL: w.MetadataURL(), Err: err}
 		}
-		if r.extra() != "" || !r.onLinux() {
+		if ok, err := o.holds(SourceTorch, w.MetadataURL(), r, wheelEnv(w), ""); err != nil {
+			return matrix.TorchVariant{}, err
+		} else if !ok {
 			continue
 		}
 		for _, lib := range []string{"cudnn", "nccl"} {
