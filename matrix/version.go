@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-
-	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // maxParts bounds how many dot-separated numbers a version may have.
@@ -37,18 +35,18 @@ const maxParts = 4
 // Missing parts count as zero, so 12.2 equals 12.2.0.
 // The zero Version is "unset" and reports IsZero.
 //
-// Compare orders versions as PEP 440 does (package pep440, whose numbers
-// go up to 2^64-1, so 2.5.0.dev5000000000 sorts after 2.5.0.dev1); the
-// semver view serves matrix.Constraint, gpuimg's own constraint syntax.
-// Python package versions gpuimg reads from outside (wheel names,
-// METADATA, Requires-Python, Requires-Dist, pip's list) are read with
-// package pep440 itself, which holds every PEP 440 spelling.
+// The order is PEP 440's for every version Version holds, numbers up to
+// 2^64-1 included (2.5.0.dev5000000000 sorts after 2.5.0.dev1);
+// TestVersionOrderIsPEP440 checks it against package pep440 on
+// pypa/packaging's own table. Python package versions gpuimg reads from
+// outside (wheel names, METADATA, Requires-Python, Requires-Dist, pip's
+// list) are read with package pep440 itself, which holds every PEP 440
+// spelling (epochs, post-releases) and is slower.
 type Version struct {
 	raw   string          // as written, without a leading "v"
 	n     int             // numeric parts written (1 to 4)
 	sv    *semver.Version // the first three parts, pre-release and local label
 	build int             // the fourth part (8.9.2.26 → 26), or 0
-	py    pep440.Version  // the public version, for Compare
 	_     [0]func()       // not comparable with ==: use Compare
 }
 
@@ -144,12 +142,7 @@ func ParseVersion(s string) (Version, error) {
 		// the fourth part, which the library's order cannot express.
 		return Version{}, fmt.Errorf("version %q: a pre-release needs a version of at most three parts", orig)
 	}
-	py, err := pep440.Parse(s)
-	if err != nil { // unreachable: what is read above is PEP 440
-		return Version{}, err
-	}
-	py = pep440.MustParse(py.Public())
-	return Version{raw: s, n: len(fields), sv: semver.New(nums[0], nums[1], nums[2], pre, local), build: build, py: py}, nil
+	return Version{raw: s, n: len(fields), sv: semver.New(nums[0], nums[1], nums[2], pre, local), build: build}, nil
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -267,9 +260,6 @@ func (v Version) releaseEnd() int {
 // so 12.2 equals 12.2.0; dev < a < b < rc < the release (2.5.0rc1 < 2.5.0);
 // local labels are ignored. The zero Version equals 0.
 func (v Version) Compare(w Version) int {
-	if !v.py.IsZero() && !w.py.IsZero() {
-		return v.py.Compare(w.py)
-	}
 	if c := v.semver().Compare(w.semver()); c != 0 {
 		return c
 	}
