@@ -51,6 +51,9 @@ func ParsePin(s string) (Pin, error) {
 // 9.1.0.70 and 9.1.0.70+x are not), or, where one is not PEP 440, equal
 // as written.
 func (p Pin) Same(q Pin) bool {
+	if p.Raw == q.Raw {
+		return true // the common case, without parsing
+	}
 	a, errA := pep440.Parse(p.Raw)
 	b, errB := pep440.Parse(q.Raw)
 	if errA == nil && errB == nil {
