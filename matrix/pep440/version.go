@@ -15,6 +15,7 @@ const maxLen = 256
 // before every other version.
 type Version struct {
 	v   pep.Version
+	pub pep.Version // v without its local label, for ComparePublic
 	set bool
 }
 
@@ -35,7 +36,13 @@ func Parse(s string) (Version, error) {
 	if err != nil {
 		return Version{}, fmt.Errorf("version %q is not a PEP 440 version: %w", s, err)
 	}
-	return Version{v: v, set: true}, nil
+	pub := v
+	if v.Local() != "" {
+		if pub, err = pep.Parse(v.Public()); err != nil {
+			return Version{}, fmt.Errorf("version %q: public part: %w", s, err)
+		}
+	}
+	return Version{v: v, pub: pub, set: true}, nil
 }
 
 // MustParse is Parse for literals known to be valid; it panics otherwise.
@@ -115,7 +122,7 @@ func (v Version) ComparePublic(w Version) int {
 	if !v.set || !w.set {
 		return v.Compare(w)
 	}
-	return MustParse(v.Public()).Compare(MustParse(w.Public()))
+	return v.pub.Compare(w.pub)
 }
 
 // MarshalText implements encoding.TextMarshaler (the normalized form).
