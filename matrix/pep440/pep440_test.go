@@ -1,6 +1,9 @@
 package pep440
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestOrderBeyond32Bits: numbers above 2^32 order as numbers (the matrix's
 // own version type once read dev5000000000 as dev0).
@@ -62,4 +65,32 @@ func TestIsFinal(t *testing.T) {
 			t.Errorf("IsFinal(%s) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+// FuzzParseSpecifiers: specifier sets and versions from package indexes;
+// what parses reads back from its String to the same answer, a version
+// round-trips through its normalized form, and the cost is linear in the
+// input (2 s + 20 µs a byte).
+func FuzzParseSpecifiers(f *testing.F) {
+	for _, s := range []string{">=3.9, <3.14", "==2.3.*", "~=2.2.post3", "===foobar", "!=1!2.0.*", ">1.0.dev1", "<=2.0a1"} {
+		f.Add(s, "2.3.1+cu121")
+	}
+	f.Fuzz(func(t *testing.T, spec, version string) {
+		start := time.Now()
+		if ss, err := ParseSpecifiers(spec); err == nil {
+			again, err := ParseSpecifiers(ss.String())
+			if err != nil || again.ContainsString(version) != ss.ContainsString(version) {
+				t.Fatalf("%q and its String %q disagree on %q (%v)", spec, ss.String(), version, err)
+			}
+		}
+		if v, err := Parse(version); err == nil {
+			w, err := Parse(v.String())
+			if err != nil || w.Compare(v) != 0 || w.String() != v.String() {
+				t.Fatalf("version %q does not round-trip through %q: %v", version, v.String(), err)
+			}
+		}
+		if took, limit := time.Since(start), 2*time.Second+time.Duration(len(spec)+len(version))*20*time.Microsecond; took > limit {
+			t.Fatalf("%d bytes took %v (limit %v)", len(spec)+len(version), took, limit)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMarkerTarget: the cases of issue 43 (the old regular expression got
@@ -118,17 +119,28 @@ func TestMarkerExtras(t *testing.T) {
 	}
 }
 
+// FuzzParseMarker: any string; what parses evaluates the same twice and
+// names the same extras, and parsing and evaluating take time linear in
+// the input (2 s + 20 µs a byte, as docs/fuzzing.md's other targets).
 func FuzzParseMarker(f *testing.F) {
-	for _, s := range []string{`os_name == "nt"`, `(extra == "a" or python_version < "3.9") and "x" in sys_platform`, `platform.machine not in 'x'`} {
+	for _, s := range []string{`os_name == "nt"`, `(extra == "a" or python_version < "3.9") and "x" in sys_platform`, `platform.machine not in 'x'`,
+		`sys_platform == "linux" or sys_platform == "win32"`, `"cuda12" == extra`, `python_full_version >= "3.12.0rc1" and platform_release >= "5"`} {
 		f.Add(s)
 	}
 	env := LinuxEnv("x86_64", "3.12").With("extra", "a")
 	f.Fuzz(func(t *testing.T, s string) {
+		start := time.Now()
 		m, err := ParseMarker(s)
 		if err != nil {
 			return
 		}
-		_, _ = m.Evaluate(env)
-		_ = m.Extras()
+		ok1, err1 := m.Evaluate(env)
+		ok2, err2 := m.Evaluate(env)
+		if ok1 != ok2 || (err1 == nil) != (err2 == nil) || !slices.Equal(m.Extras(), m.Extras()) {
+			t.Fatalf("%q evaluates differently twice: %v %v, %v %v", s, ok1, err1, ok2, err2)
+		}
+		if took, limit := time.Since(start), 2*time.Second+time.Duration(len(s))*20*time.Microsecond; took > limit {
+			t.Fatalf("%d bytes took %v (limit %v)", len(s), took, limit)
+		}
 	})
 }
