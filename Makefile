@@ -41,13 +41,14 @@ test: lint tools ## lint, unit and integration tests (real buildkitd and registr
 # FUZZ_SHORT, make fuzz for FUZZTIME. Minimizing each new input for the
 # default minute stalls the fuzzer, so it is bounded by runs.
 FUZZ_TARGETS := matrix:FuzzParseConstraint matrix:FuzzParseRequireCUDA matrix:FuzzParseFile \
+	matrix/pep440:FuzzParseSpecifiers matrix/pep508:FuzzParseMarker \
 	validate:FuzzScanFatbin validate:FuzzInspectLayer validate:FuzzDetectFiles validate:FuzzSecretsRedacted \
 	images:FuzzDockerArchive images:FuzzParseRef builder:FuzzLoadConfig internal/publish:FuzzParseFile
 FUZZ_SHORT ?= 3s
 FUZZTIME ?= 2m
 FUZZ_MINIMIZE ?= 200x
 
-fuzz: ## run every fuzz target for FUZZTIME (2m each, about 22 minutes)
+fuzz: ## run every fuzz target for FUZZTIME (2m each, about 26 minutes)
 	@for t in $(FUZZ_TARGETS); do echo "== $$t"; $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZ_MINIMIZE) ./$${t%:*} || exit 1; done
 
 tools: bin/buildkitd bin/golangci-lint bin/cosign bin/slsa-verifier bin/sbomread bin/local-kms ## build the pinned helpers (buildkitd, buildctl, registry, crane, golangci-lint, cosign, slsa-verifier, sbomread, local-kms) into bin/

@@ -68,6 +68,7 @@ func TestConstraintCheck(t *testing.T) {
 		{"~=2.3", []string{"2.4.0"}, []string{"2.4.0rc1"}},
 		{">=2.5.0rc1", []string{"2.5.0rc1", "2.5.0rc2", "2.5.0", "2.6"}, []string{"2.5.0b3", "2.5.0.dev20240801", "2.4.9"}},
 		{">=2.5.0a1,<2.5.0", []string{"2.5.0a1", "2.5.0b1", "2.5.0rc9"}, []string{"2.5.0", "2.5.0.dev1"}},
+		{">=2.5.0.dev2", []string{"2.5.0.dev5000000000", "2.5.0"}, []string{"2.5.0.dev1"}}, // above 2^32 (issue 43)
 		{"~=2.5.0rc1", []string{"2.5.0rc1", "2.5.0", "2.5.3"}, []string{"2.6.0rc1", "2.6.0", "2.5.0b1"}},
 		{"2.5.0rc1", []string{"2.5.0rc1", "2.5.0-rc.1", "2.5.0RC1"}, []string{"2.5.0rc2", "2.5.0"}},
 		// Versions may carry a local label; the order ignores it.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // Pin is one exact requirement a framework's wheel (or the pip extra
@@ -30,8 +32,8 @@ var pinRE = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([0-9][0-9A
 
 var nameRuns = regexp.MustCompile(`[-_.]+`)
 
-// ParsePin parses name==version. The version is compared as written when
-// it is not one Version can parse (a post release).
+// ParsePin parses name==version. Pins are compared as PEP 440 versions
+// (Same); Version is set when the version is also one Version holds.
 func ParsePin(s string) (Pin, error) {
 	m := pinRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
@@ -44,10 +46,18 @@ func ParsePin(s string) (Pin, error) {
 	return p, nil
 }
 
-// Same reports whether two pins of one package ask for the same version.
+// Same reports whether two pins of one package ask for the same version:
+// equal as PEP 440 versions (8.6.1.post1 and 8.6.1-1 are one version,
+// 9.1.0.70 and 9.1.0.70+x are not), or, where one is not PEP 440, equal
+// as written.
 func (p Pin) Same(q Pin) bool {
-	if !p.Version.IsZero() && !q.Version.IsZero() {
-		return p.Version.Compare(q.Version) == 0
+	if p.Raw == q.Raw {
+		return true // the common case, without parsing
+	}
+	a, errA := pep440.Parse(p.Raw)
+	b, errB := pep440.Parse(q.Raw)
+	if errA == nil && errB == nil {
+		return a.Compare(b) == 0
 	}
 	return p.Raw == q.Raw
 }

@@ -49,11 +49,24 @@ func TestPinConflicts(t *testing.T) {
 			b:      []string{"Nvidia-CUDNN-cu11==8.7.0.84", "tensorrt==8.5.3.1"},
 		},
 		{
-			name:   "post releases compare as written",
+			name:   "post releases compare as PEP 440 versions (8.6.1.post1 is not 8.6.1)",
 			source: "https://github.com/tensorflow/tensorflow/pull/62520",
 			a:      []string{"tensorrt==8.6.1.post1"},
 			b:      []string{"tensorrt==8.6.1"},
 			want:   []string{"tensorrt"},
+		},
+		{
+			name:   "PEP 440 spellings of one version agree (8.6.1-1 = 8.6.1.post1, 9.1.0.70 = 9.1.0.70.0)",
+			source: "https://peps.python.org/pep-0440/#post-release-spelling",
+			a:      []string{"tensorrt==8.6.1-1", "nvidia-cudnn-cu12==9.1.0.70"},
+			b:      []string{"tensorrt==8.6.1.post1", "nvidia-cudnn-cu12==9.1.0.70.0"},
+		},
+		{
+			name:   "epochs differ",
+			source: "https://peps.python.org/pep-0440/#version-epochs",
+			a:      []string{"nvidia-nccl-cu12==1!2.20.5"},
+			b:      []string{"nvidia-nccl-cu12==2.20.5"},
+			want:   []string{"nvidia-nccl-cu12"},
 		},
 	}
 	for _, tt := range tests {

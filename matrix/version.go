@@ -34,6 +34,14 @@ const maxParts = 4
 //
 // Missing parts count as zero, so 12.2 equals 12.2.0.
 // The zero Version is "unset" and reports IsZero.
+//
+// The order is PEP 440's for every version Version holds, numbers up to
+// 2^64-1 included (2.5.0.dev5000000000 sorts after 2.5.0.dev1);
+// TestVersionOrderIsPEP440 checks it against package pep440 on
+// pypa/packaging's own table. Python package versions gpuimg reads from
+// outside (wheel names, METADATA, Requires-Python, Requires-Dist, pip's
+// list) are read with package pep440 itself, which holds every PEP 440
+// spelling (epochs, post-releases) and is slower.
 type Version struct {
 	raw   string          // as written, without a leading "v"
 	n     int             // numeric parts written (1 to 4)
@@ -116,11 +124,15 @@ func ParseVersion(s string) (Version, error) {
 		return Version{}, fmt.Errorf("version %q is not a version", orig)
 	}
 	var pre, local string
+	var err error
 	switch {
 	case m[1] != "":
-		pre = preRank[strings.ToLower(m[1])] + "." + numOrZero(m[2])
+		pre, err = preNumber(orig, preRank[strings.ToLower(m[1])], m[2])
 	case m[3] != "":
-		pre = preRank["dev"] + "." + numOrZero(m[4])
+		pre, err = preNumber(orig, preRank["dev"], m[4])
+	}
+	if err != nil {
+		return Version{}, err
 	}
 	if m[5] != "" {
 		local = strings.NewReplacer("-", ".", "_", ".").Replace(strings.ToLower(m[5]))
@@ -135,14 +147,18 @@ func ParseVersion(s string) (Version, error) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// numOrZero normalises a PEP 440 pre-release number: "rc" means rc0 and
-// "rc01" means rc1.
-func numOrZero(s string) string {
-	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil {
-		return "0"
+// preNumber is the semver pre-release for a PEP 440 pre-release kind
+// (rank) and number: "rc" means rc0 and "rc01" means rc1. A number above
+// 2^64-1 is refused, never read as 0.
+func preNumber(orig, rank, num string) (string, error) {
+	if num == "" {
+		return rank + ".0", nil
 	}
-	return strconv.FormatUint(n, 10)
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("version %q: pre-release number %s is above 2^64-1", orig, num)
+	}
+	return rank + "." + strconv.FormatUint(n, 10), nil
 }
 
 // MustVersion is ParseVersion for literals known to be valid; it panics otherwise.
@@ -239,10 +255,10 @@ func (v Version) releaseEnd() int {
 	return i
 }
 
-// Compare returns -1, 0 or +1 as v is less than, equal to, or greater than w.
-// Missing parts count as zero, so 12.2 equals 12.2.0; the library orders the
-// first three parts and the pre-release (2.5.0rc1 < 2.5.0), and the fourth
-// part breaks ties. Local labels are ignored.
+// Compare returns -1, 0 or +1 as v is less than, equal to, or greater than w,
+// in PEP 440's order of their public versions: missing parts count as zero,
+// so 12.2 equals 12.2.0; dev < a < b < rc < the release (2.5.0rc1 < 2.5.0);
+// local labels are ignored. The zero Version equals 0.
 func (v Version) Compare(w Version) int {
 	if c := v.semver().Compare(w.semver()); c != 0 {
 		return c

@@ -27,6 +27,7 @@ func TestParseVersion(t *testing.T) {
 		{in: "1.0.post1", wantErr: "not a number"},
 		{in: "2.3.1+", wantErr: "not a number"},
 		{in: "rc1", wantErr: "not a number"},
+		{in: "2.5.0.dev18446744073709551616", wantErr: "above 2^64-1"},
 		{in: "12..2", wantErr: "empty part"},
 		{in: "12.x", wantErr: "not a number"},
 		{in: "-1", wantErr: "not a number"},
@@ -75,6 +76,9 @@ func TestVersionCompare(t *testing.T) {
 		{"2.5.0", "2.5.0.1", -1},
 		{"2.3.1+cu121", "2.3.1", 0},
 		{"2.3.1+cu121", "2.3.1+cu118", 0},
+		// Numbers above 2^32 (issue 43: dev5000000000 once sorted below dev1).
+		{"2.5.0.dev5000000000", "2.5.0.dev1", 1},
+		{"2.5.0rc5000000000", "2.5.0rc4999999999", 1},
 	}
 	for _, tt := range tests {
 		a, b := MustVersion(tt.a), MustVersion(tt.b)

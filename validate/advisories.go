@@ -1,13 +1,14 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // The advisories checks: one advisory:CVE-… warning for each row of the
@@ -63,18 +64,6 @@ func (d *detector) parseTools(p string) func(d *detector) {
 	return func(d *detector) { d.f.toolHits = append(d.f.toolHits, hits...) }
 }
 
-var rePEP440Release = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`)
-
-// releaseOf is the release segment of a PEP 440 version ("2.6.0" of
-// "2.6.0a0+ecf3bae"), and whether anything followed it besides a local
-// label (a pre-, post- or dev-release).
-func releaseOf(v string) (matrix.Version, bool, error) {
-	v, _, _ = strings.Cut(v, "+")
-	rel := rePEP440Release.FindString(v)
-	p, err := matrix.ParseVersion(rel)
-	return p, rel != v, err
-}
-
 // advisories adds a warning for each advisory the image matches. An env
 // row's warning names the targets whose fleet runs a toolkit in the row's
 // range (fleetsAffected), where the image is the attack itself.
@@ -92,16 +81,18 @@ func (c *checker) advisories(targets []matrix.Target) {
 			if !ok {
 				continue
 			}
-			rel, suffix, err := releaseOf(v)
-			if err != nil {
+			installed, err1 := pep440.Parse(v)
+			fixed, err2 := pep440.Parse(a.Fixed.String())
+			if err := errors.Join(err1, err2); err != nil {
+				// Unknown is never pass: say it cannot be told.
+				c.add(name, matrix.Warn, "%s %s: cannot tell whether it is affected by %s (fixed in %s): %v", a.Package, v, ids, a.Fixed, err)
 				continue
 			}
-			cmp := rel.Compare(a.Fixed)
-			if cmp > 0 || cmp == 0 && !suffix {
-				continue
+			if installed.ComparePublic(fixed) >= 0 {
+				continue // PEP 440 order: 2.6.0.post1 and 2.6.0+cu124 carry the fix of 2.6.0
 			}
 			pre := ""
-			if cmp == 0 {
+			if installed.BaseVersion() == fixed.BaseVersion() {
 				pre = " (a pre-release of the fixed version, which PEP 440 orders before it: check that the build carries the fix)"
 			}
 			c.add(name, matrix.Warn, "%s %s is affected by %s (%s, CVSS %.1f): %s%s; upgrade to %s >= %s", a.Package, v, ids, a.Severity, a.CVSS, a.Summary, pre, a.Package, a.Fixed)

@@ -27,6 +27,10 @@ func TestAdvisories(t *testing.T) {
 		{name: "torch 2.6.0 pre-release", extra: []file{torchAt("2.6.0a0+ecf3bae40a")}, want: []string{"advisory:CVE-2025-32434", "advisory:CVE-2026-24747"},
 			in: map[string]string{"advisory:CVE-2025-32434": "a pre-release of the fixed version"}},
 		{name: "torch 2.10.0", extra: []file{torchAt("2.10.0+cu128")}},
+		// PEP 440 order (issue 43): a post-release of the fixed version
+		// carries the fix; an epoch sorts after every version without one.
+		{name: "torch 2.6.0.post1", extra: []file{torchAt("2.6.0.post1")}, want: []string{"advisory:CVE-2026-24747"}},
+		{name: "torch 1!2.0.0", extra: []file{torchAt("1!2.0.0")}},
 		{name: "LD_PRELOAD", extra: []file{torchAt("2.10.0")}, env: []string{"LD_PRELOAD=/proc/self/cwd/poc.so"}, want: []string{"advisory:CVE-2025-23266"},
 			in: map[string]string{"advisory:CVE-2025-23266": "sets LD_PRELOAD=/proc/self/cwd/poc.so, which triggers CVE-2025-23266"}},
 		{name: "devel tools of CUDA 12.2", extra: []file{torchAt("2.10.0"), {"usr/local/cuda-12.2/bin/cuobjdump", "ELF"}, {"usr/local/cuda-12.2/bin/nvdisasm", "ELF"}, {"usr/local/cuda-12.2/nsight-systems-2023.2.3/target-linux-x64/nsys", "ELF"}},

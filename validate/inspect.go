@@ -264,14 +264,14 @@ func (c *checker) stackLabel() {
 		switch {
 		case f.Torch == nil:
 			bad = append(bad, "torch is in the label but not installed")
-		case baseVersion(f.Torch.Version) != fw.Version:
+		case !samePublic(f.Torch.Version, fw.Version):
 			bad = append(bad, fmt.Sprintf("torch %s installed, %s in the label", f.Torch.Version, fw.Version))
 		case mm(f.Torch.CUDA) != fw.CUDA:
 			bad = append(bad, fmt.Sprintf("torch built for CUDA %q, the label says %s", f.Torch.CUDA, fw.CUDA))
 		}
 	}
 	for _, fw := range s.FrameworkList() {
-		if want := fw.Installed(fw.Name); fw.Name != matrix.FrameworkTorch && baseVersion(f.Packages[fw.Name]) != want {
+		if want := fw.Installed(fw.Name); fw.Name != matrix.FrameworkTorch && !samePublic(f.Packages[fw.Name], want) {
 			bad = append(bad, fmt.Sprintf("%s %q installed, %s in the label", fw.Name, f.Packages[fw.Name], want))
 		}
 	}

@@ -88,10 +88,13 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		return matrix.JAX{}, "", &FormatError{URL: u, Err: fmt.Errorf("describes jax %s, not %s", rel.Info.Version, v)}
 	}
 	row := matrix.JAX{Version: v, Row: matrix.Row{Source: srcID}}
+	var missing []string
 	if rel.Info.RequiresPython != "" {
-		if c, err := matrix.ParseConstraint(strings.ReplaceAll(rel.Info.RequiresPython, " ", "")); err == nil {
-			row.Python = c
+		c, err := pythonConstraint(rel.Info.RequiresPython)
+		if err != nil {
+			missing = append(missing, "python ("+err.Error()+")")
 		}
+		row.Python = c
 	}
 	byExtra := map[string][]requirement{}
 	for _, line := range rel.Info.RequiresDist {
@@ -99,8 +102,15 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		if err != nil {
 			return matrix.JAX{}, "", &FormatError{URL: u, Err: err}
 		}
-		if e := r.extra(); cudaExtraRE.MatchString(e) && r.onLinux() {
-			byExtra[e] = append(byExtra[e], r)
+		for _, e := range r.extras() {
+			if !cudaExtraRE.MatchString(e) {
+				continue
+			}
+			if ok, err := o.holds(SourceJAX, u, r, linuxX86(), e); err != nil {
+				return matrix.JAX{}, "", err
+			} else if ok {
+				byExtra[e] = append(byExtra[e], r)
+			}
 		}
 	}
 	extras := make([]string, 0, len(byExtra))
@@ -108,7 +118,6 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		extras = append(extras, e)
 	}
 	slices.Sort(extras)
-	var missing []string
 	for _, extra := range extras {
 		major := cudaExtraRE.FindStringSubmatch(extra)[1]
 		reqs := slices.Clone(byExtra[extra])
@@ -130,7 +139,9 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 				if err != nil {
 					return matrix.JAX{}, "", &FormatError{URL: pu, Err: err}
 				}
-				if pr.extra() == "with-cuda" && pr.onLinux() {
+				if ok, err := o.holds(SourceJAX, pu, pr, linuxX86(), "with-cuda"); err != nil {
+					return matrix.JAX{}, "", err
+				} else if ok {
 					reqs = append(reqs, pr)
 				}
 			}

@@ -1,11 +1,15 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/matrix/pep440"
+	"github.com/gpuimg/gpuimg/matrix/pep508"
 )
 
 // requirement is one Requires-Dist line (PEP 508), reduced to what the
@@ -14,17 +18,13 @@ type requirement struct {
 	Name   string   // normalized
 	Extras []string // extras of the required distribution ([with-cuda])
 	Specs  []spec   // version specifiers, in order
-	Marker string   // environment marker, "" if none
+	Set    pep440.Specifiers
+	Marker pep508.Marker // environment marker; the zero Marker if none
 }
 
 type spec struct{ Op, Version string }
 
-var (
-	reqNameRE  = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$`)
-	specRE     = regexp.MustCompile(`^(~=|===|==|!=|<=|>=|<|>)\s*([A-Za-z0-9.*+!_-]+)$`)
-	extraRE    = regexp.MustCompile(`extra\s*==\s*["']([^"']+)["']`)
-	linuxNotRE = regexp.MustCompile(`(sys_platform|platform_system)\s*(!=\s*["'](linux|Linux)["']|==\s*["'](win32|darwin|Windows|Darwin)["'])`)
-)
+var reqNameRE = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$`)
 
 // parseRequirement reads a PEP 508 requirement such as
 // `jax-cuda12-plugin[with-cuda]<=0.4.30,>=0.4.30; extra == "cuda12"` or
@@ -35,7 +35,11 @@ func parseRequirement(s string) (requirement, error) {
 	if m == nil {
 		return requirement{}, fmt.Errorf("requirement %q has no distribution name", s)
 	}
-	r := requirement{Name: normalizeName(m[1]), Marker: strings.TrimSpace(marker)}
+	mk, err := pep508.ParseMarker(strings.TrimSpace(marker))
+	if err != nil {
+		return requirement{}, fmt.Errorf("requirement %q: %w", s, err)
+	}
+	r := requirement{Name: normalizeName(m[1]), Marker: mk}
 	if m[2] != "" {
 		for e := range strings.SplitSeq(strings.Trim(m[2], "[]"), ",") {
 			if e = strings.TrimSpace(e); e != "" {
@@ -51,28 +55,58 @@ func parseRequirement(s string) (requirement, error) {
 	if rest == "" {
 		return r, nil
 	}
-	for part := range strings.SplitSeq(rest, ",") {
-		sm := specRE.FindStringSubmatch(strings.TrimSpace(part))
-		if sm == nil {
-			return requirement{}, fmt.Errorf("requirement %q: %q is not a version specifier", s, strings.TrimSpace(part))
-		}
-		r.Specs = append(r.Specs, spec{Op: sm[1], Version: sm[2]})
+	set, err := pep440.ParseSpecifiers(rest)
+	if err != nil {
+		return requirement{}, fmt.Errorf("requirement %q: %w", s, err)
 	}
+	for _, c := range set.Clauses() {
+		r.Specs = append(r.Specs, spec{Op: c.Op(), Version: c.Version()})
+	}
+	r.Set = set
 	return r, nil
 }
 
-// extra is the extra the marker limits the requirement to ("" if none),
+// linuxX86 is the target the matrix's pins describe when the Python is
+// not known (PyPI's JSON API gives one Requires-Dist for every wheel):
+// CPython on Linux x86_64.
+func linuxX86() pep508.Env { return pep508.LinuxEnv("x86_64", "") }
+
+// extras are the extras the marker names (extra == "cuda12"),
 // normalized.
-func (r requirement) extra() string {
-	if m := extraRE.FindStringSubmatch(r.Marker); m != nil {
-		return normalizeName(m[1])
+func (r requirement) extras() []string {
+	var out []string
+	for _, e := range r.Marker.Extras() {
+		out = append(out, normalizeName(e))
 	}
-	return ""
+	return out
 }
 
-// onLinux reports whether the marker can hold on Linux (a requirement
-// limited to Windows or macOS does not).
-func (r requirement) onLinux() bool { return !linuxNotRE.MatchString(r.Marker) }
+// forExtra reports whether pip installs r for extra on env: the marker
+// names extra and holds there. "" asks for a requirement of no extra.
+func (r requirement) forExtra(env pep508.Env, extra string) (bool, error) {
+	if extra != "" && !slices.Contains(r.extras(), extra) {
+		return false, nil
+	}
+	return r.Marker.Evaluate(env.With("extra", extra))
+}
+
+// holds reports whether pip installs r for extra on env. A marker whose
+// outcome the target does not decide (it names platform_release, or a
+// Python version when the Python is not known) is skipped with a warning
+// naming it: unknown is not "installed". Other marker errors are format
+// errors of u.
+func (o *options) holds(src Source, u string, r requirement, env pep508.Env, extra string) (bool, error) {
+	ok, err := r.forExtra(env, extra)
+	var unknown *pep508.UnknownError
+	switch {
+	case errors.As(err, &unknown):
+		o.progress(src, fmt.Sprintf("warning: %s: %s skipped: %v", u, r.Name, err))
+		return false, nil
+	case err != nil:
+		return false, &FormatError{URL: u, Err: err}
+	}
+	return ok, nil
+}
 
 // pin is the version of an == specifier (or the lower bound of a
 // >=X,<=X pair), without a local label; "" if none.

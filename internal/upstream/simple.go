@@ -3,21 +3,26 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // wheel is one file link of a PEP 503 project page.
 type wheel struct {
 	Filename string
 	Dist     string // normalized distribution name (torch, torchvision)
-	Version  string // public version, without the local label (2.7.1)
-	Local    string // local label (cu128, cpu, rocm6.3), "" if none
-	Python   string // python tag (cp312)
+	Version  string // normalized public version, without the local label (2.7.1, 1!2.0rc1)
+	Local    string // normalized local label (cu128, cpu, rocm6.3), "" if none
+	PEP440   pep440.Version
+	Build    string // build tag (1 of jax_cuda12_plugin-0.4.30-1-…), "" if none
+	Python   string // python tag (cp312, py2.py3)
 	ABI      string
 	Platform string // platform tag (manylinux_2_28_x86_64)
 	URL      string // absolute, without the #sha256= fragment
@@ -42,23 +47,24 @@ func (w wheel) x8664() bool { return w.linux() && strings.HasSuffix(w.Platform, 
 var hexRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
 // parseSimplePage reads a PEP 503 project page and returns its wheels.
-// Links to other files (sdists) are skipped; a .whl link whose name or
-// metadata attribute cannot be read is an error naming pageURL. A page
-// with no wheel at all is an error too: it is not the page asked for.
-func parseSimplePage(pageURL string, body []byte) ([]wheel, error) {
+// Links to other files (sdists) are skipped. A .whl link whose file name
+// is not a wheel name (the binary distribution format's) is skipped too,
+// and named in skipped: one odd file must not hide a project's releases. A
+// metadata attribute that cannot be read is an error naming pageURL, and
+// so is a page with no wheel at all: it is not the page asked for.
+func parseSimplePage(pageURL string, body []byte) (wheels []wheel, skipped []string, err error) {
 	base, err := url.Parse(pageURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse page URL %q: %w", pageURL, err)
+		return nil, nil, fmt.Errorf("parse page URL %q: %w", pageURL, err)
 	}
 	bad := func(format string, args ...any) error {
 		return &FormatError{URL: pageURL, Err: fmt.Errorf(format, args...)}
 	}
 	doc, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
-		return nil, bad("not HTML: %w", err)
+		return nil, nil, bad("not HTML: %w", err)
 	}
 	var (
-		wheels  []wheel
 		anchors int
 		walkErr error
 	)
@@ -70,6 +76,11 @@ func parseSimplePage(pageURL string, body []byte) ([]wheel, error) {
 		if n.Type == html.ElementNode && n.Data == "a" {
 			anchors++
 			w, isWheel, err := wheelFromAnchor(base, n)
+			var nameErr *wheelNameError
+			if errors.As(err, &nameErr) {
+				skipped = append(skipped, nameErr.Error())
+				return
+			}
 			if err != nil {
 				walkErr = bad("%w", err)
 				return
@@ -84,12 +95,12 @@ func parseSimplePage(pageURL string, body []byte) ([]wheel, error) {
 	}
 	walk(doc)
 	if walkErr != nil {
-		return nil, walkErr
+		return nil, nil, walkErr
 	}
 	if len(wheels) == 0 {
-		return nil, bad("no wheel links among %d anchors; is this a PEP 503 project page?", anchors)
+		return nil, nil, bad("no wheel links among %d anchors (%d skipped); is this a PEP 503 project page?", anchors, len(skipped))
 	}
-	return wheels, nil
+	return wheels, skipped, nil
 }
 
 func wheelFromAnchor(base *url.URL, n *html.Node) (wheel, bool, error) {
@@ -122,7 +133,7 @@ func wheelFromAnchor(base *url.URL, n *html.Node) (wheel, bool, error) {
 	}
 	w, err := parseWheelName(name)
 	if err != nil {
-		return wheel{}, false, fmt.Errorf("link %q: %w", href, err)
+		return wheel{}, false, &wheelNameError{href: href, err: err}
 	}
 	w.URL = abs.String()
 	// PEP 714: data-core-metadata is the name; data-dist-info-metadata
@@ -152,33 +163,73 @@ func wheelFromAnchor(base *url.URL, n *html.Node) (wheel, bool, error) {
 	return w, true, nil
 }
 
-var wheelPartRE = regexp.MustCompile(`^[A-Za-z0-9_.+!]+$`)
+// wheelNameError is a .whl link whose file name is not a wheel name.
+type wheelNameError struct {
+	href string
+	err  error
+}
 
-// parseWheelName splits a wheel filename:
-// {dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl.
+func (e *wheelNameError) Error() string { return fmt.Sprintf("link %q: %v", e.href, e.err) }
+func (e *wheelNameError) Unwrap() error { return e.err }
+
+var (
+	// wheelNameRE is a distribution name as a wheel file name escapes it:
+	// letters and digits of any script, "_" and "." (packaging's
+	// _wheel_name_regex, [\w._]+ with re.UNICODE).
+	wheelNameRE  = regexp.MustCompile(`^[\pL\pN_.]+$`)
+	buildTagRE   = regexp.MustCompile(`^[0-9]+`)
+	identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// maxWheelName bounds a wheel file name (the spec sets none; 255 bytes is
+// what common file systems hold).
+const maxWheelName = 255
+
+// parseWheelName splits a wheel file name as the binary distribution
+// format specifies it (packaging.python.org/specifications/
+// binary-distribution-format, "File name convention" and "Escaping and
+// Unicode"): {distribution}-{version}(-{build tag})?-{python tag}-{abi
+// tag}-{platform tag}.whl. The name may hold letters of any script, the
+// version is any PEP 440 version (epochs, post releases, local labels),
+// the build tag starts with a digit, and each tag may be a compressed set
+// (py2.py3). The checks are pypa/packaging's parse_wheel_filename's.
 func parseWheelName(name string) (wheel, error) {
-	parts := strings.Split(strings.TrimSuffix(name, ".whl"), "-")
-	if len(parts) != 5 && len(parts) != 6 {
-		return wheel{}, fmt.Errorf("wheel name %q does not have 5 or 6 dash-separated parts", name)
+	if len(name) > maxWheelName {
+		return wheel{}, fmt.Errorf("wheel name of %d bytes: longer than %d", len(name), maxWheelName)
 	}
-	for _, p := range parts {
-		if p == "" || !wheelPartRE.MatchString(p) {
-			return wheel{}, fmt.Errorf("wheel name %q has an empty or odd part %q", name, p)
-		}
+	stem, ok := strings.CutSuffix(name, ".whl")
+	parts := strings.Split(stem, "-")
+	if !ok || len(parts) != 5 && len(parts) != 6 {
+		return wheel{}, fmt.Errorf("wheel name %q is not {name}-{version}(-{build})?-{python}-{abi}-{platform}.whl", name)
+	}
+	if !wheelNameRE.MatchString(parts[0]) || strings.Contains(parts[0], "__") {
+		return wheel{}, fmt.Errorf("wheel name %q: %q is not an escaped distribution name", name, parts[0])
+	}
+	v, err := pep440.Parse(parts[1])
+	if err != nil {
+		return wheel{}, fmt.Errorf("wheel name %q: %w", name, err)
 	}
 	n := len(parts)
-	w := wheel{Filename: name, Dist: normalizeName(parts[0]), Python: parts[n-3], ABI: parts[n-2], Platform: parts[n-1]}
-	w.Version, w.Local, _ = strings.Cut(parts[1], "+")
-	if !pep440RE.MatchString(w.Version) {
-		return wheel{}, fmt.Errorf("wheel name %q has version %q, which is not a PEP 440 version", name, w.Version)
+	w := wheel{Filename: name, Dist: normalizeName(parts[0]), Version: v.Public(), Local: v.Local(), PEP440: v,
+		Python: parts[n-3], ABI: parts[n-2], Platform: parts[n-1]}
+	if n == 6 {
+		if w.Build = parts[2]; !buildTagRE.MatchString(w.Build) {
+			return wheel{}, fmt.Errorf("wheel name %q: build tag %q does not start with a digit", name, w.Build)
+		}
+	}
+	for i, tag := range parts[n-3:] {
+		for member := range strings.SplitSeq(tag, ".") {
+			if member == "" || i == 0 && !identifierRE.MatchString(member) {
+				return wheel{}, fmt.Errorf("wheel name %q: tag %q has an empty or odd member %q", name, tag, member)
+			}
+		}
 	}
 	return w, nil
 }
 
-var pep440RE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?$`)
-
-// finalRE matches a final release (no pre-, post- or dev- part).
-var finalRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*$`)
+// final reports whether w is a final release the matrix can hold: no pre-,
+// post- or dev-release part and no epoch.
+func (w wheel) final() bool { return w.PEP440.IsFinal() && !strings.Contains(w.Version, "!") }
 
 // normalizeName is PEP 503's name normalization.
 func normalizeName(s string) string { return strings.ToLower(nameSepRE.ReplaceAllString(s, "-")) }
@@ -245,8 +296,11 @@ func (o *options) readMetadata(ctx context.Context, w wheel) (metadata, error) {
 	if err != nil {
 		return metadata{}, err
 	}
-	pub, _, _ := strings.Cut(m.Version, "+")
-	if normalizeName(m.Name) != w.Dist || pub != w.Version {
+	mv, err := pep440.Parse(m.Version)
+	if err != nil {
+		return metadata{}, &FormatError{URL: u, Err: err}
+	}
+	if normalizeName(m.Name) != w.Dist || mv.ComparePublic(w.PEP440) != 0 {
 		return metadata{}, &FormatError{URL: u, Err: fmt.Errorf("describes %s %s, not the wheel %s", m.Name, m.Version, w.Filename)}
 	}
 	return m, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/matrix/pep440"
 )
 
 // updateTensorFlow reads tensorflow's releases from PyPI's JSON API and,
@@ -69,7 +70,8 @@ func (o *options) pypiNewReleases(ctx context.Context, src Source, project strin
 func newReleases(proj pypiProject, known map[string]bool, floor matrix.Version) []matrix.Version {
 	var out []matrix.Version
 	for s, files := range proj.Releases {
-		if !finalRE.MatchString(s) || !slices.ContainsFunc(files, func(f pypiFile) bool { return !f.Yanked }) {
+		pv, err := pep440.Parse(s)
+		if err != nil || !pv.IsFinal() || strings.Contains(pv.Public(), "!") || !slices.ContainsFunc(files, func(f pypiFile) bool { return !f.Yanked }) {
 			continue
 		}
 		v, err := matrix.ParseVersion(s)
@@ -107,7 +109,9 @@ func (o *options) tensorflowRow(ctx context.Context, v matrix.Version, srcID str
 		if err != nil {
 			return matrix.TensorFlow{}, "", &FormatError{URL: u, Err: err}
 		}
-		if r.extra() != "and-cuda" || !r.onLinux() {
+		if ok, err := o.holds(SourceTensorFlow, u, r, linuxX86(), "and-cuda"); err != nil {
+			return matrix.TensorFlow{}, "", err
+		} else if !ok {
 			continue
 		}
 		if p, ok := exactPin(r); ok {

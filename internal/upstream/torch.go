@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/matrix/pep508"
 )
 
 var (
@@ -138,20 +139,22 @@ func (o *options) readTorchPage(ctx context.Context, page string) ([]torchReleas
 	if err != nil {
 		return nil, err
 	}
-	wheels, err := parseSimplePage(page, body)
+	wheels, skipped, err := parseSimplePage(page, body)
 	if err != nil {
 		return nil, err
 	}
+	o.warnSkipped(SourceTorch, page, skipped)
 	byVersion := map[string]*torchRelease{}
 	for _, w := range wheels {
-		if _, ok := cudaOfLocal(w.Local); !ok || !finalRE.MatchString(w.Version) || !w.linux() {
+		if _, ok := cudaOfLocal(w.Local); !ok || !w.final() || !w.linux() {
 			continue
 		}
 		r := byVersion[w.Version]
 		if r == nil {
 			v, err := matrix.ParseVersion(w.Version)
-			if err != nil {
-				return nil, &FormatError{URL: page, Err: fmt.Errorf("wheel %s: %w", w.Filename, err)}
+			if err != nil { // a final release the matrix cannot hold (1.2.3.4.5)
+				o.warnSkipped(SourceTorch, page, []string{fmt.Sprintf("wheel %s: %v", w.Filename, err)})
+				continue
 			}
 			r = &torchRelease{version: v, variants: map[string][]wheel{}}
 			byVersion[w.Version] = r
@@ -164,6 +167,40 @@ func (o *options) readTorchPage(ctx context.Context, page string) ([]torchReleas
 	}
 	slices.SortFunc(out, func(a, b torchRelease) int { return a.version.Compare(b.version) })
 	return out, nil
+}
+
+// maxWarned bounds the skipped links named on one page; the rest are
+// counted.
+const maxWarned = 5
+
+// warnSkipped reports the links of page that were skipped, as warnings on
+// the progress lines.
+func (o *options) warnSkipped(src Source, page string, skipped []string) {
+	for i, s := range skipped {
+		if i == maxWarned {
+			o.progress(src, fmt.Sprintf("warning: %s: %d more links skipped", page, len(skipped)-maxWarned))
+			return
+		}
+		o.progress(src, fmt.Sprintf("warning: %s: skipped %s", page, s))
+	}
+}
+
+// wheelEnv is the target a wheel installs on, for its Requires-Dist
+// markers: Linux, the wheel's machine and its CPython (cp312 → 3.12);
+// what the tags do not say is unknown.
+func wheelEnv(w wheel) pep508.Env {
+	machine := ""
+	switch {
+	case w.x8664():
+		machine = "x86_64"
+	case w.linux() && strings.HasSuffix(w.Platform, "_aarch64"):
+		machine = "aarch64"
+	}
+	py := ""
+	if m := cpythonRE.FindStringSubmatch(w.Python); m != nil {
+		py = "3." + m[1]
+	}
+	return pep508.LinuxEnv(machine, py)
 }
 
 // pickWheel is the wheel whose metadata stands for a variant: Linux
@@ -211,7 +248,9 @@ func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, 
 		if err != nil {
 			return matrix.TorchVariant{}, &FormatError{URL: w.MetadataURL(), Err: err}
 		}
-		if r.extra() != "" || !r.onLinux() {
+		if ok, err := o.holds(SourceTorch, w.MetadataURL(), r, wheelEnv(w), ""); err != nil {
+			return matrix.TorchVariant{}, err
+		} else if !ok {
 			continue
 		}
 		for _, lib := range []string{"cudnn", "nccl"} {

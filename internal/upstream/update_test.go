@@ -418,6 +418,30 @@ func TestUpdateNewVariantOfKnownRelease(t *testing.T) {
 // TestUpdateRefusesBadUpstream: a malformed page, a metadata file that
 // is not metadata, and a hash mismatch are errors naming the URL, and
 // no overlay comes back.
+// TestUpdateSkipsGarbledWheelName: one link whose file name is not a wheel
+// name is skipped with a warning that names it, and the page's releases
+// are still read (issue 43: it failed the whole update).
+func TestUpdateSkipsGarbledWheelName(t *testing.T) {
+	db := builtin(t)
+	w := newWorld(t, db)
+	w.f.links["torchvision"] = append(w.f.links["torchvision"], link{raw: `<a href="/whl/cu126/torchvision-0.99.0.whl#sha256=00">torchvision-0.99.0.whl</a>`})
+	var warnings []string
+	ov, err := Update(t.Context(), db, append(w.opts(), WithProgress(func(s Source, m string) {
+		if strings.HasPrefix(m, "warning: ") {
+			warnings = append(warnings, m)
+		}
+	}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ov.File.Torch) == 0 {
+		t.Error("no torch rows: the page with the garbled link was not read")
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "torchvision-0.99.0.whl") || !strings.Contains(warnings[0], "/torchvision/") {
+		t.Errorf("warnings %q, want one naming the link and its page", warnings)
+	}
+}
+
 func TestUpdateRefusesBadUpstream(t *testing.T) {
 	db := builtin(t)
 	tests := []struct {
@@ -431,14 +455,6 @@ func TestUpdateRefusesBadUpstream(t *testing.T) {
 			name:   "page without wheel links",
 			setup:  func(w *world) { w.f.links["torch"] = []link{{raw: `<p>Service temporarily unavailable</p>`}} },
 			urlHas: func(w *world) string { return w.f.torchURL() + "/torch/" },
-			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
-		},
-		{
-			name: "garbled wheel name",
-			setup: func(w *world) {
-				w.f.links["torchvision"] = append(w.f.links["torchvision"], link{raw: `<a href="/whl/cu126/torchvision-0.99.0.whl#sha256=00">torchvision-0.99.0.whl</a>`})
-			},
-			urlHas: func(w *world) string { return w.f.torchURL() + "/torchvision/" },
 			is:     func(err error) bool { var fe *FormatError; return errors.As(err, &fe) },
 		},
 		{
