@@ -3,6 +3,7 @@ package matrix
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/gpuimg/gpuimg/matrix/pep440"
@@ -25,7 +26,7 @@ func TestVersionOrderIsPEP440(t *testing.T) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatal(err)
 	}
-	all := append(p.Version.Ordered, "2.5.0.dev5000000000", "2.5.0.dev1", "2.5.0rc4294967297", "2.5.0rc1",
+	all := append(slices.Clone(p.Version.Ordered), "2.5.0.dev5000000000", "2.5.0.dev1", "2.5.0rc4294967297", "2.5.0rc1",
 		"8.9.2.26", "8.9.2", "535.104.05", "535.104.5", "12.2", "12.2.0", "2.3.1+cu121")
 	type pair struct {
 		m Version

@@ -76,8 +76,7 @@ func parseSimplePage(pageURL string, body []byte) (wheels []wheel, skipped []str
 		if n.Type == html.ElementNode && n.Data == "a" {
 			anchors++
 			w, isWheel, err := wheelFromAnchor(base, n)
-			var nameErr *wheelNameError
-			if errors.As(err, &nameErr) {
+			if nameErr, ok := errors.AsType[*wheelNameError](err); ok {
 				skipped = append(skipped, nameErr.Error())
 				return
 			}
