@@ -73,6 +73,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"bad output", []string{"matrix", "resolve", "-o", "xml"}, 2, `unknown output format "xml"`, "", true},
 		{"check passes", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100"}, 0, "", "verdict: pass", false},
 		{"check fails on an old driver", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "470.57.02"}, 1, "does not run", "FAIL  driver", true},
+		{"check judges the stack resolve gives for the host", []string{"matrix", "check", "--torch", "2.7", "--driver", "525.60.13", "--gpu", "a100"}, 0, "", "stack: CUDA 11.8.0, torch 2.7.1 (CUDA 11.8)", false},
 		{"check needs a host", []string{"matrix", "check", "--torch", "2.3"}, 2, "nothing to check against", "", true},
 		{"compat needs driver", []string{"matrix", "resolve", "--compat"}, 2, "--compat needs --driver", "", true},
 		{"list torch", []string{"matrix", "list", "torch"}, 0, "", "2.3.1", false},

@@ -249,6 +249,14 @@ func newCheckCmd(mo *MatrixOptions) *cobra.Command {
 driver against the stack's floor, strictly and under minor-version
 compatibility, and the GPU against the CUDA toolkit's and each framework's
 compiled architectures (native SASS, or PTX that the driver JIT-compiles).
+--gpu may name several GPUs (a100,h100): the stack must run on each.
+
+Without --stack, check and resolve answer the same question the same way:
+the stack the flags resolve to without a host is judged; when it does not
+run on the host, check judges the stack "gpuimg matrix resolve" gives for
+the same flags (--driver and --gpu as constraints) instead, and a warning
+names the default that does not fit. When no stack fits, the default's
+failed checks stand.
 
 Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 		Example: `  gpuimg matrix check --cuda 12.4 --torch 2.5 --driver 535.104.05 --gpu h100
@@ -274,15 +282,11 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			stack, err := loadOrResolve(db, stackFile, c)
+			hc, err := checkHost(db, stackFile, c)
 			if err != nil {
 				return err
 			}
-			fs, err := db.CheckStack(stack, matrix.Host{Driver: c.Driver, GPU: c.GPU})
-			if err != nil {
-				return invalid(err, "")
-			}
-			return renderFindings(cmd.OutOrStdout(), output, stack, fs)
+			return renderFindings(cmd.OutOrStdout(), output, hc)
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
@@ -292,17 +296,34 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 	return cmd
 }
 
-func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Stack, error) {
-	var s matrix.Stack
+// checkHost judges the stack of file on c's host, or, without a file, the
+// stack c resolves to on that host (matrix.CheckConstraints: the one rule
+// matrix check and matrix resolve share).
+func checkHost(db *matrix.DB, file string, c matrix.Constraints) (matrix.HostCheck, error) {
 	if file == "" {
-		// The stack is resolved without the host: the host is what is checked.
-		c.Driver, c.GPU = matrix.Version{}, ""
-		s, err := db.Resolve(c)
-		if err != nil {
-			return s, renderConflict(io.Discard, "table", err)
+		hc, err := db.CheckConstraints(c)
+		if errors.Is(err, matrix.ErrNoStack) {
+			return hc, renderConflict(io.Discard, "table", err)
 		}
-		return s, nil
+		if err != nil {
+			return hc, invalid(err, "")
+		}
+		return hc, nil
 	}
+	s, err := loadStack(file)
+	if err != nil {
+		return matrix.HostCheck{}, err
+	}
+	fs, err := db.CheckStack(s, matrix.Host{Driver: c.Driver, GPU: c.GPU})
+	if err != nil {
+		return matrix.HostCheck{}, invalid(err, "")
+	}
+	return matrix.HostCheck{Stack: s, Findings: fs}, nil
+}
+
+// loadStack reads a stack file, as matrix resolve -o json writes it.
+func loadStack(file string) (matrix.Stack, error) {
+	var s matrix.Stack
 	var b []byte
 	var err error
 	if file == "-" {
@@ -323,13 +344,15 @@ func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Sta
 	return s, nil
 }
 
-func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {
+func renderFindings(w io.Writer, output string, hc matrix.HostCheck) error {
+	s, fs := hc.Stack, hc.Findings
 	verdict := matrix.Verdict(fs)
 	v := struct {
 		Stack   matrix.Stack     `json:"stack"`
+		Default *matrix.Stack    `json:"default_stack,omitempty"`
 		Checks  []matrix.Finding `json:"checks"`
 		Verdict matrix.Status    `json:"verdict"`
-	}{s, fs, verdict}
+	}{s, hc.Default, fs, verdict}
 	err := render(w, output, v, func() error {
 		fmt.Fprintf(w, "stack: %s\n", s.Summary())
 		t := newTable(w)
