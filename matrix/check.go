@@ -141,11 +141,16 @@ type HostCheck struct {
 // flags) is judged instead, with a warning that names the default and its
 // failed checks. When no stack fits the host either, the default's
 // findings stand, with a failed "resolve" finding giving the resolver's
-// reason. A resolve error without the host is returned as it is.
+// reason. A resolve error without the host is returned as it is. With
+// c.Target the host is the target's driver (unless c gives one) and its
+// GPUs narrowed by c's (NarrowTarget), as Resolve takes them.
 func (db *DB) CheckConstraints(c Constraints) (HostCheck, error) {
-	host := Host{Driver: c.Driver, GPU: c.GPU}
+	host, err := db.hostOf(c)
+	if err != nil {
+		return HostCheck{}, err
+	}
 	bare := c
-	bare.Driver, bare.GPU, bare.Compat = Version{}, "", false
+	bare.Driver, bare.GPU, bare.Compat, bare.Target = Version{}, "", false, ""
 	def, err := db.Resolve(bare)
 	if err != nil {
 		return HostCheck{}, err
@@ -177,7 +182,7 @@ func (db *DB) CheckConstraints(c Constraints) (HostCheck, error) {
 		}
 	}
 	note := Finding{Name: "stack", Status: Warn, Message: fmt.Sprintf(
-		"without the host these constraints resolve to %s, which does not run here (failed: %s); these checks judge %s, the stack gpuimg matrix resolve gives with the host as constraints: build with the same --driver and --gpu to get it",
+		"without the host these constraints resolve to %s, which does not run here (failed: %s); these checks judge %s, the stack gpuimg matrix resolve gives with the host as constraints: build with the same host flags (--driver, --gpu, --target) to get it",
 		def.Short(), strings.Join(failed, ", "), fit.Short())}
 	return HostCheck{Stack: fit, Findings: append([]Finding{note}, fitFs...), Default: &def}, nil
 }
@@ -190,4 +195,25 @@ func Verdict(fs []Finding) Status {
 		}
 	}
 	return Pass
+}
+
+// hostOf is the host c describes: its driver and GPUs, or, with a
+// target, the target's driver unless c gives one and the target's GPUs
+// narrowed to c's.
+func (db *DB) hostOf(c Constraints) (Host, error) {
+	if c.Target == "" {
+		return Host{Driver: c.Driver, GPU: c.GPU}, nil
+	}
+	t, err := db.Target(c.Target)
+	if err != nil {
+		return Host{}, err
+	}
+	if t, _, err = db.NarrowTarget(t, c.GPU); err != nil {
+		return Host{}, err
+	}
+	h := Host{Driver: c.Driver, GPU: strings.Join(t.GPUs, ",")}
+	if h.Driver.IsZero() {
+		h.Driver = t.Driver
+	}
+	return h, nil
 }

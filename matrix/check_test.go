@@ -33,6 +33,10 @@ func TestCheckConstraints(t *testing.T) {
 			Constraints{Torch: torch("2.7"), Driver: MustVersion("570.124.06"), GPU: "h100"}, Pass, "12.6.3", true, ""},
 		{"no stack fits the host: the default's failures stand",
 			Constraints{Torch: torch("2.7"), CUDA: MustConstraint("12.6"), Driver: MustVersion("525.60.13"), GPU: "a100"}, Fail, "12.6.3", true, "no stack with these constraints runs on this host either"},
+		{"a target's host, narrowed by --gpu: B200 is not judged",
+			Constraints{Torch: torch("2.6"), Target: "eks/al2023", GPU: "h100"}, Pass, "12.4.1", true, "supports H100-SXM"},
+		{"without --gpu the fleet's B200 is judged too",
+			Constraints{Torch: torch("2.6"), Target: "eks/al2023"}, Fail, "12.4.1", true, "has no kernels for B200"},
 		{"several GPUs are each judged",
 			Constraints{Torch: torch("2.7"), Driver: MustVersion("525.85.05"), GPU: "a100,h100"}, Pass, "11.8.0", false, "supports H100-SXM"},
 	} {

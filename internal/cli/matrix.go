@@ -48,8 +48,9 @@ A framework's wheels may be built for an older CUDA than the image's within
 the same major version (minor-version compatibility), never a newer one.
 
 --target NAME resolves for a fleet of the matrix (gpuimg matrix list targets):
-its driver is --driver and its GPUs are --gpu, unless you give those yourself
-(yours win). A stack the fleet's driver meets strictly is preferred; when
+its driver is --driver unless you give one (yours wins), and its GPUs are
+--gpu; a --gpu you give narrows the fleet's GPUs to those your hosts have
+(it must be one of them). A stack the fleet's driver meets strictly is preferred; when
 there is none, the newest that runs under CUDA minor-version compatibility.
 The notes say what came from the target. See docs/targets.md.
 
@@ -250,6 +251,7 @@ driver against the stack's floor, strictly and under minor-version
 compatibility, and the GPU against the CUDA toolkit's and each framework's
 compiled architectures (native SASS, or PTX that the driver JIT-compiles).
 --gpu may name several GPUs (a100,h100): the stack must run on each.
+--target NAME takes the host from a fleet of the matrix, as resolve does.
 
 Without --stack, check and resolve answer the same question the same way:
 the stack the flags resolve to without a host is judged; when it does not
@@ -275,8 +277,11 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			if c.Driver.IsZero() && c.GPU == "" {
-				return invalid(errors.New("nothing to check against"), "give --driver VERSION and/or --gpu NAME")
+			if c.Driver.IsZero() && c.GPU == "" && c.Target == "" {
+				return invalid(errors.New("nothing to check against"), "give --driver VERSION and/or --gpu NAME, or --target NAME")
+			}
+			if stackFile != "" && c.Target != "" {
+				return invalid(errors.New("--stack and --target exclude each other"), "give the fleet's --driver and --gpu with --stack")
 			}
 			db, err := mo.Load()
 			if err != nil {
@@ -290,7 +295,8 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
-	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)", "NVIDIA driver of the hosts (535.104.05)")
+	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6); several separated by commas; with --target, it narrows the fleet's GPUs", "NVIDIA driver of the hosts (535.104.05)")
+	so.bind(cmd.Flags(), matrix.FieldTarget, "fleet the hosts are (sagemaker/p5; gpuimg matrix list targets): its driver and GPUs are the host, --driver replaces the driver, --gpu narrows the GPUs")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
 	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd

@@ -72,7 +72,7 @@ type ExpandOptions struct {
 func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*Plan, error) {
 	plan := &Plan{Repository: f.Repository, Variants: []Variant{}, Skipped: []Skipped{}}
 	for _, t := range f.Targets {
-		if _, err := db.Target(t.Target); err != nil {
+		if _, err := t.Fleet(db); err != nil {
 			return nil, fmt.Errorf("expand %s: targets: %w", f.name(), err)
 		}
 	}

@@ -187,6 +187,13 @@ matrix:
   torch: ["2.7"]
   gpu: [nosuchgpu]
 `, `resolve torch 2.7, gpu nosuchgpu:`},
+		{"a target gpu outside the fleet", `repository: r.example.com/t
+tag: "{torch}"
+matrix:
+  torch: ["2.7"]
+targets:
+  - {target: sagemaker/p5, repository: r.example.com/p5, gpu: [l4]}
+`, `targets: target sagemaker/p5: gpu: GPU L4 is not among target sagemaker/p5's GPUs (H100-SXM)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
