@@ -34,6 +34,7 @@ func (db *DB) resolveTarget(c Constraints) (Stack, error) {
 	if err != nil {
 		return Stack{}, err
 	}
+	used := tc // the constraints s was found with
 	if s == nil && !tc.Compat && !tc.Driver.IsZero() {
 		cc := tc
 		cc.Compat = true
@@ -42,7 +43,7 @@ func (db *DB) resolveTarget(c Constraints) (Stack, error) {
 			return Stack{}, err
 		}
 		if compat != nil {
-			s = compat
+			s, used = compat, cc
 			notes = append(notes, fmt.Sprintf("no stack meets driver %s strictly with these constraints, so this one runs on it under CUDA minor-version compatibility", tc.Driver))
 		} else {
 			tc, fail = cc, cfail
@@ -55,8 +56,11 @@ func (db *DB) resolveTarget(c Constraints) (Stack, error) {
 		}
 		return Stack{}, ce
 	}
-	st := *s
+	st := db.offerSupported(*s, used)
 	st.Target = t.Name
+	if st.SupportedAlternative != nil {
+		st.SupportedAlternative.Target = t.Name
+	}
 	if src, ok := db.Sources[t.Source]; ok {
 		st.Sources[t.Source] = src.URL
 	}

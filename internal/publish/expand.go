@@ -225,7 +225,7 @@ func (f *File) name() string {
 // stackKey identifies what a stack builds: its JSON without the notes,
 // which say why the resolver chose it and differ with the constraints.
 func stackKey(s matrix.Stack) (string, error) {
-	s.Notes = nil
+	s.Notes, s.SupportedAlternative = nil, nil
 	b, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("encode stack: %w", err)
@@ -293,6 +293,7 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s.SupportedAlternative = nil // advice, not content
 	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms.Strings())), Epoch: opts.SourceDateEpoch}
 	if opts.Compression != "" && opts.Compression != builder.DefaultCompression {
 		in.Compression = opts.Compression
