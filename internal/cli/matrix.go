@@ -36,6 +36,7 @@ the format is in docs/matrix-data.md.`,
 func newResolveCmd(mo *MatrixOptions) *cobra.Command {
 	so := &StackOptions{}
 	var output string
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "resolve",
 		Short: "Turn version constraints into one fully pinned stack",
@@ -55,7 +56,12 @@ there is none, the newest that runs under CUDA minor-version compatibility.
 The notes say what came from the target. See docs/targets.md.
 
 When nothing fits, resolve exits 1, says which constraints conflict and why,
-and lists the stacks that work with one constraint dropped.`,
+and lists the stacks that work with one constraint dropped.
+
+--all answers "which releases run on my fleet?": every release of the one
+framework given (--torch any, or a range) is resolved with the other flags,
+newest first, each with its best stack or why none fits (-o json for CI);
+it exits 1 when none fits.`,
 		Example: `  # CUDA 12.2 image with PyTorch 2.3 (cu121 wheels through minor-version compatibility)
   gpuimg matrix resolve --cuda 12.2 --torch 2.3
 
@@ -68,7 +74,10 @@ and lists the stacks that work with one constraint dropped.`,
   # The newest PyTorch for SageMaker p5 endpoints (driver 535, H100), and for a
   # fleet of A10G and L4 hosts on driver 535.104.05
   gpuimg matrix resolve --torch latest --target sagemaker/p5
-  gpuimg matrix resolve --torch latest --gpu a10g,l4 --driver 535.104.05`,
+  gpuimg matrix resolve --torch latest --gpu a10g,l4 --driver 535.104.05
+
+  # Every PyTorch release that runs on driver 525 hosts with A100 GPUs
+  gpuimg matrix resolve --all --torch any --driver 525.60.13 --gpu a100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(cmd.Flags()); err != nil {
@@ -82,6 +91,9 @@ and lists the stacks that work with one constraint dropped.`,
 			if err != nil {
 				return err
 			}
+			if all {
+				return resolveAll(cmd.OutOrStdout(), output, db, c)
+			}
 			s, err := db.Resolve(c)
 			if err != nil {
 				return renderConflict(cmd.OutOrStdout(), output, err)
@@ -90,6 +102,7 @@ and lists the stacks that work with one constraint dropped.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
+	cmd.Flags().BoolVar(&all, "all", false, "list every release of the one framework given (--torch any) that fits the other flags (driver, GPUs, target, Python), each with its best stack or why none fits")
 	outputFlag(cmd.Flags(), &output, "output", "table", "json", "yaml")
 	return cmd
 }
