@@ -64,4 +64,3 @@ func releasesTable(w io.Writer, v releasesView) error {
 	_, err := fmt.Fprintf(w, "%d of %d %s releases fit; gpuimg matrix resolve --%s VERSION with the same flags shows one in full\n", v.Fits, len(v.Releases), v.Framework, v.Framework)
 	return err
 }
-
