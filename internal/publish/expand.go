@@ -62,19 +62,22 @@ type ExpandOptions struct {
 // (the first axis varying slowest), minus the combinations an exclude
 // entry matches, plus f.Include (never excluded), each resolved with db. A combination the
 // resolver refuses is Skipped with the resolver's reason (not an error),
-// as is an excluded one. Combinations that resolve to the same stack give
+// as is an excluded one, and one whose stack cannot pass the file's
+// validate: (its driver and GPUs) or a targets: fleet (its driver and
+// GPUs, narrowed by gpu:), judged as matrix check judges a stack
+// (matrix.DB.CheckStack): it would be built and never tagged. Combinations that resolve to the same stack give
 // one variant; the later ones are Skipped as "same stack as NAME". The
 // order is deterministic.
 //
-// Errors: a resolver input error (an unknown GPU), a tag template field
+// Errors: an unknown GPU in validate: or a target's gpu:, an unknown
+// target, a resolver input error (an unknown GPU), a tag template field
 // the stack lacks, a rendered tag that is not a valid OCI tag, or two
 // different stacks rendering to the same tag.
 func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*Plan, error) {
 	plan := &Plan{Repository: f.Repository, Variants: []Variant{}, Skipped: []Skipped{}}
-	for _, t := range f.Targets {
-		if _, err := t.Fleet(db); err != nil {
-			return nil, fmt.Errorf("expand %s: targets: %w", f.name(), err)
-		}
+	hosts, err := planHosts(db, f)
+	if err != nil {
+		return nil, err
 	}
 	byStack := map[string]string{} // stack key -> variant name
 	byName := map[string]bool{}
@@ -105,6 +108,12 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		}
 		if err != nil {
 			return nil, fmt.Errorf("expand %s: resolve %s: %w", f.name(), combo, err)
+		}
+		if why, err := cannotPass(db, stack, hosts); err != nil {
+			return nil, fmt.Errorf("expand %s: %s: %w", f.name(), combo, err)
+		} else if why != "" {
+			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: why})
+			continue
 		}
 		key, err := stackKey(stack)
 		if err != nil {
@@ -357,4 +366,65 @@ func Dockerfile(s matrix.Stack, e builder.Extras, opts ExpandOptions) (string, e
 		return "", fmt.Errorf("generate Dockerfile for %s: FROM line not found", s.BaseImage)
 	}
 	return strings.ReplaceAll(df, from, "\nFROM "+s.BaseImage), nil
+}
+
+// planHost is a host the plan's variants must pass on: validate:'s, or a
+// targets: fleet's.
+type planHost struct {
+	what string // "validate:", "target sagemaker/p5"
+	host matrix.Host
+}
+
+// planHosts are the hosts of f's validate: and targets:, checked: an
+// unknown GPU or target is an error before anything is built.
+func planHosts(db *matrix.DB, f *File) ([]planHost, error) {
+	var out []planHost
+	for i, g := range f.Validate.GPU {
+		if _, err := db.FindGPU(g); err != nil {
+			return nil, fmt.Errorf("expand %s: validate.gpu[%d]: %w", f.name(), i, err)
+		}
+	}
+	if !f.Validate.Driver.IsZero() || len(f.Validate.GPU) > 0 {
+		out = append(out, planHost{"validate", matrix.Host{Driver: f.Validate.Driver, GPU: strings.Join(f.Validate.GPU, ",")}})
+	}
+	for _, ts := range f.Targets {
+		t, err := ts.Fleet(db)
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: targets: %w", f.name(), err)
+		}
+		out = append(out, planHost{"target " + t.Name, matrix.Host{Driver: t.Driver, GPU: strings.Join(t.GPUs, ",")}})
+	}
+	return out, nil
+}
+
+// cannotPass says why stack s cannot pass validation on one of hosts (the
+// first failed check of the first such host), or "" when it passes on all.
+func cannotPass(db *matrix.DB, s matrix.Stack, hosts []planHost) (string, error) {
+	for _, h := range hosts {
+		fs, err := db.CheckStack(s, h.host)
+		if err != nil {
+			return "", err
+		}
+		for _, f := range fs {
+			if f.Status == matrix.Fail {
+				return fmt.Sprintf("%s would fail %s (%s): %s: %s", s.Short(), h.what, hostWords(h.host), f.Name, f.Message), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// hostWords names a host: "driver 535.104.05, GPUs h100,l4".
+func hostWords(h matrix.Host) string {
+	var parts []string
+	if !h.Driver.IsZero() {
+		parts = append(parts, "driver "+h.Driver.String())
+	}
+	if h.GPU != "" {
+		parts = append(parts, "GPUs "+h.GPU)
+	}
+	if len(parts) == 0 {
+		return "no driver or GPUs recorded"
+	}
+	return strings.Join(parts, ", ")
 }

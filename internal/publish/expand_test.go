@@ -187,6 +187,12 @@ matrix:
   torch: ["2.7"]
   gpu: [nosuchgpu]
 `, `resolve torch 2.7, gpu nosuchgpu:`},
+		{"unknown GPU in validate:", `repository: r.example.com/t
+tag: "{torch}"
+matrix:
+  torch: ["2.7"]
+validate: {driver: 580.95.05, gpu: [h100, h1000]}
+`, `validate.gpu[1]: unknown GPU "h1000"`},
 		{"a target gpu outside the fleet", `repository: r.example.com/t
 tag: "{torch}"
 matrix:
@@ -289,5 +295,43 @@ func TestInputs(t *testing.T) {
 		if !strings.Contains(df, c.from) || strings.Contains(df, unpinned) || !strings.Contains(df, "numpy==2.1.3") {
 			t.Errorf("Dockerfile lacks %q or has the placeholder:\n%s", c.from, df)
 		}
+	}
+}
+
+// TestExpandJudgesValidation: the plan refuses a variant whose stack
+// cannot pass the file's validate: or a target fleet (issue 43 item 8),
+// with the reason validation would give. Facts: cuda.yaml (driver
+// 535.104.05 reports CUDA 12.2; CUDA 12.6.3's floor is 560.35.05);
+// targets.yaml (sagemaker/p5: driver 535.54.03, H100-SXM).
+func TestExpandJudgesValidation(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		extra    string
+		variants int
+		reason   string
+	}{
+		{"validate: passes", "validate: {driver: 580.95.05, gpu: [h100, l4]}\n", 2, ""},
+		{"validate: driver too old for CUDA 12.6", "validate: {driver: 535.104.05}\n", 1, "torch 2.7.1 cu126 py3.12 would fail validate (driver 535.104.05): require_cuda: driver 535.104.05 reports CUDA 12.2"},
+		{"a target fleet's driver", "targets:\n  - {target: sagemaker/p5, repository: r.example.com/p5}\n", 1, "would fail target sagemaker/p5 (driver 535.54.03, GPUs H100-SXM)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := `repository: r.example.com/t
+tag: "{torch}-cu{cuda_short}"
+matrix:
+  torch: ["2.7"]
+  cuda: ["11.8", "12.6"]
+` + tt.extra
+			p := expand(t, src, ExpandOptions{})
+			if len(p.Variants) != tt.variants {
+				t.Errorf("variants %q, want %d", names(p), tt.variants)
+			}
+			var reasons []string
+			for _, s := range p.Skipped {
+				reasons = append(reasons, s.Reason)
+			}
+			if tt.reason != "" && !strings.Contains(strings.Join(reasons, "\n"), tt.reason) {
+				t.Errorf("skipped %q, want one saying %q", reasons, tt.reason)
+			}
+		})
 	}
 }
