@@ -287,3 +287,42 @@ func TestPublishWorkflows(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishDocExample expands the publish file of docs/publish.md, which
+// adds targets: to publish.yaml: every variant passes validate: and each
+// target fleet at plan time (issue 43 item 8), so none is skipped for
+// validation.
+func TestPublishDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/publish.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	src, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/publish.md has no yaml block")
+	}
+	f, err := publish.ParseFile("docs/publish.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Targets) == 0 {
+		t.Fatal("the docs' publish file has no targets:")
+	}
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := publish.Expand(t.Context(), db, f, publish.ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Skipped {
+		if strings.Contains(s.Reason, "would fail") {
+			t.Errorf("skipped %v: %s", s.Axes, s.Reason)
+		}
+	}
+	if len(p.Variants) != 9 {
+		t.Errorf("%d variants, want publish.yaml's 9", len(p.Variants))
+	}
+}
