@@ -62,10 +62,11 @@ type ExpandOptions struct {
 // (the first axis varying slowest), minus the combinations an exclude
 // entry matches, plus f.Include (never excluded), each resolved with db. A combination the
 // resolver refuses is Skipped with the resolver's reason (not an error),
-// as is an excluded one, and one whose stack cannot pass the file's
+// as is an excluded one. A variant whose stack cannot pass the file's
 // validate: (its driver and GPUs) or a targets: fleet (its driver and
 // GPUs, narrowed by gpu:), judged as matrix check judges a stack
-// (matrix.DB.CheckStack): it would be built and never tagged. Combinations that resolve to the same stack give
+// (matrix.DB.CheckStack), is marked: its Validation says which check
+// fails (it would be built and never tagged). Combinations that resolve to the same stack give
 // one variant; the later ones are Skipped as "same stack as NAME". The
 // order is deterministic.
 //
@@ -109,11 +110,9 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		if err != nil {
 			return nil, fmt.Errorf("expand %s: resolve %s: %w", f.name(), combo, err)
 		}
-		if why, err := cannotPass(db, stack, hosts); err != nil {
+		why, err := cannotPass(db, stack, hosts)
+		if err != nil {
 			return nil, fmt.Errorf("expand %s: %s: %w", f.name(), combo, err)
-		} else if why != "" {
-			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: why})
-			continue
 		}
 		key, err := stackKey(stack)
 		if err != nil {
@@ -139,7 +138,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		}
 		byStack[key], byName[tag] = tag, true
 		plan.Variants = append(plan.Variants, Variant{
-			Name: tag, Tag: f.Repository + ":" + tag, Axes: axes, Stack: stack, Inputs: inputs,
+			Name: tag, Tag: f.Repository + ":" + tag, Axes: axes, Stack: stack, Inputs: inputs, Validation: why,
 		})
 	}
 	for _, v := range plan.Variants {
@@ -244,7 +243,9 @@ func stackKey(s matrix.Stack) (string, error) {
 
 // Fields are the template fields of a variant: the axes as written,
 // overridden by the resolved values where the stack has them (cuda,
-// cuda_short, python, os, flavor, torch, tensorflow, jax, cudnn, gpu).
+// cuda_short, python, os, flavor, torch, tensorflow, jax, their wheels'
+// CUDA torch_cuda_short, tensorflow_cuda_short, jax_cuda_short, cudnn,
+// gpu).
 func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 	out := maps.Clone(axes)
 	if out == nil {
@@ -266,6 +267,11 @@ func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 	set("flavor", s.Flavor)
 	for _, fw := range matrix.FrameworkNames() {
 		set(fw, s.Frameworks[fw].Version)
+		short := ""
+		if v, err := matrix.ParseVersion(s.Frameworks[fw].CUDA); err == nil && s.Frameworks[fw].CUDA != "" {
+			short = matrix.CUDATag(v)
+		}
+		set(WheelCUDAShortField(fw), short)
 	}
 	if s.CuDNN != "" {
 		out["cudnn"] = s.CuDNN

@@ -298,19 +298,19 @@ func TestInputs(t *testing.T) {
 	}
 }
 
-// TestExpandJudgesValidation: the plan refuses a variant whose stack
-// cannot pass the file's validate: or a target fleet (issue 43 item 8),
+// TestExpandJudgesValidation: the plan marks a variant whose stack
+// cannot pass the file's validate: or a target fleet (issue 43 item 8)
 // with the reason validation would give. Facts: cuda.yaml (driver
 // 535.104.05 reports CUDA 12.2; CUDA 12.6.3's floor is 560.35.05);
 // targets.yaml (sagemaker/p5: driver 535.54.03, H100-SXM).
 func TestExpandJudgesValidation(t *testing.T) {
 	for _, tt := range []struct {
-		name     string
-		extra    string
-		variants int
-		reason   string
+		name   string
+		extra  string
+		marked int // variants marked as failing validation
+		reason string
 	}{
-		{"validate: passes", "validate: {driver: 580.95.05, gpu: [h100, l4]}\n", 2, ""},
+		{"validate: passes", "validate: {driver: 580.95.05, gpu: [h100, l4]}\n", 0, ""},
 		{"validate: driver too old for CUDA 12.6", "validate: {driver: 535.104.05}\n", 1, "torch 2.7.1 cu126 py3.12 would fail validate (driver 535.104.05): require_cuda: driver 535.104.05 reports CUDA 12.2"},
 		{"a target fleet's driver", "targets:\n  - {target: sagemaker/p5, repository: r.example.com/p5}\n", 1, "would fail target sagemaker/p5 (driver 535.54.03, GPUs H100-SXM)"},
 	} {
@@ -322,16 +322,41 @@ matrix:
   cuda: ["11.8", "12.6"]
 ` + tt.extra
 			p := expand(t, src, ExpandOptions{})
-			if len(p.Variants) != tt.variants {
-				t.Errorf("variants %q, want %d", names(p), tt.variants)
+			if len(p.Variants) != 2 {
+				t.Fatalf("variants %q, want 2 (marked, not dropped)", names(p))
 			}
 			var reasons []string
-			for _, s := range p.Skipped {
-				reasons = append(reasons, s.Reason)
+			for _, v := range p.Variants {
+				if v.Validation != "" {
+					reasons = append(reasons, v.Validation)
+				}
+			}
+			if len(reasons) != tt.marked {
+				t.Errorf("marked %q, want %d", reasons, tt.marked)
 			}
 			if tt.reason != "" && !strings.Contains(strings.Join(reasons, "\n"), tt.reason) {
-				t.Errorf("skipped %q, want one saying %q", reasons, tt.reason)
+				t.Errorf("marked %q, want one saying %q", reasons, tt.reason)
 			}
 		})
+	}
+}
+
+// TestWheelCUDAField: {torch_cuda_short} is the wheels' CUDA, {cuda_short}
+// the image's (issue 43 item 9). Facts: torch.yaml (torch 2.6.0 has cu118,
+// cu124 and cu126 wheels, none for 12.8), so on a CUDA 12.8 image it
+// installs cu126 wheels.
+func TestWheelCUDAField(t *testing.T) {
+	p := expand(t, `repository: r.example.com/t
+tag: "{torch}-cu{torch_cuda_short}-image{cuda_short}"
+matrix:
+  torch: ["2.6"]
+  cuda: ["12.8"]
+`, ExpandOptions{})
+	if got := names(p); len(got) != 1 || got[0] != "2.6.0-cu126-image128" {
+		t.Errorf("variants %q, want 2.6.0-cu126-image128", got)
+	}
+	f := Fields(p.Variants[0].Stack, nil)
+	if f["torch_cuda_short"] != "126" || f["cuda_short"] != "128" || f["jax_cuda_short"] != "" {
+		t.Errorf("fields %v", f)
 	}
 }
