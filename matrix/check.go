@@ -80,7 +80,13 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, fs...)
+		for _, f := range fs {
+			if len(gpus) > 1 {
+				// gpu/l4/cuda, as validate --target names a fleet's GPUs.
+				f.Name = strings.Replace(f.Name, "gpu", "gpu/"+strings.ToLower(g.Name), 1)
+			}
+			out = append(out, f)
+		}
 	}
 	return out, nil
 }
