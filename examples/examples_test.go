@@ -129,6 +129,14 @@ func TestPublishExample(t *testing.T) {
 	for _, v := range p.Variants {
 		names = append(names, v.Name)
 	}
+	// Nine variants, each passing the file's own validate: (expand marks a
+	// variant whose stack cannot, issue 43 item 8; with driver 535.104.05
+	// every one was).
+	for _, v := range p.Variants {
+		if v.Validation != "" {
+			t.Errorf("%s: %s", v.Name, v.Validation)
+		}
+	}
 	if len(names) != 9 || !slices.Contains(names, "2.7.1-cu128-py3.12") || !slices.Contains(names, "2.9.1-cu130-py3.12") {
 		t.Errorf("variants %q", names)
 	}
@@ -282,5 +290,43 @@ func TestPublishWorkflows(t *testing.T) {
 		if e["name"] == "" || !strings.HasSuffix(e["tag"], ":"+e["name"]) {
 			t.Errorf("entry %v: name is not the tag --only takes", e)
 		}
+	}
+}
+
+// TestPublishDocExample expands the publish file of docs/publish.md, which
+// adds targets: to publish.yaml: every variant passes validate: and each
+// target fleet at plan time (issue 43 item 8), so none is marked.
+func TestPublishDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/publish.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	src, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/publish.md has no yaml block")
+	}
+	f, err := publish.ParseFile("docs/publish.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Targets) == 0 {
+		t.Fatal("the docs' publish file has no targets:")
+	}
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := publish.Expand(t.Context(), db, f, publish.ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range p.Variants {
+		if v.Validation != "" {
+			t.Errorf("%s: %s", v.Name, v.Validation)
+		}
+	}
+	if len(p.Variants) != 9 {
+		t.Errorf("%d variants, want publish.yaml's 9", len(p.Variants))
 	}
 }

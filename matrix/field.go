@@ -56,7 +56,7 @@ var fields = [numFields]fieldInfo{
 	FieldGPU: {"GPU", "gpu", "h100", "GPU the stack must run on: name as typed or as nvidia-smi prints it (h100, rtx4090, 'NVIDIA H100 80GB HBM3'), or architecture (sm_90, 8.6); several separated by commas (a10g,l4) must all be covered",
 		true},
 	FieldDriver: {"driver", "driver", "535.104.05", "NVIDIA driver of the hosts (535.104.05); the stack's floor must not exceed it", true},
-	FieldTarget: {"target", "target", "sagemaker/p5", "fleet the image runs on (sagemaker/p5, gke/cos-latest; gpuimg matrix list targets): its driver and GPUs become --driver and --gpu unless those are given; a stack its driver meets strictly is preferred, else one under minor-version compatibility",
+	FieldTarget: {"target", "target", "sagemaker/p5", "fleet the image runs on (sagemaker/p5, gke/cos-latest; gpuimg matrix list targets): its driver becomes --driver unless one is given, and its GPUs --gpu (a --gpu given narrows them to the GPUs your hosts have); a stack its driver meets strictly is preferred, else one under minor-version compatibility",
 		true},
 }
 

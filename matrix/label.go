@@ -16,6 +16,7 @@ func (s Stack) LabelValue() (string, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
+	s.SupportedAlternative = nil // advice, not what the image holds
 	if err := enc.Encode(s); err != nil {
 		return "", fmt.Errorf("encode %s label: %w", StackLabel, err)
 	}

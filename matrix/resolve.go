@@ -29,9 +29,35 @@ func (db *DB) Resolve(c Constraints) (Stack, error) {
 		return Stack{}, err
 	}
 	if s != nil {
-		return *s, nil
+		return db.offerSupported(*s, c), nil
 	}
 	return Stack{}, db.explain(c, fail)
+}
+
+// offerSupported adds to s, when its base image is end of life, the
+// newest stack on a supported base that satisfies c (a search that skips
+// end-of-life images), and a note that names it or says there is none.
+// The rule (docs/matrix-data.md, "The resolver's preference order"): the
+// newest framework stays the answer, as the user's framework constraint
+// comes first, and the supported stack is offered beside it.
+func (db *DB) offerSupported(s Stack, c Constraints) Stack {
+	if !s.BaseImageEOL {
+		return s
+	}
+	alt, _, err := db.resolveIn(c, true)
+	if err != nil || alt == nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("no stack on a base image NVIDIA supports fits these constraints: %s is the only kind that does", s.BaseImage))
+		return s
+	}
+	pin := []string{}
+	for _, fw := range alt.FrameworkList() {
+		pin = append(pin, fmt.Sprintf("--%s %s", fw.Name, fw.Version))
+	}
+	pin = append(pin, "--cuda "+alt.CUDA)
+	s.Notes = append(s.Notes, fmt.Sprintf("%s fits these constraints only on end-of-life bases; the newest stack on a supported one is %s (%s): add %s for it (supported_alternative in -o json)",
+		s.Short(), alt.Short(), alt.BaseImage, strings.Join(pin, " ")))
+	s.SupportedAlternative = alt
+	return s
 }
 
 // search holds what stays fixed while candidate stacks are tried.
@@ -47,6 +73,9 @@ type search struct {
 	// standalone allows a standalone Python (StandalonePython) where the
 	// OS packages none that fits: the second pass of resolve.
 	standalone bool
+	// supportedOnly skips base images NVIDIA has marked end of life
+	// (offerSupported's search).
+	supportedOnly bool
 }
 
 // resolve searches twice: with the OSes' own Pythons only, then, when
@@ -55,10 +84,16 @@ type search struct {
 // preferred over a more preferred CUDA, framework or OS. The failures are
 // both passes' (the furthest stage wins).
 func (db *DB) resolve(c Constraints) (*Stack, *failures, error) {
+	return db.resolveIn(c, false)
+}
+
+// resolveIn is resolve, on supported base images only when supportedOnly.
+func (db *DB) resolveIn(c Constraints, supportedOnly bool) (*Stack, *failures, error) {
 	s, lists, err := db.newSearch(c)
 	if err != nil {
 		return nil, nil, err
 	}
+	s.supportedOnly = supportedOnly
 	if st := s.run(lists); st != nil || len(db.StandalonePythons) == 0 {
 		return st, s.fails, nil
 	}

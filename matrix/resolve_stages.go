@@ -225,7 +225,7 @@ func (s *search) checkCUDA(combo []fwChoice, r CUDARelease) (*onCUDA, bool) {
 // or without system cuDNN.
 func (s *search) pickImage(cand *onCUDA, o OS) (*BaseImage, string, bool) {
 	for i := range cand.rows {
-		if !slices.Contains(cand.rows[i].OS, o.Name) {
+		if !slices.Contains(cand.rows[i].OS, o.Name) || s.supportedOnly && cand.rows[i].EOL {
 			continue
 		}
 		for _, f := range cand.rows[i].Flavors {

@@ -7,9 +7,9 @@ import (
 )
 
 // resolveTarget resolves c for the fleet c.Target names. The target's
-// driver becomes the driver constraint and its GPUs the GPU constraint,
-// unless c gives its own (explicit constraints win: they describe the part
-// of the fleet the image is for). A stack the driver meets strictly is
+// driver becomes the driver constraint unless c gives its own (an explicit
+// driver wins: it describes the part of the fleet the image is for); its
+// GPUs, narrowed to c's GPUs (NarrowTarget), become the GPU constraint. A stack the driver meets strictly is
 // preferred; when there is none and c.Compat is not set, the newest stack
 // that runs under CUDA minor-version compatibility is taken. Notes on the
 // stack say what came from the target, which of its facts are unconfirmed,
@@ -19,11 +19,22 @@ func (db *DB) resolveTarget(c Constraints) (Stack, error) {
 	if err != nil {
 		return Stack{}, err
 	}
+	t, narrowed, err := db.NarrowTarget(t, c.GPU)
+	if err != nil {
+		return Stack{}, err
+	}
+	if len(t.GPUs) > 0 {
+		c.GPU = "" // the target's GPUs, narrowed by c's, are the constraint
+	}
 	tc, took, notes := applyTarget(c, t)
+	if narrowed != "" {
+		notes = append(notes, narrowed)
+	}
 	s, fail, err := db.resolve(tc)
 	if err != nil {
 		return Stack{}, err
 	}
+	used := tc // the constraints s was found with
 	if s == nil && !tc.Compat && !tc.Driver.IsZero() {
 		cc := tc
 		cc.Compat = true
@@ -32,7 +43,7 @@ func (db *DB) resolveTarget(c Constraints) (Stack, error) {
 			return Stack{}, err
 		}
 		if compat != nil {
-			s = compat
+			s, used = compat, cc
 			notes = append(notes, fmt.Sprintf("no stack meets driver %s strictly with these constraints, so this one runs on it under CUDA minor-version compatibility", tc.Driver))
 		} else {
 			tc, fail = cc, cfail
@@ -45,8 +56,11 @@ func (db *DB) resolveTarget(c Constraints) (Stack, error) {
 		}
 		return Stack{}, ce
 	}
-	st := *s
+	st := db.offerSupported(*s, used)
 	st.Target = t.Name
+	if st.SupportedAlternative != nil {
+		st.SupportedAlternative.Target = t.Name
+	}
 	if src, ok := db.Sources[t.Source]; ok {
 		st.Sources[t.Source] = src.URL
 	}
@@ -77,8 +91,6 @@ func applyTarget(c Constraints, t Target) (_ Constraints, took string, notes []s
 	}
 	gpus := strings.Join(t.GPUs, ",")
 	switch {
-	case c.GPU != "" && len(t.GPUs) > 0 && !strings.EqualFold(c.GPU, gpus):
-		notes = append(notes, fmt.Sprintf("the given GPU %s replaces target %s's GPUs %s", c.GPU, t.Name, gpus))
 	case c.GPU != "":
 	case len(t.GPUs) == 0:
 		notes = append(notes, fmt.Sprintf("target %s records no GPUs, so no kernel coverage was checked; give --gpu for your hosts", t.Name))

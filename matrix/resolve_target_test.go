@@ -115,13 +115,19 @@ func TestResolveTargetChoices(t *testing.T) {
 			t.Errorf("notes %q do not say the stack needs minor-version compatibility", s.Notes)
 		}
 	})
-	t.Run("explicit flags win", func(t *testing.T) {
-		s, err := db.Resolve(Constraints{Target: "sagemaker/p5", GPU: "l4", Driver: MustVersion("550.54.14")})
+	t.Run("an explicit driver wins, a GPU narrows the fleet's", func(t *testing.T) {
+		s, err := db.Resolve(Constraints{Target: "eks/al2023", GPU: "l4", Driver: MustVersion("550.54.14")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.GPU != "L4" || !hasNote(s, "the given GPU l4 replaces") || !hasNote(s, "the given driver 550.54.14 replaces") {
+		if s.GPU != "L4" || !hasNote(s, "the given GPU l4 narrows target eks/al2023's GPUs") || !hasNote(s, "the given driver 550.54.14 replaces") {
 			t.Errorf("GPU %q, notes %q", s.GPU, s.Notes)
+		}
+	})
+	t.Run("a GPU outside the fleet is an error", func(t *testing.T) {
+		_, err := db.Resolve(Constraints{Target: "sagemaker/p5", GPU: "l4"})
+		if err == nil || !strings.Contains(err.Error(), "GPU L4 is not among target sagemaker/p5's GPUs (H100-SXM)") {
+			t.Fatalf("Resolve = %v, want an error naming the fleet's GPUs", err)
 		}
 	})
 	t.Run("conflict names the target", func(t *testing.T) {
@@ -181,5 +187,56 @@ func TestResolveSeveralGPUs(t *testing.T) {
 	}
 	if err := c.Set(FieldGPU, "a100,,h100"); err == nil {
 		t.Error("Set(gpu, 'a100,,h100') accepted an empty entry")
+	}
+}
+
+// TestNarrowTarget: --gpu narrows a fleet's GPU list (issue 43 item 7).
+// Facts: targets.yaml's eks/al2023 lists T4, A10G, L4, L40S, A100-SXM4-40GB,
+// A100-SXM4-80GB, H100-SXM, H200-SXM, B200 (the EC2 GPU families).
+func TestNarrowTarget(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eks, err := db.Target("eks/al2023")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := eks
+	bare.Name, bare.GPUs = "test/bare", nil
+	for _, tt := range []struct {
+		name    string
+		t       Target
+		gpu     string
+		want    []string
+		note    string
+		errWant string
+	}{
+		{"no --gpu keeps the fleet", eks, "", eks.GPUs, "", ""},
+		{"one GPU", eks, "h100", []string{"H100-SXM"}, "narrows target eks/al2023's GPUs", ""},
+		{"several GPUs", eks, "l4,a10g", []string{"L4", "A10G"}, "to L4, A10G", ""},
+		{"an architecture keeps the fleet's GPUs of it", eks, "sm_80", []string{"A100-SXM4-40GB", "A100-SXM4-80GB"}, "to A100-SXM4-40GB, A100-SXM4-80GB", ""},
+		{"a GPU outside the fleet", eks, "rtx5090", nil, "", "GPU RTX-5090 is not among target eks/al2023's GPUs"},
+		{"an unknown GPU", eks, "h1000", nil, "", `unknown GPU "h1000"`},
+		{"a fleet without GPUs takes the given ones", bare, "l4", []string{"L4"}, "records no GPUs", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, note, err := db.NarrowTarget(tt.t, tt.gpu)
+			if tt.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errWant) {
+					t.Fatalf("err %v, want %q", err, tt.errWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got.GPUs, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("GPUs %v, want %v", got.GPUs, tt.want)
+			}
+			if !strings.Contains(note, tt.note) || (tt.note == "") != (note == "") {
+				t.Errorf("note %q, want %q", note, tt.note)
+			}
+		})
 	}
 }

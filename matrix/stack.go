@@ -61,6 +61,13 @@ type Stack struct {
 	Fabric *StackFabric `json:"fabric,omitempty" yaml:"fabric,omitempty"`
 	// Frameworks maps torch, tensorflow and jax to what is installed.
 	Frameworks map[string]Framework `json:"frameworks" yaml:"frameworks"`
+	// SupportedAlternative is, for a stack on an end-of-life base image,
+	// the newest stack on a base NVIDIA still supports that fits the same
+	// constraints (an older framework release, or another CUDA); nil when
+	// the base is supported or no such stack fits. A note names it. It is
+	// advice, not part of the stack: labels and publish's input digest
+	// leave it out.
+	SupportedAlternative *Stack `json:"supported_alternative,omitempty" yaml:"supported_alternative,omitempty"`
 	// Notes explain choices a reader might not expect.
 	Notes []string `json:"notes" yaml:"notes"`
 	// Sources maps each source id the stack's facts came from to its URL.

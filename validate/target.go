@@ -34,6 +34,11 @@ func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packagin
 		gpus[i] = g
 	}
 	underCompat := c.targetDriver(t, gpus, name("driver"))
+	if len(gpus) == 0 {
+		// Unknown is never pass: say what was not checked and how to check it.
+		c.r.Checks = append(c.r.Checks, Check{Name: name("gpu"), Status: matrix.Warn,
+			Message: fmt.Sprintf("%s: the target records no GPUs, so kernel coverage was not checked; give --gpu with your hosts' GPU (gpuimg validate IMAGE --target %s --gpu h100), or add gpus: to the row with --matrix-file", t.Name, t.Name)})
+	}
 	for _, g := range gpus {
 		fs, err := c.gpuFindings(g, underCompat)
 		if err != nil {

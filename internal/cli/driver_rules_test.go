@@ -159,3 +159,84 @@ func TestDriverRulesCLI(t *testing.T) {
 		t.Errorf("min_driver %q by %q", s.MinDriver, s.MinDriverBy)
 	}
 }
+
+// TestHostFlagsAgree extends TestDriverRulesAgree to the host flags of
+// issue 43: --gpu narrows a fleet's GPU list in matrix check, validate
+// --target and images import --target alike (item 7), so a fleet that
+// lists H100 and B200 refuses a CUDA 12.2 image without --gpu (B200 needs
+// CUDA 12.8: archs.yaml's sm_100 row) and takes it for its H100 hosts; a
+// GPU outside the fleet is bad input (exit 2) in each. matrix check and
+// matrix resolve agree on one host (item 3).
+func TestHostFlagsAgree(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img := cudaTorchImage(t, "12.2.2", "12.1", "cuda>=12.2")
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(img))
+	mf := filepath.Join(t.TempDir(), "fleet.yaml")
+	must(t, os.WriteFile(mf, []byte(`sources:
+  - id: test-fleet
+    title: a fleet of the test table
+    url: https://example.com/fleet
+    retrieved: 2026-12-01
+targets:
+  - name: test/mixed
+    driver: 570.124.06
+    gpus: [H100-SXM, B200]
+    platforms: [linux/amd64]
+    index: true
+    attestations: true
+    registry: any
+    source: test-fleet
+`), 0o644))
+	for i, tt := range []struct {
+		name string
+		gpu  []string // --gpu and its value, or nothing
+		code int
+	}{
+		{"the whole fleet: B200 has no kernels in a CUDA 12.2 image", nil, 1},
+		{"--gpu h100 narrows the fleet to its H100 hosts", []string{"--gpu", "h100"}, 0},
+		{"a GPU outside the fleet is bad input", []string{"--gpu", "l4"}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmds := map[string][]string{
+				"matrix check":      {"matrix", "check", "--torch", "2.3", "--cuda", "12.2", "--target", "test/mixed", "--matrix-file", mf},
+				"validate --target": {"validate", "oci:" + dir, "--target", "test/mixed", "--matrix-file", mf},
+				"images import":     {"images", "import", "oci:" + dir, "--target", "test/mixed", "--matrix-file", mf, "--to", fmt.Sprintf("%s/mixed/m:%d", host, i), "--dry-run"},
+			}
+			for what, args := range cmds {
+				out, errOut, code := run(t, append(args, tt.gpu...)...)
+				if code != tt.code {
+					t.Errorf("%s: exit %d, want %d\n%s\n%s", what, code, tt.code, out, errOut)
+				}
+				if tt.code == 2 && !strings.Contains(errOut, "is not among target test/mixed's GPUs (H100-SXM, B200)") {
+					t.Errorf("%s: stderr does not name the fleet's GPUs:\n%s", what, errOut)
+				}
+			}
+		})
+	}
+	// Item 3: check judges the stack resolve gives for the same host.
+	args := []string{"--torch", "2.7", "--driver", "525.60.13", "--gpu", "a100", "-o", "json"}
+	rout, rerr, rcode := run(t, append([]string{"matrix", "resolve"}, args...)...)
+	cout, cerr, ccode := run(t, append([]string{"matrix", "check"}, args...)...)
+	if rcode != 0 || ccode != 0 {
+		t.Fatalf("resolve exit %d, check exit %d\n%s\n%s", rcode, ccode, rerr, cerr)
+	}
+	var resolved struct {
+		BaseImage string `json:"base_image"`
+	}
+	var checked struct {
+		Stack struct {
+			BaseImage string `json:"base_image"`
+		} `json:"stack"`
+		Verdict string `json:"verdict"`
+	}
+	must(t, json.Unmarshal([]byte(rout), &resolved))
+	must(t, json.Unmarshal([]byte(cout), &checked))
+	if resolved.BaseImage == "" || checked.Stack.BaseImage != resolved.BaseImage || checked.Verdict != "pass" {
+		t.Errorf("resolve gives %q, check judges %q with verdict %s", resolved.BaseImage, checked.Stack.BaseImage, checked.Verdict)
+	}
+}

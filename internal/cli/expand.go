@@ -85,6 +85,19 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 		for _, v := range plan.Variants {
 			t.row(v.Name, v.Stack.Summary(), v.Inputs)
 		}
+		var marked []publish.Variant
+		for _, v := range plan.Variants {
+			if v.Validation != "" {
+				marked = append(marked, v)
+			}
+		}
+		if len(marked) > 0 {
+			t.row("")
+			t.row("WOULD FAIL VALIDATION", "WHY (built, never tagged)")
+			for _, v := range marked {
+				t.row(v.Name, v.Validation)
+			}
+		}
 		if len(plan.Skipped) > 0 {
 			t.row("")
 			t.row("SKIPPED", "REASON")

@@ -138,3 +138,45 @@ func TestMatrixExpandBake(t *testing.T) {
 		t.Errorf("bake file %s", out)
 	}
 }
+
+// TestPlanSaysWhatValidationWillSay: matrix expand and publish --dry-run
+// mark a variant that cannot pass the file's validate: (issue 43 item 8)
+// and name the moving tags a passing one would move (item 9); an unknown
+// GPU in validate: is bad input before anything is built. Facts:
+// cuda.yaml (driver 535.104.05 reports CUDA 12.2; CUDA 12.6.3's floor is
+// 560.35.05).
+func TestPlanSaysWhatValidationWillSay(t *testing.T) {
+	dir := t.TempDir()
+	write := func(validate string) string {
+		p := filepath.Join(dir, "publish.yaml")
+		must(t, os.WriteFile(p, []byte(`repository: registry.example.com/ml/torch
+tag: "{torch}-cu{torch_cuda_short}"
+matrix:
+  torch: ["2.7"]
+  cuda: ["11.8", "12.6"]
+validate: `+validate+`
+promote: {tags: [latest]}
+`), 0o644))
+		return p
+	}
+	f := write("{driver: 535.104.05, gpu: [h100]}")
+	out, errOut, code := run(t, "matrix", "expand", "-f", f)
+	if code != 0 || !strings.Contains(out, "WOULD FAIL VALIDATION") || !strings.Contains(out, "torch 2.7.1 cu126 py3.12 would fail validate (driver 535.104.05, GPUs h100): require_cuda") || strings.Contains(out, "cu118 py3.10 would fail") {
+		t.Errorf("expand: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, errOut, code = run(t, "publish", "-f", f, "--dry-run", "--progress", "plain")
+	if code != 0 || !strings.Contains(errOut, "planned (dry run) as registry.example.com/ml/torch:2.7.1-cu126; but torch 2.7.1 cu126 py3.12 would fail validate") ||
+		!strings.Contains(errOut, "so no tag would move") {
+		t.Errorf("publish --dry-run: exit %d\n%s", code, errOut)
+	}
+	f = write("{driver: 580.95.05, gpu: [h100]}")
+	_, errOut, code = run(t, "publish", "-f", f, "--dry-run", "--progress", "plain")
+	if code != 0 || !strings.Contains(errOut, "would move registry.example.com/ml/torch:latest") || strings.Contains(errOut, "would fail") {
+		t.Errorf("publish --dry-run: exit %d\n%s", code, errOut)
+	}
+	f = write("{driver: 580.95.05, gpu: [h1000]}")
+	_, errOut, code = run(t, "matrix", "expand", "-f", f)
+	if code != ExitInvalid || !strings.Contains(errOut, `validate.gpu[0]: unknown GPU "h1000"`) {
+		t.Errorf("expand with gpu h1000: exit %d\n%s", code, errOut)
+	}
+}

@@ -22,9 +22,12 @@ type ImportOptions struct {
 	Matrix   MatrixOptions
 	Registry RegistryOptions
 	Target   string
-	To       string
-	DryRun   bool
-	Output   string
+	// GPU narrows the target's GPU list to the GPUs the hosts have
+	// (matrix.DB.NarrowTarget).
+	GPU    string
+	To     string
+	DryRun bool
+	Output string
 	// Key signs the pushed image (gpuimg sign's --key); Format is
 	// --signature-format.
 	Key, Format string
@@ -91,6 +94,9 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 			if err != nil {
 				return invalid(fmt.Errorf("--target: %w", err), "")
 			}
+			if t, _, err = db.NarrowTarget(t, o.GPU); err != nil {
+				return invalid(fmt.Errorf("--gpu: %w", err), "")
+			}
 			reg, err := o.Registry.Options()
 			if err != nil {
 				return err
@@ -129,6 +135,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 	fs := cmd.Flags()
 	o.Matrix.AddFlags(fs)
 	fs.StringVar(&o.Target, "target", "", "the fleet to import for, as gpuimg matrix list targets names it (sagemaker/p5) or a --matrix-file row")
+	stackFlag(fs, &o.GPU, "gpu", "h100", "the GPUs of the fleet your hosts have (h100, or several: l4,a10g): only their kernels are checked (the target's GPU list narrowed)")
 	fs.StringVar(&o.To, "to", "", "destination tag in the registry the provider pulls from (REPO:TAG)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate and say what would change; push nothing")
 	fs.StringVar(&o.Key, "key", "", "sign the pushed image with this private key (a cosign key file, password from COSIGN_PASSWORD, or a PEM key), as gpuimg sign does")

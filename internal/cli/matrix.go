@@ -36,6 +36,7 @@ the format is in docs/matrix-data.md.`,
 func newResolveCmd(mo *MatrixOptions) *cobra.Command {
 	so := &StackOptions{}
 	var output string
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "resolve",
 		Short: "Turn version constraints into one fully pinned stack",
@@ -48,13 +49,19 @@ A framework's wheels may be built for an older CUDA than the image's within
 the same major version (minor-version compatibility), never a newer one.
 
 --target NAME resolves for a fleet of the matrix (gpuimg matrix list targets):
-its driver is --driver and its GPUs are --gpu, unless you give those yourself
-(yours win). A stack the fleet's driver meets strictly is preferred; when
+its driver is --driver unless you give one (yours wins), and its GPUs are
+--gpu; a --gpu you give narrows the fleet's GPUs to those your hosts have
+(it must be one of them). A stack the fleet's driver meets strictly is preferred; when
 there is none, the newest that runs under CUDA minor-version compatibility.
 The notes say what came from the target. See docs/targets.md.
 
 When nothing fits, resolve exits 1, says which constraints conflict and why,
-and lists the stacks that work with one constraint dropped.`,
+and lists the stacks that work with one constraint dropped.
+
+--all answers "which releases run on my fleet?": every release of the one
+framework given (--torch any, or a range) is resolved with the other flags,
+newest first, each with its best stack or why none fits (-o json for CI);
+it exits 1 when none fits.`,
 		Example: `  # CUDA 12.2 image with PyTorch 2.3 (cu121 wheels through minor-version compatibility)
   gpuimg matrix resolve --cuda 12.2 --torch 2.3
 
@@ -67,7 +74,10 @@ and lists the stacks that work with one constraint dropped.`,
   # The newest PyTorch for SageMaker p5 endpoints (driver 535, H100), and for a
   # fleet of A10G and L4 hosts on driver 535.104.05
   gpuimg matrix resolve --torch latest --target sagemaker/p5
-  gpuimg matrix resolve --torch latest --gpu a10g,l4 --driver 535.104.05`,
+  gpuimg matrix resolve --torch latest --gpu a10g,l4 --driver 535.104.05
+
+  # Every PyTorch release that runs on driver 525 hosts with A100 GPUs
+  gpuimg matrix resolve --all --torch any --driver 525.60.13 --gpu a100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(cmd.Flags()); err != nil {
@@ -81,6 +91,9 @@ and lists the stacks that work with one constraint dropped.`,
 			if err != nil {
 				return err
 			}
+			if all {
+				return resolveAll(cmd.OutOrStdout(), output, db, c)
+			}
 			s, err := db.Resolve(c)
 			if err != nil {
 				return renderConflict(cmd.OutOrStdout(), output, err)
@@ -89,6 +102,7 @@ and lists the stacks that work with one constraint dropped.`,
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
+	cmd.Flags().BoolVar(&all, "all", false, "list every release of the one framework given (--torch any) that fits the other flags (driver, GPUs, target, Python), each with its best stack or why none fits")
 	outputFlag(cmd.Flags(), &output, "output", "table", "json", "yaml")
 	return cmd
 }
@@ -249,6 +263,15 @@ func newCheckCmd(mo *MatrixOptions) *cobra.Command {
 driver against the stack's floor, strictly and under minor-version
 compatibility, and the GPU against the CUDA toolkit's and each framework's
 compiled architectures (native SASS, or PTX that the driver JIT-compiles).
+--gpu may name several GPUs (a100,h100): the stack must run on each.
+--target NAME takes the host from a fleet of the matrix, as resolve does.
+
+Without --stack, check and resolve answer the same question the same way:
+the stack the flags resolve to without a host is judged; when it does not
+run on the host, check judges the stack "gpuimg matrix resolve" gives for
+the same flags (--driver and --gpu as constraints) instead, and a warning
+names the default that does not fit. When no stack fits, the default's
+failed checks stand.
 
 Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 		Example: `  gpuimg matrix check --cuda 12.4 --torch 2.5 --driver 535.104.05 --gpu h100
@@ -267,42 +290,59 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			if c.Driver.IsZero() && c.GPU == "" {
-				return invalid(errors.New("nothing to check against"), "give --driver VERSION and/or --gpu NAME")
+			if c.Driver.IsZero() && c.GPU == "" && c.Target == "" {
+				return invalid(errors.New("nothing to check against"), "give --driver VERSION and/or --gpu NAME, or --target NAME")
+			}
+			if stackFile != "" && c.Target != "" {
+				return invalid(errors.New("--stack and --target exclude each other"), "give the fleet's --driver and --gpu with --stack")
 			}
 			db, err := mo.Load()
 			if err != nil {
 				return err
 			}
-			stack, err := loadOrResolve(db, stackFile, c)
+			hc, err := checkHost(db, stackFile, c)
 			if err != nil {
 				return err
 			}
-			fs, err := db.CheckStack(stack, matrix.Host{Driver: c.Driver, GPU: c.GPU})
-			if err != nil {
-				return invalid(err, "")
-			}
-			return renderFindings(cmd.OutOrStdout(), output, stack, fs)
+			return renderFindings(cmd.OutOrStdout(), output, hc)
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
-	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)", "NVIDIA driver of the hosts (535.104.05)")
+	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6); several separated by commas; with --target, it narrows the fleet's GPUs", "NVIDIA driver of the hosts (535.104.05)")
+	so.bind(cmd.Flags(), matrix.FieldTarget, "fleet the hosts are (sagemaker/p5; gpuimg matrix list targets): its driver and GPUs are the host, --driver replaces the driver, --gpu narrows the GPUs")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
 	outputFlag(cmd.Flags(), &output, "output", "table", "json")
 	return cmd
 }
 
-func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Stack, error) {
-	var s matrix.Stack
+// checkHost judges the stack of file on c's host, or, without a file, the
+// stack c resolves to on that host (matrix.CheckConstraints: the one rule
+// matrix check and matrix resolve share).
+func checkHost(db *matrix.DB, file string, c matrix.Constraints) (matrix.HostCheck, error) {
 	if file == "" {
-		// The stack is resolved without the host: the host is what is checked.
-		c.Driver, c.GPU = matrix.Version{}, ""
-		s, err := db.Resolve(c)
-		if err != nil {
-			return s, renderConflict(io.Discard, "table", err)
+		hc, err := db.CheckConstraints(c)
+		if errors.Is(err, matrix.ErrNoStack) {
+			return hc, renderConflict(io.Discard, "table", err)
 		}
-		return s, nil
+		if err != nil {
+			return hc, invalid(err, "")
+		}
+		return hc, nil
 	}
+	s, err := loadStack(file)
+	if err != nil {
+		return matrix.HostCheck{}, err
+	}
+	fs, err := db.CheckStack(s, matrix.Host{Driver: c.Driver, GPU: c.GPU})
+	if err != nil {
+		return matrix.HostCheck{}, invalid(err, "")
+	}
+	return matrix.HostCheck{Stack: s, Findings: fs}, nil
+}
+
+// loadStack reads a stack file, as matrix resolve -o json writes it.
+func loadStack(file string) (matrix.Stack, error) {
+	var s matrix.Stack
 	var b []byte
 	var err error
 	if file == "-" {
@@ -323,13 +363,15 @@ func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Sta
 	return s, nil
 }
 
-func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {
+func renderFindings(w io.Writer, output string, hc matrix.HostCheck) error {
+	s, fs := hc.Stack, hc.Findings
 	verdict := matrix.Verdict(fs)
 	v := struct {
 		Stack   matrix.Stack     `json:"stack"`
+		Default *matrix.Stack    `json:"default_stack,omitempty"`
 		Checks  []matrix.Finding `json:"checks"`
 		Verdict matrix.Status    `json:"verdict"`
-	}{s, fs, verdict}
+	}{s, hc.Default, fs, verdict}
 	err := render(w, output, v, func() error {
 		fmt.Fprintf(w, "stack: %s\n", s.Summary())
 		t := newTable(w)

@@ -52,7 +52,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
 	platformFlag(fs, &o.Platform, "platform to read from a multi-platform image (default linux/amd64)")
 	stackFlag(fs, &o.Driver, "driver", "535.104.05", "check against this NVIDIA driver (535.104.05)")
-	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90)")
+	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90); with --target, the GPU of the fleet your hosts have (it narrows the target's GPU list)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
 	fs.StringArrayVar(&o.Targets, "target", nil, "check everything a provider fleet requires (sagemaker/p5, gke/cos-default; gpuimg matrix list targets): host driver, GPUs, platform, manifest format, index and attestations, compression, size, runtime contract (repeatable)")
 	fs.StringArrayVar(&o.Fabrics, "fabric", nil, "check that the image carries the user space of a multi-node fabric (efa, infiniband, tcpxo, gib; gpuimg matrix list fabrics): NCCL's network plugin and its libraries, libfabric's provider, NCCL against the plugin, settings that turn it off (repeatable; a --target whose row names a fabric adds it)")
@@ -224,6 +224,9 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 		t, err := opt.DB.Target(n)
 		if err != nil {
 			return ref, opt, invalid(fmt.Errorf("--target: %w", err), "")
+		}
+		if t, _, err = opt.DB.NarrowTarget(t, o.GPU); err != nil {
+			return ref, opt, invalid(fmt.Errorf("--gpu: %w", err), "")
 		}
 		o.targets = append(o.targets, t)
 	}

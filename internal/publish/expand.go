@@ -62,19 +62,23 @@ type ExpandOptions struct {
 // (the first axis varying slowest), minus the combinations an exclude
 // entry matches, plus f.Include (never excluded), each resolved with db. A combination the
 // resolver refuses is Skipped with the resolver's reason (not an error),
-// as is an excluded one. Combinations that resolve to the same stack give
+// as is an excluded one. A variant whose stack cannot pass the file's
+// validate: (its driver and GPUs) or a targets: fleet (its driver and
+// GPUs, narrowed by gpu:), judged as matrix check judges a stack
+// (matrix.DB.CheckStack), is marked: its Validation says which check
+// fails (it would be built and never tagged). Combinations that resolve to the same stack give
 // one variant; the later ones are Skipped as "same stack as NAME". The
 // order is deterministic.
 //
-// Errors: a resolver input error (an unknown GPU), a tag template field
+// Errors: an unknown GPU in validate: or a target's gpu:, an unknown
+// target, a resolver input error (an unknown GPU), a tag template field
 // the stack lacks, a rendered tag that is not a valid OCI tag, or two
 // different stacks rendering to the same tag.
 func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*Plan, error) {
 	plan := &Plan{Repository: f.Repository, Variants: []Variant{}, Skipped: []Skipped{}}
-	for _, t := range f.Targets {
-		if _, err := db.Target(t.Target); err != nil {
-			return nil, fmt.Errorf("expand %s: targets: %w", f.name(), err)
-		}
+	hosts, err := planHosts(db, f)
+	if err != nil {
+		return nil, err
 	}
 	byStack := map[string]string{} // stack key -> variant name
 	byName := map[string]bool{}
@@ -106,6 +110,10 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		if err != nil {
 			return nil, fmt.Errorf("expand %s: resolve %s: %w", f.name(), combo, err)
 		}
+		why, err := cannotPass(db, stack, hosts)
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: %s: %w", f.name(), combo, err)
+		}
 		key, err := stackKey(stack)
 		if err != nil {
 			return nil, err
@@ -130,7 +138,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 		}
 		byStack[key], byName[tag] = tag, true
 		plan.Variants = append(plan.Variants, Variant{
-			Name: tag, Tag: f.Repository + ":" + tag, Axes: axes, Stack: stack, Inputs: inputs,
+			Name: tag, Tag: f.Repository + ":" + tag, Axes: axes, Stack: stack, Inputs: inputs, Validation: why,
 		})
 	}
 	for _, v := range plan.Variants {
@@ -225,7 +233,7 @@ func (f *File) name() string {
 // stackKey identifies what a stack builds: its JSON without the notes,
 // which say why the resolver chose it and differ with the constraints.
 func stackKey(s matrix.Stack) (string, error) {
-	s.Notes = nil
+	s.Notes, s.SupportedAlternative = nil, nil
 	b, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("encode stack: %w", err)
@@ -235,7 +243,9 @@ func stackKey(s matrix.Stack) (string, error) {
 
 // Fields are the template fields of a variant: the axes as written,
 // overridden by the resolved values where the stack has them (cuda,
-// cuda_short, python, os, flavor, torch, tensorflow, jax, cudnn, gpu).
+// cuda_short, python, os, flavor, torch, tensorflow, jax, their wheels'
+// CUDA torch_cuda_short, tensorflow_cuda_short, jax_cuda_short, cudnn,
+// gpu).
 func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 	out := maps.Clone(axes)
 	if out == nil {
@@ -257,6 +267,11 @@ func Fields(s matrix.Stack, axes map[string]string) map[string]string {
 	set("flavor", s.Flavor)
 	for _, fw := range matrix.FrameworkNames() {
 		set(fw, s.Frameworks[fw].Version)
+		short := ""
+		if v, err := matrix.ParseVersion(s.Frameworks[fw].CUDA); err == nil && s.Frameworks[fw].CUDA != "" {
+			short = matrix.CUDATag(v)
+		}
+		set(WheelCUDAShortField(fw), short)
 	}
 	if s.CuDNN != "" {
 		out["cudnn"] = s.CuDNN
@@ -293,6 +308,7 @@ func Inputs(s matrix.Stack, f *File, opts ExpandOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s.SupportedAlternative = nil // advice, not content
 	in := inputs{BuildVersion: BuildVersion, Stack: s, Dockerfile: df, Extras: f.Build, Platforms: slices.Sorted(slices.Values(f.Platforms.Strings())), Epoch: opts.SourceDateEpoch}
 	if opts.Compression != "" && opts.Compression != builder.DefaultCompression {
 		in.Compression = opts.Compression
@@ -356,4 +372,65 @@ func Dockerfile(s matrix.Stack, e builder.Extras, opts ExpandOptions) (string, e
 		return "", fmt.Errorf("generate Dockerfile for %s: FROM line not found", s.BaseImage)
 	}
 	return strings.ReplaceAll(df, from, "\nFROM "+s.BaseImage), nil
+}
+
+// planHost is a host the plan's variants must pass on: validate:'s, or a
+// targets: fleet's.
+type planHost struct {
+	what string // "validate:", "target sagemaker/p5"
+	host matrix.Host
+}
+
+// planHosts are the hosts of f's validate: and targets:, checked: an
+// unknown GPU or target is an error before anything is built.
+func planHosts(db *matrix.DB, f *File) ([]planHost, error) {
+	var out []planHost
+	for i, g := range f.Validate.GPU {
+		if _, err := db.FindGPU(g); err != nil {
+			return nil, fmt.Errorf("expand %s: validate.gpu[%d]: %w", f.name(), i, err)
+		}
+	}
+	if !f.Validate.Driver.IsZero() || len(f.Validate.GPU) > 0 {
+		out = append(out, planHost{"validate", matrix.Host{Driver: f.Validate.Driver, GPU: strings.Join(f.Validate.GPU, ",")}})
+	}
+	for _, ts := range f.Targets {
+		t, err := ts.Fleet(db)
+		if err != nil {
+			return nil, fmt.Errorf("expand %s: targets: %w", f.name(), err)
+		}
+		out = append(out, planHost{"target " + t.Name, matrix.Host{Driver: t.Driver, GPU: strings.Join(t.GPUs, ",")}})
+	}
+	return out, nil
+}
+
+// cannotPass says why stack s cannot pass validation on one of hosts (the
+// first failed check of the first such host), or "" when it passes on all.
+func cannotPass(db *matrix.DB, s matrix.Stack, hosts []planHost) (string, error) {
+	for _, h := range hosts {
+		fs, err := db.CheckStack(s, h.host)
+		if err != nil {
+			return "", err
+		}
+		for _, f := range fs {
+			if f.Status == matrix.Fail {
+				return fmt.Sprintf("%s would fail %s (%s): %s: %s", s.Short(), h.what, hostWords(h.host), f.Name, f.Message), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// hostWords names a host: "driver 535.104.05, GPUs h100,l4".
+func hostWords(h matrix.Host) string {
+	var parts []string
+	if !h.Driver.IsZero() {
+		parts = append(parts, "driver "+h.Driver.String())
+	}
+	if h.GPU != "" {
+		parts = append(parts, "GPUs "+h.GPU)
+	}
+	if len(parts) == 0 {
+		return "no driver or GPUs recorded"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -187,6 +187,19 @@ matrix:
   torch: ["2.7"]
   gpu: [nosuchgpu]
 `, `resolve torch 2.7, gpu nosuchgpu:`},
+		{"unknown GPU in validate:", `repository: r.example.com/t
+tag: "{torch}"
+matrix:
+  torch: ["2.7"]
+validate: {driver: 580.95.05, gpu: [h100, h1000]}
+`, `validate.gpu[1]: unknown GPU "h1000"`},
+		{"a target gpu outside the fleet", `repository: r.example.com/t
+tag: "{torch}"
+matrix:
+  torch: ["2.7"]
+targets:
+  - {target: sagemaker/p5, repository: r.example.com/p5, gpu: [l4]}
+`, `targets: target sagemaker/p5: gpu: GPU L4 is not among target sagemaker/p5's GPUs (H100-SXM)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,5 +295,68 @@ func TestInputs(t *testing.T) {
 		if !strings.Contains(df, c.from) || strings.Contains(df, unpinned) || !strings.Contains(df, "numpy==2.1.3") {
 			t.Errorf("Dockerfile lacks %q or has the placeholder:\n%s", c.from, df)
 		}
+	}
+}
+
+// TestExpandJudgesValidation: the plan marks a variant whose stack
+// cannot pass the file's validate: or a target fleet (issue 43 item 8)
+// with the reason validation would give. Facts: cuda.yaml (driver
+// 535.104.05 reports CUDA 12.2; CUDA 12.6.3's floor is 560.35.05);
+// targets.yaml (sagemaker/p5: driver 535.54.03, H100-SXM).
+func TestExpandJudgesValidation(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		extra  string
+		marked int // variants marked as failing validation
+		reason string
+	}{
+		{"validate: passes", "validate: {driver: 580.95.05, gpu: [h100, l4]}\n", 0, ""},
+		{"validate: driver too old for CUDA 12.6", "validate: {driver: 535.104.05}\n", 1, "torch 2.7.1 cu126 py3.12 would fail validate (driver 535.104.05): require_cuda: driver 535.104.05 reports CUDA 12.2"},
+		{"a target fleet's driver", "targets:\n  - {target: sagemaker/p5, repository: r.example.com/p5}\n", 1, "would fail target sagemaker/p5 (driver 535.54.03, GPUs H100-SXM)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := `repository: r.example.com/t
+tag: "{torch}-cu{cuda_short}"
+matrix:
+  torch: ["2.7"]
+  cuda: ["11.8", "12.6"]
+` + tt.extra
+			p := expand(t, src, ExpandOptions{})
+			if len(p.Variants) != 2 {
+				t.Fatalf("variants %q, want 2 (marked, not dropped)", names(p))
+			}
+			var reasons []string
+			for _, v := range p.Variants {
+				if v.Validation != "" {
+					reasons = append(reasons, v.Validation)
+				}
+			}
+			if len(reasons) != tt.marked {
+				t.Errorf("marked %q, want %d", reasons, tt.marked)
+			}
+			if tt.reason != "" && !strings.Contains(strings.Join(reasons, "\n"), tt.reason) {
+				t.Errorf("marked %q, want one saying %q", reasons, tt.reason)
+			}
+		})
+	}
+}
+
+// TestWheelCUDAField: {torch_cuda_short} is the wheels' CUDA, {cuda_short}
+// the image's (issue 43 item 9). Facts: torch.yaml (torch 2.6.0 has cu118,
+// cu124 and cu126 wheels, none for 12.8), so on a CUDA 12.8 image it
+// installs cu126 wheels.
+func TestWheelCUDAField(t *testing.T) {
+	p := expand(t, `repository: r.example.com/t
+tag: "{torch}-cu{torch_cuda_short}-image{cuda_short}"
+matrix:
+  torch: ["2.6"]
+  cuda: ["12.8"]
+`, ExpandOptions{})
+	if got := names(p); len(got) != 1 || got[0] != "2.6.0-cu126-image128" {
+		t.Errorf("variants %q, want 2.6.0-cu126-image128", got)
+	}
+	f := Fields(p.Variants[0].Stack, nil)
+	if f["torch_cuda_short"] != "126" || f["cuda_short"] != "128" || f["jax_cuda_short"] != "" {
+		t.Errorf("fields %v", f)
 	}
 }

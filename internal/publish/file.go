@@ -142,6 +142,23 @@ type TargetSpec struct {
 	// Tag renders the tag there, as the file's tag:; empty: the variant's
 	// own tag.
 	Tag Template `yaml:"tag"`
+	// GPU narrows the fleet's GPU list to the GPUs the hosts rent (h100),
+	// as --gpu does for images import; empty: every GPU the row lists.
+	GPU []string `yaml:"gpu"`
+}
+
+// Fleet is the matrix row t names, its GPU list narrowed to t.GPU
+// (matrix.DB.NarrowTarget).
+func (t TargetSpec) Fleet(db *matrix.DB) (matrix.Target, error) {
+	row, err := db.Target(t.Target)
+	if err != nil {
+		return row, err
+	}
+	row, _, err = db.NarrowTarget(row, strings.Join(t.GPU, ","))
+	if err != nil {
+		return row, fmt.Errorf("target %s: gpu: %w", t.Target, err)
+	}
+	return row, nil
 }
 
 // Ref is where variant v goes for this target.

@@ -230,7 +230,14 @@ func doneText(r Result) string {
 		}
 		return s
 	case Planned:
-		return "planned (dry run) as " + r.Variant.Tag
+		s := "planned (dry run) as " + r.Variant.Tag
+		switch {
+		case r.Variant.Validation != "":
+			s += "; but " + r.Variant.Validation + ", so no tag would move"
+		case len(r.Tags) > 0:
+			s += "; would move " + strings.Join(r.Tags, ", ")
+		}
+		return s
 	}
 	var parts []string
 	if r.BuildTime > 0 {

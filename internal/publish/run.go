@@ -107,12 +107,16 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		go r.progress.Run(pctx)
 		defer func() { r.progress.Finish(rep) }()
 	}
+	if err := r.promotions(plan.Variants); err != nil {
+		return nil, err
+	}
 	if opts.DryRun {
 		if f.Signing.Enabled() {
 			r.key, _ = signKey(f.Signing.Key, nil) // a key reference alone cannot fail
 		}
 		for i, v := range variants {
-			rep.Results[i] = Result{Variant: v, Outcome: Planned}
+			// The moving tags the variant would take if it passes.
+			rep.Results[i] = Result{Variant: v, Outcome: Planned, Tags: r.promotedRefs(v.Name)}
 		}
 		r.finishSigning()
 		for i := range variants {
@@ -120,9 +124,6 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		}
 		rep.Finished = now().UTC()
 		return rep, nil
-	}
-	if err := r.promotions(plan.Variants); err != nil {
-		return nil, err
 	}
 	if err := r.loadSigner(); err != nil {
 		return nil, err
@@ -249,6 +250,16 @@ func (r *runner) promotions(all []Variant) error {
 		slices.Sort(r.promote[n])
 	}
 	return nil
+}
+
+// promotedRefs are the moving tags variant name owns (promotions), as
+// full references.
+func (r *runner) promotedRefs(name string) []string {
+	var out []string
+	for _, t := range r.promote[name] {
+		out = append(out, r.f.Repository+":"+t)
+	}
+	return out
 }
 
 // check pins variant i's base, computes its inputs and says whether it

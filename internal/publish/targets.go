@@ -19,7 +19,7 @@ func (r *runner) importTargets(ctx context.Context, i int, digestRef string) err
 	v := r.variants[i]
 	res := &r.rep.Results[i]
 	for _, ts := range r.f.Targets {
-		t, err := r.db.Target(ts.Target)
+		t, err := ts.Fleet(r.db)
 		if err == nil {
 			var dst string
 			if dst, err = ts.Ref(v); err == nil {

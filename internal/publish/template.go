@@ -7,19 +7,32 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // FieldCUDAShort is the template field for the image CUDA's major and minor
 // without the dot (124 for CUDA 12.4.1), as in PyTorch's cu124.
 const FieldCUDAShort = "cuda_short"
 
-// templateFields are the fields a tag template may name: every axis name
-// and cuda_short. Where the resolved stack has the value (cuda, cudnn,
+// WheelCUDAShortField is the template field for the CUDA a framework's
+// wheels were built for, major and minor without the dot:
+// torch_cuda_short is 126 for torch 2.7.1+cu126 wheels, whatever the
+// image's CUDA (cuda_short) is. A tag like "2.7.1-cu126" means the
+// wheel's CUDA, as PyTorch's own variant names do.
+func WheelCUDAShortField(framework string) string { return framework + "_cuda_short" }
+
+// templateFields are the fields a tag template may name: every axis name,
+// cuda_short and each framework's wheel CUDA (torch_cuda_short). Where the resolved stack has the value (cuda, cudnn,
 // python, os, flavor, torch, tensorflow, jax, gpu) the field is the
 // resolved one ("2.7.1", not the "2.7" written in the matrix); driver is
 // the axis value as written.
 func templateFields() []string {
-	return append(axisNames(), FieldCUDAShort)
+	out := append(axisNames(), FieldCUDAShort)
+	for _, fw := range matrix.FrameworkNames() {
+		out = append(out, WheelCUDAShortField(fw))
+	}
+	return out
 }
 
 // Template is a tag template: literal text and {field}s.

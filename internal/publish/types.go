@@ -24,6 +24,11 @@ type Variant struct {
 	// image's content; a published tag carrying the same Inputs and a
 	// passing validation report is not rebuilt.
 	Inputs string `json:"inputs"`
+	// Validation, when set, says why the stack cannot pass the file's
+	// validate: or a target at plan time ("torch 2.7.1 cu126 py3.12 would
+	// fail validate (driver 535.104.05): require_cuda: …"): the variant
+	// would be built and never tagged.
+	Validation string `json:"validation,omitempty"`
 }
 
 // Skipped is a combination of the matrix that does not become a variant,
@@ -79,7 +84,8 @@ type Result struct {
 	Verdict matrix.Status `json:"verdict,omitempty"`
 	// Mirrors are the references the image was copied to.
 	Mirrors []string `json:"mirrors,omitempty"`
-	// Tags are the moving tags promoted to it.
+	// Tags are the moving tags promoted to it; for a Planned variant (a
+	// dry run), the ones it would move if it passes.
 	Tags []string `json:"tags,omitempty"`
 	// Targets are the provider fleets it was imported into.
 	Targets []TargetResult `json:"targets,omitempty"`
