@@ -241,6 +241,7 @@ func stackTable(w io.Writer, s matrix.Stack) error {
 func newCheckCmd(mo *MatrixOptions) *cobra.Command {
 	so := &StackOptions{}
 	var output, stackFile string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Say whether a stack runs on a given driver and GPU, and why not",
@@ -250,7 +251,15 @@ driver against the stack's floor, strictly and under minor-version
 compatibility, and the GPU against the CUDA toolkit's and each framework's
 compiled architectures (native SASS, or PTX that the driver JIT-compiles).
 
-Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
+A check whose answer needs a fact the matrix does not record (which
+architectures a framework release was compiled for, which driver branches
+know a GPU) is unknown, never a pass: it names the missing fact and how to
+supply it (a --matrix-file row, gpuimg validate on the built image).
+--strict turns unknown and warnings into failures, for CI.
+
+Exit status: 0 when it runs, 1 when a check fails (or, with --strict, is
+unknown or warns), 2 on bad input, 4 when nothing fails but a check is
+unknown.`,
 		Example: `  gpuimg matrix check --cuda 12.4 --torch 2.5 --driver 535.104.05 --gpu h100
   gpuimg matrix resolve --torch 2.3 -o json > stack.json
   gpuimg matrix check --stack stack.json --gpu sm_120 -o json`,
@@ -282,10 +291,11 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err != nil {
 				return invalid(err, "")
 			}
-			return renderFindings(cmd.OutOrStdout(), output, stack, fs)
+			return renderFindings(cmd.OutOrStdout(), output, stack, fs, strict)
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail on unknown checks and warnings, not only on failed checks (for CI)")
 	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6)", "NVIDIA driver of the hosts (535.104.05)")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
 	outputFlag(cmd.Flags(), &output, "output", "table", "json")
@@ -323,13 +333,14 @@ func loadOrResolve(db *matrix.DB, file string, c matrix.Constraints) (matrix.Sta
 	return s, nil
 }
 
-func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding) error {
-	verdict := matrix.Verdict(fs)
+func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Finding, strict bool) error {
+	verdict := matrix.VerdictOf(fs, strict)
 	v := struct {
 		Stack   matrix.Stack     `json:"stack"`
 		Checks  []matrix.Finding `json:"checks"`
 		Verdict matrix.Status    `json:"verdict"`
-	}{s, fs, verdict}
+		Strict  bool             `json:"strict,omitempty"`
+	}{s, fs, verdict, strict}
 	err := render(w, output, v, func() error {
 		fmt.Fprintf(w, "stack: %s\n", s.Summary())
 		t := newTable(w)
@@ -339,14 +350,24 @@ func renderFindings(w io.Writer, output string, s matrix.Stack, fs []matrix.Find
 		if err := t.flush(); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "verdict: %s\n", verdict)
+		_, err := fmt.Fprintf(w, "verdict: %s%s\n", verdict, strictNote(strict, fs))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if verdict == matrix.Fail {
-		return &Error{Err: errors.New("the stack does not run on that host (see the failed checks)"), Code: ExitFailed}
+	failed := "the stack does not run on that host (see the failed checks)"
+	if strict && matrix.Verdict(fs) != matrix.Fail {
+		failed = "--strict: a check is unknown or warns (see them above)"
 	}
-	return nil
+	return verdictError(verdict, failed)
+}
+
+// strictNote says, after a strict verdict, that unknown and warning
+// checks failed it.
+func strictNote(strict bool, fs []matrix.Finding) string {
+	if strict && matrix.Verdict(fs) != matrix.Fail && matrix.StrictVerdict(fs) == matrix.Fail {
+		return " (--strict: unknown and warning checks fail)"
+	}
+	return ""
 }

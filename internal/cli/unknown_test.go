@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// TestCheckUnknownVerdict: issue 44's example, matrix check --tensorflow
+// 2.19 --cuda 12.8 --gpu rtx5090, was a pass with a warning. The matrix
+// does not record TensorFlow 2.19's compiled architectures, so the check
+// is unknown: exit 4, the text and JSON name the missing fact and how to
+// supply it, and --strict fails it (exit 1). A warning alone passes, and
+// fails under --strict.
+func TestCheckUnknownVerdict(t *testing.T) {
+	tf := []string{"matrix", "check", "--tensorflow", "2.19", "--cuda", "12.8", "--gpu", "rtx5090"}
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		outHas []string
+		errHas string
+	}{
+		{"unknown archs exit 4", tf, ExitUnknown,
+			[]string{"UNKNOWN  gpu/tensorflow", "which GPU architectures tensorflow 2.19.0 was compiled for", "--matrix-file row for tensorflow 2.19.0", "--gpu sm_120", "verdict: unknown"},
+			"run with --strict to treat unknown as a failure"},
+		{"--strict fails unknown", append(append([]string{}, tf...), "--strict"), ExitFailed,
+			[]string{"UNKNOWN  gpu/tensorflow", "verdict: fail (--strict: unknown and warning checks fail)"}, "--strict: a check is unknown or warns"},
+		{"unknown as JSON", append(append([]string{}, tf...), "-o", "json"), ExitUnknown,
+			[]string{`"status": "unknown"`, `"missing": "which GPU architectures tensorflow 2.19.0 was compiled for"`, `"supply": "give a --matrix-file row`, `"verdict": "unknown"`}, ""},
+		{"unknown driver branch of a GPU", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "t4"}, ExitUnknown,
+			[]string{"UNKNOWN  gpu/driver", "which driver branches know T4 (sm_75)", "--matrix-file gpus: row for T4"}, ""},
+		{"a known answer still passes", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100"}, ExitOK,
+			[]string{"verdict: pass"}, ""},
+		{"a warning passes", []string{"matrix", "check", "--cuda", "12.0", "--driver", "525.60.13", "--gpu", "h100"}, ExitOK,
+			[]string{"WARN", "verdict: pass"}, ""},
+		{"--strict fails a warning", []string{"matrix", "check", "--cuda", "12.0", "--driver", "525.60.13", "--gpu", "h100", "--strict"}, ExitFailed,
+			[]string{"WARN", "verdict: fail (--strict"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			for _, s := range tt.outHas {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			if !strings.Contains(errOut, tt.errHas) {
+				t.Errorf("stderr lacks %q: %s", tt.errHas, errOut)
+			}
+		})
+	}
+}
+
+// TestValidateStrict: validate judges the same question the same way
+// (matrix.DB.JudgeGPUDriver): an image checked against a GPU whose driver
+// branches the matrix does not record is unknown (exit 4); --strict fails
+// unknown and warnings (torch 2.3.1's advisories warn); JUnit skips an
+// unknown check, and fails it under --strict.
+func TestValidateStrict(t *testing.T) {
+	ociDir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(ociDir, empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(smallImage(t, "cuda>=12.2")))
+	ref := "oci:" + ociDir
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		code    int
+		verdict string
+		outHas  string
+	}{
+		{"a warning passes", []string{ref, "-o", "json"}, ExitOK, "pass", `"status": "warn"`},
+		{"--strict fails a warning", []string{ref, "--strict", "-o", "json"}, ExitFailed, "fail", `"strict": true`},
+		{"unknown driver branch exits 4", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "-o", "json"}, ExitUnknown, "unknown", `"missing": "which driver branches know A10G (sm_86)`},
+		{"--strict fails unknown", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "--strict"}, ExitFailed, "", "verdict: fail (--strict: unknown and warning checks fail)"},
+		{"JUnit skips unknown", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "-o", "junit"}, ExitUnknown, "", `<skipped message="the matrix does not record which driver branches know A10G`},
+		{"JUnit fails unknown under --strict", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "-o", "junit", "--strict"}, ExitFailed, "", `<failure message="the matrix does not record which driver branches know A10G`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, append([]string{"validate"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			if !strings.Contains(out, tt.outHas) {
+				t.Errorf("output lacks %q:\n%s", tt.outHas, out)
+			}
+			if tt.verdict != "" {
+				var rep report
+				must(t, json.Unmarshal([]byte(out), &rep))
+				if rep.Verdict != tt.verdict {
+					t.Errorf("verdict %s, want %s", rep.Verdict, tt.verdict)
+				}
+			}
+		})
+	}
+}
