@@ -101,3 +101,28 @@ func TestValidateStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownGPUSuggests: an unknown GPU name lists the nearest known names
+// with their architectures and says how to judge by architecture instead.
+func TestUnknownGPUSuggests(t *testing.T) {
+	for _, tt := range []struct {
+		gpu    string
+		errHas []string
+	}{
+		{"rtx5090foundersedition", []string{`unknown GPU "rtx5090foundersedition": did you mean RTX-5090 (sm_120)`, "judge by architecture: --gpu sm_120"}},
+		{"h1000", []string{"did you mean H100-SXM (sm_90)", "--gpu sm_90"}},
+		{"voodoo5", []string{"judge by architecture: --gpu sm_XY"}},
+	} {
+		t.Run(tt.gpu, func(t *testing.T) {
+			_, errOut, code := run(t, "matrix", "check", "--cuda", "12.8", "--gpu", tt.gpu)
+			if code != ExitInvalid {
+				t.Fatalf("exit %d, want %d: %s", code, ExitInvalid, errOut)
+			}
+			for _, s := range tt.errHas {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr lacks %q: %s", s, errOut)
+				}
+			}
+		})
+	}
+}
