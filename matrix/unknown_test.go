@@ -112,3 +112,36 @@ func TestCheckStackUnknownFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestJAXPythonUpperBounds: issue 44's example, resolve --jax 0.4.33
+// --python 3.13, gave a stack although that release published no cp313
+// wheels. JAX ships 3.13 wheels from 0.4.34 and 3.14 wheels from 0.7.1
+// (jax-ml/jax CHANGELOG.md), and the resolver honours the rows' bounds.
+func TestJAXPythonUpperBounds(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		jax, python string
+		fits        bool
+	}{
+		{"0.4.17", "3.12", true},
+		{"0.4.33", "3.13", false},
+		{"0.4.33", "3.12", true},
+		{"0.4.34", "3.13", true},
+		{"0.7.0", "3.14", false},
+		{"0.7.0", "3.13", true},
+		{"0.7.1", "3.14", true},
+	} {
+		t.Run(tt.jax+"/py"+tt.python, func(t *testing.T) {
+			_, err := db.Resolve(Constraints{JAX: cons(tt.jax), Python: MustConstraint(tt.python)})
+			if tt.fits && err != nil {
+				t.Errorf("jax %s on Python %s: %v", tt.jax, tt.python, err)
+			}
+			if !tt.fits && (err == nil || !strings.Contains(err.Error(), "needs Python")) {
+				t.Errorf("jax %s on Python %s: got %v, want no stack because of the Python bound", tt.jax, tt.python, err)
+			}
+		})
+	}
+}

@@ -126,3 +126,18 @@ func TestUnknownGPUSuggests(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveJAXPythonBound: resolve --jax 0.4.33 --python 3.13 exits 1
+// and names the bound (no cp313 wheels before jax 0.4.34); 0.4.34 fits.
+func TestResolveJAXPythonBound(t *testing.T) {
+	_, errOut, code := run(t, "matrix", "resolve", "--jax", "0.4.33", "--python", "3.13")
+	if code != ExitFailed || !strings.Contains(errOut, "jax 0.4.33 needs Python >=3.10,<3.13") {
+		t.Errorf("jax 0.4.33 on 3.13: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := run(t, "matrix", "resolve", "--jax", "0.4.34", "--python", "3.13"); code != ExitOK {
+		t.Errorf("jax 0.4.34 on 3.13: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := run(t, "matrix", "resolve", "--jax", "0.7.0", "--python", "3.14"); code != ExitFailed || !strings.Contains(errOut, "<3.14") {
+		t.Errorf("jax 0.7.0 on 3.14: exit %d: %s", code, errOut)
+	}
+}
