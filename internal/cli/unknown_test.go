@@ -141,3 +141,26 @@ func TestResolveJAXPythonBound(t *testing.T) {
 		t.Errorf("jax 0.7.0 on 3.14: exit %d: %s", code, errOut)
 	}
 }
+
+// TestCheckCurrentGenerationGPUs: matrix check knows the GPUs of 2025-2026
+// (issue 44: "RTX 5080" was an unknown GPU) and judges their driver branch
+// (matrix.TestCurrentGenerationDrivers is the rule's table).
+func TestCheckCurrentGenerationGPUs(t *testing.T) {
+	for _, tt := range []struct {
+		gpu, cuda, driver, row string
+	}{
+		{"RTX 5080", "12.8", "565.77", "FAIL  gpu/driver    driver 565.77 (R565) does not know RTX-5080 (sm_120)"},
+		{"RTX 5080", "12.8", "570.86.16", "PASS  gpu/driver    driver 570.86.16 knows RTX-5080"},
+		{"NVIDIA GeForce RTX 5070 Ti", "12.8", "570.124.04", "PASS  gpu/driver    driver 570.124.04 knows RTX-5070-Ti"},
+		{"RTX 5050", "12.9", "570.211.01", "does not know RTX-5050 (sm_120): NVIDIA's drivers support it from branch R575, from 575.64.03 on"},
+		{"DGX Spark", "13.0", "575.64.05", "does not know GB10 (sm_121)"},
+		{"NVIDIA GB10", "13.0", "580.119.02", "PASS  gpu/driver    driver 580.119.02 knows GB10"},
+	} {
+		t.Run(tt.gpu+"@"+tt.driver, func(t *testing.T) {
+			out, errOut, _ := run(t, "matrix", "check", "--cuda", tt.cuda, "--gpu", tt.gpu, "--driver", tt.driver)
+			if !strings.Contains(out, tt.row) {
+				t.Errorf("output lacks %q:\n%s\n%s", tt.row, out, errOut)
+			}
+		})
+	}
+}
