@@ -69,6 +69,14 @@ func TestCheckStackUnknownFacts(t *testing.T) {
 			supply:  []string{"--matrix-file row for tensorflow 2.19", "gpuimg validate IMAGE --gpu sm_120"},
 		},
 		{
+			name:    "jax 0.4.33 on a V100: archs not recorded",
+			c:       Constraints{JAX: cons("0.4.33"), CUDA: MustConstraint("12.4")},
+			host:    Host{GPU: "v100"},
+			check:   "gpu/jax",
+			missing: "which GPU architectures jax 0.4.33",
+			supply:  []string{"--matrix-file row for jax 0.4.33", "--gpu sm_70"},
+		},
+		{
 			name:    "A10G on R535: no driver branch recorded for sm_86",
 			c:       Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12.2")},
 			host:    Host{GPU: "a10g", Driver: MustVersion("535.104.05")},
