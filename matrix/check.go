@@ -14,6 +14,12 @@ const (
 	Pass Status = "pass"
 	Warn Status = "warn"
 	Fail Status = "fail"
+	// UnknownFact is a question the matrix cannot answer because a fact it
+	// needs is not recorded (the architectures a framework release was
+	// compiled for, the driver branches that know a GPU). It is never a
+	// pass: Verdict ranks it between pass and fail, and StrictVerdict
+	// fails it.
+	UnknownFact Status = "unknown"
 )
 
 // Finding is the result of one compatibility check.
@@ -21,6 +27,24 @@ type Finding struct {
 	Name    string `json:"name"`
 	Status  Status `json:"status"`
 	Message string `json:"message"`
+	// Missing names the fact the matrix lacks, on an UnknownFact finding.
+	Missing string `json:"missing,omitempty"`
+	// Supply says how to give gpuimg that fact, on an UnknownFact finding.
+	Supply string `json:"supply,omitempty"`
+}
+
+// UnknownFinding is the UnknownFact finding called name: the matrix does not
+// record missing (a fact, "the architectures tensorflow 2.19 was compiled
+// for"); supply says how to give it. The message names both, so the text
+// output says what the JSON's missing and supply fields say.
+func UnknownFinding(name, missing, supply string) Finding {
+	return Finding{
+		Name:    name,
+		Status:  UnknownFact,
+		Message: "the matrix does not record " + missing + "; to judge it, " + supply,
+		Missing: missing,
+		Supply:  supply,
+	}
 }
 
 // Host is a machine a stack should run on. Zero fields are not checked.
@@ -110,7 +134,9 @@ func (db *DB) checkGPU(s Stack, cuda Version, g GPU, usesCompat bool) ([]Finding
 	for _, fw := range s.FrameworkList() {
 		check := "gpu/" + fw.Name
 		if len(fw.Archs) == 0 {
-			add(check, Warn, "the matrix does not record which architectures %s %s was compiled for; gpuimg validate reads them from the image", fw.Name, fw.Version)
+			out = append(out, UnknownFinding(check,
+				fmt.Sprintf("which GPU architectures %s %s was compiled for", fw.Name, fw.Version),
+				fmt.Sprintf("give a --matrix-file row for %s %s with archs: (and ptx:), or run gpuimg validate IMAGE --gpu %s on the built image, which reads them from its libraries", fw.Name, fw.Version, g.Arch)))
 			continue
 		}
 		cov := KernelCoverage(g.Arch, fw.Archs, fw.PTX)
@@ -193,14 +219,40 @@ func (db *DB) CheckConstraints(c Constraints) (HostCheck, error) {
 	return HostCheck{Stack: fit, Findings: append([]Finding{note}, fitFs...), Default: &def}, nil
 }
 
-// Verdict is Fail if any finding failed, else Pass.
+// Verdict is Fail if any finding failed, else UnknownFact if any finding is
+// unknown (a fact the matrix lacks is never a pass), else Pass. Warnings
+// pass.
 func Verdict(fs []Finding) Status {
+	out := Pass
 	for _, f := range fs {
-		if f.Status == Fail {
+		switch f.Status {
+		case Fail:
+			return Fail
+		case UnknownFact:
+			out = UnknownFact
+		}
+	}
+	return out
+}
+
+// StrictVerdict is the verdict under --strict (publish.yaml's validate:
+// strict: true), for CI: Fail if any finding failed, is unknown or
+// warns, else Pass.
+func StrictVerdict(fs []Finding) Status {
+	for _, f := range fs {
+		if f.Status == Fail || f.Status == UnknownFact || f.Status == Warn {
 			return Fail
 		}
 	}
 	return Pass
+}
+
+// VerdictOf is StrictVerdict when strict, else Verdict.
+func VerdictOf(fs []Finding, strict bool) Status {
+	if strict {
+		return StrictVerdict(fs)
+	}
+	return Verdict(fs)
 }
 
 // hostOf is the host c describes: its driver and GPUs, or, with a

@@ -161,14 +161,20 @@ func (db *DB) DriverSupportOf(g GPU) (DriverSupport, bool) {
 // GPU g: fail below the lowest branch recorded for it (no driver runs a
 // GPU newer than itself) or above the last (old architectures are
 // dropped), warn in the lowest branch before the first release NVIDIA's
-// lists name it in. ok is false when the matrix records no branch for g,
-// or d is zero.
+// lists name it in, and unknown when the matrix records no branch for g
+// or its architecture (a missing fact is never a pass). ok is false when
+// d is zero.
 // It is the one rule of the resolver's GPU stage, matrix check, validate
 // --driver/--gpu and validate --target.
 func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool) {
-	s, ok := db.DriverSupportOf(g)
-	if !ok || d.IsZero() {
+	if d.IsZero() {
 		return Finding{}, false
+	}
+	s, ok := db.DriverSupportOf(g)
+	if !ok {
+		return UnknownFinding(name,
+			fmt.Sprintf("which driver branches know %s (%s), so whether driver %s runs it", g.Name, g.Arch, d),
+			fmt.Sprintf("give a --matrix-file gpus: row for %s with driver: {branch: ..., first: ...} from the Compatible GPUs table of NVIDIA's open-gpu-kernel-modules README at the driver's tag", g.Name)), true
 	}
 	f = Finding{Name: name, Status: Pass}
 	src := ""

@@ -57,11 +57,13 @@ func TestJudgeGPUDriver(t *testing.T) {
 	} else if f, ok := db.JudgeGPUDriver("gpu/driver", g, Version{}); ok {
 		t.Errorf("no driver judged: %+v", f)
 	}
-	// No branch recorded: no finding rather than a guess.
+	// No branch recorded for the GPU or its architecture: unknown, naming
+	// the missing fact and how to supply it, never a pass and never silence.
 	if g, err := db.FindGPU("T4"); err != nil {
 		t.Fatal(err)
-	} else if f, ok := db.JudgeGPUDriver("gpu/driver", g, MustVersion("450.51.05")); ok {
-		t.Errorf("T4 has no recorded branch, got %+v", f)
+	} else if f, ok := db.JudgeGPUDriver("gpu/driver", g, MustVersion("450.51.05")); !ok || f.Status != UnknownFact ||
+		!strings.Contains(f.Missing, "which driver branches know T4") || !strings.Contains(f.Supply, "--matrix-file gpus: row for T4") {
+		t.Errorf("T4 has no recorded branch: got %v %+v, want an unknown finding naming the fact and the --matrix-file row", ok, f)
 	}
 }
 

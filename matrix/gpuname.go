@@ -137,21 +137,48 @@ func (db *DB) LookupGPU(name string) (GPU, error) {
 }
 
 // unknownGPU is the error for a name no row matches, with the rows whose
-// names or aliases are nearest to compact (the normalised name).
+// names or aliases are nearest to compact (the normalised name): by edit
+// distance, or sharing its first characters (a prefix), each with its
+// architecture, and how to judge by architecture instead (--gpu sm_XY).
 func (db *DB) unknownGPU(name, compact string) error {
-	best := map[int]int{} // row → smallest edit distance of its keys
+	near := db.nearGPUs(compact)
+	if len(near) > 0 {
+		names := make([]string, len(near))
+		for i, r := range near {
+			names[i] = db.GPUs[r].Name + " (" + db.GPUs[r].Arch + ")"
+		}
+		return fmt.Errorf("%w %q: did you mean %s? Give a name or alias from gpuimg matrix list gpus, or judge by architecture: --gpu %s if it is a %s (gpuimg matrix list archs)",
+			ErrUnknownGPU, name, strings.Join(names, ", "), db.GPUs[near[0]].Arch, db.GPUs[near[0]].Name)
+	}
+	var names []string
+	for _, g := range db.GPUs {
+		names = append(names, g.Name)
+	}
+	return fmt.Errorf("%w %q: give a name (%s), or judge by architecture: --gpu sm_XY (sm_90, sm_120; gpuimg matrix list archs); see gpuimg matrix list gpus", ErrUnknownGPU, name, strings.Join(names, ", "))
+}
+
+// nearGPUs are up to three rows whose names or aliases are near compact,
+// nearest first: an edit distance of at most a third of the name (at
+// least 2 edits), or one starting with the other, 4 characters at least
+// ("rtx5090foundersedition" and rtx5090), counted as 1.
+func (db *DB) nearGPUs(compact string) []int {
+	if compact == "" {
+		return nil
+	}
+	limit := max(2, len(compact)/3)
+	best := map[int]int{} // row → smallest distance of its keys
 	for _, k := range db.gpuKeys() {
 		d := editDistance(compact, k.compact)
+		if p := commonPrefix(compact, k.compact); p >= 4 && p == min(len(compact), len(k.compact)) {
+			d = min(d, 1)
+		}
 		if old, ok := best[k.row]; !ok || d < old {
 			best[k.row] = d
 		}
 	}
-	// Near enough to be a typo or a variant: at most a third of the name
-	// differs (at least 2 edits).
-	limit := max(2, len(compact)/3)
 	var near []int
 	for r, d := range best {
-		if d <= limit && compact != "" {
+		if d <= limit {
 			near = append(near, r)
 		}
 	}
@@ -161,21 +188,16 @@ func (db *DB) unknownGPU(name, compact string) error {
 		}
 		return a - b
 	})
-	if len(near) > 3 {
-		near = near[:3]
+	return near[:min(len(near), 3)]
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
 	}
-	if len(near) > 0 {
-		names := make([]string, len(near))
-		for i, r := range near {
-			names[i] = db.GPUs[r].Name
-		}
-		return fmt.Errorf("%w %q: did you mean %s? Give a name or alias from gpuimg matrix list gpus, or an architecture such as sm_90", ErrUnknownGPU, name, strings.Join(names, ", "))
-	}
-	var names []string
-	for _, g := range db.GPUs {
-		names = append(names, g.Name)
-	}
-	return fmt.Errorf("%w %q: give a name (%s), or an architecture such as sm_90; see gpuimg matrix list gpus", ErrUnknownGPU, name, strings.Join(names, ", "))
+	return n
 }
 
 // editDistance is the Levenshtein distance between a and b (bytes).

@@ -506,7 +506,7 @@ func (s *search) coversGPU(cand *onImage, gpu *GPU, usesCompat bool, notes *[]st
 		if f, ok := s.db.JudgeGPUDriver("gpu/driver", *gpu, s.c.Driver); ok && f.Status == Fail {
 			s.fails.add(stageGPU, "%s", f.Message)
 			return false
-		} else if ok && f.Status == Warn {
+		} else if ok && (f.Status == Warn || f.Status == UnknownFact) {
 			addNote(notes, f.Message)
 		}
 	}

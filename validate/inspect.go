@@ -43,7 +43,10 @@ type Report struct {
 	Found    Found     `json:"found"`
 	Size     SizeInfo  `json:"size"`
 	Checks   []Check   `json:"checks"`
-	Verdict  Status    `json:"verdict"` // pass, fail, or no-gpu for a GPU run without a GPU
+	Verdict  Status    `json:"verdict"` // pass, unknown, fail, or no-gpu for a GPU run without a GPU
+	// Strict says the verdict was taken under Options.Strict: unknown and
+	// warning checks fail it.
+	Strict bool `json:"strict,omitempty"`
 	// Probe holds the GPU run's raw result (kind gpu).
 	Probe *gpuprobe.Result `json:"probe,omitempty"`
 	// Inventory is set when Options.Inventory asked for it; it is not
@@ -77,6 +80,11 @@ type Options struct {
 	// the same walk: dpkg's status files, each Python distribution, the
 	// CUDA components by file. Off, the walk reads nothing extra.
 	Inventory bool
+	// Strict fails the verdict on unknown and warning checks too
+	// (validate --strict, publish.yaml's validate: strict: true), for CI;
+	// matrix.StrictVerdict. The default judges by matrix.Verdict: a
+	// failed check fails, an unknown one makes the verdict unknown.
+	Strict bool
 }
 
 // Inspect reads the image's final filesystem (streaming every layer once,
@@ -196,7 +204,8 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 		}
 		r.Inventory = c.buildInventory(det, walk, cfg, mf)
 	}
-	r.Verdict = matrix.Verdict(r.Checks)
+	r.Strict = opt.Strict
+	r.Verdict = matrix.VerdictOf(r.Checks, r.Strict)
 	return r, nil
 }
 
@@ -204,7 +213,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 // recorded NCCL log's) and recomputes the verdict over all of them.
 func (r *Report) Add(checks ...Check) {
 	r.Checks = append(r.Checks, checks...)
-	r.Verdict = matrix.Verdict(r.Checks)
+	r.Verdict = matrix.VerdictOf(r.Checks, r.Strict)
 }
 
 type checker struct {

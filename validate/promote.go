@@ -50,8 +50,11 @@ func (p PromotionPolicy) Accept(payload []byte, gpu, driver string) (bool, strin
 }
 
 func verdictWord(v Status) string {
-	if v == gpuprobe.NoGPU {
+	switch v {
+	case gpuprobe.NoGPU:
 		return "found no GPU"
+	case matrix.UnknownFact:
+		return "is unknown (a check needs a fact the matrix lacks; see its unknown checks)"
 	}
 	return "failed"
 }

@@ -69,7 +69,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nverdict: %s\n", r.Verdict)
+	strict := ""
+	if r.Strict && r.Verdict == matrix.Fail && matrix.Verdict(r.Checks) != matrix.Fail {
+		strict = " (--strict: unknown and warning checks fail)"
+	}
+	_, err := fmt.Fprintf(w, "\nverdict: %s%s\n", r.Verdict, strict)
 	return err
 }
 
@@ -104,7 +108,12 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	ClassName string        `xml:"classname,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -113,15 +122,20 @@ type junitFailure struct {
 }
 
 // WriteJUnit writes the checks as a JUnit XML test suite (one test case
-// per check; failures fail, warnings pass with their message as output).
+// per check; failures fail, unknown checks are skipped with their message,
+// warnings pass with their message as output; under Strict unknown and
+// warning checks fail).
 func (r *Report) WriteJUnit(w io.Writer) error {
 	s := junitSuite{Name: "gpuimg validate " + r.Image, Tests: len(r.Checks)}
 	for _, c := range r.Checks {
 		tc := junitCase{Name: c.Name, ClassName: "gpuimg." + r.Kind}
-		switch c.Status {
-		case matrix.Fail:
+		switch {
+		case c.Status == matrix.Fail, r.Strict && (c.Status == matrix.UnknownFact || c.Status == matrix.Warn):
 			s.Failures++
 			tc.Failure = &junitFailure{Message: c.Message, Text: c.Message}
+		case c.Status == matrix.UnknownFact:
+			s.Skipped++
+			tc.Skipped = &junitSkipped{Message: c.Message}
 		default:
 			tc.SystemOut = string(c.Status) + ": " + c.Message
 		}

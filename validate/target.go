@@ -34,9 +34,10 @@ func (c *checker) target(t matrix.Target, cfg *v1.ConfigFile, p *matrix.Packagin
 		gpus[i] = g
 	}
 	underCompat := c.targetDriver(t, gpus, name("driver"))
-	if len(gpus) == 0 {
+	if len(gpus) == 0 && c.neededCUDA() != "" {
 		// Unknown is never pass: say what was not checked and how to check it.
-		c.r.Checks = append(c.r.Checks, Check{Name: name("gpu"), Status: matrix.Warn,
+		// An image without CUDA inside has no kernels to check.
+		c.r.Checks = append(c.r.Checks, Check{Name: name("gpu"), Status: matrix.UnknownFact,
 			Message: fmt.Sprintf("%s: the target records no GPUs, so kernel coverage was not checked; give --gpu with your hosts' GPU (gpuimg validate IMAGE --target %s --gpu h100), or add gpus: to the row with --matrix-file", t.Name, t.Name)})
 	}
 	for _, g := range gpus {
@@ -117,8 +118,12 @@ func (c *checker) targetDriver(t matrix.Target, gpus []matrix.GPU, name string) 
 		unconfirmed = ", unconfirmed"
 	}
 	prefix := fmt.Sprintf("%s (host driver %s%s): ", t.Name, t.Driver, unconfirmed)
+	if t.Driver.IsZero() && c.neededCUDA() == "" {
+		c.add(name, matrix.Pass, "%s: no CUDA inside; any driver loads it", t.Name)
+		return false
+	}
 	if t.Driver.IsZero() {
-		c.add(name, matrix.Warn, "%s: the target row gives no host driver, so the driver floor is not checked", t.Name)
+		c.add(name, matrix.UnknownFact, "%s: the target row gives no host driver, so the driver floor was not checked; give --driver with your hosts' driver (nvidia-smi --query-gpu=driver_version), or add driver: to the row with --matrix-file", t.Name)
 		return false
 	}
 	if c.neededCUDA() == "" {

@@ -14,7 +14,24 @@ const (
 	ExitOK      = 0 // success
 	ExitFailed  = 1 // the command ran and the answer is "no" (conflict, failed checks)
 	ExitInvalid = 2 // the command could not run (bad input, unreachable daemon)
+	// ExitUnknown: matrix check and validate ran, nothing failed, but a
+	// fact the matrix lacks left a check unknown (verdict unknown). It is
+	// not a pass; under --strict the same run exits ExitFailed.
+	ExitUnknown = 4
 )
+
+// verdictError is the error for a check or validate verdict: nil on pass,
+// ExitFailed on fail (failed says what), ExitUnknown on unknown.
+func verdictError(v matrix.Status, failed string) error {
+	switch v {
+	case matrix.Fail:
+		return &Error{Err: errors.New(failed), Code: ExitFailed}
+	case matrix.UnknownFact:
+		return &Error{Err: errors.New("nothing failed, but the matrix lacks a fact a check needs (see the unknown checks)"),
+			Hint: "supply it as each check says, or run with --strict to treat unknown as a failure", Code: ExitUnknown}
+	}
+	return nil
+}
 
 // Error is a user-facing error: what went wrong, and how to fix it.
 type Error struct {

@@ -255,6 +255,7 @@ func stackTable(w io.Writer, s matrix.Stack) error {
 func newCheckCmd(mo *MatrixOptions) *cobra.Command {
 	so := &StackOptions{}
 	var output, stackFile string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Say whether a stack runs on a given driver and GPU, and why not",
@@ -273,7 +274,15 @@ the same flags (--driver and --gpu as constraints) instead, and a warning
 names the default that does not fit. When no stack fits, the default's
 failed checks stand.
 
-Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
+A check whose answer needs a fact the matrix does not record (which
+architectures a framework release was compiled for, which driver branches
+know a GPU) is unknown, never a pass: it names the missing fact and how to
+supply it (a --matrix-file row, gpuimg validate on the built image).
+--strict turns unknown and warnings into failures, for CI.
+
+Exit status: 0 when it runs, 1 when a check fails (or, with --strict, is
+unknown or warns), 2 on bad input, 4 when nothing fails but a check is
+unknown.`,
 		Example: `  gpuimg matrix check --cuda 12.4 --torch 2.5 --driver 535.104.05 --gpu h100
   gpuimg matrix resolve --torch 2.3 -o json > stack.json
   gpuimg matrix check --stack stack.json --gpu sm_120 -o json`,
@@ -304,10 +313,11 @@ Exit status: 0 when it runs, 1 when a check fails, 2 on bad input.`,
 			if err != nil {
 				return err
 			}
-			return renderFindings(cmd.OutOrStdout(), output, hc)
+			return renderFindings(cmd.OutOrStdout(), output, hc, strict)
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail on unknown checks and warnings, not only on failed checks (for CI)")
 	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6); several separated by commas; with --target, it narrows the fleet's GPUs", "NVIDIA driver of the hosts (535.104.05)")
 	so.bind(cmd.Flags(), matrix.FieldTarget, "fleet the hosts are (sagemaker/p5; gpuimg matrix list targets): its driver and GPUs are the host, --driver replaces the driver, --gpu narrows the GPUs")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
@@ -363,15 +373,16 @@ func loadStack(file string) (matrix.Stack, error) {
 	return s, nil
 }
 
-func renderFindings(w io.Writer, output string, hc matrix.HostCheck) error {
+func renderFindings(w io.Writer, output string, hc matrix.HostCheck, strict bool) error {
 	s, fs := hc.Stack, hc.Findings
-	verdict := matrix.Verdict(fs)
+	verdict := matrix.VerdictOf(fs, strict)
 	v := struct {
 		Stack   matrix.Stack     `json:"stack"`
 		Default *matrix.Stack    `json:"default_stack,omitempty"`
 		Checks  []matrix.Finding `json:"checks"`
 		Verdict matrix.Status    `json:"verdict"`
-	}{s, hc.Default, fs, verdict}
+		Strict  bool             `json:"strict,omitempty"`
+	}{s, hc.Default, fs, verdict, strict}
 	err := render(w, output, v, func() error {
 		fmt.Fprintf(w, "stack: %s\n", s.Summary())
 		t := newTable(w)
@@ -381,14 +392,24 @@ func renderFindings(w io.Writer, output string, hc matrix.HostCheck) error {
 		if err := t.flush(); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "verdict: %s\n", verdict)
+		_, err := fmt.Fprintf(w, "verdict: %s%s\n", verdict, strictNote(strict, fs))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if verdict == matrix.Fail {
-		return &Error{Err: errors.New("the stack does not run on that host (see the failed checks)"), Code: ExitFailed}
+	failed := "the stack does not run on that host (see the failed checks)"
+	if strict && matrix.Verdict(fs) != matrix.Fail {
+		failed = "--strict: a check is unknown or warns (see them above)"
 	}
-	return nil
+	return verdictError(verdict, failed)
+}
+
+// strictNote says, after a strict verdict, that unknown and warning
+// checks failed it.
+func strictNote(strict bool, fs []matrix.Finding) string {
+	if strict && matrix.Verdict(fs) != matrix.Fail && matrix.StrictVerdict(fs) == matrix.Fail {
+		return " (--strict: unknown and warning checks fail)"
+	}
+	return ""
 }

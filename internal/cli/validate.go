@@ -41,6 +41,7 @@ type ValidateOptions struct {
 	Fabrics                      []string
 	Nodes                        int
 	NCCLLog                      string
+	Strict                       bool        // --strict: unknown and warning checks fail the verdict
 	accept                       acceptFlags // --baseline, --reference, --max-loss
 
 	targets    []matrix.Target // --target, looked up
@@ -64,6 +65,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Bench, "bench", false, "with --run: also run the benchmarks and judge them against the GPU's peaks")
 	fs.StringArrayVar(&o.MinEfficiency, "min-efficiency", nil, "with --run --bench: threshold as a fraction of peak, e.g. gemm_bf16=0.7 (repeatable)")
 	o.accept.addFlags(fs)
+	fs.BoolVar(&o.Strict, "strict", false, "fail the verdict on unknown checks (a fact the matrix lacks) and warnings too, not only on failed checks (for CI)")
 	fs.DurationVar(&o.Budget, "budget", 0, "with --run: time for the probe's Python checks and benchmarks (default 2m, 12m with --bench)")
 	fs.BoolVar(&o.Attach, "attach", false, "push the report to the registry as an OCI referrer of the image (artifact type "+images.ReportArtifactType+"), for gpuimg images promote")
 	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require validation and cosign verify-attestation check")
@@ -107,9 +109,14 @@ With --run, validate runs gpuimg's GPU probe inside the image instead
 (docker, podman, host or a Kubernetes Job; see docs/probe.md) and judges the
 driver, the frameworks and, with --bench, throughput against the GPU's peaks.
 
-Exit status: 0 pass (warnings allowed), 1 a check failed, 2 validation could
-not run (unreachable registry, corrupt layer, bad flags), 3 (--run) no NVIDIA
-driver or GPU where the probe ran.`,
+A check that needs a fact the matrix does not record (which driver
+branches know the --gpu) is unknown, never a pass, and says how to supply
+the fact. --strict fails unknown and warning checks too, for CI.
+
+Exit status: 0 pass (warnings allowed), 1 a check failed (with --strict:
+or is unknown or warns), 2 validation could not run (unreachable registry,
+corrupt layer, bad flags), 3 (--run) no NVIDIA driver or GPU where the
+probe ran, 4 nothing failed but a check is unknown.`,
 		Example: `  gpuimg validate registry.example.com/ml/torch:2.3-cu122 --driver 535.104.05 --gpu h100
   gpuimg validate oci-archive:torch.tar --gpu sm_120 -o json
   gpuimg validate docker-daemon:torch:dev --bandwidth 1Gbps -o junit > validate.xml
@@ -149,6 +156,7 @@ driver or GPU where the probe ran.`,
 				if rep == nil {
 					return nil // --run kubernetes: the Job is the output
 				}
+				vo.strictVerdict(rep)
 				return finishReport(cmd, rep, ref, vo.Output, attachment{vo.Attach, vo.Key, ""}, reg, verbs.Judged{})
 			}
 			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
@@ -157,11 +165,22 @@ driver or GPU where the probe ran.`,
 			if err := judgeNCCLLog(rep, vo.NCCLLog, opt.Fabrics); err != nil {
 				return err
 			}
+			vo.strictVerdict(rep)
 			return finishReport(cmd, rep, ref, vo.Output, attachment{vo.Attach, vo.Key, vo.sbomFormat}, reg, verbs.Judged{GPU: vo.GPU, Driver: vo.Driver})
 		},
 	}
 	vo.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// strictVerdict re-judges rep under --strict (matrix.StrictVerdict):
+// unknown and warning checks fail it. A GPU run that found no GPU keeps
+// its own verdict.
+func (o *ValidateOptions) strictVerdict(rep *validate.Report) {
+	if o.Strict && rep.Verdict != gpuprobe.NoGPU {
+		rep.Strict = true
+		rep.Verdict = matrix.StrictVerdict(rep.Checks)
+	}
 }
 
 // runOnlyFlags are the flags only a GPU run (--run) reads.
@@ -194,7 +213,7 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 	if err != nil {
 		return ref, opt, invalid(err, "")
 	}
-	opt = validate.Options{Name: ref.String(), GPU: o.GPU}
+	opt = validate.Options{Name: ref.String(), GPU: o.GPU, Strict: o.Strict}
 	if o.Driver != "" {
 		if opt.Driver, err = matrix.ParseVersion(o.Driver); err != nil {
 			return ref, opt, invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
@@ -404,13 +423,14 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 			return invalid(err, "")
 		}
 	}
-	switch rep.Verdict {
-	case matrix.Fail:
-		return &Error{Err: errors.New("validation failed (see the failed checks)"), Code: ExitFailed}
-	case gpuprobe.NoGPU:
+	if rep.Verdict == gpuprobe.NoGPU {
 		return &Error{Err: errors.New("no NVIDIA driver or GPU where the probe ran (see the nvidia-driver check)"), Code: ExitNoGPU}
 	}
-	return nil
+	failed := "validation failed (see the failed checks)"
+	if rep.Strict && matrix.Verdict(rep.Checks) != matrix.Fail {
+		failed = "validation failed under --strict: a check is unknown or warns (see them above)"
+	}
+	return verdictError(rep.Verdict, failed)
 }
 
 // renderAttached says on w what validate --attach attached.

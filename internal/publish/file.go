@@ -62,6 +62,10 @@ type ValidateSpec struct {
 	Driver matrix.Version `yaml:"driver"`
 	// GPU are the GPUs the hosts have (h100, l4).
 	GPU []string `yaml:"gpu"`
+	// Strict fails a variant whose report has an unknown check (a fact
+	// the matrix lacks) or a warning, as validate --strict does. Off, a
+	// failed check fails it and an unknown one is listed in the report.
+	Strict bool `yaml:"strict"`
 }
 
 // Signing is the signing: section.

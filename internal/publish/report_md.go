@@ -227,6 +227,8 @@ func mdVerdict(v matrix.Status) string {
 		return "⚠️ warn"
 	case matrix.Fail:
 		return "❌ fail"
+	case matrix.UnknownFact:
+		return "❔ unknown"
 	}
 	return mdCell(string(v))
 }

@@ -501,7 +501,9 @@ func (r *runner) finish(ctx context.Context, i int, digest string) {
 		r.fail(i, "validate", err)
 		return
 	}
-	if verdict != matrix.Pass && verdict != matrix.Warn {
+	// Unknown (a fact the matrix lacks) does not stop the tag; validate:
+	// strict: true makes it, and warnings, fail the verdict.
+	if verdict != matrix.Pass && verdict != matrix.Warn && verdict != matrix.UnknownFact {
 		r.fail(i, "validate", fmt.Errorf("static validation %s (the report is attached to %s); the tag was not written", verdict, digestRef))
 		return
 	}

@@ -202,7 +202,7 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 	spec := verbs.Spec{
 		// With signing, the walk that validates also collects what the
 		// SBOM lists: the layers are read once for both.
-		Options:   validate.Options{Name: v.Tag, DB: r.db, Driver: r.f.Validate.Driver, Inventory: r.signer != nil},
+		Options:   validate.Options{Name: v.Tag, DB: r.db, Driver: r.f.Validate.Driver, Inventory: r.signer != nil, Strict: r.f.Validate.Strict},
 		Platforms: r.platforms(),
 		GPUs:      r.gpus(),
 	}
@@ -231,7 +231,7 @@ func (r *runner) validate(ctx context.Context, v Variant, digestRef string) (mat
 		}
 		verdicts = append(verdicts, matrix.Finding{Name: "validate", Status: rp.Verdict})
 		for _, c := range rp.Checks {
-			if c.Status == matrix.Fail {
+			if matrix.VerdictOf([]matrix.Finding{c}, r.f.Validate.Strict) == matrix.Fail {
 				msg := c.Name + ": " + c.Message
 				if rp.Platform != "" {
 					msg = rp.Platform + " " + msg

@@ -156,7 +156,7 @@ func ReportTestResult(rep *validate.Report) TestResult {
 		switch c.Status {
 		case matrix.Pass:
 			tr.PassedTests = append(tr.PassedTests, c.Name)
-		case matrix.Warn:
+		case matrix.Warn, matrix.UnknownFact:
 			tr.WarnedTests = append(tr.WarnedTests, c.Name)
 		default:
 			tr.FailedTests = append(tr.FailedTests, c.Name)

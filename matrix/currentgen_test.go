@@ -1,0 +1,85 @@
+package matrix
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCurrentGenerationDrivers is issue 44's "current generation" table:
+// for GPUs of 2024-2026 and three older ones, JudgeGPUDriver's verdict on
+// a driver one branch too old (a real release of the branch before the
+// GPU's first), at the first release whose open-gpu-kernel-modules README
+// lists the GPU (gpus.yaml's driver.first), at an off-cycle release that
+// lists it earlier with a lower number, and on a driver too new where the
+// GPU's support ends. Every driver below is a tag of
+// NVIDIA/open-gpu-kernel-modules.
+//
+// Off-cycle releases (570.123.*, 580.94.13) list the GPU but number below
+// the mainline first, so the rule warns there ("an earlier release may not
+// know it"); the issue asks for them to be recognised, which needs the
+// off-cycle releases recorded per GPU. The table records today's answer.
+func TestCurrentGenerationDrivers(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		gpu      string
+		tooOld   string // a release of the branch before the GPU's first; "" if none is recorded
+		first    string
+		offCycle string // an earlier off-cycle release listing it, if any
+		tooNew   string // a release after the GPU's last branch, if any
+	}{
+		// 2024-2026
+		{gpu: "H200", tooOld: "545.29.06", first: "550.90.07"},
+		{gpu: "B200", tooOld: "565.77", first: "570.86.15"},
+		{gpu: "GB200", tooOld: "565.77", first: "570.124.04", offCycle: "570.123.01"},
+		{gpu: "B300", tooOld: "575.64.05", first: "580.82.07"},
+		{gpu: "GB300", tooOld: "575.64.05", first: "580.82.07"},
+		{gpu: "RTX 5090", tooOld: "565.77", first: "570.86.16"},
+		{gpu: "RTX 5080", tooOld: "565.77", first: "570.86.16"},
+		{gpu: "RTX 5070 Ti", tooOld: "565.77", first: "570.124.04", offCycle: "570.123.01"},
+		{gpu: "RTX 5070", tooOld: "565.77", first: "570.133.07", offCycle: "570.123.07"},
+		{gpu: "RTX 5060 Ti", tooOld: "565.77", first: "570.148.08", offCycle: "570.123.10"},
+		{gpu: "RTX 5060", tooOld: "565.77", first: "570.158.01"},
+		{gpu: "RTX 5050", tooOld: "570.211.01", first: "575.64.03"},
+		{gpu: "RTX PRO 6000 Blackwell Workstation Edition", tooOld: "565.77", first: "570.133.07", offCycle: "570.123.07"},
+		{gpu: "RTX PRO 6000 Blackwell Server Edition", tooOld: "570.211.01", first: "575.57.08"},
+		{gpu: "RTX PRO 5000 Blackwell", tooOld: "565.77", first: "570.153.02"},
+		{gpu: "NVIDIA GB10", tooOld: "575.64.05", first: "580.119.02", offCycle: "580.94.13"},
+		// older
+		{gpu: "H100 80GB HBM3", tooOld: "520.61.05", first: "525.85.05"},
+		{gpu: "Tesla V100-SXM2-16GB", tooNew: "590.44.01"},
+		{gpu: "Tesla P100-PCIE-16GB", tooNew: "595.44.02"},
+	} {
+		g, err := db.FindGPU(tt.gpu)
+		if err != nil {
+			t.Errorf("%s: %v", tt.gpu, err)
+			continue
+		}
+		s, _ := db.DriverSupportOf(g)
+		if tt.first != "" && s.First.String() != tt.first {
+			t.Errorf("%s: first driver %s, want %s", g.Name, s.First, tt.first)
+		}
+		for _, c := range []struct {
+			driver string
+			want   Status
+			has    string
+		}{
+			{tt.tooOld, Fail, "does not know"},
+			{tt.first, Pass, "knows"},
+			{tt.offCycle, Warn, "may not know it"},
+			{tt.tooNew, Fail, "no longer supports"},
+		} {
+			if c.driver == "" {
+				continue
+			}
+			t.Run(g.Name+"@"+c.driver, func(t *testing.T) {
+				f, ok := db.JudgeGPUDriver("gpu/driver", g, MustVersion(c.driver))
+				if !ok || f.Status != c.want || !strings.Contains(f.Message, c.has) {
+					t.Errorf("JudgeGPUDriver(%s, %s) = %s %q, want %s with %q", g.Name, c.driver, f.Status, f.Message, c.want, c.has)
+				}
+			})
+		}
+	}
+}
