@@ -25,8 +25,9 @@ type Target struct {
 	// Name is provider/fleet, or a single word for a provider with one
 	// fleet (runpod).
 	Name string `yaml:"name" json:"name"`
-	// Driver is the host driver, a full version (550.127.05) or a branch
-	// (535), which is read as the branch's first release.
+	// Driver is the host driver, a full version (550.127.05) as
+	// ParseDriver reads it: a branch alone (535) is refused, as it is on
+	// the command line.
 	Driver Version `yaml:"driver" json:"driver"`
 	// GPUs name rows of the GPU table.
 	GPUs []string `yaml:"gpus" json:"gpus"`
@@ -181,6 +182,11 @@ func (db *DB) validateTarget(t Target) []string {
 	var bad []string
 	if t.Name == "" || strings.ContainsAny(t.Name, " \t") || strings.Count(t.Name, "/") > 1 {
 		bad = append(bad, fmt.Sprintf("target name %q: want provider/fleet (sagemaker/p5) or one word", t.Name))
+	}
+	if !t.Driver.IsZero() {
+		if _, err := ParseDriver(t.Driver.String()); err != nil {
+			bad = append(bad, fmt.Sprintf("target %s: %v", t.Name, err))
+		}
 	}
 	for _, g := range t.GPUs {
 		if _, err := db.LookupGPU(g); err != nil {
