@@ -134,12 +134,12 @@ func dslEvaluate(pred string, h RuntimeHost) Outcome {
 		return ret
 	}
 	ret := 1
-	for _, or := range strings.Split(pred, " ") {
+	for or := range strings.SplitSeq(pred, " ") {
 		if or == "" {
 			continue
 		}
 		all := true
-		for _, and := range strings.Split(or, ",") {
+		for and := range strings.SplitSeq(or, ",") {
 			if and == "" {
 				continue
 			}

@@ -479,8 +479,7 @@ func (r Requirement) walk(h RuntimeHost) Outcomes {
 	if len(r.Alts) == 0 {
 		return Outcomes(Holds) // ret starts true (L136)
 	}
-	for a := len(r.Alts) - 1; a >= 0; a-- {
-		alt := r.Alts[a]
+	for a, alt := range slices.Backward(r.Alts) {
 		// Every term held (L156-157): ret is the last term's, true; in an
 		// alternative of commas only it is still what it was: true for
 		// the first alternative, false after one that failed.
@@ -488,8 +487,8 @@ func (r Requirement) walk(h RuntimeHost) Outcomes {
 		if len(alt) > 0 || a == 0 {
 			cur = Outcomes(Holds)
 		}
-		for t := len(alt) - 1; t >= 0; t-- {
-			res := alt[t].eval(h)
+		for _, c := range slices.Backward(alt) {
+			res := c.eval(h)
 			var o Outcomes
 			if res&termInvalid != 0 {
 				o |= Outcomes(Invalid)

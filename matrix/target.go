@@ -86,6 +86,9 @@ type RuntimeContract struct {
 	Health string `yaml:"health" json:"health,omitempty"`
 	// User is root, non-root or empty (any).
 	User string `yaml:"user" json:"user,omitempty"`
+	// UID, when set, is the numeric user the platform requires the image
+	// to run as (ModelArts: 1101); it implies user: non-root.
+	UID int `yaml:"uid" json:"uid,omitempty"`
 }
 
 // ContainerToolkit is the NVIDIA Container Toolkit (nvidia-container-toolkit)
@@ -213,6 +216,9 @@ func (db *DB) validateTarget(t Target) []string {
 	}
 	if t.MaxSize > 0 && t.SizeOf == "" {
 		bad = append(bad, fmt.Sprintf("target %s: max_size needs size_of (compressed or uncompressed)", t.Name))
+	}
+	if t.Runtime != nil && (t.Runtime.UID < 0 || t.Runtime.UID > 0 && t.Runtime.User != "non-root") {
+		bad = append(bad, fmt.Sprintf("target %s: runtime uid %d: want a positive UID with user: non-root", t.Name, t.Runtime.UID))
 	}
 	if t.Runtime != nil && !slices.Contains(targetUsers, t.Runtime.User) {
 		bad = append(bad, fmt.Sprintf("target %s: runtime user %q: want root or non-root", t.Name, t.Runtime.User))

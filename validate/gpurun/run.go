@@ -211,7 +211,10 @@ func runEngine(ctx context.Context, opt Options, image string) (*gpuprobe.Result
 		if err == nil {
 			err = jerr
 		}
-		return nil, fmt.Errorf("%s run %s: %w: %s", opt.Mode, image, err, lastLine(errOut))
+		if reason := lastLine(errOut); reason != "" {
+			return nil, fmt.Errorf("%s run %s: %w: %s", opt.Mode, image, err, reason)
+		}
+		return nil, fmt.Errorf("%s run %s: %w (it printed no reason)", opt.Mode, image, err)
 	}
 	if res.Driver != nil {
 		// The engine has the image now: judge the driver against the
