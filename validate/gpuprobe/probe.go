@@ -197,17 +197,33 @@ func judgePyBench(opt Options, gpus []GPUInfo, pp *PyProbe, add func(string, Sta
 // your driver …") means the host's driver is older than the image's
 // NVIDIA_REQUIRE_CUDA. ok is false when stderr says something else. The
 // driver and GPUs come from this host's NVML (the engine runs here).
+//
+// libnvidia-container's dsl_evaluate (src/cli/dsl.c at 5823754b,
+// L149-152, L159-170) says "invalid expression", or "unsatisfied
+// condition: " and the requirement's first space-separated alternative
+// (which has no space; for a cuda>= one, ", please update your driver …"
+// follows), and configure.c prefixes "requirement error: "; docker
+// appends ": unknown".
 func RuntimeRefused(stderr string) (res *Result, ok bool) {
-	_, cond, found := strings.Cut(stderr, "requirement error: unsatisfied condition: ")
+	_, why, found := strings.Cut(stderr, "requirement error: ")
 	if !found {
 		return nil, false
 	}
-	if i := strings.IndexAny(cond, ",\n"); i >= 0 {
-		cond = cond[:i]
+	why, _, _ = strings.Cut(why, "\n")
+	var msg string
+	switch cond, ok := strings.CutPrefix(why, "unsatisfied condition: "); {
+	case ok:
+		if i := strings.IndexAny(cond, " \t"); i >= 0 {
+			cond = cond[:i]
+		}
+		cond = strings.TrimSuffix(strings.TrimSuffix(cond, ","), ":")
+		msg = "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
+	case strings.HasPrefix(why, "invalid expression"):
+		msg = "the NVIDIA container runtime refused to start the image: it reached a term of the image's requirements (NVIDIA_REQUIRE_*, or cuda>= of CUDA_VERSION) that it cannot read (invalid expression); gpuimg validate IMAGE --driver VERSION names it"
+	default:
+		return nil, false
 	}
-	cond = strings.TrimSpace(cond)
 	res = &Result{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
-	msg := "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
 	if drv, gpus, err := ProbeGPUs(); err == nil {
 		res.Driver, res.GPUs = drv, gpus
 		msg += fmt.Sprintf(" by this host's driver %s (CUDA %s)", drv.Version, drv.CUDAVersion)

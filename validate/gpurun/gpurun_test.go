@@ -161,6 +161,8 @@ func TestReadEngineError(t *testing.T) {
 		{"podman without a CDI spec", podmanNoCDI, true, false},
 		{"podman without --gpus", podmanNoGPUsFlag, true, false},
 		{"driver older than the image", runtimeRefused, false, true},
+		{"a brand clause that does not hold", strings.Replace(runtimeRefused, "cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container", "brand=tesla,driver>=470,driver<471", 1), false, true},
+		{"an invalid expression", strings.Replace(runtimeRefused, "unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container", "invalid expression", 1), false, true},
 		{"no such image", dockerNoImage, false, false},
 		{"nothing said", "", false, false},
 	} {
@@ -169,7 +171,14 @@ func TestReadEngineError(t *testing.T) {
 			if a.noGPU != tt.noGPU || (a.refused != nil) != tt.refused {
 				t.Errorf("noGPU %v refused %v, want %v %v", a.noGPU, a.refused != nil, tt.noGPU, tt.refused)
 			}
-			if tt.refused && (a.refused.Verdict != matrix.Fail || !strings.Contains(a.refused.Checks[0].Message, "cuda>=12.8 is not met")) {
+			want := "cuda>=12.8 is not met"
+			switch {
+			case strings.Contains(tt.stderr, "brand=tesla"):
+				want = "requirement brand=tesla,driver>=470,driver<471 is not met"
+			case strings.Contains(tt.stderr, "invalid expression"):
+				want = "that it cannot read (invalid expression)"
+			}
+			if tt.refused && (a.refused.Verdict != matrix.Fail || !strings.Contains(a.refused.Checks[0].Message, want)) {
 				t.Errorf("refusal %+v", a.refused)
 			}
 		})
