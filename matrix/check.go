@@ -92,7 +92,7 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 		}
 		out = append(out, floors.Judge("driver", t.Driver))
 		usesCompat = floors.Fit(t.Driver) == DriverCompatOnly
-		out = append(out, db.JudgeRuntime("require_cuda", map[string]string{"NVIDIA_REQUIRE_CUDA": s.RequireCUDA}, t.Driver, gpus))
+		out = append(out, db.JudgeRuntime("require_cuda", s.RuntimeEnv(), t.Driver, gpus))
 		for _, g := range gpus {
 			if f, ok := db.JudgeGPUDriver("gpu/driver", g, t.Driver); ok {
 				out = append(out, f)

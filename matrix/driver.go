@@ -70,6 +70,14 @@ func (f DriverFloors) Judge(name string, d Version) Finding {
 	return Finding{Name: name, Status: Fail, Message: fmt.Sprintf("driver %s is below %s's floor %s%s%s; update the driver, or pick an older CUDA (gpuimg matrix resolve --driver %s)", d, f.Of, f.Strict, detail, compat, d)}
 }
 
+// RuntimeEnv is the environment the NVIDIA container runtime reads of an
+// image gpuimg builds for the stack: CUDA_VERSION and NVIDIA_REQUIRE_CUDA,
+// as builder writes them. With RequireCUDA empty the toolkit's legacy
+// rule requires cuda>=MAJOR.MINOR of CUDA_VERSION (RuntimeEnv).
+func (s Stack) RuntimeEnv() map[string]string {
+	return map[string]string{"CUDA_VERSION": s.CUDA, "NVIDIA_REQUIRE_CUDA": s.RequireCUDA}
+}
+
 // DriverFloors are the floors the stack records (MinDriver and
 // MinDriverCompat), named "the stack".
 func (s Stack) DriverFloors() (DriverFloors, error) {
@@ -109,24 +117,33 @@ func (db *DB) DriverFloorsFor(cuda Version) DriverFloors {
 // container runtime refuse drivers whose CUDA is older than v: cuda>=12.2.
 func RequireCUDA(v Version) string { return "cuda>=" + v.String() }
 
-// ParseRequireCUDA reads the CUDA version of the cuda>= term of an
-// NVIDIA_REQUIRE_CUDA value ("cuda>=12.2 brand=tesla,driver>=470,…");
-// ok is false when there is no such term or its version does not parse.
-// With several cuda>= terms the last one is read.
-func ParseRequireCUDA(req string) (v Version, ok bool) {
-	for f := range strings.FieldsSeq(req) {
-		s, found := strings.CutPrefix(f, "cuda>=")
-		if !found {
-			continue
-		}
-		p, err := ParseVersion(s)
-		if err != nil {
-			ok = false
-			continue
-		}
-		v, ok = p, true
+// DriverVersionHelp is how to give a driver version, for error messages.
+const DriverVersionHelp = "give the full version nvidia-smi prints (nvidia-smi --query-gpu=driver_version --format=csv,noheader), e.g. 535.104.05"
+
+// ParseDriver parses an NVIDIA Linux driver version as nvidia-smi prints
+// it: two or three numbers (390.157, 535.104.05). A branch alone (535,
+// R535) is refused rather than read as 535.0.0: the releases of a branch
+// report different CUDA versions (535.54.03 12.2, 535.104.05 12.2, but
+// 530.30.02 12.1 and 525.60.13 12.0 are other branches), so no one release
+// stands for it. Every command that takes --driver (matrix check and
+// resolve, validate, publish's validate:) and target rows read it so.
+func ParseDriver(s string) (Version, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return Version{}, fmt.Errorf("empty driver version; %s", DriverVersionHelp)
 	}
-	return v, ok
+	branch := strings.TrimPrefix(strings.TrimPrefix(t, "R"), "r")
+	if branch != "" && strings.Trim(branch, "0123456789") == "" {
+		return Version{}, fmt.Errorf("driver %q is a branch, not a driver version: %s", s, DriverVersionHelp)
+	}
+	if strings.Trim(t, "0123456789.") != "" {
+		return Version{}, fmt.Errorf("driver %q is not a driver version: %s", s, DriverVersionHelp)
+	}
+	v, err := ParseVersion(t)
+	if err != nil || v.Len() > 3 {
+		return Version{}, fmt.Errorf("driver %q is not a driver version: %s", s, DriverVersionHelp)
+	}
+	return v, nil
 }
 
 // String names the fit: unknown, meets, compat-only or too-old.

@@ -118,7 +118,7 @@ func (c *Constraints) Set(f Field, value string) error {
 			*p = &v
 		}
 	case *Version:
-		*p, err = ParseVersion(value)
+		*p, err = ParseDriver(value) // the driver, the one *Version field
 	case *string:
 		var v string
 		if v, err = checkName(f, value); err == nil {

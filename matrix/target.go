@@ -25,8 +25,9 @@ type Target struct {
 	// Name is provider/fleet, or a single word for a provider with one
 	// fleet (runpod).
 	Name string `yaml:"name" json:"name"`
-	// Driver is the host driver, a full version (550.127.05) or a branch
-	// (535), which is read as the branch's first release.
+	// Driver is the host driver, a full version (550.127.05) as
+	// ParseDriver reads it: a branch alone (535) is refused, as it is on
+	// the command line.
 	Driver Version `yaml:"driver" json:"driver"`
 	// GPUs name rows of the GPU table.
 	GPUs []string `yaml:"gpus" json:"gpus"`
@@ -85,6 +86,9 @@ type RuntimeContract struct {
 	Health string `yaml:"health" json:"health,omitempty"`
 	// User is root, non-root or empty (any).
 	User string `yaml:"user" json:"user,omitempty"`
+	// UID, when set, is the numeric user the platform requires the image
+	// to run as (ModelArts: 1101); it implies user: non-root.
+	UID int `yaml:"uid" json:"uid,omitempty"`
 }
 
 // ContainerToolkit is the NVIDIA Container Toolkit (nvidia-container-toolkit)
@@ -182,6 +186,11 @@ func (db *DB) validateTarget(t Target) []string {
 	if t.Name == "" || strings.ContainsAny(t.Name, " \t") || strings.Count(t.Name, "/") > 1 {
 		bad = append(bad, fmt.Sprintf("target name %q: want provider/fleet (sagemaker/p5) or one word", t.Name))
 	}
+	if !t.Driver.IsZero() {
+		if _, err := ParseDriver(t.Driver.String()); err != nil {
+			bad = append(bad, fmt.Sprintf("target %s: %v", t.Name, err))
+		}
+	}
 	for _, g := range t.GPUs {
 		if _, err := db.LookupGPU(g); err != nil {
 			bad = append(bad, fmt.Sprintf("target %s: GPU %q is not a row of the GPU table (gpuimg matrix list gpus)", t.Name, g))
@@ -207,6 +216,9 @@ func (db *DB) validateTarget(t Target) []string {
 	}
 	if t.MaxSize > 0 && t.SizeOf == "" {
 		bad = append(bad, fmt.Sprintf("target %s: max_size needs size_of (compressed or uncompressed)", t.Name))
+	}
+	if t.Runtime != nil && (t.Runtime.UID < 0 || t.Runtime.UID > 0 && t.Runtime.User != "non-root") {
+		bad = append(bad, fmt.Sprintf("target %s: runtime uid %d: want a positive UID with user: non-root", t.Name, t.Runtime.UID))
 	}
 	if t.Runtime != nil && !slices.Contains(targetUsers, t.Runtime.User) {
 		bad = append(bad, fmt.Sprintf("target %s: runtime user %q: want root or non-root", t.Name, t.Runtime.User))

@@ -14,7 +14,9 @@ func TestTargetRows(t *testing.T) {
 		name, rows, err string
 	}{
 		{"team fleet", "  - {name: onprem/a, driver: 550.127.05, gpus: [h100, l40s], platforms: [linux/amd64], media_types: [docker, oci], index: true, compressions: [gzip, zstd], max_size: 9.5GB, size_of: uncompressed, registry: any, runtime: {port: 8080, user: root}, source: ours}\n", ""},
-		{"driver branch", "  - {name: onprem/b, driver: 535, source: ours}\n", ""},
+		// A branch is not a driver: it was read as 535.0.0 (issue 43, item 5).
+		{"driver branch", "  - {name: onprem/b, driver: 535, source: ours}\n", `driver "535" is a branch, not a driver version: give the full version nvidia-smi prints (nvidia-smi --query-gpu=driver_version`},
+		{"driver of two numbers", "  - {name: onprem/b, driver: 390.157, source: ours}\n", ""},
 		{"unknown GPU", "  - {name: onprem/c, gpus: [h1000], source: ours}\n", `GPU "h1000" is not a row`},
 		{"bad media type", "  - {name: onprem/c, media_types: [oci1], source: ours}\n", `media type "oci1"`},
 		{"bad compression", "  - {name: onprem/c, compressions: [lz4], source: ours}\n", `compression "lz4"`},

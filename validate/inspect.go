@@ -425,31 +425,51 @@ func (c *checker) frameworks() {
 	}
 }
 
-// requireCUDA checks NVIDIA_REQUIRE_CUDA against what is inside.
+// requireCUDA checks what the NVIDIA container runtime will require of
+// the image's CUDA (matrix.RuntimeEnv: NVIDIA_REQUIRE_CUDA, or, when it is
+// unset or empty and CUDA_VERSION is set, the toolkit's own
+// cuda>=MAJOR.MINOR of CUDA_VERSION) against what is inside.
 func (c *checker) requireCUDA() {
 	need := c.neededCUDA()
-	req, ok := c.env["NVIDIA_REQUIRE_CUDA"]
+	req, set := c.env["NVIDIA_REQUIRE_CUDA"]
 	if need == "" {
-		if ok {
+		if set {
 			c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s; no CUDA found inside", req)
 		}
 		return
 	}
 	floor := c.db.DriverFloorsFor(matrix.MustVersion(need)).Strict
-	if !ok {
-		c.add("require-cuda", matrix.Warn, "NVIDIA_REQUIRE_CUDA is not set: the NVIDIA container runtime will start this image on drivers too old for CUDA %s (needs >= %s); set NVIDIA_REQUIRE_CUDA=%s", need, floor, matrix.RequireCUDA(matrix.MustVersion(need)))
+	want := matrix.RequireCUDA(matrix.MustVersion(need))
+	reqs, disabled, err := matrix.RuntimeEnv(c.env)
+	what := "NVIDIA_REQUIRE_CUDA=" + req
+	switch {
+	case disabled:
+		c.add("require-cuda", matrix.Warn, "NVIDIA_DISABLE_REQUIRE=%s: the NVIDIA container runtime checks no requirement, so it starts this image on drivers too old for CUDA %s (needs >= %s); remove it and set NVIDIA_REQUIRE_CUDA=%s", c.env["NVIDIA_DISABLE_REQUIRE"], need, floor, want)
 		return
+	case err != nil:
+		c.add("require-cuda", matrix.Fail, "%v: its hook fails (\"failed to get requirements\") and no container of the image starts; set CUDA_VERSION to the CUDA inside (%s) or NVIDIA_REQUIRE_CUDA=%s", err, need, want)
+		return
+	case req == "":
+		i := slices.IndexFunc(reqs, func(q matrix.RuntimeReq) bool { return q.Legacy })
+		if i < 0 {
+			c.add("require-cuda", matrix.Warn, "neither NVIDIA_REQUIRE_CUDA nor CUDA_VERSION is set: the NVIDIA container runtime will start this image on drivers too old for CUDA %s (needs >= %s); set NVIDIA_REQUIRE_CUDA=%s", need, floor, want)
+			return
+		}
+		// The toolkit's legacy rule (nvidia-container-toolkit
+		// internal/config/image/cuda_image.go IsLegacy, GetRequirements).
+		req = reqs[i].Value
+		what = fmt.Sprintf("CUDA_VERSION=%s without NVIDIA_REQUIRE_CUDA (the NVIDIA container toolkit requires %s of it)", c.env["CUDA_VERSION"], req)
 	}
 	got, ok := matrix.ParseRequireCUDA(req)
 	if !ok {
-		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%q has no cuda>= term; set it to %s", req, matrix.RequireCUDA(matrix.MustVersion(need)))
+		c.add("require-cuda", matrix.Fail, "%s bounds no CUDA: an alternative holds without a cuda>= term, or none can hold (as the NVIDIA container runtime reads it); set it to %s", what, want)
 		return
 	}
 	if newer(need, got.Trunc(2).String()) {
-		c.add("require-cuda", matrix.Fail, "NVIDIA_REQUIRE_CUDA=%s is weaker than what is inside: CUDA %s needs driver >= %s; set %s", req, need, floor, matrix.RequireCUDA(matrix.MustVersion(need)))
+		c.add("require-cuda", matrix.Fail, "%s is weaker than what is inside: it lets drivers that report CUDA %s start the image, and CUDA %s needs driver >= %s; set %s", what, got, need, floor, want)
 		return
 	}
-	c.add("require-cuda", matrix.Pass, "NVIDIA_REQUIRE_CUDA=%s covers CUDA %s (driver >= %s)", req, need, floor)
+	c.add("require-cuda", matrix.Pass, "%s covers CUDA %s (driver >= %s)", what, need, floor)
 }
 
 // driver judges driver d against the floors of the newest CUDA inside,

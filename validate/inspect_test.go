@@ -107,7 +107,7 @@ func TestInspectChecks(t *testing.T) {
 			img:     torchImage(t, "12.1", "cuda>=12.0", nil),
 			want:    map[string]Status{"require-cuda": matrix.Fail},
 			verdict: matrix.Fail,
-			msgHas:  "weaker than what is inside: CUDA 12.2 needs driver >= 535.104.05",
+			msgHas:  "weaker than what is inside: it lets drivers that report CUDA 12.0 start the image, and CUDA 12.2 needs driver >= 535.104.05",
 		},
 		{
 			// 535.54.03 is CUDA 12.2.0's driver and reports CUDA 12.2

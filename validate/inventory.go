@@ -284,7 +284,11 @@ func (c *checker) buildInventory(d *detector, w *WalkResult, cfg *v1.ConfigFile,
 		if so == "" {
 			so = sonameOf(base)
 		}
-		inv.CUDA = append(inv.CUDA, CUDAComponent{Name: name, Version: l.Version, Family: l.Family, Path: l.Path, Soname: so, Pip: l.Pip, Kernels: f.Kernels[l.Path]})
+		v := l.Version
+		if l.Pip {
+			v = wheelLibVersion(inv.Python, l.Path, v)
+		}
+		inv.CUDA = append(inv.CUDA, CUDAComponent{Name: name, Version: v, Family: l.Family, Path: l.Path, Soname: so, Pip: l.Pip, Kernels: f.Kernels[l.Path]})
 	}
 	inv.CUDA = append(inv.CUDA, d.inv.toolkit...)
 	sort.Slice(inv.CUDA, func(i, j int) bool {
@@ -308,6 +312,39 @@ func (c *checker) buildInventory(d *detector, w *WalkResult, cfg *v1.ConfigFile,
 		}
 	}
 	return inv
+}
+
+// reWheelCUDA is the CUDA suffix of an NVIDIA wheel's name (-cu12).
+var reWheelCUDA = regexp.MustCompile(`-cu[0-9]+$`)
+
+// wheelLibVersion is the version of the library at lib from the NVIDIA
+// wheel that installed it: its file name gives only the soname's major
+// (site-packages/nvidia/cudnn/lib/libcudnn.so.8), the wheel beside it the
+// release (nvidia-cudnn-cu12 8.9.2.26). A wheel owns nvidia/NAME/ or NAME/
+// of its site-packages (nvidia-cuda-runtime-cu12: nvidia/cuda_runtime/;
+// cuSPARSELt 0.6: cusparselt/). ver, the file's, is kept when no one wheel
+// owns the directory or the wheel's version does not start with it.
+func wheelLibVersion(dists []PythonDist, lib, ver string) string {
+	found := ""
+	for _, d := range dists {
+		comp, ok := strings.CutPrefix(d.Name, "nvidia-")
+		if !ok {
+			continue
+		}
+		comp = strings.ReplaceAll(reWheelCUDA.ReplaceAllString(comp, ""), "-", "_")
+		site := path.Dir(d.Path)
+		if !strings.HasPrefix(lib, site+"/nvidia/"+comp+"/") && !strings.HasPrefix(lib, site+"/"+comp+"/") {
+			continue
+		}
+		if found != "" && found != d.Version {
+			return ver // two wheels claim it
+		}
+		found = d.Version
+	}
+	if found == "" || (found != ver && !strings.HasPrefix(found, ver+".")) {
+		return ver
+	}
+	return found
 }
 
 // sonameOf guesses a soname from a file name: libcublasLt.so.11.11.3.6

@@ -33,6 +33,12 @@ func TestInventory(t *testing.T) {
 		file{"usr/local/cuda-12.2/version.json", `{"cuda":{"name":"CUDA SDK","version":"12.2.2"},"cuda_cudart":{"name":"CUDA Runtime (cudart)","version":"12.2.140"},"cuda_nvcc":{"name":"CUDA NVCC","version":"12.2.140"}}`},
 		file{"usr/local/cuda-12.2/lib64/libcudart.so.12.2.140", "not an ELF"},
 		file{"usr/lib/x86_64-linux-gnu/libnvinfer.so.8.6.1", "not an ELF"},
+		// NVIDIA's wheels name their libraries by soname major only; the
+		// wheel beside them gives the release (issue 43).
+		file{sp + "nvidia/cudnn/lib/libcudnn.so.8", "not an ELF"},
+		file{sp + "nvidia/nccl/lib/libnccl.so.2", "not an ELF"},
+		file{sp + "nvidia_nccl_cu12-2.20.5.dist-info/METADATA", "Name: nvidia-nccl-cu12\nVersion: 2.20.5\n"},
+		file{sp + "nvidia/cublas/lib/libcublas.so.12", "not an ELF"},
 	)
 	for _, on := range []bool{false, true} {
 		r, err := Inspect(t.Context(), img, Options{DB: db(t), Inventory: on})
@@ -74,6 +80,15 @@ func TestInventory(t *testing.T) {
 		}
 		if c := comps["cudart"]; c.Version != "12.2.140" || c.Soname != "libcudart.so.12" || c.Family != "cudart" {
 			t.Errorf("cudart = %+v", c)
+		}
+		if c := comps["cudnn"]; c.Version != "8.9.2.26" || !c.Pip {
+			t.Errorf("cudnn = %+v, want the wheel's 8.9.2.26", c)
+		}
+		if c := comps["nccl"]; c.Version != "2.20.5" || !c.Pip {
+			t.Errorf("nccl = %+v, want the wheel's 2.20.5", c)
+		}
+		if c := comps["cublas"]; c.Version != "12" {
+			t.Errorf("cublas = %+v, want the file's 12 (no wheel beside it)", c)
 		}
 		if c := comps["nvinfer"]; c.Family != "tensorrt" || c.Version != "8.6.1" {
 			t.Errorf("nvinfer = %+v", c)

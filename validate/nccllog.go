@@ -53,10 +53,13 @@ type AllReduceResult struct {
 }
 
 var (
-	reLogPrefix   = regexp.MustCompile(`^(?:\[[0-9,]+\]<std(?:out|err)>:)?\S+:[0-9]+:[0-9]+ \[[0-9]+\] `)
-	reUsingNet    = regexp.MustCompile(`NCCL INFO Using network (.+?)\s*$`)
-	reViaNet      = regexp.MustCompile(`via NET/([^/]+)/[0-9]+(?:\([0-9]+\))?(/GDRDMA)?`)
-	reOFIProvider = regexp.MustCompile(`(?i)NET/OFI Selected provider is (\S+)`)
+	reLogPrefix = regexp.MustCompile(`^(?:\[[0-9,]+\]<std(?:out|err)>:)?\S+:[0-9]+:[0-9]+ \[[0-9]+\] `)
+	reUsingNet  = regexp.MustCompile(`NCCL INFO Using network (.+?)\s*$`)
+	reViaNet    = regexp.MustCompile(`via NET/([^/]+)/[0-9]+(?:\([0-9]+\))?(/GDRDMA)?`)
+	// aws-ofi-nccl's nccl_net_ofi_query_provider_capabilities prints
+	// "Selected provider is %s, fabric is %s (found %d nics)"; older
+	// releases "Selected Provider is %s (found %d nics)".
+	reOFIProvider = regexp.MustCompile(`(?i)NET/OFI Selected provider is ([^\s,(]+)`)
 	reNCCLVersion = regexp.MustCompile(`NCCL version ([0-9][0-9.]*[0-9](?:\+cuda[0-9.]+)?)`)
 	reReason      = regexp.MustCompile(`NCCL WARN|Failed to open|No plugin found|Could not find|cannot open shared object|returned [0-9]+ :`)
 )
@@ -149,11 +152,17 @@ func (t NCCLTransport) Judge(f *matrix.Fabric) Check {
 		case f.Name == "infiniband":
 			ok = strings.HasPrefix(t.Network, "IB")
 		}
-		if f.Provider != "" && !strings.EqualFold(t.Provider, f.Provider) {
-			ok = false
-		}
 		if !ok {
 			return Check{Name: name, Status: matrix.Fail, Message: fmt.Sprintf("NCCL used %s, not %s%s", what, f.Title, reasons)}
+		}
+		// The network is the fabric's plugin; the provider is named by one
+		// line of aws-ofi-nccl's, which the judgement rests on.
+		want := fmt.Sprintf("NET/OFI Selected provider is %s", f.Provider)
+		switch {
+		case f.Provider != "" && t.Provider == "":
+			return Check{Name: name, Status: matrix.Fail, Message: fmt.Sprintf("NCCL used %s, but the log has no %q line, so nothing shows that libfabric's %s provider carried the traffic (%s): run with NCCL_DEBUG=INFO and FI_PROVIDER=%s, and give the whole log of every rank%s", what, want, f.Provider, f.Title, f.Provider, reasons)}
+		case f.Provider != "" && !strings.EqualFold(t.Provider, f.Provider):
+			return Check{Name: name, Status: matrix.Fail, Message: fmt.Sprintf("NCCL used %s: the log says %q, where %s needs %q; set FI_PROVIDER=%s and check that the pod gets the fabric's devices%s", what, "NET/OFI Selected provider is "+t.Provider, f.Title, want, f.Provider, reasons)}
 		}
 		if !t.GDRDMA {
 			return Check{Name: name, Status: matrix.Warn, Message: fmt.Sprintf("NCCL used %s (%s), but no channel shows GDRDMA: data crosses host memory; check the host's GPUDirect RDMA (nvidia-peermem or DMA-BUF) and, on EFA, FI_EFA_USE_DEVICE_RDMA=1", what, f.Name)}

@@ -29,7 +29,9 @@ func TestJudgeNCCLLog(t *testing.T) {
 		msg     string
 	}{
 		{"efa-nccl-1597.log", fab("efa"), "Libfabric", matrix.Warn, "network Libfabric, libfabric provider efa (efa), but no channel shows GDRDMA"},
-		{"efa-gdrdma-nccl-527.log", fab("efa"), "AWS Libfabric", matrix.Fail, "not AWS Elastic Fabric Adapter"}, // the quoted lines hold no "Selected provider" line
+		// The quoted lines hold no "Selected provider" line: the finding
+		// names the missing line, not another network (issue 43).
+		{"efa-gdrdma-nccl-527.log", fab("efa"), "AWS Libfabric", matrix.Fail, `NCCL used network AWS Libfabric, but the log has no "NET/OFI Selected provider is efa" line`},
 		{"efa-gdrdma-nccl-527.log", nil, "AWS Libfabric", matrix.Pass, "network AWS Libfabric (GPUDirect RDMA)"},
 		{"efa-nccl-1597.log", fab("infiniband"), "Libfabric", matrix.Fail, "not InfiniBand"},
 		{"ib-roce-nccl-tests-185.log", fab("infiniband"), "IB", matrix.Warn, "network IB (infiniband), but no channel shows GDRDMA"},
@@ -57,7 +59,17 @@ func TestJudgeNCCLLog(t *testing.T) {
 			}
 		})
 	}
-	tr, err := ReadNCCLLog(strings.NewReader("NCCL version 2.19.3+cuda12.3\n"))
+	// Another provider is named by its line.
+	tr, err := ReadNCCLLog(strings.NewReader("host:1:1 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is TCP-IP (found 1 nics)\nhost:1:1 [0] NCCL INFO Using network Libfabric\n"))
+	if c := tr.Judge(fab("efa")); err != nil || c.Status != matrix.Fail || !strings.Contains(c.Message, `the log says "NET/OFI Selected provider is tcp", where AWS Elastic Fabric Adapter`) {
+		t.Errorf("provider tcp: %+v %v", c, err)
+	}
+	// aws-ofi-nccl's newer line ("…, fabric is …") names efa too.
+	tr, err = ReadNCCLLog(strings.NewReader("host:1:1 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 4 nics)\nhost:1:1 [0] NCCL INFO Using network Libfabric\nhost:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [receive] via NET/Libfabric/0/GDRDMA\n"))
+	if c := tr.Judge(fab("efa")); err != nil || tr.Provider != "efa" || c.Status != matrix.Pass {
+		t.Errorf("provider tcp: %+v %v", c, err)
+	}
+	tr, err = ReadNCCLLog(strings.NewReader("NCCL version 2.19.3+cuda12.3\n"))
 	if err != nil || tr.Version != "2.19.3+cuda12.3" || tr.Judge(nil).Status != matrix.Warn {
 		t.Errorf("a log without a network: %+v %v", tr, err)
 	}

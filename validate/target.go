@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -205,11 +206,20 @@ func (c *checker) targetRuntime(t matrix.Target, cfg *v1.ConfigFile, name func(s
 			c.add(name("user"), matrix.Warn, "%s: the image sets USER %s; the platform runs containers as root, so files the image made for that user may be unreadable or unwritable there", t.Name, user)
 		}
 	case "non-root":
+		uid, _, _ := strings.Cut(user, ":")
+		fix := "USER 1000 (a numeric UID, which Kubernetes' runAsNonRoot can verify)"
+		if rc.UID != 0 {
+			fix = fmt.Sprintf("USER %d (the UID the platform requires)", rc.UID)
+		}
 		switch {
 		case isRoot:
-			c.add(name("user"), matrix.Fail, "%s: the image runs as root (no USER, or USER %q); the platform refuses root containers: add USER 1000 (a numeric UID, which Kubernetes' runAsNonRoot can verify)", t.Name, user)
+			c.add(name("user"), matrix.Fail, "%s: the image runs as root (no USER, or USER %q); the platform refuses root containers: add %s", t.Name, user, fix)
+		case !isNumericUser(user) && rc.UID != 0:
+			c.add(name("user"), matrix.Warn, "%s: USER %s is a name; the platform requires UID %d, which gpuimg cannot read from a name: write USER %d", t.Name, user, rc.UID, rc.UID)
 		case !isNumericUser(user):
 			c.add(name("user"), matrix.Warn, "%s: USER %s is a name; Kubernetes' runAsNonRoot can verify only a numeric UID: write USER %s as its UID", t.Name, user, user)
+		case rc.UID != 0 && uid != strconv.Itoa(rc.UID):
+			c.add(name("user"), matrix.Fail, "%s: the image runs as USER %s; the platform requires UID %d: write USER %d and give that user the files it writes", t.Name, user, rc.UID, rc.UID)
 		default:
 			c.add(name("user"), matrix.Pass, "%s: runs as USER %s, not root", t.Name, user)
 		}

@@ -45,6 +45,16 @@ func TestInspectTargets(t *testing.T) {
 			want: map[string]matrix.Status{"entrypoint": matrix.Pass, "port": matrix.Fail, "user": matrix.Fail}},
 		{name: "runtime: numeric non-root user", target: matrix.Target{Name: "az", Runtime: &matrix.RuntimeContract{User: "non-root"}}, entrypoint: []string{"/usr/bin/serve"}, user: "1000:1000",
 			want: map[string]matrix.Status{"user": matrix.Pass}},
+		// ModelArts requires UID 1101 (targets.yaml, tgt-modelarts-training):
+		// the fix names it, and USER 1000 does not pass (issue 43).
+		{name: "runtime: root where UID 1101 is required", target: matrix.Target{Name: "ma", Runtime: &matrix.RuntimeContract{User: "non-root", UID: 1101}}, entrypoint: []string{"/usr/bin/train"},
+			want: map[string]matrix.Status{"user": matrix.Fail}, msg: map[string]string{"user": "add USER 1101 (the UID the platform requires)"}},
+		{name: "runtime: USER 1000 where UID 1101 is required", target: matrix.Target{Name: "ma", Runtime: &matrix.RuntimeContract{User: "non-root", UID: 1101}}, entrypoint: []string{"/usr/bin/train"}, user: "1000",
+			want: map[string]matrix.Status{"user": matrix.Fail}, msg: map[string]string{"user": "the platform requires UID 1101: write USER 1101"}},
+		{name: "runtime: USER 1101:1101", target: matrix.Target{Name: "ma", Runtime: &matrix.RuntimeContract{User: "non-root", UID: 1101}}, entrypoint: []string{"/usr/bin/train"}, user: "1101:1101",
+			want: map[string]matrix.Status{"user": matrix.Pass}},
+		{name: "runtime: a named user where UID 1101 is required", target: matrix.Target{Name: "ma", Runtime: &matrix.RuntimeContract{User: "non-root", UID: 1101}}, entrypoint: []string{"/usr/bin/train"}, user: "ma-user",
+			want: map[string]matrix.Status{"user": matrix.Warn}, msg: map[string]string{"user": "write USER 1101"}},
 		{name: "size over an uncompressed limit", target: matrix.Target{Name: "ali", MaxSize: 100, SizeOf: "uncompressed"},
 			want: map[string]matrix.Status{"size": matrix.Fail}},
 		{name: "packaging", target: matrix.Target{Name: "sm", Platforms: []string{"linux/amd64"}, MediaTypes: []matrix.ManifestFormat{matrix.FormatDocker}},

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -49,18 +50,47 @@ func TestDriverRulesAgree(t *testing.T) {
 		driver, gpu string
 		pass        bool
 		has         string // a check message every command prints
+		// legacy: the image sets CUDA_VERSION and no NVIDIA_REQUIRE_CUDA,
+		// and matrix check reads a stack file whose require_cuda is
+		// empty, as builder writes it (ENV NVIDIA_REQUIRE_CUDA=""): the
+		// NVIDIA container toolkit then requires cuda>=MAJOR.MINOR of
+		// CUDA_VERSION (nvidia-container-toolkit
+		// internal/config/image/cuda_image.go at d34b3046, IsLegacy
+		// L98-105, GetRequirements L125-132).
+		legacy bool
 	}{
-		{"12.2.0's own driver runs a cuda>=12.2 image", "12.2.2", "12.1", "535.54.03", "h100", true, "reports CUDA 12.2"},
-		{"the runtime refuses a driver that reports CUDA 12.1", "12.2.2", "12.1", "530.30.02", "h100", false, "reports CUDA 12.1"},
-		{"525.60.13 reports CUDA 12.0: refused, not a warning", "12.2.2", "12.1", "525.60.13", "h100", false, "reports CUDA 12.0"},
-		{"H100 on 470", "12.2.2", "12.1", "470.57.02", "h100", false, "does not know H100-SXM"},
-		{"H100 PCIe knows R520", "11.8.0", "11.8", "520.61.05", "H100-PCIE", true, "knows H100-PCIE"},
-		{"H100 SXM needs R525", "11.8.0", "11.8", "520.61.05", "H100-SXM", false, "does not know H100-SXM"},
-		{"RTX 5090 on 535", "12.2.2", "12.1", "535.104.05", "rtx5090", false, "does not know RTX-5090"},
+		{"12.2.0's own driver runs a cuda>=12.2 image", "12.2.2", "12.1", "535.54.03", "h100", true, "reports CUDA 12.2", false},
+		{"the runtime refuses a driver that reports CUDA 12.1", "12.2.2", "12.1", "530.30.02", "h100", false, "reports CUDA 12.1", false},
+		{"525.60.13 reports CUDA 12.0: refused, not a warning", "12.2.2", "12.1", "525.60.13", "h100", false, "reports CUDA 12.0", false},
+		{"H100 on 470", "12.2.2", "12.1", "470.57.02", "h100", false, "does not know H100-SXM", false},
+		{"H100 PCIe knows R520", "11.8.0", "11.8", "520.61.05", "H100-PCIE", true, "knows H100-PCIE", false},
+		{"H100 SXM needs R525", "11.8.0", "11.8", "520.61.05", "H100-SXM", false, "does not know H100-SXM", false},
+		{"RTX 5090 on 535", "12.2.2", "12.1", "535.104.05", "rtx5090", false, "does not know RTX-5090", false},
+		// Issue 43, item 1: 535.104.05 reports CUDA 12.2.
+		{"a CUDA_VERSION=12.4.1 image without NVIDIA_REQUIRE_CUDA on 535.104.05", "12.4.1", "12.1", "535.104.05", "h100", false,
+			"cuda>=12.4 (the NVIDIA container toolkit's own requirement for an image that sets CUDA_VERSION=12.4.1 and no NVIDIA_REQUIRE_CUDA) does not hold", true},
+		{"a CUDA_VERSION=12.4.1 image without NVIDIA_REQUIRE_CUDA on 550.54.15", "12.4.1", "12.1", "550.54.15", "h100", true,
+			"cuda>=12.4 (the NVIDIA container toolkit's own requirement for an image that sets CUDA_VERSION=12.4.1 and no NVIDIA_REQUIRE_CUDA)", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			mm := tt.cuda[:strings.LastIndex(tt.cuda, ".")]
 			img := cudaTorchImage(t, tt.cuda, tt.torch, "cuda>="+mm)
+			checkArgs := []string{"matrix", "check", "--torch", "2.3", "--cuda", mm, "--driver", tt.driver, "--gpu", tt.gpu}
+			if tt.legacy {
+				img = withEnv(t, img, "CUDA_VERSION="+tt.cuda)
+				out, errOut, code := run(t, "matrix", "resolve", "--torch", "2.3", "--cuda", mm, "-o", "json")
+				if code != 0 {
+					t.Fatal(errOut)
+				}
+				var stack map[string]any
+				must(t, json.Unmarshal([]byte(out), &stack))
+				stack["require_cuda"] = ""
+				sf := filepath.Join(t.TempDir(), "stack.json")
+				b, err := json.Marshal(stack)
+				must(t, err)
+				must(t, os.WriteFile(sf, b, 0o644))
+				checkArgs = []string{"matrix", "check", "--stack", sf, "--driver", tt.driver, "--gpu", tt.gpu}
+			}
 			dir := filepath.Join(t.TempDir(), "layout")
 			p, err := layout.Write(dir, empty.Index)
 			must(t, err)
@@ -86,7 +116,7 @@ targets:
 				t.Fatalf("the image alone: exit %d\n%s\n%s", code, out, errOut)
 			}
 			cmds := map[string][]string{
-				"matrix check":      {"matrix", "check", "--torch", "2.3", "--cuda", mm, "--driver", tt.driver, "--gpu", tt.gpu},
+				"matrix check":      checkArgs,
 				"validate --driver": {"validate", "oci:" + dir, "--driver", tt.driver, "--gpu", tt.gpu},
 				"validate --target": {"validate", "oci:" + dir, "--target", "test/fleet", "--matrix-file", mf},
 				"images import":     {"images", "import", "oci:" + dir, "--target", "test/fleet", "--matrix-file", mf, "--to", fmt.Sprintf("%s/fleet/m:%d", host, i), "--dry-run"},
@@ -101,6 +131,65 @@ targets:
 				}
 			}
 		})
+	}
+}
+
+// withEnv is img with its config's environment replaced by env.
+func withEnv(t *testing.T, img v1.Image, env ...string) v1.Image {
+	t.Helper()
+	cfg, err := img.ConfigFile()
+	must(t, err)
+	cfg = cfg.DeepCopy()
+	cfg.Config.Env = env
+	img, err = mutate.ConfigFile(img, cfg)
+	must(t, err)
+	return img
+}
+
+// TestDriverBranchRefused: a driver given as a branch (535) is refused,
+// with the same one-line error, by every command that takes a driver,
+// rather than read as 535.0.0 (issue 43, item 5): matrix check and
+// resolve, validate --driver, a target row (validate --target, images
+// import --target) and publish's validate: section.
+func TestDriverBranchRefused(t *testing.T) {
+	dir := t.TempDir()
+	p, err := layout.Write(filepath.Join(dir, "layout"), empty.Index)
+	must(t, err)
+	must(t, p.AppendImage(cudaTorchImage(t, "12.2.2", "12.1", "cuda>=12.2")))
+	oci := "oci:" + filepath.Join(dir, "layout")
+	mf := filepath.Join(dir, "fleet.yaml")
+	must(t, os.WriteFile(mf, []byte(`sources: [{id: f, title: a fleet, url: https://example.com/fleet, retrieved: 2026-12-01}]
+targets:
+  - {name: test/branch, driver: 535, gpus: [h100], source: f}
+`), 0o644))
+	pf := filepath.Join(dir, "publish.yaml")
+	must(t, os.WriteFile(pf, []byte(`repository: localhost:5000/ml/torch
+tag: "{torch}-cu{cuda_short}"
+matrix:
+  torch: ["2.3"]
+validate: {driver: 535}
+`), 0o644))
+	const want = `" is a branch, not a driver version: give the full version nvidia-smi prints (nvidia-smi --query-gpu=driver_version --format=csv,noheader), e.g. 535.104.05`
+	for what, args := range map[string][]string{
+		"matrix check":         {"matrix", "check", "--torch", "2.3", "--driver", "535"},
+		"matrix resolve":       {"matrix", "resolve", "--torch", "2.3", "--driver", "535"},
+		"matrix resolve R535":  {"matrix", "resolve", "--torch", "2.3", "--driver", "R535"},
+		"validate --driver":    {"validate", oci, "--driver", "535"},
+		"validate --target":    {"validate", oci, "--target", "test/branch", "--matrix-file", mf},
+		"images import":        {"images", "import", oci, "--target", "test/branch", "--matrix-file", mf, "--to", "localhost:5000/x:1", "--dry-run"},
+		"publish validate:":    {"publish", "-f", pf, "--dry-run"},
+		"matrix expand (file)": {"matrix", "expand", "-f", pf},
+	} {
+		_, errOut, code := run(t, args...)
+		if code != ExitInvalid || !strings.Contains(strings.ReplaceAll(errOut, "\"", ""), strings.ReplaceAll(want, "\"", "")) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s", what, code, ExitInvalid, want, errOut)
+		}
+	}
+	// Two or three numbers, as nvidia-smi prints them, are driver versions.
+	for _, d := range []string{"390.157", "535.104.05"} {
+		if _, errOut, code := run(t, "matrix", "check", "--torch", "2.3", "--cuda", "12.2", "--driver", d); code == ExitInvalid {
+			t.Errorf("--driver %s: %s", d, errOut)
+		}
 	}
 }
 

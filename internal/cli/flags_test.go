@@ -146,7 +146,7 @@ func TestConstraintHints(t *testing.T) {
 		{[]string{"--cudnn", "nine"}, "write a cuDNN version (9, 8.9)", "'>=12.1", "", ""},
 		{[]string{"--python", "three"}, "write a Python version (3.11)", "'>=12.1", "", ""},
 		{[]string{"--flavor", "slim"}, "use runtime, devel or base", "", "", ""},
-		{[]string{"--driver", "latest"}, "as nvidia-smi prints it", "", "", ""},
+		{[]string{"--driver", "latest"}, "the full version nvidia-smi prints (nvidia-smi --query-gpu=driver_version", "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -51,6 +51,12 @@ func TestGoldenOutput(t *testing.T) {
 		must(t, err)
 		must(t, remote.Write(r, img))
 	}
+	// A CUDA 12.4.1 image that sets CUDA_VERSION and no
+	// NVIDIA_REQUIRE_CUDA (the NVIDIA container toolkit's legacy rule).
+	legacyDir := filepath.Join(dir, "legacy")
+	lp, err := layout.Write(legacyDir, empty.Index)
+	must(t, err)
+	must(t, lp.AppendImage(withEnv(t, cudaTorchImage(t, "12.4.1", "12.1", ""), "CUDA_VERSION=12.4.1")))
 	probeResult := filepath.Join("testdata", "golden", "h200.json") // a copy of validate/testdata/probe/h200.json
 	publishFile := filepath.Join("..", "..", "examples", "publish.yaml")
 	oci := "oci:" + ociDir
@@ -72,6 +78,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"check-fail-json", []string{"matrix", "check", "--cuda", "12.4", "--torch", "2.6", "--driver", "535.104.05", "--gpu", "rtx5090", "-o", "json"}},
 		{"check-gpus", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "a10g,l4"}},
 		{"check-bad-output", []string{"matrix", "check", "--cuda", "12.2", "-o", "yaml"}},
+		{"check-driver-branch", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535"}},
 		{"list-cuda", []string{"matrix", "list", "cuda"}},
 		{"list-cuda-json", []string{"matrix", "list", "cuda", "-o", "json"}},
 		{"list-torch", []string{"matrix", "list", "torch"}},
@@ -93,6 +100,8 @@ func TestGoldenOutput(t *testing.T) {
 		{"validate-junit", []string{"validate", oci, "--driver", "535.104.05", "--gpu", "h100", "-o", "junit"}},
 		{"validate-target", []string{"validate", oci, "--target", "runpod"}},
 		{"validate-fail", []string{"validate", oci, "--driver", "470.57.02"}},
+		{"validate-legacy", []string{"validate", "oci:" + legacyDir, "--driver", "535.104.05", "--gpu", "h100"}},
+		{"validate-driver-branch", []string{"validate", oci, "--driver", "535"}},
 		{"validate-bad-output", []string{"validate", oci, "-o", "table"}},
 		{"probe-judge", []string{"probe", "judge", "--reference", probeResult}},
 		{"probe-judge-json", []string{"probe", "judge", "--reference", probeResult, "-o", "json"}},

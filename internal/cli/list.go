@@ -316,6 +316,9 @@ func runtimeString(r *matrix.RuntimeContract) string {
 	if r.User != "" {
 		parts = append(parts, r.User)
 	}
+	if r.UID != 0 {
+		parts = append(parts, fmt.Sprintf("uid %d", r.UID))
+	}
 	return orDash(strings.Join(parts, " "))
 }
 

@@ -182,7 +182,7 @@ func constraintHint(f matrix.Field, err error) string {
 	case matrix.FieldFlavor:
 		return "use runtime, devel or base"
 	case matrix.FieldDriver:
-		return "give the driver as nvidia-smi prints it, e.g. 535.104.05"
+		return "" // matrix.ParseDriver's error says how (DriverVersionHelp)
 	}
 	return "gpuimg matrix list " + f.Key() + " lists the values"
 }

@@ -99,7 +99,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 				return invalid(errors.New("--baseline, --reference and --save-baseline judge or record benchmark figures"), "add --bench")
 			}
 			res := gpuprobe.Probe(cmd.Context(), gpuprobe.Options{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
-				RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true})
+				RequireEnv: matrix.RuntimeEnviron(os.Environ()), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true})
 			if judging {
 				gpuprobe.Accept(res, accept)
 			}

@@ -87,7 +87,8 @@ into each CUDA library. Then it checks:
   stack-label     the files agree with the dev.gpuimg.stack label
   torch-cuda      torch's CUDA vs the image's (same major, not newer)
   python, cudnn   against the matrix's facts for that torch release
-  require-cuda    NVIDIA_REQUIRE_CUDA is set and not weaker than what is inside
+  require-cuda    what the NVIDIA runtime will require (NVIDIA_REQUIRE_CUDA, else the
+                  toolkit's cuda>=MAJOR.MINOR of CUDA_VERSION) is not weaker than what is inside
   driver          --driver meets the floor, strictly or under minor-version compatibility
   gpu             --gpu has native kernels (or PTX to JIT) in every CUDA library
   duplicate-libs  CUDA libraries both from the OS and from pip wheels
@@ -215,8 +216,8 @@ func (o *ValidateOptions) parse(fs *pflag.FlagSet, image string) (images.Ref, va
 	}
 	opt = validate.Options{Name: ref.String(), GPU: o.GPU, Strict: o.Strict}
 	if o.Driver != "" {
-		if opt.Driver, err = matrix.ParseVersion(o.Driver); err != nil {
-			return ref, opt, invalid(fmt.Errorf("--driver: %w", err), "give the driver as nvidia-smi prints it, e.g. 535.104.05")
+		if opt.Driver, err = matrix.ParseDriver(o.Driver); err != nil {
+			return ref, opt, invalid(fmt.Errorf("--driver: %w", err), "")
 		}
 	}
 	if o.Bandwidth != "" {
@@ -343,7 +344,7 @@ func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.
 		Mode: gpurun.Mode(o.Run), Image: ref, ProbeBinary: o.ProbeBinary, ProbeImage: o.ProbeImage,
 		Bench: o.Bench, Budget: o.Budget, MinEfficiency: me, MatrixFiles: o.Matrix.Files, DB: db, PlainHTTP: plainHTTP,
 		Nodes: o.Nodes, Fabric: strings.Join(o.Fabrics, ","),
-		RequireCUDA: os.Getenv("NVIDIA_REQUIRE_CUDA"), Stderr: cmd.ErrOrStderr(), Manifest: cmd.OutOrStdout(),
+		RequireEnv: matrix.RuntimeEnviron(os.Environ()), Stderr: cmd.ErrOrStderr(), Manifest: cmd.OutOrStdout(),
 		Digest: func(ctx context.Context) string {
 			img, err := images.Open(ctx, ref, reg...)
 			if err != nil {

@@ -415,6 +415,11 @@ func (f *File) check(keys map[string]*yaml.Node) error {
 			return fmt.Errorf("line %d: targets[%d] (%s): repository %q: %w", itemLine("targets", i), i, t.Target, t.Repository, err)
 		}
 	}
+	if d := f.Validate.Driver; !d.IsZero() {
+		if _, err := matrix.ParseDriver(d.String()); err != nil {
+			return fmt.Errorf("line %d: validate.driver: %w", line("validate"), err)
+		}
+	}
 	for i, g := range f.Validate.GPU {
 		if strings.TrimSpace(g) == "" {
 			return fmt.Errorf("line %d: validate.gpu[%d] is empty", line("validate"), i)

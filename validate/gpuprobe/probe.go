@@ -116,9 +116,13 @@ type Options struct {
 	DB            *matrix.DB
 	MinEfficiency map[string]float64
 	// RequireCUDA is the image's NVIDIA_REQUIRE_CUDA, checked against the
-	// driver (gpuimg probe passes its environment's, which inside a
-	// container is the image's).
+	// driver; RequireEnv, when set, replaces it: what the NVIDIA
+	// container runtime reads of the environment (matrix.RuntimeEnviron:
+	// NVIDIA_REQUIRE_*, CUDA_VERSION for the toolkit's legacy rule,
+	// NVIDIA_DISABLE_REQUIRE). gpuimg probe passes its environment's,
+	// which inside a container is the image's.
 	RequireCUDA string
+	RequireEnv  map[string]string
 	// Sample polls NVML while the benchmarks run (gpuimg probe sets it).
 	Sample bool
 	// Progress, when set, is told each step the Python probe finishes
@@ -139,7 +143,11 @@ func Probe(ctx context.Context, opt Options) *Result {
 		add("nvidia-driver", matrix.Fail, "%s", err.Error())
 	} else {
 		checkGPUs(drv, gpus, add)
-		checkRequire(opt.DB, opt.RequireCUDA, drv, gpus, add)
+		env := opt.RequireEnv
+		if env == nil && opt.RequireCUDA != "" {
+			env = map[string]string{"NVIDIA_REQUIRE_CUDA": opt.RequireCUDA}
+		}
+		checkRequire(opt.DB, env, drv, gpus, add)
 	}
 	// Without a GPU the Python probe still runs: a CPU-only torch, or one
 	// that does not import, is a finding on any machine.
@@ -189,17 +197,33 @@ func judgePyBench(opt Options, gpus []GPUInfo, pp *PyProbe, add func(string, Sta
 // your driver …") means the host's driver is older than the image's
 // NVIDIA_REQUIRE_CUDA. ok is false when stderr says something else. The
 // driver and GPUs come from this host's NVML (the engine runs here).
+//
+// libnvidia-container's dsl_evaluate (src/cli/dsl.c at 5823754b,
+// L149-152, L159-170) says "invalid expression", or "unsatisfied
+// condition: " and the requirement's first space-separated alternative
+// (which has no space; for a cuda>= one, ", please update your driver …"
+// follows), and configure.c prefixes "requirement error: "; docker
+// appends ": unknown".
 func RuntimeRefused(stderr string) (res *Result, ok bool) {
-	_, cond, found := strings.Cut(stderr, "requirement error: unsatisfied condition: ")
+	_, why, found := strings.Cut(stderr, "requirement error: ")
 	if !found {
 		return nil, false
 	}
-	if i := strings.IndexAny(cond, ",\n"); i >= 0 {
-		cond = cond[:i]
+	why, _, _ = strings.Cut(why, "\n")
+	var msg string
+	switch cond, ok := strings.CutPrefix(why, "unsatisfied condition: "); {
+	case ok:
+		if i := strings.IndexAny(cond, " \t"); i >= 0 {
+			cond = cond[:i]
+		}
+		cond = strings.TrimSuffix(strings.TrimSuffix(cond, ","), ":")
+		msg = "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
+	case strings.HasPrefix(why, "invalid expression"):
+		msg = "the NVIDIA container runtime refused to start the image: it reached a term of the image's requirements (NVIDIA_REQUIRE_*, or cuda>= of CUDA_VERSION) that it cannot read (invalid expression); gpuimg validate IMAGE --driver VERSION names it"
+	default:
+		return nil, false
 	}
-	cond = strings.TrimSpace(cond)
 	res = &Result{Created: time.Now().UTC(), GPUs: []GPUInfo{}, Verdict: matrix.Fail}
-	msg := "the NVIDIA container runtime refused to start the image: its requirement " + cond + " is not met"
 	if drv, gpus, err := ProbeGPUs(); err == nil {
 		res.Driver, res.GPUs = drv, gpus
 		msg += fmt.Sprintf(" by this host's driver %s (CUDA %s)", drv.Version, drv.CUDAVersion)
@@ -336,11 +360,13 @@ func checkDuringBench(g GPUInfo, add func(string, Status, string, ...any)) {
 	}
 }
 
-// checkRequire judges the image's NVIDIA_REQUIRE_CUDA as the NVIDIA
-// container runtime does (matrix.DB.JudgeRuntimeOn), with what NVML says:
-// the driver, the CUDA it reports and each GPU's compute capability.
-func checkRequire(db *matrix.DB, req string, drv *DriverInfo, gpus []GPUInfo, add func(string, Status, string, ...any)) {
-	if req == "" || drv.CUDAVersion == "" {
+// checkRequire judges the requirements of the image's environment env as
+// the NVIDIA container runtime does (matrix.DB.JudgeRuntimeOn: its
+// NVIDIA_REQUIRE_* and the toolkit's cuda>= of CUDA_VERSION), with what
+// NVML says: the driver, the CUDA it reports and each GPU's compute
+// capability. Nothing is said when env asks for nothing.
+func checkRequire(db *matrix.DB, env map[string]string, drv *DriverInfo, gpus []GPUInfo, add func(string, Status, string, ...any)) {
+	if reqs, disabled, err := matrix.RuntimeEnv(env); (len(reqs) == 0 && !disabled && err == nil) || drv.CUDAVersion == "" {
 		return
 	}
 	d, err := matrix.ParseVersion(drv.Version)
@@ -358,7 +384,7 @@ func checkRequire(db *matrix.DB, req string, drv *DriverInfo, gpus []GPUInfo, ad
 	if len(hosts) == 0 {
 		hosts = []matrix.RuntimeHost{h}
 	}
-	f := db.JudgeRuntimeOn("driver-floor", map[string]string{"NVIDIA_REQUIRE_CUDA": req}, fmt.Sprintf("driver %s reports CUDA %s (NVML)", drv.Version, drv.CUDAVersion), hosts)
+	f := db.JudgeRuntimeOn("driver-floor", env, fmt.Sprintf("driver %s reports CUDA %s (NVML)", drv.Version, drv.CUDAVersion), hosts)
 	add(f.Name, f.Status, "%s", f.Message)
 }
 

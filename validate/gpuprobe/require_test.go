@@ -29,9 +29,26 @@ func TestProbeCheckRequire(t *testing.T) {
 		add := func(name string, st Status, format string, args ...any) {
 			got = append(got, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
 		}
-		checkRequire(db(t), tt.req, &DriverInfo{Version: tt.driver, CUDAVersion: tt.cuda}, h100, add)
+		checkRequire(db(t), map[string]string{"NVIDIA_REQUIRE_CUDA": tt.req}, &DriverInfo{Version: tt.driver, CUDAVersion: tt.cuda}, h100, add)
 		if len(got) != 1 || got[0].Name != "driver-floor" || got[0].Status != tt.want || !strings.Contains(got[0].Message, tt.has) {
 			t.Errorf("%s on %s: %+v; want %s with %q", tt.req, tt.driver, got, tt.want, tt.has)
 		}
+	}
+	// The toolkit's legacy rule: CUDA_VERSION without NVIDIA_REQUIRE_CUDA
+	// requires cuda>=MAJOR.MINOR (nvidia-container-toolkit
+	// internal/config/image/cuda_image.go at d34b3046, L98-105, L125-132).
+	var got []Check
+	add := func(name string, st Status, format string, args ...any) {
+		got = append(got, Check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+	}
+	env := matrix.RuntimeEnviron([]string{"PATH=/usr/bin", "CUDA_VERSION=12.4.1", "NVIDIA_VISIBLE_DEVICES=all"})
+	checkRequire(db(t), env, &DriverInfo{Version: "535.104.05", CUDAVersion: "12.2"}, h100, add)
+	if len(got) != 1 || got[0].Status != matrix.Fail || !strings.Contains(got[0].Message, "cuda>=12.4 (the NVIDIA container toolkit's own requirement") {
+		t.Errorf("legacy image on 535.104.05: %+v", got)
+	}
+	got = nil
+	checkRequire(db(t), matrix.RuntimeEnviron([]string{"PATH=/usr/bin"}), &DriverInfo{Version: "535.104.05", CUDAVersion: "12.2"}, h100, add)
+	if len(got) != 0 {
+		t.Errorf("no requirement: %+v", got)
 	}
 }

@@ -97,8 +97,21 @@ func readEngineError(stderr string) engineAnswer {
 	return engineAnswer{}
 }
 
+// lastLine is the engine's reason in its stderr: the last line that is
+// not a pointer to its help. docker ends an error with "See 'docker run
+// --help'." (newer releases: "Run 'docker run --help' for more
+// information") after the line that says what went wrong ("docker: Cannot
+// connect to the Docker daemon at unix:///var/run/docker.sock. Is the
+// docker daemon running?").
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for _, l := range slices.Backward(lines) {
+		l = strings.TrimSpace(l)
+		if l == "" || (strings.HasPrefix(l, "See '") || strings.HasPrefix(l, "Run '")) && strings.Contains(l, "--help") {
+			continue
+		}
+		return l
+	}
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 

@@ -141,7 +141,11 @@ const (
 	// the NVIDIA container runtime refusing an image newer than the driver.
 	runtimeRefused = "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container: unknown."
 	// an image that is not there: the run failed, GPUs or not.
-	dockerNoImage = "Unable to find image 'example.com/ml/torch:gone' locally\ndocker: Error response from daemon: pull access denied for example.com/ml/torch, repository does not exist or may require 'docker login'."
+	// docker without a daemon: the reason, then a pointer to the help
+	// (docker/cli's "See 'docker run --help'.", as users quote it in
+	// sourcegraph/sourcegraph-public-snapshot#29857).
+	dockerNoDaemon = "docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?.\nSee 'docker run --help'."
+	dockerNoImage  = "Unable to find image 'example.com/ml/torch:gone' locally\ndocker: Error response from daemon: pull access denied for example.com/ml/torch, repository does not exist or may require 'docker login'."
 )
 
 // TestReadEngineError: the engines' own words tell "no GPU here" (probe
@@ -157,6 +161,8 @@ func TestReadEngineError(t *testing.T) {
 		{"podman without a CDI spec", podmanNoCDI, true, false},
 		{"podman without --gpus", podmanNoGPUsFlag, true, false},
 		{"driver older than the image", runtimeRefused, false, true},
+		{"a brand clause that does not hold", strings.Replace(runtimeRefused, "cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container", "brand=tesla,driver>=470,driver<471", 1), false, true},
+		{"an invalid expression", strings.Replace(runtimeRefused, "unsatisfied condition: cuda>=12.8, please update your driver to a newer version, or use an earlier cuda container", "invalid expression", 1), false, true},
 		{"no such image", dockerNoImage, false, false},
 		{"nothing said", "", false, false},
 	} {
@@ -165,13 +171,29 @@ func TestReadEngineError(t *testing.T) {
 			if a.noGPU != tt.noGPU || (a.refused != nil) != tt.refused {
 				t.Errorf("noGPU %v refused %v, want %v %v", a.noGPU, a.refused != nil, tt.noGPU, tt.refused)
 			}
-			if tt.refused && (a.refused.Verdict != matrix.Fail || !strings.Contains(a.refused.Checks[0].Message, "cuda>=12.8 is not met")) {
+			want := "cuda>=12.8 is not met"
+			switch {
+			case strings.Contains(tt.stderr, "brand=tesla"):
+				want = "requirement brand=tesla,driver>=470,driver<471 is not met"
+			case strings.Contains(tt.stderr, "invalid expression"):
+				want = "that it cannot read (invalid expression)"
+			}
+			if tt.refused && (a.refused.Verdict != matrix.Fail || !strings.Contains(a.refused.Checks[0].Message, want)) {
 				t.Errorf("refusal %+v", a.refused)
 			}
 		})
 	}
 	if got := lastLine(podmanNoCDI + "\n\n"); got != "Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all" {
 		t.Errorf("lastLine = %q", got)
+	}
+	for in, want := range map[string]string{
+		dockerNoDaemon: "docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?.",
+		"docker: Error response from daemon: x\n\nRun 'docker run --help' for more information\n": "docker: Error response from daemon: x",
+		"": "",
+	} {
+		if got := lastLine(in); got != want {
+			t.Errorf("lastLine(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -318,6 +340,12 @@ func TestRunWithoutGPU(t *testing.T) {
 	standIn(t, Docker, "probe", dockerNoImage, probe)
 	_, err := Run(t.Context(), Options{Mode: Docker, Image: ref(t, "docker-daemon:example.com/ml/torch:gone"), ProbeBinary: "/opt/gpuimg"})
 	if err == nil || !strings.Contains(err.Error(), "docker run example.com/ml/torch:gone: exit status 125: docker: Error response from daemon: pull access denied") {
+		t.Errorf("err = %v", err)
+	}
+	// docker's own reason, not its pointer to --help (issue 43).
+	standIn(t, Docker, "probe", dockerNoDaemon, probe)
+	_, err = Run(t.Context(), Options{Mode: Docker, Image: ref(t, "docker-daemon:example.com/ml/torch:2.3"), ProbeBinary: "/opt/gpuimg"})
+	if err == nil || !strings.Contains(err.Error(), "docker run example.com/ml/torch:2.3: exit status 125: docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -71,8 +71,10 @@ type Options struct {
 	PlainHTTP bool
 	// RequireCUDA is the NVIDIA_REQUIRE_CUDA the host probe checks the
 	// driver against (the caller's environment's; inside a container, the
-	// image's).
+	// image's); RequireEnv, when set, replaces it with all the runtime
+	// reads (gpuprobe.Options.RequireEnv).
 	RequireCUDA string
+	RequireEnv  map[string]string
 	// Stderr receives the probe's progress lines as they come and a notice
 	// when the engine cannot give the container a GPU. Nil discards them.
 	Stderr io.Writer
@@ -166,7 +168,7 @@ func (opt Options) check() (string, error) {
 // hostOptions are the probe's options on this host.
 func hostOptions(opt Options) gpuprobe.Options {
 	return gpuprobe.Options{Bench: opt.Bench, DB: opt.DB, MinEfficiency: opt.MinEfficiency, Budget: opt.Budget,
-		RequireCUDA: opt.RequireCUDA, Progress: Progress(opt.Stderr)}
+		RequireCUDA: opt.RequireCUDA, RequireEnv: opt.RequireEnv, Progress: Progress(opt.Stderr)}
 }
 
 // runEngine runs the probe inside image with docker or podman: with every
@@ -209,7 +211,10 @@ func runEngine(ctx context.Context, opt Options, image string) (*gpuprobe.Result
 		if err == nil {
 			err = jerr
 		}
-		return nil, fmt.Errorf("%s run %s: %w: %s", opt.Mode, image, err, lastLine(errOut))
+		if reason := lastLine(errOut); reason != "" {
+			return nil, fmt.Errorf("%s run %s: %w: %s", opt.Mode, image, err, reason)
+		}
+		return nil, fmt.Errorf("%s run %s: %w (it printed no reason)", opt.Mode, image, err)
 	}
 	if res.Driver != nil {
 		// The engine has the image now: judge the driver against the
