@@ -61,11 +61,12 @@ func MirrorHost(m string) (host string, insecure bool) {
 	return strings.TrimSuffix(m, "/"), IsLoopback(m)
 }
 
-// PinBase resolves tag (as the resolver names it, nvidia/cuda:…) to a
-// digest, through a mirror when one is configured for its registry, and
-// reads the creation time of WithPlatform's image (default linux/amd64).
-// The builder uses it to pin FROM lines; images is the one package that
-// talks to registries.
+// PinBase resolves tag (as the resolver names it, nvidia/cuda:…; or by
+// digest, repo@sha256:… or repo:tag@sha256:…, where the digest decides
+// what is pulled) to a digest, through a mirror when one is configured
+// for its registry, and reads the creation time of WithPlatform's image
+// (default linux/amd64). The builder uses it to pin FROM lines; images
+// is the one package that talks to registries.
 func PinBase(ctx context.Context, tag string, mirrors Mirrors, opts ...Option) (Base, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
@@ -75,23 +76,19 @@ func PinBase(ctx context.Context, tag string, mirrors Mirrors, opts ...Option) (
 	if err != nil {
 		return Base{}, fmt.Errorf("parse base image %s: %w", tag, err)
 	}
-	canonical := ref.Name()
+	id := identify(tag, ref)
+	repo := ref.Context().Name()
 	if ref.Context().RegistryStr() == name.DefaultRegistry {
-		canonical = "docker.io/" + strings.TrimPrefix(canonical, name.DefaultRegistry+"/")
+		repo = "docker.io/" + ref.Context().RepositoryStr()
 	}
+	canonical := id.write(repo, id.digest)
 	fetch, err := o.parse(tag)
 	if err != nil {
 		return Base{}, fmt.Errorf("parse base image %s: %w", tag, err)
 	}
 	if m, ok := mirrors[ref.Context().RegistryStr()]; ok {
-		host, plain := MirrorHost(m)
-		var nopts []name.Option
-		if plain || o.insecure(host) {
-			nopts = append(nopts, name.Insecure)
-		}
-		fetch, err = name.ParseReference(host+"/"+ref.Context().RepositoryStr()+":"+ref.Identifier(), nopts...)
-		if err != nil {
-			return Base{}, fmt.Errorf("mirror %s for %s: %w", m, ref.Context().RegistryStr(), err)
+		if fetch, err = mirrored(ref, id, m, o); err != nil {
+			return Base{}, err
 		}
 	}
 	desc, err := remote.Get(fetch, o.remote(ctx)...)
@@ -101,7 +98,7 @@ func PinBase(ctx context.Context, tag string, mirrors Mirrors, opts ...Option) (
 	b := Base{
 		Name:   canonical,
 		Digest: desc.Digest.String(),
-		From:   fetch.Context().Name() + ":" + ref.Identifier() + "@" + desc.Digest.String(),
+		From:   id.write(fetch.Context().Name(), desc.Digest.String()),
 	}
 	img, err := desc.Image() // for an index, the platform's image
 	if err != nil {
@@ -113,4 +110,54 @@ func PinBase(ctx context.Context, tag string, mirrors Mirrors, opts ...Option) (
 	}
 	b.Created = cfg.Created.UTC()
 	return b, nil
+}
+
+// identifiers are a reference's tag and digest as written: a tag alone
+// (latest when none is written), a digest alone, or both.
+type identifiers struct{ tag, digest string }
+
+// identify reads the tag and digest of s, which parsed as ref:
+// name.Digest drops the tag of repo:tag@sha256:…, so it is read from s.
+func identify(s string, ref name.Reference) identifiers {
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return identifiers{tag: ref.Identifier()}
+	}
+	id := identifiers{digest: d.DigestStr()}
+	base, _, _ := strings.Cut(s, "@")
+	if t, err := name.NewTag(base); err == nil && strings.HasSuffix(base, ":"+t.TagStr()) {
+		id.tag = t.TagStr()
+	}
+	return id
+}
+
+// write is repo with the tag, if any, and digest, if any:
+// repo:tag@digest, repo@digest or repo:tag.
+func (id identifiers) write(repo, digest string) string {
+	if id.tag != "" {
+		repo += ":" + id.tag
+	}
+	if digest != "" {
+		repo += "@" + digest
+	}
+	return repo
+}
+
+// mirrored is ref's repository on mirror m, by digest when ref names
+// one (the digest is the same on any mirror), else by tag.
+func mirrored(ref name.Reference, id identifiers, m string, o *options) (name.Reference, error) {
+	host, plain := MirrorHost(m)
+	var nopts []name.Option
+	if plain || o.insecure(host) {
+		nopts = append(nopts, name.Insecure)
+	}
+	s := host + "/" + ref.Context().RepositoryStr() + ":" + id.tag
+	if id.digest != "" {
+		s = host + "/" + ref.Context().RepositoryStr() + "@" + id.digest
+	}
+	r, err := name.ParseReference(s, nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s for %s: %w", m, ref.Context().RegistryStr(), err)
+	}
+	return r, nil
 }

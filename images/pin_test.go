@@ -1,6 +1,8 @@
 package images
 
 import (
+	"io"
+	"log"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -77,5 +79,62 @@ func TestPinBaseIndex(t *testing.T) {
 	}
 	if _, err := PinBase(t.Context(), "nvidia/cuda:0.0.0-runtime-ubuntu22.04", mirrors); err == nil || !strings.Contains(err.Error(), "resolve base image docker.io/nvidia/cuda:0.0.0-runtime-ubuntu22.04") {
 		t.Errorf("missing tag: %v", err)
+	}
+}
+
+// TestPinBaseDigest: a base given by digest, or by tag and digest, is
+// fetched by its digest (through a mirror too: the digest is the same
+// there) and pinned to it; the tag, when written, stays in FROM and the
+// name. A mirror rewrite once gave host/repo:sha256:…, which does not
+// parse.
+func TestPinBaseDigest(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := name.ParseReference(host + "/nvidia/cuda:12.4.1-runtime-ubuntu22.04")
+	if err := remote.Write(r, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	dig := d.String()
+	missing := "sha256:" + strings.Repeat("0", 64)
+	mirrors := Mirrors{"index.docker.io": host}
+	for _, tt := range []struct {
+		base       string
+		mirrors    Mirrors
+		name, from string // "" for an error
+	}{
+		{"nvidia/cuda:12.4.1-runtime-ubuntu22.04", mirrors, "docker.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04", host + "/nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig},
+		{"nvidia/cuda@" + dig, mirrors, "docker.io/nvidia/cuda@" + dig, host + "/nvidia/cuda@" + dig},
+		{"docker.io/nvidia/cuda@" + dig, mirrors, "docker.io/nvidia/cuda@" + dig, host + "/nvidia/cuda@" + dig},
+		{"nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig, mirrors, "docker.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig, host + "/nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig},
+		// The digest decides what is pulled, as for docker pull.
+		{"nvidia/cuda:gone@" + dig, mirrors, "docker.io/nvidia/cuda:gone@" + dig, host + "/nvidia/cuda:gone@" + dig},
+		{host + "/nvidia/cuda@" + dig, nil, host + "/nvidia/cuda@" + dig, host + "/nvidia/cuda@" + dig},
+		{host + "/nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig, nil, host + "/nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig, host + "/nvidia/cuda:12.4.1-runtime-ubuntu22.04@" + dig},
+		{"nvidia/cuda@" + missing, mirrors, "", ""},
+	} {
+		t.Run(tt.base, func(t *testing.T) {
+			b, err := PinBase(t.Context(), tt.base, tt.mirrors)
+			if tt.from == "" {
+				if err == nil || !strings.Contains(err.Error(), "resolve base image docker.io/nvidia/cuda@"+missing) {
+					t.Fatalf("pinned %+v, %v; want a resolve error", b, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Name != tt.name || b.From != tt.from || b.Digest != dig {
+				t.Errorf("pinned %+v\nwant name %s, from %s, digest %s", b, tt.name, tt.from, dig)
+			}
+			if _, err := name.ParseReference(b.From); err != nil {
+				t.Errorf("FROM %s does not parse: %v", b.From, err)
+			}
+		})
 	}
 }

@@ -104,7 +104,9 @@ type Opened struct {
 	Image v1.Image
 	// Digest is the digest of the image's manifest.
 	Digest string
-	// Platform is the platform that was selected, if an index was read.
+	// Platform is the image's platform, os/arch[/variant]: the one
+	// selected from an index, else the one its config names ("unknown"
+	// for none).
 	Platform string
 	close    func() error
 }
@@ -146,7 +148,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 				return nil, err
 			}
 		}
-		return opened(img, desc.MediaType.IsIndex(), pl, nil)
+		return opened(r, img, desc.MediaType.IsIndex(), pl, nil)
 	case OCI, OCIArchive, DockerArchive:
 		idx, img, cleanup, err := openLocal(r, opt)
 		if err != nil {
@@ -165,7 +167,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		} else if err := checkPlatform(r, img, opt.platform); err != nil {
 			return fail(err)
 		}
-		o, err := opened(img, idx != nil, pl, cleanup)
+		o, err := opened(r, img, idx != nil, pl, cleanup)
 		if err != nil {
 			return fail(err)
 		}
@@ -182,21 +184,41 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		if err := checkPlatform(r, img, opt.platform); err != nil {
 			return nil, err
 		}
-		return opened(img, false, pl, nil)
+		return opened(r, img, false, pl, nil)
 	}
 	return nil, fmt.Errorf("unknown transport %q", r.Transport)
 }
 
-func opened(img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error) (*Opened, error) {
+func opened(r Ref, img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error) (*Opened, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, fmt.Errorf("image digest: %w", err)
 	}
-	o := &Opened{Image: img, Digest: d.String(), close: cleanup}
-	if fromIndex {
-		o.Platform = pl.String()
+	o := &Opened{Image: img, Digest: d.String(), close: cleanup, Platform: pl.String()}
+	if !fromIndex {
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("read config of %s: %w", r, err)
+		}
+		o.Platform = platformString(cfg.Platform())
 	}
 	return o, nil
+}
+
+// DefaultPlatform is the platform Open reads from an index when
+// WithPlatform names none: linux/amd64.
+func DefaultPlatform() v1.Platform { return linuxAMD64 }
+
+// PlatformError is a single image that is not the platform asked for:
+// reading it anyway would judge or copy another platform in its place.
+type PlatformError struct {
+	Ref Ref
+	// Got is the image's platform, Want the one asked for.
+	Got, Want string
+}
+
+func (e *PlatformError) Error() string {
+	return fmt.Sprintf("%s is one %s image, not an index with a %s image: give the %s image, or ask for %s (or no platform)", e.Ref, e.Got, e.Want, e.Want, e.Got)
 }
 
 // ParsePlatform parses a platform as docker's --platform takes it:
@@ -226,7 +248,7 @@ func checkPlatform(r Ref, img v1.Image, want *v1.Platform) error {
 	if got == nil || got.OS == "" || got.Satisfies(*want) {
 		return nil
 	}
-	return fmt.Errorf("%s is one %s image, not an index with a %s image: give the %s image, or ask for %s (or no platform)", r, platformString(got), want, want, platformString(got))
+	return &PlatformError{Ref: r, Got: platformString(got), Want: platformString(want)}
 }
 
 // platformImage is the image of an index for platform pl.

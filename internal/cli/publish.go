@@ -63,7 +63,8 @@ that cannot be reached or dies mid-build has its variants retried on the
 others.
 
 Exit status: 0 when every variant was published or unchanged, 1 when any
-failed (after all the others finished), 2 when the run could not start.`,
+failed (after all the others finished), 2 when the run could not start or
+no builder could be reached for the variants that needed a build.`,
 		Example: `  # Nightly: publish everything, write the report
   gpuimg publish -f publish.yaml --report-dir report --since last/report.json
 
@@ -118,10 +119,25 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 		return err
 	}
 	rep, err := publish.Run(cmd.Context(), f, db, opts)
+	if errors.Is(err, publish.ErrNoBuilderReached) {
+		return o.unreached(cmd.OutOrStdout(), rep, since, err)
+	}
 	if err != nil {
 		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
 	}
 	return o.render(cmd.OutOrStdout(), rep, since)
+}
+
+// unreached writes the report of a run that found no builder to reach
+// and says so: the run could not run (exit 2), which is no verdict on
+// the variants that needed a build.
+func (o *PublishOptions) unreached(out io.Writer, rep *publish.Report, since *publish.Report, err error) error {
+	if rerr := o.render(out, rep, since); rerr != nil {
+		if e, ok := errors.AsType[*Error](rerr); !ok || e.Code != ExitFailed {
+			return rerr
+		}
+	}
+	return invalid(err, "start the builders or check that this machine reaches them (--builder, builders:, $BUILDKIT_HOST); nothing was built")
 }
 
 // load checks the flags and reads the publish file, the matrix and the

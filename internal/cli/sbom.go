@@ -29,7 +29,7 @@ type SBOMOptions struct {
 // AddFlags binds the options to flags.
 func (o *SBOMOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
-	platformFlag(fs, &o.Platform, "platform to read from a multi-platform image (default linux/amd64)")
+	platformFlag(fs, &o.Platform, "platform to judge, read from a multi-platform image; a single image must be it (default linux/amd64)")
 	outputFlag(fs, &o.Output, "output", string(sbom.SPDXJSON), string(sbom.CycloneDXJSON))
 	fs.StringVar(&o.File, "file", "", "write the SBOM to this file (atomically) instead of stdout")
 	fs.BoolVar(&o.Attach, "attach", false, "push the SBOM to the registry as an OCI referrer of the image (artifact type application/spdx+json or application/vnd.cyclonedx+json, one layer: what trivy --sbom-sources oci reads)")
@@ -142,7 +142,10 @@ func (o *SBOMOptions) write(cmd *cobra.Command, doc *verbs.SBOMDoc) error {
 // sbomError names the step that failed, as validate does.
 func sbomError(ref images.Ref, err error) error {
 	var ve *verbs.Error
+	var pe *images.PlatformError
 	switch {
+	case errors.As(err, &pe):
+		return wrongPlatform("sbom", pe)
 	case errors.As(err, &ve) && ve.Step == verbs.Opening:
 		return invalid(ve.Err, openHint(ref, ve.Err))
 	case errors.As(err, &ve):

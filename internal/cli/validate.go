@@ -51,7 +51,7 @@ type ValidateOptions struct {
 // AddFlags binds the options to flags.
 func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
-	platformFlag(fs, &o.Platform, "platform to read from a multi-platform image (default linux/amd64)")
+	platformFlag(fs, &o.Platform, "platform to judge, read from a multi-platform image; a single image must be it (default linux/amd64)")
 	stackFlag(fs, &o.Driver, "driver", "535.104.05", "check against this NVIDIA driver (535.104.05)")
 	stackFlag(fs, &o.GPU, "gpu", "h100", "check kernel coverage for this GPU (h100, l4, sm_90); with --target, the GPU of the fleet your hosts have (it narrows the target's GPU list)")
 	fs.StringVar(&o.Bandwidth, "bandwidth", "", "estimate the pull time at this bandwidth (1Gbps)")
@@ -297,7 +297,10 @@ func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt valid
 	}
 	reps, err := verbs.Validate(ctx, ref, spec, reg...)
 	var ve *verbs.Error
+	var pe *images.PlatformError
 	switch {
+	case errors.As(err, &pe):
+		return nil, wrongPlatform("validate", pe)
 	case errors.As(err, &ve) && ve.Step == verbs.Opening:
 		return nil, invalid(ve.Err, openHint(ref, ve.Err))
 	case errors.As(err, &ve) && ve.Step == verbs.Inspecting:
@@ -306,6 +309,14 @@ func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt valid
 		return nil, invalid(err, "")
 	}
 	return reps[0].Report, nil
+}
+
+// wrongPlatform is the error of a verb that read a single image of
+// another platform than the one it judges: --platform, else linux/amd64
+// (images.DefaultPlatform), never the image's own in its place.
+func wrongPlatform(verb string, pe *images.PlatformError) error {
+	return invalid(fmt.Errorf("%s is one %s image, and %s reads %s (--platform, default %s)", pe.Ref, pe.Got, verb, pe.Want, images.DefaultPlatform().String()),
+		fmt.Sprintf("add --platform %s to %s it, or give a %s image", pe.Got, verb, pe.Want))
 }
 
 // openHint is what to check when ref cannot be opened: the registry and

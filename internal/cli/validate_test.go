@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -191,4 +193,60 @@ func tarDir(dir, file string) error {
 		return err
 	}
 	return tw.Close()
+}
+
+// TestValidatePlatformJudged: validate judges --platform, else
+// linux/amd64, for a single image as for an index; a single image of
+// another platform is refused in one line (exit 2) saying how to judge
+// it, and the report, text and JSON, names the platform it judged.
+func TestValidatePlatformJudged(t *testing.T) {
+	arm := smallImage(t, "cuda>=12.2")
+	cfg, err := arm.ConfigFile()
+	must(t, err)
+	cfg = cfg.DeepCopy()
+	cfg.Architecture = "arm64"
+	arm, err = mutate.ConfigFile(arm, cfg)
+	must(t, err)
+	dir := t.TempDir()
+	layouts := map[string]v1.Image{"amd": smallImage(t, "cuda>=12.2"), "arm": arm}
+	for n, img := range layouts {
+		p, err := layout.Write(filepath.Join(dir, n), empty.Index)
+		must(t, err)
+		must(t, p.AppendImage(img))
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/ml/torch:arm"
+	r, err := name.ParseReference(ref)
+	must(t, err)
+	must(t, remote.Write(r, arm))
+	amdDir, armDir := "oci:"+filepath.Join(dir, "amd"), "oci:"+filepath.Join(dir, "arm")
+
+	for _, tt := range []struct {
+		args []string
+		code int
+		has  string // in stdout for exit 0, else in the one line of stderr
+	}{
+		{[]string{"validate", amdDir}, 0, "\nplatform linux/amd64\n"},
+		{[]string{"validate", amdDir, "-o", "json"}, 0, `"platform": "linux/amd64"`},
+		{[]string{"validate", armDir, "--platform", "linux/arm64"}, 0, "\nplatform linux/arm64\n"},
+		{[]string{"validate", armDir, "--platform", "linux/arm64", "-o", "json"}, 0, `"platform": "linux/arm64"`},
+		{[]string{"validate", armDir}, 2, "is one linux/arm64 image, and validate reads linux/amd64 (--platform, default linux/amd64); add --platform linux/arm64 to validate it"},
+		{[]string{"validate", armDir, "-o", "json"}, 2, "add --platform linux/arm64"},
+		{[]string{"validate", ref}, 2, "is one linux/arm64 image, and validate reads linux/amd64"},
+		{[]string{"validate", amdDir, "--platform", "linux/arm64"}, 2, "is one linux/amd64 image, and validate reads linux/arm64 (--platform, default linux/amd64); add --platform linux/amd64"},
+		{[]string{"sbom", armDir}, 2, "and sbom reads linux/amd64"},
+	} {
+		out, errOut, code := run(t, tt.args...)
+		got := out
+		if tt.code != 0 {
+			got = errOut
+			if strings.Count(errOut, "gpuimg:") != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || strings.Contains(errOut, "docker login") {
+				t.Errorf("%v: stderr is not one line with the fix: %q", tt.args, errOut)
+			}
+		}
+		if code != tt.code || !strings.Contains(got, tt.has) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout %s\nstderr %s", tt.args, code, tt.code, tt.has, lastLines(out, 3), errOut)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,7 +76,11 @@ type RunOptions struct {
 // result per variant (Failed ones say which step failed).
 //
 // Errors are for a run that cannot start (a file that does not expand,
-// --only matching nothing); failed variants are in the report.
+// --only matching nothing); failed variants are in the report. When
+// variants needed a build and no builder of the pool could be reached,
+// Run returns the report (those variants failed, the unchanged ones
+// done) and an error wrapping ErrNoBuilderReached: the run could not
+// run, which is not a verdict on the variants.
 func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report, error) {
 	now := time.Now
 	if opts.Now != nil {
@@ -147,14 +152,19 @@ func Run(ctx context.Context, f *File, db *matrix.DB, opts RunOptions) (*Report,
 		})
 	}
 	wg.Wait()
+	var buildErr error
 	if len(todo) > 0 {
 		sort.Slice(todo, func(a, b int) bool { return todo[a].id < todo[b].id })
-		r.build(ctx, todo)
+		buildErr = r.build(ctx, todo)
 	}
 	r.finishSigning()
 	rep.Finished = now().UTC()
-	return rep, nil
+	return rep, buildErr
 }
+
+// ErrNoBuilderReached is wrapped by Run's error when variants needed a
+// build and not one builder of the pool could be connected to.
+var ErrNoBuilderReached = errors.New("no builder of the pool could be reached")
 
 // Builder is one builder of the pool as Run uses it: it builds a
 // variant's plan, says after a failed build whether it still answers
@@ -385,8 +395,9 @@ func (l *tagLists) get(key string, list func() ([]string, error)) ([]string, err
 	return t.tags, t.err
 }
 
-// build runs the variants that need it on the pool.
-func (r *runner) build(ctx context.Context, todo []task) {
+// build runs the variants that need it on the pool. It returns an error
+// wrapping ErrNoBuilderReached when no builder could be connected to.
+func (r *runner) build(ctx context.Context, todo []task) error {
 	addrs := r.opts.Builders
 	if len(addrs) == 0 {
 		addrs = r.f.Builders
@@ -394,10 +405,11 @@ func (r *runner) build(ctx context.Context, todo []task) {
 	local := len(addrs) == 0
 	if local {
 		if r.opts.Local == nil {
+			err := fmt.Errorf("%w: none is named (name one on the command line or in the builders: list)", ErrNoBuilderReached)
 			for _, t := range todo {
-				r.fail(t.id, "build", errors.New("no builder: name one on the command line or in the builders: list"))
+				r.fail(t.id, "build", err)
 			}
-			return
+			return err
 		}
 		addrs = []string{r.opts.Local.Address()}
 	}
@@ -447,6 +459,28 @@ func (r *runner) build(ctx context.Context, todo []task) {
 	r.finishSlots = make(chan struct{}, len(addrs)*max(r.opts.Jobs, 1))
 	s.schedule(ctx, todo)
 	r.finishing.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return unreached(addrs, clients, connErr)
+}
+
+// unreached is ErrNoBuilderReached with each builder's reason when none
+// of addrs was connected to (clients, after the run), else nil.
+func unreached(addrs []string, clients []Builder, connErr []error) error {
+	var why []string
+	for b, addr := range addrs {
+		if clients[b] != nil {
+			return nil
+		}
+		if connErr[b] != nil {
+			why = append(why, fmt.Sprintf("%s: %v", addr, connErr[b]))
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s)", ErrNoBuilderReached, strings.Join(why, "; "))
 }
 
 // buildOne builds variant i on a builder and pushes it by digest; then,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -112,7 +113,7 @@ func TestRunUnchanged(t *testing.T) {
 	run := func(opts RunOptions) *Report {
 		opts.Request = builder.Request{Mirrors: mirrors}
 		rep, err := Run(t.Context(), f, db, opts)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrNoBuilderReached) { // there is no builder here
 			t.Fatal(err)
 		}
 		return rep
@@ -298,5 +299,56 @@ func TestRunBuildSeam(t *testing.T) {
 	}
 	if _, err := remote.Head(mustRef(t, only.Tag)); err == nil {
 		t.Errorf("%s was written though its image failed validation", only.Tag)
+	}
+}
+
+// TestRunNoBuilderReached: a run whose variants need a build and whose
+// pool has no builder that can be connected to could not run: Run gives
+// the report (the variant failed) and an error wrapping
+// ErrNoBuilderReached, which the CLI makes exit 2. A builder that was
+// reached and then died, or one live builder among dead ones, leaves the
+// run's outcome to the variants (exit 1 or 0).
+func TestRunNoBuilderReached(t *testing.T) {
+	_, f, db, plan, mirrors, _ := runFixture(t)
+	var builds atomic.Int32
+	refused := errors.New("connection refused")
+	for _, tt := range []struct {
+		name      string
+		builders  []string // "down": cannot be dialed; "dies": dialed, fails its build and stops answering; "live"
+		local     bool     // no builders and no local daemon either
+		unreached bool
+	}{
+		{"one builder down", []string{"down"}, false, true},
+		{"every builder down", []string{"down", "down"}, false, true},
+		{"no builder named and no local daemon", nil, true, true},
+		{"reached, then died", []string{"dies"}, false, false},
+		{"one down, one reached", []string{"down", "dies"}, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addrs := make([]string, len(tt.builders))
+			for i, b := range tt.builders {
+				addrs[i] = fmt.Sprintf("%s-%d", b, i)
+			}
+			rep, err := Run(t.Context(), f, db, RunOptions{
+				Builders: addrs,
+				Only:     plan.Variants[0].Name,
+				Request:  builder.Request{Mirrors: mirrors},
+				Dial: func(_ context.Context, addr string) (Builder, error) {
+					if strings.HasPrefix(addr, "down") {
+						return nil, refused
+					}
+					return fakeBuilder{dead: true, builds: &builds}, nil
+				},
+			})
+			if got := errors.Is(err, ErrNoBuilderReached); got != tt.unreached || (err != nil && !got) {
+				t.Fatalf("error %v; want ErrNoBuilderReached: %v", err, tt.unreached)
+			}
+			if rep == nil || rep.Results[0].Outcome != Failed {
+				t.Fatalf("report %+v: want the variant failed", rep)
+			}
+			if tt.unreached && !tt.local && !strings.Contains(err.Error(), "down-0: connection refused") {
+				t.Errorf("error %q does not name the builder and its reason", err)
+			}
+		})
 	}
 }

@@ -113,8 +113,9 @@ func Promote(ctx context.Context, ref, tag string, policy validate.PromotionPoli
 
 // Acceptance is what Accepted looks for: for each platform and each
 // policy, an attached report the policy accepts. With one platform any
-// accepted report will do (a single-platform image's report names no
-// platform); with several, each platform needs its own. The defaults
+// accepted report will do (reports attached before validate named the
+// platform of a single-platform image name none); with several, each
+// platform needs its own. The defaults
 // are one platform and a policy of validate's zero PromotionPolicy.
 type Acceptance struct {
 	Platforms []string

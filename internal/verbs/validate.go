@@ -21,8 +21,10 @@ type Spec struct {
 	// report's name, the targets, and the GPU when GPUs is empty. Validate
 	// sets Digest, Platform and Packaging.
 	validate.Options
-	// Platforms are the platforms read from a multi-platform image, each
-	// validated. The default is one, images.Open's default.
+	// Platforms are the platforms validated, each read from a
+	// multi-platform image; a single image must be the one platform
+	// asked for. The default is images.DefaultPlatform (linux/amd64),
+	// for a single image too. Each report names its platform.
 	Platforms []*v1.Platform
 	// GPUs: each platform is checked once for each; the layers are read
 	// from the source once (a temporary directory keeps them for the
@@ -106,7 +108,15 @@ func Validate(ctx context.Context, ref images.Ref, spec Spec, opts ...images.Opt
 
 // validatePlatform opens platform p of ref and validates it for each GPU.
 func validatePlatform(ctx context.Context, ref images.Ref, p *v1.Platform, gpus []string, layerCache cache.Cache, opt validate.Options, opts []images.Option) ([]Validated, error) {
-	img, err := images.Open(ctx, ref, append(slices.Clip(opts), images.WithPlatform(p))...)
+	// A single image is validated only if it is the platform asked for,
+	// linux/amd64 by default, as from an index: never another in its
+	// place.
+	want := p
+	if want == nil {
+		d := images.DefaultPlatform()
+		want = &d
+	}
+	img, err := images.Open(ctx, ref, append(slices.Clip(opts), images.WithPlatform(want))...)
 	if err != nil {
 		return nil, &Error{Step: Opening, Platform: p, Err: err}
 	}
@@ -163,8 +173,8 @@ func validateTargets(ctx context.Context, ref images.Ref, opt validate.Options, 
 		}
 		gopt := opt
 		gopt.Targets, gopt.Packaging = g.targets, &g.p
+		gopt.Platform = g.p.Platform
 		if gopt.Digest = src.Digest; g.p.Index {
-			gopt.Platform = g.p.Platform
 			if d, err := img.Digest(); err == nil {
 				gopt.Digest = d.String()
 			}

@@ -294,3 +294,72 @@ func mustRef(t *testing.T, s string) name.Reference {
 	}
 	return r
 }
+
+// TestValidateSingleImagePlatform: a single image is validated only as
+// the platform asked for, linux/amd64 by default (as from an index), and
+// the report names the platform judged; one of another platform is an
+// *images.PlatformError, not validated in its place.
+func TestValidateSingleImagePlatform(t *testing.T) {
+	s := newServer(t)
+	db := builtin(t)
+	push := func(tag, os, arch string) string {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = cfg.DeepCopy()
+		cfg.OS, cfg.Architecture = os, arch
+		if img, err = mutate.ConfigFile(img, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ref := s.host + "/ml/single:" + tag
+		r, err := name.ParseReference(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(r, img); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	amd64, arm64, none := push("amd64", "linux", "amd64"), push("arm64", "linux", "arm64"), push("none", "", "")
+	arm := &v1.Platform{OS: "linux", Architecture: "arm64"}
+	for _, tt := range []struct {
+		name     string
+		ref      string
+		platform *v1.Platform
+		want     string // the report's platform; "" for a PlatformError
+		got      string // the error's image platform
+	}{
+		{"amd64 by default", amd64, nil, "linux/amd64", ""},
+		{"arm64 by default", arm64, nil, "", "linux/arm64"},
+		{"arm64 asked for", arm64, arm, "linux/arm64", ""},
+		{"amd64 asked for arm64", amd64, arm, "", "linux/amd64"},
+		{"a config that names none", none, nil, "unknown", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ps []*v1.Platform
+			if tt.platform != nil {
+				ps = []*v1.Platform{tt.platform}
+			}
+			reps, err := Validate(t.Context(), registryRef(tt.ref), Spec{Options: validate.Options{DB: db}, Platforms: ps})
+			var pe *images.PlatformError
+			if tt.want == "" {
+				if !errors.As(err, &pe) || pe.Got != tt.got {
+					t.Fatalf("error %v, want a PlatformError for a %s image", err, tt.got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reps[0].Platform != tt.want {
+				t.Errorf("report's platform %q, want %q", reps[0].Platform, tt.want)
+			}
+		})
+	}
+}
