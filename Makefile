@@ -41,7 +41,7 @@ test: lint tools ## lint, unit and integration tests (real buildkitd and registr
 # FUZZ_SHORT, make fuzz for FUZZTIME. Minimizing each new input for the
 # default minute stalls the fuzzer, so it is bounded by runs.
 FUZZ_TARGETS := matrix:FuzzParseConstraint matrix:FuzzParseRequireCUDA matrix:FuzzParseFile \
-	validate:FuzzScanFatbin validate:FuzzInspectLayer validate:FuzzDetectFiles validate:FuzzSecretsRedacted \
+	validate:FuzzScanFatbin validate:FuzzInspectLayer validate:FuzzDetectFiles validate:FuzzSecretsRedacted validate:FuzzLinkResolver \
 	images:FuzzDockerArchive images:FuzzParseRef builder:FuzzLoadConfig internal/publish:FuzzParseFile
 FUZZ_SHORT ?= 3s
 FUZZTIME ?= 2m
