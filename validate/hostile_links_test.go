@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -211,4 +212,37 @@ func FuzzLinkResolver(f *testing.F) {
 			}
 		}
 	})
+}
+
+// typedLayer is a layer with another media type.
+type typedLayer struct {
+	v1.Layer
+	mt types.MediaType
+}
+
+func (l typedLayer) MediaType() (types.MediaType, error) { return l.mt, nil }
+
+// TestUnknownLayerMediaType: a layer of media type text/html (a proxy's
+// error page pushed as a layer) fails layer-media-types; known types pass.
+func TestUnknownLayerMediaType(t *testing.T) {
+	for _, c := range []struct {
+		mt   types.MediaType
+		want matrix.Status
+	}{
+		{"text/html", matrix.Fail},
+		{"application/vnd.oci.image.layer.v1.tar+bzip2", matrix.Fail},
+		{types.OCILayerZStd, ""},
+		{types.DockerLayer, ""},
+	} {
+		l := entLayer(t, reg("etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\n"))
+		r, err := Inspect(t.Context(), image(t, typedLayer{l, c.mt}), Options{DB: db(t)})
+		must(t, err)
+		ch := checkNamed(r.Checks, "layer-media-types")
+		switch {
+		case c.want == "" && ch != nil:
+			t.Errorf("%s: %+v, want no such check", c.mt, ch)
+		case c.want != "" && (ch == nil || ch.Status != c.want || !strings.Contains(ch.Message, string(c.mt))):
+			t.Errorf("%s: %+v, want %s naming it", c.mt, ch, c.want)
+		}
+	}
 }
