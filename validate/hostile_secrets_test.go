@@ -46,6 +46,14 @@ func secretImageCases() []secretImageCase {
 		{name: "Slack and Stripe in a script", layers: [][]ent{{reg("usr/local/bin/notify.sh", "curl -H 'Authorization: Bearer "+slack+"'\nSTRIPE="+stripe+"\n")}}, secret: slack[5:], status: matrix.Fail, msgHas: "a Slack token"},
 		{name: "a token in a binary is skipped", layers: [][]ent{{reg("usr/lib/libx.so", "\x7fELF\x02\x01\x01\x00"+ghp)}}, status: matrix.Pass},
 		{name: "type hints that look like a kubeconfig", layers: [][]ent{{reg("usr/lib/python3/dist-packages/t.py", "class A:\n    token: PreTrainedTokenizerFast\n    token: \"${HF_TOKEN}\"\n")}}, status: matrix.Pass},
+		{name: "credentials of library documentation", layers: [][]ent{{reg("usr/lib/python3/dist-packages/sqlalchemy/engine/create.py", `"""engine = create_engine("postgresql://scott:tiger@localhost/test")
+broker = "amqp://guest:guest@localhost//"
+token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+client = WebClient(token="xoxb-111-222-xxxxx")
+stripe.api_key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+"""
+`)}}, status: matrix.Pass},
+		{name: "a real JWT in a script", layers: [][]ent{{reg("app/call.sh", "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJjaSIsImV4cCI6MTg5MzQ1NjAwMH0."+fake(112, alnum, 43)+"'\n")}}, secret: fake(112, alnum, 43), status: matrix.Fail, msgHas: "a JSON Web Token (eyJ…"},
 		{name: "a file past the per-file bound is a warning", layers: [][]ent{{reg("data/big.csv", strings.Repeat("a,b,c\n", 200_000))}}, lim: Limits{MaxSecretScanFileBytes: 64 << 10}, status: matrix.Warn, msgHas: "1 text files were not read to the end (/data/big.csv)"},
 	}
 }

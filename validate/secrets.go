@@ -119,15 +119,15 @@ var tokenPatterns = []tokenPattern{
 	{what: "a Hugging Face token", re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{34,40}\b`), keep: 3, keywords: kw("hf_")},
 	{what: "an OpenAI key", re: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,160}T3BlbkFJ[A-Za-z0-9_-]{20,160}`), keep: 3, keywords: kw("T3BlbkFJ"), back: scanBack},
 	{what: "an Anthropic key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{80,120}`), keep: 7, keywords: kw("sk-ant-")},
-	{what: "a Slack token", re: regexp.MustCompile(`\bxox[baprse]-[0-9A-Za-z-]{10,}`), keep: 5, keywords: kw("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-")},
+	{what: "a Slack token", re: regexp.MustCompile(`\bxox[baprse]-[0-9]{10,13}-[0-9A-Za-z-]{10,}`), keep: 5, keywords: kw("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-")},
 	{what: "a Slack webhook", re: regexp.MustCompile(`https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{43,56}`), keep: len("https://hooks.slack.com/"), keywords: kw("hooks.slack.com")},
-	{what: "a Stripe key", re: regexp.MustCompile(`\b[sr]k_(?:live|test)_[0-9A-Za-z]{10,99}\b`), keep: 8, keywords: kw("k_live_", "k_test_")},
+	{what: "a Stripe key", re: regexp.MustCompile(`\b[sr]k_(?:live|test)_[0-9A-Za-z]{10,99}\b`), keep: 8, keywords: kw("k_live_", "k_test_"), ok: notStripeDocs},
 	{what: "a Google API key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), keep: 4, keywords: kw("AIza")},
 	{what: "a PyPI token", re: regexp.MustCompile(`\bpypi-AgE[A-Za-z0-9_-]{50,}`), keep: 5, keywords: kw("pypi-AgE"), span: 512},
 	{what: "an npm token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), keep: 4, keywords: kw("npm_")},
 	{what: "an Azure storage key", re: regexp.MustCompile(`AccountKey=[A-Za-z0-9+/]{86}==`), keep: len("AccountKey="), ok: notAzurite, keywords: kw("AccountKey=")},
 	valueRule("an Azure client secret", "(?:^|[\\'\"`\\s>=:(,)])([a-zA-Z0-9_~.]{3}[0-9]Q~[a-zA-Z0-9_~.-]{31,34})(?:$|[\\'\"`\\s<),])", nil, "Q~"),
-	{what: "a JSON Web Token", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}`), keep: 3, keywords: kw("eyJhbGci", "eyJ0eXAi", "eyJraWQi"), span: maxRuleLen},
+	{what: "a JSON Web Token", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}`), keep: 3, keywords: kw("eyJhbGci", "eyJ0eXAi", "eyJraWQi"), span: maxRuleLen, ok: notExampleJWT},
 	valueRule("a kubeconfig token", `(?m)^[ \t-]*token:[ \t]*["']?([A-Za-z0-9._~+/=:-]{20,})(?:["'\s]|$)`, hasDigit, "token:"),
 	valueRule("a kubeconfig client key", `client-key-data:[ \t]*["']?([A-Za-z0-9+/=]{40,})`, nil, "client-key-data:"),
 	valueRule("registry credentials", `"auth"\s*:\s*"([A-Za-z0-9+/=]{8,})"`, dockerAuth, `"auth"`),
@@ -138,6 +138,25 @@ var tokenPatterns = []tokenPattern{
 }
 
 func hasDigit(v string) bool { return strings.ContainsAny(v, "0123456789") }
+
+// notStripeDocs rejects the test key of Stripe's public documentation.
+func notStripeDocs(m string) bool { return m != "sk_test_4eC39HqLyjWDarjtT1zdp7dc" }
+
+// notExampleJWT rejects what is not a JSON Web Token (a payload that is
+// not base64url JSON) and the examples of jwt.io and PyJWT's
+// documentation, which libraries carry in their docstrings.
+func notExampleJWT(m string) bool {
+	parts := strings.Split(m, ".")
+	if len(parts) < 3 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil || !json.Valid(b) {
+		return false
+	}
+	p := string(b)
+	return !strings.Contains(p, `"John Doe"`) && !strings.Contains(p, `"1234567890"`) && p != `{"some":"payload"}`
+}
 
 // dockerAuth accepts an "auth" that is base64 of user:password, as
 // Docker's config.json holds.
@@ -168,9 +187,13 @@ func placeholder(v string) bool {
 	return strings.HasPrefix(l, "your") || strings.Contains(l, "example") || strings.Contains(l, "placeholder") || strings.Contains(l, "changeme")
 }
 
+// urlHasPassword rejects placeholders and the credentials of
+// documentation that libraries carry in their docstrings: a password
+// equal to the user (guest:guest, postgres:postgres) and SQLAlchemy's
+// scott:tiger.
 func urlHasPassword(m string) bool {
 	s := reURLCreds.FindStringSubmatch(m)
-	return s != nil && !placeholder(s[3])
+	return s != nil && !placeholder(s[3]) && s[2] != s[3] && s[3] != "tiger"
 }
 
 // secretMatch is one secret found: its kind and how it may be shown.
