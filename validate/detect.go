@@ -158,7 +158,7 @@ type fact struct {
 func (d *detector) visit(e Entry, r io.Reader) error {
 	var sc *fileScan
 	if e.Header.Typeflag == tar.TypeReg && e.Header.Size > 0 {
-		sc = d.scan.file()
+		sc = d.scan.file(e.Path)
 		r = io.TeeReader(r, sc) // every byte any parser reads is scanned once
 	}
 	tee := r

@@ -54,6 +54,12 @@ stripe.api_key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
 """
 `)}}, status: matrix.Pass},
 		{name: "a real JWT in a script", layers: [][]ent{{reg("app/call.sh", "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJjaSIsImV4cCI6MTg5MzQ1NjAwMH0."+fake(112, alnum, 43)+"'\n")}}, secret: fake(112, alnum, 43), status: matrix.Fail, msgHas: "a JSON Web Token (eyJ…"},
+		{name: "examples in documentation and tests", layers: [][]ent{{
+			reg("usr/share/doc/nodejs/api/url.md", "new URL('https://abc:xyz@example.com')\nhttps://ci:"+fake(113, alnum, 16)+"@mirror.internal/simple\n"),
+			reg("usr/lib/python3/dist-packages/pkg/tests/server.py", pemKey("RSA PRIVATE KEY")),
+			reg("app/docs/setup.md", "pip install --index-url https://ci:"+fake(114, alnum, 16)+"@pypi.example.com/simple\n"),
+		}}, status: matrix.Pass},
+		{name: "a vendor token in a test is still found", layers: [][]ent{{reg("app/tests/test_api.py", "TOKEN = '"+ghp+"'\n")}}, secret: ghp[4:], status: matrix.Fail, msgHas: "in /app/tests/test_api.py"},
 		{name: "a file past the per-file bound is a warning", layers: [][]ent{{reg("data/big.csv", strings.Repeat("a,b,c\n", 200_000))}}, lim: Limits{MaxSecretScanFileBytes: 64 << 10}, status: matrix.Warn, msgHas: "1 text files were not read to the end (/data/big.csv)"},
 	}
 }
@@ -98,7 +104,7 @@ func TestScanChunking(t *testing.T) {
 	edge := scanChunk - maxRuleLen - scanBack
 	for _, at := range []int{0, edge - len(ghp), edge - 20, edge - 1, edge, edge + 1, scanChunk - 1, scanChunk, 2*scanChunk - 7} {
 		body := strings.Repeat(" ", at) + ghp + "\n" + strings.Repeat(" ", 3*scanChunk)
-		s := newScanBudget(Limits{}).file()
+		s := newScanBudget(Limits{}).file("app/x")
 		// Feed it in odd pieces, as a tar reader would.
 		r := io.TeeReader(strings.NewReader(body), s)
 		buf := make([]byte, 32<<10+3)
@@ -141,7 +147,7 @@ func BenchmarkSecretScan(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for b.Loop() {
-		s := newScanBudget(Limits{}).file()
+		s := newScanBudget(Limits{}).file("app/x")
 		for off := 0; off < len(data); off += 32 << 10 {
 			_, _ = s.Write(data[off:min(len(data), off+32<<10)])
 		}

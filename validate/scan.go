@@ -3,7 +3,9 @@ package validate
 import (
 	"bytes"
 	"io"
+	"path"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -69,10 +71,30 @@ type fileScan struct {
 	full   bool // the per-file or total bound was reached
 	seen   map[[2]int64]bool
 	hits   []secretMatch
+	// strongOnly is set for documentation and tests (docOrTest).
+	strongOnly bool
 }
 
-func (b *scanBudget) file() *fileScan {
-	return &fileScan{budget: b, seen: map[[2]int64]bool{}}
+func (b *scanBudget) file(p string) *fileScan {
+	return &fileScan{budget: b, seen: map[[2]int64]bool{}, strongOnly: docOrTest(p)}
+}
+
+// docOrTest says whether a path is documentation or a test, whose
+// private keys, URLs with passwords and kubeconfig tokens are examples
+// (Debian's /usr/share/doc, a package's tests/ or testdata/, *_test.go,
+// test_*.py).
+func docOrTest(p string) bool {
+	if strings.HasPrefix(p, "usr/share/doc/") || strings.HasPrefix(p, "usr/share/man/") {
+		return true
+	}
+	dir, base := path.Split(p)
+	for c := range strings.SplitSeq(strings.TrimSuffix(dir, "/"), "/") {
+		switch c {
+		case "test", "tests", "testdata", "testing", "fixtures", "examples", "docs", "doc":
+			return true
+		}
+	}
+	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") && strings.HasSuffix(base, ".py")
 }
 
 // wants says whether the rest of the file should still be read.
@@ -174,6 +196,9 @@ func (s *fileScan) searchAll(limit int) {
 // window runs rule i on the bytes around a keyword at k.
 func (s *fileScan) window(i, k, span int) {
 	p := &tokenPatterns[i]
+	if p.weak && s.strongOnly {
+		return
+	}
 	lo, hi := max(0, k-p.backOf()), min(len(s.buf), k+2*span)
 	for _, m := range p.re.FindAllIndex(s.buf[lo:hi], 4) {
 		key := [2]int64{int64(i), s.off + int64(lo+m[0])}
@@ -182,7 +207,7 @@ func (s *fileScan) window(i, k, span int) {
 		}
 		s.seen[key] = true
 		text := string(s.buf[lo+m[0] : lo+m[1]])
-		if p.ok != nil && !p.ok(text) {
+		if p.ok != nil && !p.ok(text) || p.keep == -2 && reservedHost(reURLCreds.FindStringSubmatch(text)[4]) {
 			continue
 		}
 		s.hits = append(s.hits, secretMatch{what: p.what, shown: redact(*p, text)})

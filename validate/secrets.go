@@ -63,6 +63,10 @@ type tokenPattern struct {
 	// keywords are what the content scan looks for before it runs re: a
 	// match holds one of them, within scanBack bytes of its start.
 	keywords [][]byte
+	// weak rules (a key after a name, a PEM key, a URL, a JWT) are not
+	// run on documentation and tests, which hold examples of them; a
+	// vendor's prefixed token is found everywhere.
+	weak bool
 	// span is how far past a keyword the content scan looks for the rest
 	// of a match (default 256, at most maxRuleLen), back how far before
 	// it for its start (default 64, at most scanBack).
@@ -100,7 +104,7 @@ func kw(ss ...string) [][]byte {
 // submatch 1 is the value, and a placeholder is not a secret.
 func valueRule(what, expr string, ok func(v string) bool, keywords ...string) tokenPattern {
 	re := regexp.MustCompile(expr)
-	return tokenPattern{what: what, re: re, keep: -3, keywords: kw(keywords...), ok: func(m string) bool {
+	return tokenPattern{what: what, re: re, keep: -3, weak: true, keywords: kw(keywords...), ok: func(m string) bool {
 		s := re.FindStringSubmatch(m)
 		return s != nil && !placeholder(s[1]) && (ok == nil || ok(s[1]))
 	}}
@@ -127,14 +131,14 @@ var tokenPatterns = []tokenPattern{
 	{what: "an npm token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`), keep: 4, keywords: kw("npm_")},
 	{what: "an Azure storage key", re: regexp.MustCompile(`AccountKey=[A-Za-z0-9+/]{86}==`), keep: len("AccountKey="), ok: notAzurite, keywords: kw("AccountKey=")},
 	valueRule("an Azure client secret", "(?:^|[\\'\"`\\s>=:(,)])([a-zA-Z0-9_~.]{3}[0-9]Q~[a-zA-Z0-9_~.-]{31,34})(?:$|[\\'\"`\\s<),])", nil, "Q~"),
-	{what: "a JSON Web Token", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}`), keep: 3, keywords: kw("eyJhbGci", "eyJ0eXAi", "eyJraWQi"), span: maxRuleLen, ok: notExampleJWT},
+	{what: "a JSON Web Token", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}`), keep: 3, keywords: kw("eyJhbGci", "eyJ0eXAi", "eyJraWQi"), span: maxRuleLen, ok: notExampleJWT, weak: true},
 	valueRule("a kubeconfig token", `(?m)^[ \t-]*token:[ \t]*["']?([A-Za-z0-9._~+/=:-]{20,})(?:["'\s]|$)`, hasDigit, "token:"),
 	valueRule("a kubeconfig client key", `client-key-data:[ \t]*["']?([A-Za-z0-9+/=]{40,})`, nil, "client-key-data:"),
 	valueRule("registry credentials", `"auth"\s*:\s*"([A-Za-z0-9+/=]{8,})"`, dockerAuth, `"auth"`),
 	valueRule("a registry identity token", `"identitytoken"\s*:\s*"([A-Za-z0-9+/=._-]{16,})"`, nil, `"identitytoken"`),
 	valueRule("a .netrc password", `machine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+(\S+)`, nil, "machine"),
-	{what: "a private key", re: rePrivateBody, keep: -1, keywords: kw("PRIVATE KEY")},
-	{what: "a URL with a password", re: reURLCreds, keep: -2, ok: urlHasPassword, keywords: kw("://")},
+	{what: "a private key", re: rePrivateBody, keep: -1, keywords: kw("PRIVATE KEY"), weak: true},
+	{what: "a URL with a password", re: reURLCreds, keep: -2, ok: urlHasPassword, keywords: kw("://"), weak: true},
 }
 
 func hasDigit(v string) bool { return strings.ContainsAny(v, "0123456789") }
@@ -194,6 +198,22 @@ func placeholder(v string) bool {
 func urlHasPassword(m string) bool {
 	s := reURLCreds.FindStringSubmatch(m)
 	return s != nil && !placeholder(s[3]) && s[2] != s[3] && s[3] != "tiger"
+}
+
+// reservedHost says whether a URL's host is one of the names RFC 2606 and
+// RFC 6761 keep for documentation and tests (example.com, *.example,
+// *.test, *.invalid, localhost), or the IDN test domain 測試. The content
+// scan does not report such a URL found in a file (docs are full of
+// them); the environment, labels and history still do, and redaction
+// masks it everywhere.
+func reservedHost(h string) bool {
+	h, _, _ = strings.Cut(strings.ToLower(h), ":")
+	for _, d := range []string{"example.com", "example.net", "example.org", "example", "test", "invalid", "localhost", "測試", "xn--g6w251d"} {
+		if h == d || strings.HasSuffix(h, "."+d) {
+			return true
+		}
+	}
+	return false
 }
 
 // secretMatch is one secret found: its kind and how it may be shown.
