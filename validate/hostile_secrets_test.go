@@ -50,6 +50,7 @@ func secretImageCases() []secretImageCase {
 broker = "amqp://guest:guest@localhost//"
 token = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 client = WebClient(token="xoxb-111-222-xxxxx")
+netrc = f'machine {hostname}{path} login {self.username} password {self.password}'
 stripe.api_key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
 """
 `)}}, status: matrix.Pass},

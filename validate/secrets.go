@@ -175,12 +175,13 @@ const azuriteKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6
 func notAzurite(m string) bool { return !strings.HasSuffix(m, azuriteKey) }
 
 // placeholder reports whether a password value is a stand-in, as in
-// documentation and templates: "password", "${PASS}", "<token>", "****".
+// documentation and templates: "password", "${PASS}", "<token>", "****",
+// a format string's "{self.password}".
 func placeholder(v string) bool {
 	v = strings.TrimSpace(strings.Trim(v, `"',;`))
 	switch {
 	case v == "", strings.HasPrefix(v, "$"), strings.HasPrefix(v, "%"), strings.HasPrefix(v, "{{"),
-		strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"), strings.Trim(v, "*xX.•_-") == "":
+		strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"), strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}"), strings.Trim(v, "*xX.•_-") == "":
 		return true
 	}
 	l := strings.ToLower(v)
