@@ -42,7 +42,7 @@ test: lint tools ## lint, unit and integration tests (real buildkitd and registr
 # default minute stalls the fuzzer, so it is bounded by runs.
 FUZZ_TARGETS := matrix:FuzzParseConstraint matrix:FuzzParseRequireCUDA matrix:FuzzParseFile \
 	matrix/pep440:FuzzParseSpecifiers matrix/pep508:FuzzParseMarker \
-	validate:FuzzScanFatbin validate:FuzzInspectLayer validate:FuzzDetectFiles validate:FuzzSecretsRedacted \
+	validate:FuzzScanFatbin validate:FuzzInspectLayer validate:FuzzDetectFiles validate:FuzzSecretsRedacted validate:FuzzLinkResolver \
 	images:FuzzDockerArchive images:FuzzParseRef builder:FuzzLoadConfig internal/publish:FuzzParseFile
 FUZZ_SHORT ?= 3s
 FUZZTIME ?= 2m

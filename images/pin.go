@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/redact"
 )
 
 // Base is a base image pinned by digest.
@@ -35,11 +37,26 @@ func ParseMirrors(pairs []string) (Mirrors, error) {
 	for _, p := range pairs {
 		reg, mirror, ok := strings.Cut(p, "=")
 		if !ok || reg == "" || mirror == "" {
-			return nil, fmt.Errorf("registry mirror %q: want REGISTRY=MIRROR (docker.io=mirror.example.com)", p)
+			return nil, fmt.Errorf("registry mirror %q: want REGISTRY=MIRROR (docker.io=mirror.example.com)", redact.URLs(p))
+		}
+		if redact.HasPassword(mirror) {
+			return nil, fmt.Errorf("registry mirror %s for %s holds a password: a mirror is reached with the credentials of docker login (config.json), not ones in its URL; give it as %s", redact.URLs(mirror), reg, stripUserinfo(mirror))
 		}
 		m[canonicalRegistry(reg)] = mirror
 	}
 	return m, nil
+}
+
+// stripUserinfo drops user:password@ from a URL.
+func stripUserinfo(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if i := strings.IndexByte(rest, '@'); i >= 0 && !strings.Contains(rest[:i], "/") {
+		rest = rest[i+1:]
+	}
+	return scheme + "://" + rest
 }
 
 func canonicalRegistry(r string) string {

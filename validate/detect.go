@@ -125,6 +125,9 @@ type detector struct {
 	facts   []fact
 	secrets []secretHit
 	elf     *elfDeps // the libs/closure check's reads
+
+	scan    *scanBudget // the secrets content scan (scan.go)
+	scanCut []string    // files it did not read to the end (the first few)
 }
 
 func newDetector() *detector {
@@ -132,6 +135,7 @@ func newDetector() *detector {
 		f:       Found{Packages: map[string]string{}, Kernels: map[string]Kernels{}, pythons: map[string]bool{}, sitePython: map[string]string{}},
 		headers: map[string]map[string]int{},
 		elf:     newELFDeps(Limits{}),
+		scan:    newScanBudget(Limits{}),
 	}
 }
 
@@ -152,6 +156,12 @@ type fact struct {
 // visit parses an entry and records its fact; it is called concurrently
 // for different layers.
 func (d *detector) visit(e Entry, r io.Reader) error {
+	var sc *fileScan
+	if e.Header.Typeflag == tar.TypeReg && e.Header.Size > 0 {
+		sc = d.scan.file(e.Path)
+		r = io.TeeReader(r, sc) // every byte any parser reads is scanned once
+	}
+	tee := r
 	r, elfDone := d.elf.observe(e, r)
 	if f := d.parse(e, r); f != nil {
 		d.mu.Lock()
@@ -159,7 +169,35 @@ func (d *detector) visit(e Entry, r io.Reader) error {
 		d.mu.Unlock()
 	}
 	elfDone()
+	if sc == nil {
+		return nil
+	}
+	hits, cut, err := sc.finish(tee)
+	if err != nil {
+		return err
+	}
+	d.addScanned(e, hits, cut)
 	return nil
+}
+
+// addScanned records what the content scan found in a file, unless the
+// file's own format already said (a .netrc's password is found both
+// ways), and notes a file it did not read to the end.
+func (d *detector) addScanned(e Entry, hits []secretMatch, cut bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cut && len(d.scanCut) < 5 {
+		d.scanCut = append(d.scanCut, "/"+e.Path)
+	}
+	if len(hits) == 0 {
+		return
+	}
+	for _, h := range d.secrets {
+		if h.layer == e.Layer && h.path == e.Path {
+			return
+		}
+	}
+	d.secrets = append(d.secrets, secretHit{layer: e.Layer, path: e.Path, matches: hits})
 }
 
 // parse reads what an entry says; it touches no detector state.

@@ -316,6 +316,8 @@ func FuzzSecretsRedacted(f *testing.F) {
 					secret = strings.TrimPrefix(m, rePrivateKey.FindString(m))
 				case -2:
 					secret = reURLCreds.FindStringSubmatch(m)[3]
+				case -3:
+					secret = p.re.FindStringSubmatch(m)[1]
 				default:
 					secret = m[min(p.keep, len(m)):]
 				}

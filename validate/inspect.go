@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -103,6 +104,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	}
 	det := newDetector()
 	det.elf = newELFDeps(opt.Limits)
+	det.scan = newScanBudget(opt.Limits)
 	det.tools = toolAdvisories(opt.DB)
 	det.toolNames = toolNames(det.tools)
 	if opt.Inventory {
@@ -179,17 +181,20 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 	labels := secretsInLabels(cfg.Config.Labels)
 	sort.Strings(labels)
 	secrets = append(secrets, labels...)
-	if len(secrets) > 0 {
+	switch cut := det.scan.cut.Load(); {
+	case len(secrets) > 0:
 		c.add("secrets", matrix.Fail, "%s", strings.Join(secrets, "; "))
-	} else {
+	case cut > 0:
+		c.add("secrets", matrix.Warn, "no credentials found in what was read, but %d text files were not read to the end (%s): past %s a file, or %s in all (Limits.MaxSecretScanFileBytes, MaxSecretScanBytes), a credential is not looked for",
+			cut, strings.Join(det.scanCut, ", "), humanize.Bytes(det.scan.perFile), humanize.Bytes(det.scan.total))
+	default:
 		c.add("secrets", matrix.Pass, "no credentials found in files, environment, labels or history")
 	}
 	if len(walk.Unsafe) > 0 {
-		var names []string
-		for _, u := range walk.Unsafe {
-			names = append(names, fmt.Sprintf("%q (layer %d)", u.Name, u.Layer))
-		}
-		c.add("unsafe-paths", matrix.Fail, "layer entries that would escape the root when extracted: %s", strings.Join(names, ", "))
+		c.add("unsafe-paths", matrix.Fail, "layer entries that would escape the root when extracted: %s", unsafeList(walk.Unsafe))
+	}
+	if err := c.layerMediaTypes(img); err != nil {
+		return nil, err
 	}
 	msg := fmt.Sprintf("%s compressed (%s unpacked) in %d layers; largest %s", humanize.Bytes(r.Size.Compressed), humanize.Bytes(r.Size.Uncompressed), r.Size.Layers, humanize.Bytes(largestSize(r.Size.Largest)))
 	if opt.Bandwidth > 0 {
@@ -687,4 +692,59 @@ func largestSize(ls []LayerStats) int64 {
 		return 0
 	}
 	return ls[0].Size
+}
+
+// maxUnsafeShown is how many unsafe entries the message names; it then
+// counts the rest.
+const maxUnsafeShown = 20
+
+// unsafeList names the unsafe entries, each with how it escapes.
+func unsafeList(us []Unsafe) string {
+	var names []string
+	for i, u := range us {
+		if i == maxUnsafeShown {
+			names = append(names, fmt.Sprintf("and %d more", len(us)-i))
+			break
+		}
+		s := fmt.Sprintf("%q (layer %d)", truncate(u.Name, 200), u.Layer)
+		if u.Reason != "" {
+			s += ": " + u.Reason
+		}
+		names = append(names, s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// knownLayerTypes are the layer media types containerd unpacks (its
+// images.DiffCompression and the OCI image-spec's layer types, the
+// non-distributable ones included).
+var knownLayerTypes = map[types.MediaType]bool{
+	types.DockerLayer: true, types.DockerForeignLayer: true, types.DockerUncompressedLayer: true,
+	types.OCILayer: true, types.OCILayerZStd: true, types.OCIUncompressedLayer: true,
+	types.OCIRestrictedLayer: true, types.OCIUncompressedRestrictedLayer: true,
+	"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd": true,
+}
+
+// layerMediaTypes fails the image when a layer's media type is none that
+// containerd unpacks (text/html from a misconfigured proxy, a typo): its
+// content is not a layer, whatever the walk made of the bytes.
+func (c *checker) layerMediaTypes(img v1.Image) error {
+	layers, err := img.Layers()
+	if err != nil {
+		return fmt.Errorf("list layers: %w", err)
+	}
+	var bad []string
+	for i, l := range layers {
+		mt, err := l.MediaType()
+		if err != nil {
+			return fmt.Errorf("layer %d media type: %w", i, err)
+		}
+		if !knownLayerTypes[mt] {
+			bad = append(bad, fmt.Sprintf("layer %d is %q", i, truncate(string(mt), 100)))
+		}
+	}
+	if len(bad) > 0 {
+		c.add("layer-media-types", matrix.Fail, "%s, which containerd and docker cannot unpack (a layer is application/vnd.oci.image.layer.v1.tar[+gzip|+zstd] or application/vnd.docker.image.rootfs.diff.tar.gzip); rebuild or push the image again", strings.Join(bad, "; "))
+	}
+	return nil
 }

@@ -37,6 +37,12 @@ type Limits struct {
 	// (default 8 GiB); the bytes before it are the layer stream the walk
 	// reads anyway, and are not kept.
 	MaxELFBytes int64
+	// MaxSecretScanFileBytes is how much of one text file the secrets
+	// check reads (default 256 MiB); MaxSecretScanBytes is how much over
+	// all files (default 16 GiB). A file cut short makes the check a
+	// warning, not a pass (scan.go).
+	MaxSecretScanFileBytes int64
+	MaxSecretScanBytes     int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -73,10 +79,14 @@ type LayerStats struct {
 	Files        int    `json:"files"`
 }
 
-// Unsafe is a layer entry that would escape the root if extracted.
+// Unsafe is a layer entry that would escape the root if extracted: its
+// name, a link's target, or a name written through a symlink laid down
+// earlier (links.go).
 type Unsafe struct {
 	Layer int    `json:"layer"`
 	Name  string `json:"name"`
+	// Reason says how it escapes; empty for a name with "..".
+	Reason string `json:"reason,omitempty"`
 }
 
 // WalkResult summarises a walk.
@@ -140,6 +150,7 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 	for _, u := range unsafe {
 		res.Unsafe = append(res.Unsafe, u...)
 	}
+	res.Unsafe = append(res.Unsafe, linkEscapes(lists)...)
 	// Resolve visibility, newest layer first.
 	res.visible = map[string]int{}
 	hidden := map[string]bool{} // whiteouts and non-directories: hide everything below
@@ -189,11 +200,30 @@ const (
 	recDir
 	recWhiteout
 	recOpaque
+	recSymlink
+	recHardlink
 )
 
 type rec struct {
 	path string
 	kind recKind
+	link string // a link's target
+}
+
+// linkEscapes replays every layer's entries in order through a linkTable
+// and lists those that would escape the root when extracted.
+func linkEscapes(lists [][]rec) []Unsafe {
+	t := newLinkTable()
+	var out []Unsafe
+	for i, list := range lists {
+		t.startLayer()
+		for _, r := range list {
+			if why := t.add(r); why != "" {
+				out = append(out, Unsafe{Layer: i, Name: r.path, Reason: why})
+			}
+		}
+	}
+	return out
 }
 
 // walkLayer reads layer i once, checking its uncompressed content against
@@ -270,11 +300,16 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 		case p == "":
 			continue
 		}
-		kind := recFile
-		if h.Typeflag == tar.TypeDir {
-			kind = recDir
+		ent := rec{path: p, kind: recFile}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			ent.kind = recDir
+		case tar.TypeSymlink:
+			ent.kind, ent.link = recSymlink, h.Linkname
+		case tar.TypeLink:
+			ent.kind, ent.link = recHardlink, h.Linkname
 		}
-		list = append(list, rec{path: p, kind: kind})
+		list = append(list, ent)
 		var r io.Reader = content
 		if h.Typeflag != tar.TypeReg {
 			r = strings.NewReader("")

@@ -123,9 +123,9 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 				return &Error{Err: err, Hint: "fix the failed checks above and import again", Code: ExitFailed}
 			}
 			if err != nil {
-				hint := "" // registry errors name the registry and how to log in
+				hint := serverErrorHint(err, reg) // other registry errors name the registry and how to log in
 				if ref, perr := images.ParseRef(args[0]); perr == nil && ref.Transport != images.Registry {
-					hint = openHint(ref, err)
+					hint = openHint(ref, err, reg)
 				}
 				return invalid(err, hint)
 			}

@@ -14,10 +14,19 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/internal/redact"
 )
 
 // Main runs gpuimg with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// A password in a URL-bearing argument (a mirror, an index URL) is
+	// masked in everything printed, whichever code path prints it.
+	if secrets := redact.Passwords(args); len(secrets) > 0 {
+		o, e := redact.NewWriter(stdout, secrets), redact.NewWriter(stderr, secrets)
+		defer func() { _ = o.Flush(); _ = e.Flush() }()
+		stdout, stderr = o, e
+	}
 	root := NewRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -72,7 +72,7 @@ docker-archive:FILE or docker-daemon:REF; --attach needs a registry image.`,
 			}
 			doc, err := verbs.SBOM(cmd.Context(), ref, spec, reg...)
 			if err != nil {
-				return sbomError(ref, err)
+				return sbomError(ref, err, reg)
 			}
 			if err := o.write(cmd, doc); err != nil {
 				return err
@@ -140,14 +140,14 @@ func (o *SBOMOptions) write(cmd *cobra.Command, doc *verbs.SBOMDoc) error {
 }
 
 // sbomError names the step that failed, as validate does.
-func sbomError(ref images.Ref, err error) error {
+func sbomError(ref images.Ref, err error, reg []images.Option) error {
 	var ve *verbs.Error
 	var pe *images.PlatformError
 	switch {
 	case errors.As(err, &pe):
 		return wrongPlatform("sbom", pe)
 	case errors.As(err, &ve) && ve.Step == verbs.Opening:
-		return invalid(ve.Err, openHint(ref, ve.Err))
+		return invalid(ve.Err, openHint(ref, ve.Err, reg))
 	case errors.As(err, &ve):
 		return invalid(fmt.Errorf("read %s: %w", ref, ve.Err), "")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -302,7 +303,7 @@ func (o *ValidateOptions) inspect(ctx context.Context, ref images.Ref, opt valid
 	case errors.As(err, &pe):
 		return nil, wrongPlatform("validate", pe)
 	case errors.As(err, &ve) && ve.Step == verbs.Opening:
-		return nil, invalid(ve.Err, openHint(ref, ve.Err))
+		return nil, invalid(ve.Err, openHint(ref, ve.Err, reg))
 	case errors.As(err, &ve) && ve.Step == verbs.Inspecting:
 		return nil, invalid(fmt.Errorf("validate %s: %w", ref, ve.Err), "")
 	case err != nil:
@@ -319,13 +320,31 @@ func wrongPlatform(verb string, pe *images.PlatformError) error {
 		fmt.Sprintf("add --platform %s to %s it, or give a %s image", pe.Got, verb, pe.Want))
 }
 
+// serverErrorHint says, for a registry that answered 5xx to every try,
+// that the registry failed (not the reference or the credentials) and how
+// many times gpuimg tried; "" for any other error.
+func serverErrorHint(err error, reg []images.Option) string {
+	te, ok := errors.AsType[*transport.Error](err)
+	if !ok || te.StatusCode < 500 {
+		return ""
+	}
+	tries := "several"
+	if b, berr := images.RetryBackoff(reg...); berr == nil {
+		tries = fmt.Sprintf("%d", b.Steps)
+	}
+	return fmt.Sprintf("the registry answered with a server error (HTTP %d) every time: gpuimg tried %s times, backing off between tries; the registry is failing, not the reference or your credentials: try again later, or raise --retries", te.StatusCode, tries)
+}
+
 // openHint is what to check when ref cannot be opened: the registry and
 // the credentials for a registry image, the daemon for docker-daemon:, the
 // path for a local file that is not there; the other errors of local
 // files (a corrupt blob, the wrong transport) say their fix themselves.
-func openHint(ref images.Ref, err error) string {
+func openHint(ref images.Ref, err error, reg []images.Option) string {
 	switch ref.Transport {
 	case images.Registry:
+		if h := serverErrorHint(err, reg); h != "" {
+			return h
+		}
 		return "check the reference, the registry and your credentials (docker login)"
 	case images.DockerDaemon:
 		return "check that the Docker daemon runs and holds the image (docker image ls)"
