@@ -45,9 +45,12 @@ type options struct {
 	noReferrers   bool
 	tempDir       string
 	prioritized   []string
+	headerTimeout time.Duration
+	stallTimeout  time.Duration
 
 	// rt is the transport with the TLS settings applied (CA file,
-	// insecure hosts); ggcr's remote adds retries, the user agent and
+	// insecure hosts) under the bounds on redirects and waits
+	// (boundedTransport); ggcr's remote adds retries, the user agent and
 	// authentication on top.
 	rt http.RoundTripper
 }
@@ -76,6 +79,9 @@ func makeOptions(opts ...Option) (*options, error) {
 		backoff:   defaultBackoff,
 		userAgent: defaultUserAgent,
 		jobs:      defaultJobs,
+
+		headerTimeout: defaultHeaderTimeout,
+		stallTimeout:  defaultStallTimeout,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -92,7 +98,7 @@ func makeOptions(opts ...Option) (*options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.rt = rt
+	o.rt = &boundedTransport{next: rt, header: o.headerTimeout, stall: o.stallTimeout}
 	return o, nil
 }
 

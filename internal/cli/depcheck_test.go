@@ -59,9 +59,9 @@ var importRules = []importRule{
 		why:  "internal/verbs holds the workflows its callers (the CLI, publish) share; it knows neither",
 	},
 	{
-		from: []string{"internal/atomicfile/...", "internal/humanize/..."},
+		from: []string{"internal/atomicfile/...", "internal/humanize/...", "internal/bound/..."},
 		deny: []string{"..."},
-		why:  "internal/atomicfile and internal/humanize are leaves every package may use: they import no gpuimg package",
+		why:  "internal/atomicfile, internal/humanize and internal/bound are leaves every package may use: they import no gpuimg package",
 	},
 	{
 		from: []string{"images/..."},
