@@ -41,8 +41,14 @@ func TestMisbehavingRegistry(t *testing.T) {
 		images.WithRetries(0), images.WithResponseHeaderTimeout(time.Second),
 		images.WithStallTimeout(time.Second), images.WithReferrers(false),
 	}
-	tags := func(ctx context.Context) error { _, err := images.Tags(ctx, bad.Host+"/hostile/img", opts...); return err }
-	ls := func(ctx context.Context) error { _, err := images.List(ctx, bad.Host+"/hostile/img", opts...); return err }
+	tags := func(ctx context.Context) error {
+		_, err := images.Tags(ctx, bad.Host+"/hostile/img", opts...)
+		return err
+	}
+	ls := func(ctx context.Context) error {
+		_, err := images.List(ctx, bad.Host+"/hostile/img", opts...)
+		return err
+	}
 	cp := func(ctx context.Context) error {
 		_, err := images.Copy(ctx, ref, []string{good + "/copied/img:v1"}, opts...)
 		return err

@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Images read from files (oci:, oci-archive:, docker-archive:) are checked
@@ -140,9 +142,13 @@ func (l localLayout) read(d v1.Descriptor, what string) ([]byte, error) {
 	if err := l.checkSize(d, what); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(l.blobPath(d.Digest))
+	if d.Size > bound.MaxManifest {
+		return nil, fmt.Errorf("%s %s of %s: %w: it declares %d bytes, over the limit of %d MiB for manifests, indexes and configs (containers/image's too; the limit is fixed)",
+			what, d.Digest, l.where, bound.ErrBound, d.Size, bound.MaxManifest>>20)
+	}
+	b, err := bound.ReadFile(l.blobPath(d.Digest), fmt.Sprintf("%s %s of %s,", what, d.Digest, l.where), bound.MaxManifest)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s of %s: %w", what, d.Digest, l.where, err)
+		return nil, err
 	}
 	if got := sha256.Sum256(b); d.Digest.Algorithm != "sha256" || hex.EncodeToString(got[:]) != d.Digest.Hex {
 		return nil, fmt.Errorf("%s %s of %s does not match its digest (its %d bytes hash to sha256:%x): the file is corrupt; export or pull the image again", what, d.Digest, l.where, len(b), got)
@@ -168,6 +174,8 @@ func (l localLayout) checkSize(d v1.Descriptor, what string) error {
 		return fmt.Errorf("%s %s of %s is missing (no blobs/%s/%s): the layout is incomplete; export or pull the image again", what, d.Digest, l.where, d.Digest.Algorithm, d.Digest.Hex)
 	case err != nil:
 		return fmt.Errorf("%s %s of %s: %w", what, d.Digest, l.where, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s of %s: blobs/%s/%s is %w; a layout holds regular files only", what, d.Digest, l.where, d.Digest.Algorithm, d.Digest.Hex, bound.ErrNotRegular)
 	case fi.Size() != d.Size:
 		return fmt.Errorf("%s %s of %s declares %d bytes, but its blob file has %d: the manifest or the file is corrupt; export or pull the image again", what, d.Digest, l.where, d.Size, fi.Size())
 	}
@@ -178,9 +186,9 @@ func (l localLayout) checkSize(d v1.Descriptor, what string) error {
 // the only one), every blob checked.
 func openLayoutEntry(dir, sel, where string) (v1.ImageIndex, v1.Image, error) {
 	l := localLayout{dir: dir, where: where}
-	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	raw, err := bound.ReadFile(filepath.Join(dir, "index.json"), "index.json of OCI layout "+where+",", bound.MaxManifest)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open OCI layout %s: %w", where, err)
+		return nil, nil, err
 	}
 	top, err := newLocalIndex(l, raw, types.OCIImageIndex)
 	if err != nil {
@@ -344,9 +352,9 @@ func (b *localBlob) open() (*verifier, error) {
 	if err := b.l.checkSize(b.desc, b.what); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(b.l.blobPath(b.desc.Digest))
+	f, err := bound.Open(b.l.blobPath(b.desc.Digest), b.blobName())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.blobName(), err)
+		return nil, err
 	}
 	return &verifier{rc: f, h: sha256.New(), size: b.desc.Size, want: b.desc.Digest, what: b.blobName()}, nil
 }

@@ -1,0 +1,89 @@
+package images_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
+)
+
+// TestHostileLayout opens oci: layouts whose index.json, config or layer
+// is a device, a FIFO or too big (sparse files, nothing large written):
+// each is refused at once with an error naming the bound, and nothing
+// blocks.
+func TestHostileLayout(t *testing.T) {
+	fifo := func(p string) error {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		return syscall.Mkfifo(p, 0o644)
+	}
+	devZero := func(p string) error {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		return os.Symlink("/dev/zero", p)
+	}
+	sparse := func(size int64) func(string) error {
+		return func(p string) error { return os.Truncate(p, size) }
+	}
+	index := func(dir string, _ *v1.Manifest) string { return filepath.Join(dir, "index.json") }
+	config := func(dir string, m *v1.Manifest) string { return blobFile(dir, m.Config.Digest) }
+	layer := func(dir string, m *v1.Manifest) string { return blobFile(dir, m.Layers[0].Digest) }
+	for _, tc := range []struct {
+		name   string
+		file   func(string, *v1.Manifest) string
+		spoil  func(string) error
+		config int64 // declared config size; 0 keeps it
+		want   error
+	}{
+		{"index.json is /dev/zero", index, devZero, 0, bound.ErrNotRegular},
+		{"index.json is a FIFO", index, fifo, 0, bound.ErrNotRegular},
+		{"index.json of 5 MiB", index, sparse(5 << 20), 0, bound.ErrBound},
+		{"config is /dev/zero", config, devZero, 0, bound.ErrNotRegular},
+		{"config is a FIFO", config, fifo, 0, bound.ErrNotRegular},
+		{"config of 5 MiB", config, sparse(5 << 20), 5 << 20, bound.ErrBound},
+		{"layer is a FIFO", layer, fifo, 0, bound.ErrNotRegular},
+		{"layer is /dev/zero", layer, devZero, 0, bound.ErrNotRegular},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeLayout(t, localImage(t))
+			if tc.config != 0 {
+				editManifest(t, dir, func(m *v1.Manifest) { m.Config.Size = tc.config })
+			}
+			must(t, tc.spoil(tc.file(dir, layoutManifest(t, dir))))
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				ref, err := images.ParseRef("oci:" + dir)
+				if err != nil {
+					done <- err
+					return
+				}
+				o, err := images.Open(ctx, ref)
+				if err == nil {
+					err = readLayers(o.Image)
+					o.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("got %v, want an error wrapping %v", err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("still reading after 10 s")
+			}
+		})
+	}
+}
