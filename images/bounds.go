@@ -1,11 +1,16 @@
 package images
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +75,7 @@ func WithStallTimeout(d time.Duration) Option {
 type boundedTransport struct {
 	next          http.RoundTripper
 	header, stall time.Duration
+	configs       sync.Map // digests of the configs of manifests read
 }
 
 func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -77,7 +83,11 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, fmt.Errorf("%s %s: %w: stopped after %d redirects (the registry redirects in a loop; the limit is fixed)", req.Method, req.URL.Redacted(), ErrBound, n)
 	}
 	if b.header <= 0 && b.stall <= 0 {
-		return b.next.RoundTrip(req)
+		resp, err := b.next.RoundTrip(req)
+		if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+			return resp, err
+		}
+		return b.capSmall(req, resp)
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	w := &watchdog{cancel: cancel, url: req.URL.Redacted()}
@@ -96,7 +106,82 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp.Body = &recvBody{ReadCloser: resp.Body, w: w, stall: b.stall}
+	if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
+		return b.capSmall(req, resp)
+	}
 	return resp, nil
+}
+
+// capSmall bounds the answers that are read into memory whole: a
+// manifest or index, and a config blob (one a manifest read through this
+// transport named), at bound.MaxManifest (4 MiB, as containers/image). A
+// manifest is read here, so its config is known when it is fetched.
+func (b *boundedTransport) capSmall(req *http.Request, resp *http.Response) (*http.Response, error) {
+	u := originalURL(req)
+	var what string
+	switch dir, last := path.Split(u.Path); {
+	case strings.HasSuffix(dir, "/manifests/"):
+		what = "manifest " + last
+	case strings.HasSuffix(dir, "/blobs/") && b.isConfig(last):
+		what = "config " + last
+	default:
+		return resp, nil
+	}
+	what += " at " + u.Host
+	if resp.ContentLength > bound.MaxManifest {
+		resp.Body.Close()
+		return nil, bound.TooBig(what, resp.ContentLength, bound.MaxManifest)
+	}
+	if strings.HasPrefix(what, "config ") {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: bound.MaxManifest, what: what}
+		return resp, nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, bound.MaxManifest+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if len(raw) > bound.MaxManifest {
+		return nil, bound.TooBig(what, int64(len(raw)), bound.MaxManifest)
+	}
+	var m struct {
+		Config struct{ Digest string } `json:"config"`
+	}
+	if json.Unmarshal(raw, &m) == nil && m.Config.Digest != "" {
+		b.configs.Store(m.Config.Digest, true)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	resp.ContentLength = int64(len(raw))
+	return resp, nil
+}
+
+func (b *boundedTransport) isConfig(digest string) bool {
+	_, ok := b.configs.Load(digest)
+	return ok
+}
+
+// originalURL is the URL asked for before any redirect.
+func originalURL(req *http.Request) *url.URL {
+	for req.Response != nil && req.Response.Request != nil {
+		req = req.Response.Request
+	}
+	return req.URL
+}
+
+// cappedBody fails once more than left bytes have come.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	what string
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, bound.TooBig(c.what, bound.MaxManifest-c.left, bound.MaxManifest)
+	}
+	return n, err
 }
 
 // redirects counts the redirects that led to req (net/http sets

@@ -2,6 +2,7 @@ package images_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/testenv"
@@ -36,6 +38,20 @@ func TestMisbehavingRegistry(t *testing.T) {
 	if err := remote.Write(tag, img); err != nil {
 		t.Fatal(err)
 	}
+	// A manifest declaring a config of 50 GiB (EndlessBlobs streams it).
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = m.DeepCopy()
+	m.Config.Size = 50 << 30
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(tag.Context().Tag("big"), rawManifest(raw)); err != nil {
+		t.Fatal(err)
+	}
 	good := newRegistry(t, nil)
 	opts := []images.Option{
 		images.WithRetries(0), images.WithResponseHeaderTimeout(time.Second),
@@ -47,6 +63,11 @@ func TestMisbehavingRegistry(t *testing.T) {
 	}
 	ls := func(ctx context.Context) error {
 		_, err := images.List(ctx, bad.Host+"/hostile/img", opts...)
+		return err
+	}
+	env := func(ctx context.Context) error { _, err := images.ConfigEnv(ctx, ref, opts...); return err }
+	bigEnv := func(ctx context.Context) error {
+		_, err := images.ConfigEnv(ctx, bad.Host+"/hostile/img:big", opts...)
 		return err
 	}
 	cp := func(ctx context.Context) error {
@@ -68,6 +89,8 @@ func TestMisbehavingRegistry(t *testing.T) {
 		{testenv.NoHeaders, cp, images.ErrRegistryStalled, "no answer in 1s", 10},
 		{testenv.Trickle, tags, images.ErrRegistryStalled, "less than 1 KiB of the answer came in 1s", 2},
 		{testenv.Trickle, cp, images.ErrRegistryStalled, "less than 1 KiB of the answer came in 1s", 10},
+		{testenv.EndlessBlobs, bigEnv, images.ErrBound, "over the limit of 4 MiB", 2},
+		{testenv.EndlessBlobs, env, nil, "error verifying sha256 checksum after reading", 2},
 		{testenv.ServerErrors, tags, nil, "500", 2},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
@@ -97,3 +120,10 @@ func TestMisbehavingRegistry(t *testing.T) {
 		})
 	}
 }
+
+// rawManifest is a manifest pushed as it is.
+type rawManifest []byte
+
+func (r rawManifest) RawManifest() ([]byte, error) { return r, nil }
+
+func (r rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }

@@ -27,8 +27,9 @@ var ErrNotRegular = errors.New("not a regular file")
 // Sizes of files read whole.
 const (
 	// MaxManifest caps manifests, indexes, index.json and configs, as
-	// containers/image does (iolimits.MaxManifestBodySize and
-	// MaxConfigBodySize are 4 MiB).
+	// skopeo does: containers/image's internal/iolimits/iolimits.go sets
+	// MaxManifestBodySize (after distribution's own manifest limit) and
+	// MaxConfigBodySize to 4 MiB.
 	MaxManifest = 4 << 20
 	// MaxUserFile caps files a user names (-f, --matrix-file, --stack,
 	// publish files, gpuimg.yaml).

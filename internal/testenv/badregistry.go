@@ -33,6 +33,10 @@ const (
 	// Trickle answers every request but /v2/ with 200 and one byte every
 	// 200 ms, without end.
 	Trickle Misbehavior = "trickle"
+	// EndlessBlobs answers every blob GET with 200 and bytes without end
+	// and without a Content-Length (a config declared as 50 GiB and
+	// streamed, or a layer declared as 1 TiB).
+	EndlessBlobs Misbehavior = "endless-blobs"
 	// ServerErrors answers every request but /v2/ with 500.
 	ServerErrors Misbehavior = "500s"
 )
@@ -111,6 +115,11 @@ func misbehave(m Misbehavior, w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 		endless(w, r, `{"name":"x","tags":["t"`, `,"t"`, 0)
+	case EndlessBlobs:
+		if !strings.Contains(r.URL.Path, "/blobs/") || r.Method != http.MethodGet {
+			return false
+		}
+		endless(w, r, "", "\x00", 0)
 	case NoHeaders:
 		hold(r, time.Minute)
 	case Trickle:
