@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Option configures how a verb of this package reaches registries and what
@@ -381,7 +382,7 @@ func (o *options) tlsTransport() (http.RoundTripper, error) {
 		secure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
+		pem, err := bound.ReadFile(o.caFile, "", bound.MaxUserFile)
 		if err != nil {
 			return nil, fmt.Errorf("read CA file: %w", err)
 		}

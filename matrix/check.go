@@ -3,6 +3,8 @@ package matrix
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Status is the outcome of one check.
@@ -41,7 +43,7 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 	}
 	cuda, err := ParseVersion(s.CUDA)
 	if err != nil {
-		return nil, fmt.Errorf("stack has a bad cuda %q: %w", s.CUDA, err)
+		return nil, fmt.Errorf("stack has a bad cuda %s: %w", bound.Quote(s.CUDA), err)
 	}
 	var gpus []GPU
 	var g GPU

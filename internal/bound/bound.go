@@ -34,12 +34,15 @@ const (
 	// MaxUserFile caps files a user names (-f, --matrix-file, --stack,
 	// publish files, gpuimg.yaml).
 	MaxUserFile = 4 << 20
+	// MaxReport caps a publish report.json read back (--since).
+	MaxReport = 64 << 20
 )
 
-// maxQuote is how many bytes of a value Quote keeps.
-const maxQuote = 64
+// maxQuote is how many bytes of a value Quote keeps: a whole image tag
+// (128) or version, a prefix of anything longer.
+const maxQuote = 200
 
-// Quote quotes s as %q does, cut to its first 64 bytes (at a rune
+// Quote quotes s as %q does, cut to its first 200 bytes (at a rune
 // boundary) with the length of the whole, so that an error about a 50 MiB
 // value is a line, not 150 MiB.
 func Quote(s string) string {
@@ -53,8 +56,8 @@ func Quote(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
-// ReadFile reads a regular file of at most max bytes: what names the file
-// in errors ("stack file", "index.json of oci:DIR"). A FIFO, device or
+// ReadFile reads a regular file of at most max bytes: what, if not "",
+// names the file in errors before its path ("index.json of oci:DIR,"). A FIFO, device or
 // other non-regular file (also through a symbolic link) is refused
 // without blocking; a larger file is refused without reading it, and one
 // that grows while read is cut at max+1 bytes and refused.
@@ -66,27 +69,27 @@ func ReadFile(path, what string, max int64) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		return nil, prefix(what, err)
 	}
 	if fi.Size() > max {
-		return nil, TooBig(what+" "+path, fi.Size(), max)
+		return nil, TooBig(name(what, path), fi.Size(), max)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
+		return nil, prefix(what, err)
 	}
 	if int64(len(b)) > max {
-		return nil, TooBig(what+" "+path, int64(len(b)), max)
+		return nil, TooBig(name(what, path), int64(len(b)), max)
 	}
 	return b, nil
 }
 
-// Open opens a regular file for reading; anything else is refused
-// without blocking (a FIFO is opened non-blocking, then refused).
+// Open opens a regular file for reading (what as in ReadFile); anything
+// else is refused without blocking (a FIFO is opened non-blocking, then refused).
 func Open(path, what string) (*os.File, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, prefix(what, err)
 	}
 	if err := regular(fi, path, what); err != nil {
 		return nil, err
@@ -95,7 +98,7 @@ func Open(path, what string) (*os.File, error) {
 	// block the open; regular files ignore the flag.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, prefix(what, err)
 	}
 	if fi, err = f.Stat(); err == nil {
 		err = regular(fi, path, what)
@@ -111,7 +114,23 @@ func regular(fi fs.FileInfo, path, what string) error {
 	if fi.Mode().IsRegular() {
 		return nil
 	}
-	return fmt.Errorf("%s %s: %w (%s); give a regular file", what, path, ErrNotRegular, kind(fi.Mode()))
+	return fmt.Errorf("%s: %w (%s); give a regular file", name(what, path), ErrNotRegular, kind(fi.Mode()))
+}
+
+// name is what and path, for errors.
+func name(what, path string) string {
+	if what == "" {
+		return path
+	}
+	return what + " " + path
+}
+
+// prefix puts what before err (which names the path already).
+func prefix(what string, err error) error {
+	if what == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 func kind(m fs.FileMode) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -504,7 +505,7 @@ func readPrioritized(file, comp string) ([]string, error) {
 	if comp != string(matrix.CompressionEstargz) {
 		return nil, invalid(fmt.Errorf("--prioritize applies to --compression estargz, not %s", comp), "drop --prioritize or use --compression estargz")
 	}
-	b, err := os.ReadFile(file)
+	b, err := bound.ReadFile(file, "", bound.MaxUserFile)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("read --prioritize file: %w", err), "give a file of paths, one a line (bench-startup -keep DIR writes DIR/prefetch.txt)")
 	}
