@@ -141,6 +141,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s for %s: %w", r, pl, err)
 		}
+		img = countedImage{Image: img}
 		if !desc.MediaType.IsIndex() {
 			if err := checkPlatform(r, img, opt.platform); err != nil {
 				return nil, err

@@ -219,9 +219,10 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 	}
 	defer rc.Close()
 	sum := sha256.New()
+	compressed := compressedSoFar(l, st.Size)
 	cr := &countingReader{r: io.TeeReader(rc, sum), check: func(n int64) error {
-		if n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
-			return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, n)
+		if c := compressed(); n > lim.MinBombBytes && c > 0 && n/c > lim.MaxRatio {
+			return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed (read so far; %d declared) and already %d uncompressed", ErrBomb, i, st.Digest, c, st.Size, n)
 		}
 		return nil
 	}}
@@ -231,8 +232,8 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 	// ratio, so a petabyte of holes is a bomb, not a scan without end.
 	var bomb error // set once, kept: the visitor may swallow it
 	content := &countingReader{r: tr, check: func(n int64) error {
-		if bomb == nil && n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
-			bomb = fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and its files already read as %d bytes (sparse files)", ErrBomb, i, st.Digest, st.Size, n)
+		if c := compressed(); bomb == nil && n > lim.MinBombBytes && c > 0 && n/c > lim.MaxRatio {
+			bomb = fmt.Errorf("%w: layer %d (%s) is %d bytes compressed (read so far; %d declared) and its files already read as %d bytes (sparse files)", ErrBomb, i, st.Digest, c, st.Size, n)
 		}
 		return bomb
 	}}
@@ -299,6 +300,21 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 		return st, nil, nil, fmt.Errorf("layer %d (%s): its content hashes to sha256:%s, but the config's diff_ids give %s: the image is corrupt (docker and containerd refuse it); rebuild or export it again", i, st.Digest, got, diffID)
 	}
 	return st, list, bad, nil
+}
+
+// compressedSoFar returns how many compressed bytes of l the walk has
+// read, for the bomb ratio: a registry may declare any size (1 TiB, sent
+// chunked), so a layer that counts its compressed bytes (images'
+// registry layers: CompressedRead) is judged against the bytes that
+// came, at least 1; others against their declared size, which their
+// source checked (a layout's file size, an archive's member).
+func compressedSoFar(l v1.Layer, declared int64) func() int64 {
+	cc, ok := l.(interface{ CompressedRead() int64 })
+	if !ok {
+		return func() int64 { return declared }
+	}
+	start := cc.CompressedRead()
+	return func() int64 { return max(1, min(declared, cc.CompressedRead()-start)) }
 }
 
 // isHidden reports whether an upper layer removed p or one of its parents,

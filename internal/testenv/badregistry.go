@@ -37,6 +37,10 @@ const (
 	// and without a Content-Length (a config declared as 50 GiB and
 	// streamed, or a layer declared as 1 TiB).
 	EndlessBlobs Misbehavior = "endless-blobs"
+	// ChunkedBlobs serves blobs as the good registry does, but chunked,
+	// without a Content-Length (so a manifest's declared size is all a
+	// client knows).
+	ChunkedBlobs Misbehavior = "chunked-blobs"
 	// ServerErrors answers every request but /v2/ with 500.
 	ServerErrors Misbehavior = "500s"
 )
@@ -85,6 +89,10 @@ func (b *BadRegistry) handler(good http.Handler) http.Handler {
 			return
 		}
 		b.requests.Add(1)
+		if m == ChunkedBlobs && strings.Contains(r.URL.Path, "/blobs/") && r.Method == http.MethodGet {
+			good.ServeHTTP(chunked{w}, r)
+			return
+		}
 		if !misbehave(m, w, r) {
 			good.ServeHTTP(w, r)
 		}
@@ -162,4 +170,17 @@ func hold(r *http.Request, max time.Duration) {
 	case <-r.Context().Done():
 	case <-time.After(max):
 	}
+}
+
+// chunked drops Content-Length, so the answer is sent chunked.
+type chunked struct{ http.ResponseWriter }
+
+func (c chunked) WriteHeader(code int) {
+	c.Header().Del("Content-Length")
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c chunked) Write(p []byte) (int, error) {
+	c.Header().Del("Content-Length")
+	return c.ResponseWriter.Write(p)
 }
