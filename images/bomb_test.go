@@ -1,10 +1,14 @@
 package images_test
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/testenv"
+	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 )
 
@@ -59,5 +64,48 @@ func TestBombAgainstBytesRead(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("took %s", took)
+	}
+}
+
+// gzipZeros is a gzip layer of one file of size zeros, made as a stream.
+func gzipZeros(t *testing.T, size int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	must(t, err)
+	tw := tar.NewWriter(zw)
+	must(t, tw.WriteHeader(&tar.Header{Name: "zeros", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}))
+	_, err = io.Copy(tw, io.LimitReader(zeroReader{}, size))
+	must(t, err)
+	must(t, tw.Close())
+	must(t, zw.Close())
+	return buf.Bytes()
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestConvertRefusesBomb converts a layer of 300 MiB of zeros (about 300
+// KiB of gzip, 1,000 times): convert refuses it as validate does, at
+// 256 MiB, and leaves nothing in its temporary directory.
+func TestConvertRefusesBomb(t *testing.T) {
+	host := newRegistry(t, nil)
+	gz := gzipZeros(t, 300<<20)
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(gz)), nil })
+	must(t, err)
+	img, err := mutate.AppendLayers(empty.Image, l)
+	must(t, err)
+	tag, err := name.NewTag(host+"/bomb/img:v1", name.Insecure)
+	must(t, err)
+	must(t, remote.Write(tag, img))
+	tmp := t.TempDir()
+	_, err = images.Convert(t.Context(), host+"/bomb/img:v1", host+"/bomb/img:zstd", matrix.CompressionZstd,
+		images.WithTempDir(tmp), images.WithPlatform(nil))
+	if !errors.Is(err, images.ErrBound) || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("got %v, want the bomb bound", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left %d files in the temporary directory", len(left))
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // countedImage is a registry image whose layers count the compressed
@@ -92,5 +94,44 @@ type countingReadCloser struct {
 func (c *countingReadCloser) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n.Add(int64(n))
+	return n, err
+}
+
+// bombReader is a layer's uncompressed stream that fails once it has
+// expanded more than bound.MaxRatio times the compressed bytes read (or,
+// for layers that do not count them, their checked size), past
+// bound.MinBombBytes: what validate refuses as a bomb, convert refuses to
+// expand and stage.
+type bombReader struct {
+	io.ReadCloser
+	n          int64
+	compressed func() int64
+	what       string
+}
+
+// newBombReader bounds rc, the uncompressed stream of l (declared size
+// declared; 0 when not known, which leaves layers that do not count
+// their compressed bytes unchecked).
+func newBombReader(rc io.ReadCloser, l v1.Layer, declared int64, what string) *bombReader {
+	compressed := func() int64 { return declared }
+	if cc, ok := l.(interface{ CompressedRead() int64 }); ok {
+		start := cc.CompressedRead()
+		compressed = func() int64 {
+			if c := cc.CompressedRead() - start; declared <= 0 || c < declared {
+				return max(1, c)
+			}
+			return declared
+		}
+	}
+	return &bombReader{ReadCloser: rc, compressed: compressed, what: what}
+}
+
+func (b *bombReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	if c := b.compressed(); b.n > bound.MinBombBytes && c > 0 && b.n/c > bound.MaxRatio {
+		return n, fmt.Errorf("%s: %w: a decompression bomb: %d compressed bytes already expand to %d, more than %d times (validate refuses it too; the limit is fixed)",
+			b.what, bound.ErrBound, c, b.n, bound.MaxRatio)
+	}
 	return n, err
 }

@@ -16,6 +16,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Limits bound what Walk reads, so a hostile image cannot exhaust memory
@@ -44,10 +46,10 @@ func (l Limits) withDefaults() Limits {
 		l.MaxEntries = 5_000_000
 	}
 	if l.MaxRatio == 0 {
-		l.MaxRatio = 200
+		l.MaxRatio = bound.MaxRatio
 	}
 	if l.MinBombBytes == 0 {
-		l.MinBombBytes = 256 << 20
+		l.MinBombBytes = bound.MinBombBytes
 	}
 	if l.Jobs <= 0 {
 		l.Jobs = runtime.GOMAXPROCS(0)

@@ -38,6 +38,14 @@ const (
 	MaxReport = 64 << 20
 )
 
+// The decompression-bomb bound of validate's walk and images convert: a
+// layer may expand MaxRatio times its compressed bytes once past
+// MinBombBytes uncompressed.
+const (
+	MaxRatio     = 200
+	MinBombBytes = 256 << 20
+)
+
 // maxQuote is how many bytes of a value Quote keeps: a whole image tag
 // (128) or version, a prefix of anything longer.
 const maxQuote = 200
