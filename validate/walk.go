@@ -39,6 +39,16 @@ type Limits struct {
 	// (default 8 GiB); the bytes before it are the layer stream the walk
 	// reads anyway, and are not kept.
 	MaxELFBytes int64
+	// MaxPathBytes is the longest entry name, cleaned (default 4096,
+	// Linux's PATH_MAX: docker and containerd cannot create a longer
+	// one).
+	MaxPathBytes int
+	// MaxPathDepth is the most directories an entry name may have
+	// (default 1024).
+	MaxPathDepth int
+	// MaxTotalPathBytes bounds the names of all entries of all layers
+	// together, which the walk keeps (default 512 MiB).
+	MaxTotalPathBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -54,7 +64,32 @@ func (l Limits) withDefaults() Limits {
 	if l.Jobs <= 0 {
 		l.Jobs = runtime.GOMAXPROCS(0)
 	}
+	if l.MaxPathBytes == 0 {
+		l.MaxPathBytes = 4096
+	}
+	if l.MaxPathDepth == 0 {
+		l.MaxPathDepth = 1024
+	}
+	if l.MaxTotalPathBytes == 0 {
+		l.MaxTotalPathBytes = 512 << 20
+	}
 	return l
+}
+
+// checkPath bounds one cleaned entry name, and with total (shared by the
+// layers) all of them: isHidden's work grows with a name's depth and
+// length, and the walk keeps every name.
+func (l Limits) checkPath(p string, total *atomic.Int64) error {
+	if len(p) > l.MaxPathBytes {
+		return fmt.Errorf("an entry name of %d bytes (%s): %w: longer than %d bytes, which docker and containerd cannot create", len(p), bound.Quote(p), bound.ErrBound, l.MaxPathBytes)
+	}
+	if d := strings.Count(p, "/"); d > l.MaxPathDepth {
+		return fmt.Errorf("an entry %d directories deep (%s): %w: deeper than %d", d, bound.Quote(p), bound.ErrBound, l.MaxPathDepth)
+	}
+	if n := total.Add(int64(len(p))); n > l.MaxTotalPathBytes {
+		return fmt.Errorf("entry names: %w: more than %d MiB of names over all layers", bound.ErrBound, l.MaxTotalPathBytes>>20)
+	}
+	return nil
 }
 
 // Entry is one file of the image's final filesystem.
@@ -126,7 +161,7 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 	res := &WalkResult{Layers: make([]LayerStats, len(layers))}
 	lists := make([][]rec, len(layers))
 	unsafe := make([][]Unsafe, len(layers))
-	var entries atomic.Int64
+	var entries counts
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(lim.Jobs)
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -201,7 +236,7 @@ type rec struct {
 // walkLayer reads layer i once, checking its uncompressed content against
 // diffID (the config's diff_ids entry) as it streams: docker and
 // containerd refuse a layer whose content is not what the config says.
-func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limits, entries *atomic.Int64, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
+func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limits, entries *counts, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
 	st := LayerStats{Index: i}
 	var list []rec
 	var bad []Unsafe
@@ -253,13 +288,16 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 			}
 			return st, nil, nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
 		}
-		if n := entries.Add(1); n > int64(lim.MaxEntries) {
+		if n := entries.n.Add(1); n > int64(lim.MaxEntries) {
 			return st, nil, nil, fmt.Errorf("image has more than %d files; raise the limit if this is expected", lim.MaxEntries)
 		}
 		p, ok := cleanPath(h.Name)
 		if !ok {
 			bad = append(bad, Unsafe{Layer: i, Name: h.Name})
 			continue
+		}
+		if err := lim.checkPath(p, &entries.names); err != nil {
+			return st, nil, nil, fmt.Errorf("layer %d (%s): %w", i, st.Digest, err)
 		}
 		dir, base := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
@@ -318,6 +356,10 @@ func compressedSoFar(l v1.Layer, declared int64) func() int64 {
 	start := cc.CompressedRead()
 	return func() int64 { return max(1, min(declared, cc.CompressedRead()-start)) }
 }
+
+// counts are what the layers read at once count together: entries, and
+// bytes of entry names.
+type counts struct{ n, names atomic.Int64 }
 
 // isHidden reports whether an upper layer removed p or one of its parents,
 // replaced a parent by a non-directory, or made a parent opaque.
