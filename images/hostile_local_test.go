@@ -1,10 +1,13 @@
 package images_test
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -85,5 +88,49 @@ func TestHostileLayout(t *testing.T) {
 				t.Fatal("still reading after 10 s")
 			}
 		})
+	}
+}
+
+// TestDockerArchiveLinkChain opens a docker-archive whose layer is
+// reached through 20,000 symbolic links (go-containerregistry reads the
+// archive again for each): refused at once, naming the bound.
+func TestDockerArchiveLinkChain(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "chain.tar")
+	f, err := os.Create(file)
+	must(t, err)
+	tw := tar.NewWriter(f)
+	put := func(name string, b []byte) {
+		must(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write(b)
+		must(t, err)
+	}
+	put("manifest.json", []byte(`[{"Config":"config.json","RepoTags":["x:y"],"Layers":["l0"]}]`))
+	put("config.json", []byte(`{"rootfs":{"type":"layers","diff_ids":["sha256:0000000000000000000000000000000000000000000000000000000000000000"]}}`))
+	const n = 20_000
+	for i := range n {
+		must(t, tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("l%d", i), Linkname: fmt.Sprintf("l%d", i+1), Typeflag: tar.TypeSymlink, Mode: 0o777}))
+	}
+	put(fmt.Sprintf("l%d", n), []byte("not a tar"))
+	must(t, tw.Close())
+	must(t, f.Close())
+
+	ref, err := images.ParseRef("docker-archive:" + file)
+	must(t, err)
+	done := make(chan error, 1)
+	go func() {
+		o, err := images.Open(t.Context(), ref)
+		if err == nil {
+			err = readLayers(o.Image)
+			o.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, bound.ErrBound) || !strings.Contains(err.Error(), "more than 40 links") {
+			t.Fatalf("got %v, want the bound on links", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still reading after 10 s")
 	}
 }

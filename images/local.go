@@ -92,6 +92,9 @@ func openDockerArchive(r Ref) (v1.Image, error) {
 	if fi, err := os.Stat(r.Name); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("%s: %s is a directory, not a docker save archive: %s", r, r.Name, useFor(r.Name))
 	}
+	if err := checkDockerArchive(r.Name); err != nil {
+		return nil, fmt.Errorf("read %s: %w", r, err)
+	}
 	img, err := tarball.ImageFromPath(r.Name, tag)
 	if err != nil {
 		if kinds, serr := sniff(r.Name); serr == nil && !slices.Contains(kinds, DockerArchive) && slices.Contains(kinds, OCIArchive) {
