@@ -2,9 +2,11 @@ package images_test
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,5 +134,49 @@ func TestDockerArchiveLinkChain(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("still reading after 10 s")
+	}
+}
+
+// TestOCIArchiveUnusedMember opens an oci-archive holding, besides its
+// image, an 8 GiB member that nothing references (sparse: the archive
+// takes a few KiB on disk): it is not unpacked.
+func TestOCIArchiveUnusedMember(t *testing.T) {
+	dir := writeLayout(t, localImage(t))
+	file := filepath.Join(t.TempDir(), "image.oci.tar")
+	must(t, tarLayout(dir, file))
+	b, err := os.ReadFile(file)
+	must(t, err)
+	b = b[:len(b)-1024] // the end-of-archive blocks
+	var hdr bytes.Buffer
+	const big = 8 << 30
+	must(t, tar.NewWriter(&hdr).WriteHeader(&tar.Header{Name: "blobs/sha256/" + strings.Repeat("ab", 32), Mode: 0o644, Size: big, Typeflag: tar.TypeReg}))
+	f, err := os.Create(file)
+	must(t, err)
+	_, err = f.Write(append(b, hdr.Bytes()...))
+	must(t, err)
+	_, err = f.Seek(big, io.SeekCurrent)
+	must(t, err)
+	_, err = f.Write(make([]byte, 1024))
+	must(t, err)
+	must(t, f.Close())
+
+	tmp := t.TempDir()
+	ref, err := images.ParseRef("oci-archive:" + file)
+	must(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	o, err := images.Open(ctx, ref, images.WithTempDir(tmp))
+	must(t, err)
+	defer o.Close()
+	must(t, readLayers(o.Image))
+	var unpacked int64
+	must(t, filepath.Walk(tmp, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			unpacked += fi.Size()
+		}
+		return err
+	}))
+	if unpacked > 1<<20 {
+		t.Errorf("%d bytes unpacked", unpacked)
 	}
 }

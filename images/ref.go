@@ -16,6 +16,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/daemon"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Transport says where an image lives. The names are skopeo's.
@@ -244,10 +246,16 @@ func platformImage(r Ref, idx v1.ImageIndex, pl *v1.Platform) (v1.Image, error) 
 	return nil, fmt.Errorf("%s has no image for %s", r, pl)
 }
 
-// untar unpacks an archive into dir, refusing entries that would land
-// outside it.
+// untar unpacks an OCI archive into dir, refusing entries that would
+// land outside it: only index.json, oci-layout and the blobs index.json
+// reaches (archiveMembers), none larger than its descriptor declares.
 func untar(file, dir string) error {
-	f, err := os.Open(file)
+	open := func() (io.ReadCloser, error) { return bound.Open(file, "") }
+	want, err := archiveMembers(open)
+	if err != nil {
+		return err
+	}
+	f, err := open()
 	if err != nil {
 		return err
 	}
@@ -272,6 +280,14 @@ func untar(file, dir string) error {
 				return err
 			}
 		case tar.TypeReg:
+			size, ok := want[clean[1:]]
+			if !ok {
+				continue // nothing reaches it: not written
+			}
+			if size >= 0 && h.Size > size {
+				// Not written; a shorter one is, and the layout reader names it.
+				return fmt.Errorf("archive member %s is %d bytes, but its descriptor declares %d: the archive is corrupt; export it again", bound.Quote(h.Name), h.Size, size)
+			}
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}
