@@ -2,10 +2,12 @@ package images
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 
@@ -28,8 +30,8 @@ const (
 // checkDockerArchive reads the archive's headers once and refuses it if
 // manifest.json, or a config or layer it names, is reached through more
 // than maxArchiveLinks links, or manifest.json is over 1 MiB.
-func checkDockerArchive(file string) error {
-	f, err := bound.Open(file, "")
+func checkDockerArchive(ctx context.Context, file string) error {
+	f, err := openCtx(ctx, file)
 	if err != nil {
 		return err
 	}
@@ -41,6 +43,9 @@ func checkDockerArchive(file string) error {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err := context.Cause(ctx); err != nil {
+			return err
 		}
 		if err != nil {
 			return nil // not a tar, or cut short: go-containerregistry says so
@@ -91,4 +96,29 @@ func resolveLinks(links map[string]string, name, file string) error {
 		}
 		name = next
 	}
+}
+
+// openCtx opens a local archive (a regular file; a FIFO is refused)
+// whose reads end once ctx is done: a signal stops a slow archive between
+// two reads.
+func openCtx(ctx context.Context, file string) (io.ReadCloser, error) {
+	f, err := bound.Open(file, "")
+	if err != nil {
+		return nil, err
+	}
+	return &ctxFile{File: f, ctx: ctx}, nil
+}
+
+// ctxFile is a file whose Read fails once ctx is done; it keeps Seek, so
+// tar readers skip members without reading them.
+type ctxFile struct {
+	*os.File
+	ctx context.Context
+}
+
+func (c *ctxFile) Read(p []byte) (int, error) {
+	if err := context.Cause(c.ctx); err != nil {
+		return 0, err
+	}
+	return c.File.Read(p)
 }

@@ -180,3 +180,29 @@ func TestOCIArchiveUnusedMember(t *testing.T) {
 		t.Errorf("%d bytes unpacked", unpacked)
 	}
 }
+
+// TestArchiveReadsEndOnCancel opens archives under a context a signal
+// cancelled: the reads end with the signal as the cause, and nothing is
+// left unpacked.
+func TestArchiveReadsEndOnCancel(t *testing.T) {
+	dir := writeLayout(t, localImage(t))
+	oci := filepath.Join(t.TempDir(), "image.oci.tar")
+	must(t, tarLayout(dir, oci))
+	errSignal := errors.New("interrupted by SIGTERM")
+	for _, src := range []string{"oci-archive:" + oci} {
+		t.Run(src[:strings.Index(src, ":")], func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			cancel(errSignal)
+			tmp := t.TempDir()
+			ref, err := images.ParseRef(src)
+			must(t, err)
+			_, err = images.Open(ctx, ref, images.WithTempDir(tmp))
+			if !errors.Is(err, errSignal) {
+				t.Fatalf("got %v, want the signal", err)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files", len(left))
+			}
+		})
+	}
+}

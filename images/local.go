@@ -2,6 +2,7 @@ package images
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -37,7 +38,7 @@ import (
 // openLocal opens what a local reference names: an index (the layout's
 // entry, when that is an index) or one image. cleanup removes an unpacked
 // oci-archive.
-func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup func() error, err error) {
+func openLocal(ctx context.Context, r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup func() error, err error) {
 	switch r.Transport {
 	case OCI:
 		if fi, err := os.Stat(r.Name); err == nil && !fi.IsDir() {
@@ -55,7 +56,7 @@ func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup fu
 			return nil, nil, nil, err
 		}
 		cleanup = func() error { return os.RemoveAll(dir) }
-		if err := untar(r.Name, dir); err != nil {
+		if err := untar(ctx, r.Name, dir); err != nil {
 			return nil, nil, nil, errors.Join(fmt.Errorf("unpack %s: %w", r, err), cleanup())
 		}
 		if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
@@ -70,7 +71,7 @@ func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup fu
 		}
 		return idx, img, cleanup, nil
 	case DockerArchive:
-		img, err := openDockerArchive(r)
+		img, err := openDockerArchive(ctx, r)
 		return nil, img, nil, err
 	}
 	return nil, nil, nil, fmt.Errorf("%s is not a local transport", r.Transport)
@@ -80,7 +81,7 @@ func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup fu
 // no digests or sizes (go-containerregistry computes them from the bytes),
 // but names the config by its digest, which is checked here; the layers'
 // content is checked against the config's diff IDs as it streams.
-func openDockerArchive(r Ref) (v1.Image, error) {
+func openDockerArchive(ctx context.Context, r Ref) (v1.Image, error) {
 	var tag *name.Tag
 	if r.Select != "" {
 		t, err := name.NewTag(r.Select)
@@ -92,7 +93,7 @@ func openDockerArchive(r Ref) (v1.Image, error) {
 	if fi, err := os.Stat(r.Name); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("%s: %s is a directory, not a docker save archive: %s", r, r.Name, useFor(r.Name))
 	}
-	if err := checkDockerArchive(r.Name); err != nil {
+	if err := checkDockerArchive(ctx, r.Name); err != nil {
 		return nil, fmt.Errorf("read %s: %w", r, err)
 	}
 	img, err := tarball.ImageFromPath(r.Name, tag)

@@ -151,7 +151,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		}
 		return opened(img, desc.MediaType.IsIndex(), pl, nil)
 	case OCI, OCIArchive, DockerArchive:
-		idx, img, cleanup, err := openLocal(r, opt)
+		idx, img, cleanup, err := openLocal(ctx, r, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -249,8 +249,8 @@ func platformImage(r Ref, idx v1.ImageIndex, pl *v1.Platform) (v1.Image, error) 
 // untar unpacks an OCI archive into dir, refusing entries that would
 // land outside it: only index.json, oci-layout and the blobs index.json
 // reaches (archiveMembers), none larger than its descriptor declares.
-func untar(file, dir string) error {
-	open := func() (io.ReadCloser, error) { return bound.Open(file, "") }
+func untar(ctx context.Context, file, dir string) error {
+	open := func() (io.ReadCloser, error) { return openCtx(ctx, file) }
 	want, err := archiveMembers(open)
 	if err != nil {
 		return err

@@ -65,7 +65,7 @@ func OpenSource(ctx context.Context, r Ref, opts ...Option) (*Source, error) {
 			return nil, explain("read", ref, err)
 		}
 	case OCI, OCIArchive, DockerArchive:
-		if s.index, s.image, s.close, err = openLocal(r, opt); err != nil {
+		if s.index, s.image, s.close, err = openLocal(ctx, r, opt); err != nil {
 			return nil, err
 		}
 	case DockerDaemon:
