@@ -190,7 +190,8 @@ func TestArchiveReadsEndOnCancel(t *testing.T) {
 	must(t, tarLayout(dir, oci))
 	errSignal := errors.New("interrupted by SIGTERM")
 	for _, src := range []string{"oci-archive:" + oci} {
-		t.Run(src[:strings.Index(src, ":")], func(t *testing.T) {
+		transport, _, _ := strings.Cut(src, ":")
+		t.Run(transport, func(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(t.Context())
 			cancel(errSignal)
 			tmp := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -75,7 +76,7 @@ func children(raw []byte) ([]v1.Descriptor, error) {
 	if err := jsonDecode(raw, &m); err != nil {
 		return nil, err
 	}
-	out := append(m.Manifests, m.Layers...)
+	out := slices.Concat(m.Manifests, m.Layers)
 	if m.Config != nil {
 		out = append(out, *m.Config)
 	}
