@@ -66,3 +66,52 @@ func TestHostileUserFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileLayouts runs validate and images export on oci: layouts
+// whose index.json is /dev/zero or a FIFO: exit 2 at once, naming the
+// bound, and nothing written where the export would go.
+func TestHostileLayouts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(string) error
+		want  string
+	}{
+		{"index.json is /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a character device)"},
+		{"index.json is a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (a FIFO)"},
+	} {
+		dir := t.TempDir()
+		must(t, os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644))
+		must(t, tc.spoil(filepath.Join(dir, "index.json")))
+		out := t.TempDir()
+		for _, args := range [][]string{
+			{"validate", "oci:" + dir},
+			{"images", "export", "oci:" + dir, filepath.Join(out, "image.tar")},
+			{"sbom", "oci:" + dir},
+		} {
+			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
+				type result struct {
+					errOut string
+					code   int
+				}
+				done := make(chan result, 1)
+				go func() {
+					_, errOut, code := run(t, args...)
+					done <- result{errOut, code}
+				}()
+				var r result
+				select {
+				case r = <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("still running after 10 s")
+				}
+				if r.code != ExitInvalid || !strings.Contains(r.errOut, tc.want) {
+					t.Errorf("exit %d, stderr %.300q; want exit 2 and %q", r.code, r.errOut, tc.want)
+				}
+				if left, _ := os.ReadDir(out); len(left) != 0 {
+					t.Errorf("wrote %d files", len(left))
+				}
+			})
+		}
+	}
+}
