@@ -190,9 +190,9 @@ func (l localLayout) checkSize(d v1.Descriptor, what string) error {
 // the only one), every blob checked.
 func openLayoutEntry(dir, sel, where string) (v1.ImageIndex, v1.Image, error) {
 	l := localLayout{dir: dir, where: where}
-	raw, err := bound.ReadFile(filepath.Join(dir, "index.json"), "index.json of OCI layout "+where+",", bound.MaxManifest)
+	raw, err := bound.ReadFile(filepath.Join(dir, "index.json"), "", bound.MaxManifest)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("open OCI layout %s: %w", where, err)
 	}
 	top, err := newLocalIndex(l, raw, types.OCIImageIndex)
 	if err != nil {
