@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -374,7 +375,7 @@ func (b *run) context(context.Context) error {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(ctxDir, p)
 		}
-		data, err := os.ReadFile(p)
+		data, err := bound.ReadFile(p, "", bound.MaxUserFile)
 		if err != nil {
 			return fmt.Errorf("read requirements: %w", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -115,7 +115,7 @@ func (c *Config) name() string {
 // LoadConfig reads a gpuimg.yaml. Unknown keys and wrong types are errors
 // naming the file and line.
 func LoadConfig(file string) (*Config, error) {
-	b, err := os.ReadFile(file)
+	b, err := bound.ReadFile(file, "", bound.MaxUserFile)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}

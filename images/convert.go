@@ -66,6 +66,7 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 		if img, err = remote.Image(ref, r.remote(ctx)...); err != nil {
 			return nil, explain("read", ref, err)
 		}
+		img = countedImage{Image: img}
 		if err := checkPlatform(srcRef, img, r.platform); err != nil {
 			return nil, err
 		}
@@ -103,7 +104,7 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 			return nil, err
 		}
 		res.SizeBefore += size
-		nl, ann, err := recompress(l, comp, work, i, r.prioritized)
+		nl, ann, err := recompress(l, size, comp, work, i, r.prioritized)
 		if err != nil {
 			return nil, fmt.Errorf("recompress layer %d: %w", i, err)
 		}
@@ -140,11 +141,14 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 }
 
 // recompress stages one layer's tar in dir and returns it compressed anew.
-func recompress(l v1.Layer, comp matrix.Compression, dir string, i int, prioritized []string) (v1.Layer, map[string]string, error) {
-	rc, err := l.Uncompressed()
+// Its expansion is bounded as validate bounds it (bombReader), so a bomb
+// is refused before it fills dir.
+func recompress(l v1.Layer, size int64, comp matrix.Compression, dir string, i int, prioritized []string) (v1.Layer, map[string]string, error) {
+	urc, err := l.Uncompressed()
 	if err != nil {
 		return nil, nil, err
 	}
+	rc := newBombReader(urc, l, size, fmt.Sprintf("layer %d", i))
 	defer rc.Close()
 	out := fmt.Sprintf("%s/layer%d.%s", dir, i, comp)
 	switch comp {

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Format is a file format Export writes.
@@ -233,7 +235,7 @@ func writeLayout(dir, refName string, idx v1.ImageIndex, img v1.Image) error {
 // layers ("gzip: invalid header") and BuildKit's attestation manifests.
 // It returns the number of attestation manifests the layout holds.
 func verifyLayout(dir string, want v1.Hash) (attestations int, err error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	raw, err := bound.ReadFile(filepath.Join(dir, "index.json"), "", bound.MaxManifest)
 	if err != nil {
 		return 0, err
 	}

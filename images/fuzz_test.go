@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,11 @@ func FuzzDockerArchive(f *testing.F) {
 	f.Add([]byte(`[{"Config":"../../etc/passwd","RepoTags":[],"Layers":["/dev/zero"]}]`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`[{"Config":"x","Layers":[]},{"Config":"y"}]`))
+	// Issue 45's bounds: a manifest.json over 1 MiB, names of 400,000
+	// directories, a layer named through links that do not exist.
+	f.Add([]byte(`[{"Config":"` + strings.Repeat("a", 1<<20+1) + `"}]`))
+	f.Add([]byte(`[{"Config":"x","Layers":["` + strings.Repeat("d/", 400_000) + `l"]}]`))
+	f.Add([]byte(`[{"Config":"l0","Layers":["l0","l1","l0"]}]`))
 	f.Fuzz(func(t *testing.T, m []byte) {
 		p := filepath.Join(t.TempDir(), "image.tar")
 		var buf bytes.Buffer

@@ -263,7 +263,7 @@ func convertImage(img v1.Image, conv matrix.Conversion, dir, sourceDigest string
 			if conv.Compression != matrix.CompressionGzip && conv.Compression != matrix.CompressionZstd {
 				return nil, fmt.Errorf("layer %d: cannot recompress to %s (gzip or zstd only)", i, conv.Compression)
 			}
-			if nl, _, err = recompress(l, conv.Compression, dir, i, nil); err != nil {
+			if nl, _, err = recompress(l, 0, conv.Compression, dir, i, nil); err != nil { // validated before: bombs were refused
 				return nil, fmt.Errorf("recompress layer %d: %w", i, err)
 			}
 			c = conv.Compression

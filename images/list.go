@@ -33,7 +33,7 @@ func List(ctx context.Context, repo string, opts ...Option) ([]TagInfo, error) {
 		return nil, err
 	}
 	rp := ref.Context()
-	tags, err := remote.List(rp, r.remote(ctx)...)
+	tags, err := listTags(ctx, r, rp)
 	if err != nil {
 		return nil, explain("list", ref, err)
 	}

@@ -2,6 +2,7 @@ package images
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Images read from files (oci:, oci-archive:, docker-archive:) are checked
@@ -35,7 +38,7 @@ import (
 // openLocal opens what a local reference names: an index (the layout's
 // entry, when that is an index) or one image. cleanup removes an unpacked
 // oci-archive.
-func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup func() error, err error) {
+func openLocal(ctx context.Context, r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup func() error, err error) {
 	switch r.Transport {
 	case OCI:
 		if fi, err := os.Stat(r.Name); err == nil && !fi.IsDir() {
@@ -53,7 +56,7 @@ func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup fu
 			return nil, nil, nil, err
 		}
 		cleanup = func() error { return os.RemoveAll(dir) }
-		if err := untar(r.Name, dir); err != nil {
+		if err := untar(ctx, r.Name, dir); err != nil {
 			return nil, nil, nil, errors.Join(fmt.Errorf("unpack %s: %w", r, err), cleanup())
 		}
 		if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
@@ -68,7 +71,7 @@ func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup fu
 		}
 		return idx, img, cleanup, nil
 	case DockerArchive:
-		img, err := openDockerArchive(r)
+		img, err := openDockerArchive(ctx, r)
 		return nil, img, nil, err
 	}
 	return nil, nil, nil, fmt.Errorf("%s is not a local transport", r.Transport)
@@ -78,7 +81,7 @@ func openLocal(r Ref, opt *options) (idx v1.ImageIndex, img v1.Image, cleanup fu
 // no digests or sizes (go-containerregistry computes them from the bytes),
 // but names the config by its digest, which is checked here; the layers'
 // content is checked against the config's diff IDs as it streams.
-func openDockerArchive(r Ref) (v1.Image, error) {
+func openDockerArchive(ctx context.Context, r Ref) (v1.Image, error) {
 	var tag *name.Tag
 	if r.Select != "" {
 		t, err := name.NewTag(r.Select)
@@ -89,6 +92,9 @@ func openDockerArchive(r Ref) (v1.Image, error) {
 	}
 	if fi, err := os.Stat(r.Name); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("%s: %s is a directory, not a docker save archive: %s", r, r.Name, useFor(r.Name))
+	}
+	if err := checkDockerArchive(ctx, r.Name); err != nil {
+		return nil, fmt.Errorf("read %s: %w", r, err)
 	}
 	img, err := tarball.ImageFromPath(r.Name, tag)
 	if err != nil {
@@ -140,9 +146,13 @@ func (l localLayout) read(d v1.Descriptor, what string) ([]byte, error) {
 	if err := l.checkSize(d, what); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(l.blobPath(d.Digest))
+	if d.Size > bound.MaxManifest {
+		return nil, fmt.Errorf("%s %s of %s: %w: it declares %d bytes, over the limit of %d MiB for manifests, indexes and configs (containers/image's too; the limit is fixed)",
+			what, d.Digest, l.where, bound.ErrBound, d.Size, bound.MaxManifest>>20)
+	}
+	b, err := bound.ReadFile(l.blobPath(d.Digest), fmt.Sprintf("%s %s of %s,", what, d.Digest, l.where), bound.MaxManifest)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s of %s: %w", what, d.Digest, l.where, err)
+		return nil, err
 	}
 	if got := sha256.Sum256(b); d.Digest.Algorithm != "sha256" || hex.EncodeToString(got[:]) != d.Digest.Hex {
 		return nil, fmt.Errorf("%s %s of %s does not match its digest (its %d bytes hash to sha256:%x): the file is corrupt; export or pull the image again", what, d.Digest, l.where, len(b), got)
@@ -168,6 +178,8 @@ func (l localLayout) checkSize(d v1.Descriptor, what string) error {
 		return fmt.Errorf("%s %s of %s is missing (no blobs/%s/%s): the layout is incomplete; export or pull the image again", what, d.Digest, l.where, d.Digest.Algorithm, d.Digest.Hex)
 	case err != nil:
 		return fmt.Errorf("%s %s of %s: %w", what, d.Digest, l.where, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s of %s: blobs/%s/%s is %w; a layout holds regular files only", what, d.Digest, l.where, d.Digest.Algorithm, d.Digest.Hex, bound.ErrNotRegular)
 	case fi.Size() != d.Size:
 		return fmt.Errorf("%s %s of %s declares %d bytes, but its blob file has %d: the manifest or the file is corrupt; export or pull the image again", what, d.Digest, l.where, d.Size, fi.Size())
 	}
@@ -178,7 +190,7 @@ func (l localLayout) checkSize(d v1.Descriptor, what string) error {
 // the only one), every blob checked.
 func openLayoutEntry(dir, sel, where string) (v1.ImageIndex, v1.Image, error) {
 	l := localLayout{dir: dir, where: where}
-	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	raw, err := bound.ReadFile(filepath.Join(dir, "index.json"), "", bound.MaxManifest)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open OCI layout %s: %w", where, err)
 	}
@@ -344,9 +356,9 @@ func (b *localBlob) open() (*verifier, error) {
 	if err := b.l.checkSize(b.desc, b.what); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(b.l.blobPath(b.desc.Digest))
+	f, err := bound.Open(b.l.blobPath(b.desc.Digest), b.blobName())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.blobName(), err)
+		return nil, err
 	}
 	return &verifier{rc: f, h: sha256.New(), size: b.desc.Size, want: b.desc.Digest, what: b.blobName()}, nil
 }

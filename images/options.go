@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Option configures how a verb of this package reaches registries and what
@@ -45,9 +46,12 @@ type options struct {
 	noReferrers   bool
 	tempDir       string
 	prioritized   []string
+	headerTimeout time.Duration
+	stallTimeout  time.Duration
 
 	// rt is the transport with the TLS settings applied (CA file,
-	// insecure hosts); ggcr's remote adds retries, the user agent and
+	// insecure hosts) under the bounds on redirects and waits
+	// (boundedTransport); ggcr's remote adds retries, the user agent and
 	// authentication on top.
 	rt http.RoundTripper
 }
@@ -76,6 +80,9 @@ func makeOptions(opts ...Option) (*options, error) {
 		backoff:   defaultBackoff,
 		userAgent: defaultUserAgent,
 		jobs:      defaultJobs,
+
+		headerTimeout: defaultHeaderTimeout,
+		stallTimeout:  defaultStallTimeout,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -92,7 +99,7 @@ func makeOptions(opts ...Option) (*options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.rt = rt
+	o.rt = &boundedTransport{next: rt, header: o.headerTimeout, stall: o.stallTimeout}
 	return o, nil
 }
 
@@ -375,7 +382,7 @@ func (o *options) tlsTransport() (http.RoundTripper, error) {
 		secure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
+		pem, err := bound.ReadFile(o.caFile, "", bound.MaxUserFile)
 		if err != nil {
 			return nil, fmt.Errorf("read CA file: %w", err)
 		}

@@ -16,6 +16,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/daemon"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Transport says where an image lives. The names are skopeo's.
@@ -143,6 +145,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s for %s: %w", r, pl, err)
 		}
+		img = countedImage{Image: img}
 		if !desc.MediaType.IsIndex() {
 			if err := checkPlatform(r, img, opt.platform); err != nil {
 				return nil, err
@@ -150,7 +153,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		}
 		return opened(r, img, desc.MediaType.IsIndex(), pl, nil)
 	case OCI, OCIArchive, DockerArchive:
-		idx, img, cleanup, err := openLocal(r, opt)
+		idx, img, cleanup, err := openLocal(ctx, r, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -265,10 +268,16 @@ func platformImage(r Ref, idx v1.ImageIndex, pl *v1.Platform) (v1.Image, error) 
 	return nil, fmt.Errorf("%s has no image for %s", r, pl)
 }
 
-// untar unpacks an archive into dir, refusing entries that would land
-// outside it.
-func untar(file, dir string) error {
-	f, err := os.Open(file)
+// untar unpacks an OCI archive into dir, refusing entries that would
+// land outside it: only index.json, oci-layout and the blobs index.json
+// reaches (archiveMembers), none larger than its descriptor declares.
+func untar(ctx context.Context, file, dir string) error {
+	open := func() (io.ReadCloser, error) { return openCtx(ctx, file) }
+	want, err := archiveMembers(open)
+	if err != nil {
+		return err
+	}
+	f, err := open()
 	if err != nil {
 		return err
 	}
@@ -293,6 +302,14 @@ func untar(file, dir string) error {
 				return err
 			}
 		case tar.TypeReg:
+			size, ok := want[clean[1:]]
+			if !ok {
+				continue // nothing reaches it: not written
+			}
+			if size >= 0 && h.Size > size {
+				// Not written; a shorter one is, and the layout reader names it.
+				return fmt.Errorf("archive member %s is %d bytes, but its descriptor declares %d: the archive is corrupt; export it again", bound.Quote(h.Name), h.Size, size)
+			}
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}

@@ -58,14 +58,14 @@ func OpenSource(ctx context.Context, r Ref, opts ...Option) (*Source, error) {
 		}
 		if desc.MediaType.IsIndex() {
 			s.index, err = desc.ImageIndex()
-		} else {
-			s.image, err = desc.Image()
+		} else if s.image, err = desc.Image(); err == nil {
+			s.image = countedImage{Image: s.image}
 		}
 		if err != nil {
 			return nil, explain("read", ref, err)
 		}
 	case OCI, OCIArchive, DockerArchive:
-		if s.index, s.image, s.close, err = openLocal(r, opt); err != nil {
+		if s.index, s.image, s.close, err = openLocal(ctx, r, opt); err != nil {
 			return nil, err
 		}
 	case DockerDaemon:
@@ -152,6 +152,9 @@ func (s *Source) Image(platform string) (v1.Image, error) {
 			img, err := s.index.Image(d.Digest)
 			if err != nil {
 				return nil, fmt.Errorf("read the %s image of %s: %w", platformString(d.Platform), s.Ref, err)
+			}
+			if s.Ref.Transport == Registry {
+				img = countedImage{Image: img}
 			}
 			return img, nil
 		}

@@ -16,7 +16,7 @@ func Tags(ctx context.Context, repo string, opts ...Option) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tags, err := remote.List(ref.Context(), r.remote(ctx)...)
+	tags, err := listTags(ctx, r, ref.Context())
 	if err != nil {
 		return nil, explain("list", ref, err)
 	}

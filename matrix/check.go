@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Status is the outcome of one check.
@@ -78,7 +80,7 @@ func (db *DB) CheckStack(s Stack, t Host) ([]Finding, error) {
 	var out []Finding
 	cuda, err := ParseVersion(s.CUDA)
 	if err != nil {
-		return nil, fmt.Errorf("stack has a bad cuda %q: %w", s.CUDA, err)
+		return nil, fmt.Errorf("stack has a bad cuda %s: %w", bound.Quote(s.CUDA), err)
 	}
 	gpus, err := db.hostGPUs(t)
 	if err != nil {

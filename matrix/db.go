@@ -5,12 +5,13 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 //go:embed data/*.yaml
@@ -70,7 +71,7 @@ func Load(paths ...string) (*DB, error) {
 	files := slices.Clone(builtin)
 	builtinCount := len(files)
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
+		b, err := bound.ReadFile(p, "", bound.MaxUserFile)
 		if err != nil {
 			return nil, fmt.Errorf("read matrix file: %w", err)
 		}

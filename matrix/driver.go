@@ -3,6 +3,8 @@ package matrix
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // DriverFloors are the two lowest Linux drivers that run some CUDA code:
@@ -92,7 +94,7 @@ func (s Stack) DriverFloors() (DriverFloors, error) {
 	}
 	if s.MinDriverCompat != "" {
 		if f.Compat, err = ParseVersion(s.MinDriverCompat); err != nil {
-			return DriverFloors{}, fmt.Errorf("stack has a bad min_driver_compat %q: %w", s.MinDriverCompat, err)
+			return DriverFloors{}, fmt.Errorf("stack has a bad min_driver_compat %s: %w", bound.Quote(s.MinDriverCompat), err)
 		}
 	}
 	return f, nil

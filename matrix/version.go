@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // maxParts bounds how many dot-separated numbers a version may have.
@@ -94,25 +96,25 @@ func ParseVersion(s string) (Version, error) {
 	}
 	fields := strings.Split(release, ".")
 	if len(fields) > maxParts {
-		return Version{}, fmt.Errorf("version %q has %d parts; at most %d are allowed", orig, len(fields), maxParts)
+		return Version{}, fmt.Errorf("version %s has %d parts; at most %d are allowed", bound.Quote(orig), len(fields), maxParts)
 	}
 	nums := make([]uint64, 3)
 	build := 0
 	for i, f := range fields {
 		if f == "" {
-			return Version{}, fmt.Errorf("version %q has an empty part", orig)
+			return Version{}, fmt.Errorf("version %s has an empty part", bound.Quote(orig))
 		}
 		for j := range len(f) {
 			if !isDigit(f[j]) {
-				return Version{}, fmt.Errorf("version %q: part %q is not a number", orig, f)
+				return Version{}, fmt.Errorf("version %s: part %s is not a number", bound.Quote(orig), bound.Quote(f))
 			}
 		}
 		if len(f) > 9 {
-			return Version{}, fmt.Errorf("version %q: part %q is too long", orig, f)
+			return Version{}, fmt.Errorf("version %s: part %s is too long", bound.Quote(orig), bound.Quote(f))
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil {
-			return Version{}, fmt.Errorf("version %q: %w", orig, err)
+			return Version{}, fmt.Errorf("version %s: %w", bound.Quote(orig), err)
 		}
 		if i < 3 {
 			nums[i] = uint64(n)
@@ -121,7 +123,7 @@ func ParseVersion(s string) (Version, error) {
 		}
 	}
 	if m == nil { // unreachable: a bad suffix makes a part not a number
-		return Version{}, fmt.Errorf("version %q is not a version", orig)
+		return Version{}, fmt.Errorf("version %s is not a version", bound.Quote(orig))
 	}
 	var pre, local string
 	var err error
@@ -140,7 +142,7 @@ func ParseVersion(s string) (Version, error) {
 	if pre != "" && len(fields) > 3 {
 		// A four-part pre-release would need its pre-release ordered after
 		// the fourth part, which the library's order cannot express.
-		return Version{}, fmt.Errorf("version %q: a pre-release needs a version of at most three parts", orig)
+		return Version{}, fmt.Errorf("version %s: a pre-release needs a version of at most three parts", bound.Quote(orig))
 	}
 	return Version{raw: s, n: len(fields), sv: semver.New(nums[0], nums[1], nums[2], pre, local), build: build}, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Limits bound what Walk reads, so a hostile image cannot exhaust memory
@@ -43,6 +45,16 @@ type Limits struct {
 	// warning, not a pass (scan.go).
 	MaxSecretScanFileBytes int64
 	MaxSecretScanBytes     int64
+	// MaxPathBytes is the longest entry name, cleaned (default 4096,
+	// Linux's PATH_MAX: docker and containerd cannot create a longer
+	// one).
+	MaxPathBytes int
+	// MaxPathDepth is the most directories an entry name may have
+	// (default 1024).
+	MaxPathDepth int
+	// MaxTotalPathBytes bounds the names of all entries of all layers
+	// together, which the walk keeps (default 512 MiB).
+	MaxTotalPathBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -50,15 +62,40 @@ func (l Limits) withDefaults() Limits {
 		l.MaxEntries = 5_000_000
 	}
 	if l.MaxRatio == 0 {
-		l.MaxRatio = 200
+		l.MaxRatio = bound.MaxRatio
 	}
 	if l.MinBombBytes == 0 {
-		l.MinBombBytes = 256 << 20
+		l.MinBombBytes = bound.MinBombBytes
 	}
 	if l.Jobs <= 0 {
 		l.Jobs = runtime.GOMAXPROCS(0)
 	}
+	if l.MaxPathBytes == 0 {
+		l.MaxPathBytes = 4096
+	}
+	if l.MaxPathDepth == 0 {
+		l.MaxPathDepth = 1024
+	}
+	if l.MaxTotalPathBytes == 0 {
+		l.MaxTotalPathBytes = 512 << 20
+	}
 	return l
+}
+
+// checkPath bounds one cleaned entry name, and with total (shared by the
+// layers) all of them: isHidden's work grows with a name's depth and
+// length, and the walk keeps every name.
+func (l Limits) checkPath(p string, total *atomic.Int64) error {
+	if len(p) > l.MaxPathBytes {
+		return fmt.Errorf("an entry name of %d bytes (%s): %w: longer than %d bytes, which docker and containerd cannot create", len(p), bound.Quote(p), bound.ErrBound, l.MaxPathBytes)
+	}
+	if d := strings.Count(p, "/"); d > l.MaxPathDepth {
+		return fmt.Errorf("an entry %d directories deep (%s): %w: deeper than %d", d, bound.Quote(p), bound.ErrBound, l.MaxPathDepth)
+	}
+	if n := total.Add(int64(len(p))); n > l.MaxTotalPathBytes {
+		return fmt.Errorf("entry names: %w: more than %d MiB of names over all layers", bound.ErrBound, l.MaxTotalPathBytes>>20)
+	}
+	return nil
 }
 
 // Entry is one file of the image's final filesystem.
@@ -134,7 +171,7 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 	res := &WalkResult{Layers: make([]LayerStats, len(layers))}
 	lists := make([][]rec, len(layers))
 	unsafe := make([][]Unsafe, len(layers))
-	var entries atomic.Int64
+	var entries counts
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(lim.Jobs)
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -229,7 +266,7 @@ func linkEscapes(lists [][]rec) []Unsafe {
 // walkLayer reads layer i once, checking its uncompressed content against
 // diffID (the config's diff_ids entry) as it streams: docker and
 // containerd refuse a layer whose content is not what the config says.
-func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limits, entries *atomic.Int64, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
+func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limits, entries *counts, visit Visitor) (LayerStats, []rec, []Unsafe, error) {
 	st := LayerStats{Index: i}
 	var list []rec
 	var bad []Unsafe
@@ -249,9 +286,10 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 	}
 	defer rc.Close()
 	sum := sha256.New()
+	compressed := compressedSoFar(l, st.Size)
 	cr := &countingReader{r: io.TeeReader(rc, sum), check: func(n int64) error {
-		if n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
-			return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and already %d uncompressed", ErrBomb, i, st.Digest, st.Size, n)
+		if c := compressed(); n > lim.MinBombBytes && c > 0 && n/c > lim.MaxRatio {
+			return fmt.Errorf("%w: layer %d (%s) is %d bytes compressed (read so far; %d declared) and already %d uncompressed", ErrBomb, i, st.Digest, c, st.Size, n)
 		}
 		return nil
 	}}
@@ -261,8 +299,8 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 	// ratio, so a petabyte of holes is a bomb, not a scan without end.
 	var bomb error // set once, kept: the visitor may swallow it
 	content := &countingReader{r: tr, check: func(n int64) error {
-		if bomb == nil && n > lim.MinBombBytes && st.Size > 0 && n/st.Size > lim.MaxRatio {
-			bomb = fmt.Errorf("%w: layer %d (%s) is %d bytes compressed and its files already read as %d bytes (sparse files)", ErrBomb, i, st.Digest, st.Size, n)
+		if c := compressed(); bomb == nil && n > lim.MinBombBytes && c > 0 && n/c > lim.MaxRatio {
+			bomb = fmt.Errorf("%w: layer %d (%s) is %d bytes compressed (read so far; %d declared) and its files already read as %d bytes (sparse files)", ErrBomb, i, st.Digest, c, st.Size, n)
 		}
 		return bomb
 	}}
@@ -280,13 +318,16 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 			}
 			return st, nil, nil, fmt.Errorf("read layer %d (%s): %w", i, st.Digest, err)
 		}
-		if n := entries.Add(1); n > int64(lim.MaxEntries) {
+		if n := entries.n.Add(1); n > int64(lim.MaxEntries) {
 			return st, nil, nil, fmt.Errorf("image has more than %d files; raise the limit if this is expected", lim.MaxEntries)
 		}
 		p, ok := cleanPath(h.Name)
 		if !ok {
 			bad = append(bad, Unsafe{Layer: i, Name: h.Name})
 			continue
+		}
+		if err := lim.checkPath(p, &entries.names); err != nil {
+			return st, nil, nil, fmt.Errorf("layer %d (%s): %w", i, st.Digest, err)
 		}
 		dir, base := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
@@ -335,6 +376,25 @@ func walkLayer(ctx context.Context, i int, l v1.Layer, diffID v1.Hash, lim Limit
 	}
 	return st, list, bad, nil
 }
+
+// compressedSoFar returns how many compressed bytes of l the walk has
+// read, for the bomb ratio: a registry may declare any size (1 TiB, sent
+// chunked), so a layer that counts its compressed bytes (images'
+// registry layers: CompressedRead) is judged against the bytes that
+// came, at least 1; others against their declared size, which their
+// source checked (a layout's file size, an archive's member).
+func compressedSoFar(l v1.Layer, declared int64) func() int64 {
+	cc, ok := l.(interface{ CompressedRead() int64 })
+	if !ok {
+		return func() int64 { return declared }
+	}
+	start := cc.CompressedRead()
+	return func() int64 { return max(1, min(declared, cc.CompressedRead()-start)) }
+}
+
+// counts are what the layers read at once count together: entries, and
+// bytes of entry names.
+type counts struct{ n, names atomic.Int64 }
 
 // isHidden reports whether an upper layer removed p or one of its parents,
 // replaced a parent by a non-directory, or made a parent opaque.

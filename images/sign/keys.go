@@ -22,6 +22,8 @@ import (
 	// sigstore's kms package, as cosign links it.
 	_ "github.com/sigstore/sigstore/pkg/signature/kms/aws"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // PEM block types of the private keys cosign generate-key-pair writes
@@ -82,7 +84,7 @@ func readKey(ref string) ([]byte, error) {
 		}
 		return []byte(b), nil
 	}
-	return os.ReadFile(ref)
+	return bound.ReadFile(ref, "", bound.MaxUserFile)
 }
 
 // loadOptions are how keys are loaded for signing and verifying: ed25519

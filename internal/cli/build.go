@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -207,7 +208,7 @@ func (o *BuildOptions) checkOutputs(fs *pflag.FlagSet) error {
 // first line that is not blank is a parser directive (# syntax=,
 // # escape=, # check=), or its first instruction is FROM or ARG.
 func isDockerfile(path string) bool {
-	b, err := os.ReadFile(path)
+	b, err := bound.ReadFile(path, "", bound.MaxUserFile)
 	if err != nil {
 		return false
 	}

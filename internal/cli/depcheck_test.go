@@ -59,9 +59,9 @@ var importRules = []importRule{
 		why:  "internal/verbs holds the workflows its callers (the CLI, publish) share; it knows neither",
 	},
 	{
-		from: []string{"internal/atomicfile/...", "internal/humanize/...", "internal/redact/..."},
+		from: []string{"internal/atomicfile/...", "internal/humanize/...", "internal/redact/...", "internal/bound/..."},
 		deny: []string{"..."},
-		why:  "internal/atomicfile, internal/humanize and internal/redact are leaves every package may use: they import no gpuimg package",
+		why:  "internal/atomicfile, internal/humanize, internal/redact and internal/bound are leaves every package may use: they import no gpuimg package",
 	},
 	{
 		from: []string{"images/..."},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -69,8 +70,30 @@ func exitCode(err error) int {
 func printError(w io.Writer, err error) {
 	msg := strings.TrimSpace(err.Error())
 	lines := strings.Split(msg, "\n")
-	fmt.Fprintf(w, "gpuimg: %s\n", lines[0])
-	for _, l := range lines[1:] {
-		fmt.Fprintf(w, "  %s\n", l)
+	if len(lines) > maxErrorLines {
+		lines = append(lines[:maxErrorLines], fmt.Sprintf("… (%d more lines)", len(lines)-maxErrorLines))
 	}
+	fmt.Fprintf(w, "gpuimg: %s\n", cutLine(lines[0]))
+	for _, l := range lines[1:] {
+		fmt.Fprintf(w, "  %s\n", cutLine(l))
+	}
+}
+
+// Bounds on a printed error, whatever a value in it held: the messages
+// quote values short (bound.Quote), and these catch any that do not.
+const (
+	maxErrorLine  = 4096
+	maxErrorLines = 200
+)
+
+// cutLine cuts a line over maxErrorLine bytes at a rune boundary.
+func cutLine(l string) string {
+	if len(l) <= maxErrorLine {
+		return l
+	}
+	cut := maxErrorLine
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", l[:cut], len(l)-cut)
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
@@ -49,6 +51,11 @@ type RegistryOptions struct {
 	CAFile string
 	// Retries is how often a transient failure is retried.
 	Retries int
+	// HeaderTimeout is how long a registry may take to start answering.
+	HeaderTimeout time.Duration
+	// StallTimeout is how long a request may go without a byte sent, or
+	// an answer without 1 KiB received.
+	StallTimeout time.Duration
 	// Jobs is how many blobs move at once per destination; only commands
 	// that move blobs bind it (AddJobsFlag).
 	Jobs int
@@ -68,6 +75,8 @@ func (o *RegistryOptions) addNamedFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.InsecureRegistries, "insecure-registry", nil, "registry reached over plain HTTP or unverified TLS, HOST or HOST:PORT (loopback always may use plain HTTP; repeatable)")
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM file of extra CA certificates to trust (private registries)")
 	fs.IntVar(&o.Retries, "retries", 5, "retries of a transient registry failure (connection reset, 408, 429, 5xx), with backoff from 250ms; 0 for none")
+	fs.DurationVar(&o.HeaderTimeout, "registry-header-timeout", time.Minute, "how long a registry may take to start answering a request; 0 for no limit")
+	fs.DurationVar(&o.StallTimeout, "registry-stall-timeout", time.Minute, "how long a registry may go without taking a byte of a request or sending 1 KiB of an answer; 0 for no limit")
 }
 
 // AddJobsFlag binds --jobs, for commands that move blobs.
@@ -82,6 +91,9 @@ func (o *RegistryOptions) Options() ([]images.Option, error) {
 	if o.Retries < 0 {
 		return nil, invalid(fmt.Errorf("--retries %d", o.Retries), "give 0 or more")
 	}
+	if o.HeaderTimeout < 0 || o.StallTimeout < 0 {
+		return nil, invalid(fmt.Errorf("--registry-header-timeout %s, --registry-stall-timeout %s", o.HeaderTimeout, o.StallTimeout), "give 0 (no limit) or more")
+	}
 	if o.jobsBound && o.Jobs <= 0 {
 		return nil, invalid(fmt.Errorf("--jobs %d", o.Jobs), "give a positive number")
 	}
@@ -93,6 +105,7 @@ func (o *RegistryOptions) Options() ([]images.Option, error) {
 	opts := []images.Option{
 		images.WithInsecure(o.Insecure), images.WithInsecureRegistries(o.InsecureRegistries...),
 		images.WithCAFile(o.CAFile), images.WithRetries(o.Retries),
+		images.WithResponseHeaderTimeout(o.HeaderTimeout), images.WithStallTimeout(o.StallTimeout),
 		images.WithUserAgent("gpuimg/" + strings.Trim(buildVersion().Version, "()")), // "(devel)" is no product version
 	}
 	if o.jobsBound {
@@ -492,7 +505,7 @@ func readPrioritized(file, comp string) ([]string, error) {
 	if comp != string(matrix.CompressionEstargz) {
 		return nil, invalid(fmt.Errorf("--prioritize applies to --compression estargz, not %s", comp), "drop --prioritize or use --compression estargz")
 	}
-	b, err := os.ReadFile(file)
+	b, err := bound.ReadFile(file, "", bound.MaxUserFile)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("read --prioritize file: %w", err), "give a file of paths, one a line (bench-startup -keep DIR writes DIR/prefetch.txt)")
 	}

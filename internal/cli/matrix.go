@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuimg/gpuimg/builder"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -356,9 +357,11 @@ func loadStack(file string) (matrix.Stack, error) {
 	var b []byte
 	var err error
 	if file == "-" {
-		b, err = io.ReadAll(os.Stdin)
+		if b, err = io.ReadAll(io.LimitReader(os.Stdin, bound.MaxUserFile+1)); err == nil && len(b) > bound.MaxUserFile {
+			err = bound.TooBig("stdin", int64(len(b)), bound.MaxUserFile)
+		}
 	} else {
-		b, err = os.ReadFile(file)
+		b, err = bound.ReadFile(file, "", bound.MaxUserFile)
 	}
 	if err != nil {
 		return s, invalid(fmt.Errorf("read stack: %w", err), "")

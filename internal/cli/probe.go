@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/internal/atomicfile"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate"
 	"github.com/gpuimg/gpuimg/validate/gpuprobe"
@@ -153,7 +154,7 @@ func (a *acceptFlags) options(db *matrix.DB) (gpuprobe.AcceptOptions, error) {
 	}
 	opt.MaxLoss = loss
 	if a.baseline != "" {
-		b, err := os.ReadFile(a.baseline)
+		b, err := bound.ReadFile(a.baseline, "", bound.MaxUserFile)
 		if err != nil {
 			return opt, invalid(fmt.Errorf("read baseline: %w", err), "give the file gpuimg probe --bench --save-baseline wrote")
 		}
@@ -230,7 +231,7 @@ Exit status: 0 every instance accepted, 1 one rejected, 2 could not run,
 			}
 			data := make([][]byte, len(args))
 			for i, a := range args {
-				if data[i], err = os.ReadFile(a); err != nil {
+				if data[i], err = bound.ReadFile(a, "", bound.MaxReport); err != nil {
 					return invalid(fmt.Errorf("read result: %w", err), "")
 				}
 			}

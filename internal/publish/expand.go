@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -80,16 +83,21 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 	if err != nil {
 		return nil, err
 	}
+	n, err := f.productSize()
+	if err != nil {
+		return nil, err
+	}
 	byStack := map[string]string{} // stack key -> variant name
 	byName := map[string]bool{}
-	product := combinations(f)
-	for i, combo := range append(product, f.Include...) {
+	i := 0
+	for combo := range f.combinations() {
+		i++
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("expand %s: %w", f.name(), context.Cause(ctx))
 		}
 		axes := combo.axes()
 		// Exclusions apply to the product only: an include is explicit.
-		if ex := f.excluded(combo); ex != nil && i < len(product) {
+		if ex := f.excluded(combo); ex != nil && i <= n {
 			plan.Skipped = append(plan.Skipped, Skipped{Axes: axes, Reason: fmt.Sprintf("excluded (%s:%d)", f.name(), ex.Line)})
 			continue
 		}
@@ -127,7 +135,7 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 			return nil, fmt.Errorf("%s:%d: %s: %w", f.name(), f.Tag.Line, combo, err)
 		}
 		if err := CheckTag(tag); err != nil {
-			return nil, fmt.Errorf("%s:%d: %s: tag template %q renders %w", f.name(), f.Tag.Line, combo, f.Tag.Text, err)
+			return nil, fmt.Errorf("%s:%d: %s: tag template %s renders %w", f.name(), f.Tag.Line, combo, bound.Quote(f.Tag.Text), err)
 		}
 		if byName[tag] {
 			return nil, fmt.Errorf("%s:%d: tag %q is rendered for two different stacks (the second from %s); add the field that tells them apart to the tag template", f.name(), f.Tag.Line, tag, combo)
@@ -151,32 +159,75 @@ func Expand(ctx context.Context, db *matrix.DB, f *File, opts ExpandOptions) (*P
 	return plan, nil
 }
 
-// combinations lists the product of the axes, the last axis varying
-// fastest.
-func combinations(f *File) []Combination {
-	var out []Combination
-	if len(f.Matrix) > 0 {
-		idx := make([]int, len(f.Matrix))
-		for {
-			var c Combination
-			for i, a := range f.Matrix {
-				c.Values = append(c.Values, Value{Axis: a.Name, Field: a.Field, Value: a.Values[idx[i]]})
-			}
-			out = append(out, c)
-			i := len(idx) - 1
-			for ; i >= 0; i-- {
-				idx[i]++
-				if idx[i] < len(f.Matrix[i].Values) {
-					break
-				}
-				idx[i] = 0
-			}
-			if i < 0 {
-				break
+// MaxCombinations bounds the combinations a publish file may name: the
+// product of its axes plus its includes. A file naming more is refused
+// before any is resolved.
+const MaxCombinations = 10_000
+
+// productSize is the number of combinations of the axes (0 without
+// axes), refused over MaxCombinations with the axes' sizes.
+func (f *File) productSize() (int, error) {
+	if len(f.Matrix) == 0 {
+		return 0, nil
+	}
+	n := 1
+	sizes := make([]string, len(f.Matrix))
+	over := false
+	for i, a := range f.Matrix {
+		sizes[i] = strconv.Itoa(len(a.Values))
+		if n *= len(a.Values); n > MaxCombinations {
+			over = true
+			n = MaxCombinations + 1 // keeps the product from overflowing
+		}
+	}
+	if over || n+len(f.Include) > MaxCombinations {
+		return 0, fmt.Errorf("expand %s: %w: its matrix has %s combinations (%d axes) and %d includes, over the limit of %d; split it into several publish files, or list the stacks you build as include entries",
+			f.name(), bound.ErrBound, strings.Join(sizes, "×"), len(f.Matrix), len(f.Include), MaxCombinations)
+	}
+	return n, nil
+}
+
+// combinations yields the product of the axes, the last axis varying
+// fastest, then the includes: one at a time, never all at once.
+func (f *File) combinations() iter.Seq[Combination] {
+	return func(yield func(Combination) bool) {
+		if len(f.Matrix) > 0 && !f.product(yield) {
+			return
+		}
+		for _, c := range f.Include {
+			if !yield(c) {
+				return
 			}
 		}
 	}
-	return out
+}
+
+// product yields the product of the axes; false when yield stopped it.
+func (f *File) product(yield func(Combination) bool) bool {
+	idx := make([]int, len(f.Matrix))
+	for {
+		var c Combination
+		for i, a := range f.Matrix {
+			if len(a.Values) == 0 {
+				return true
+			}
+			c.Values = append(c.Values, Value{Axis: a.Name, Field: a.Field, Value: a.Values[idx[i]]})
+		}
+		if !yield(c) {
+			return false
+		}
+		i := len(idx) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(f.Matrix[i].Values) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			return true
+		}
+	}
 }
 
 // excluded returns the exclude entry every key of which matches c.

@@ -3,7 +3,6 @@ package publish
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -12,6 +11,7 @@ import (
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/images/sign"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/validate/sbom"
@@ -318,7 +318,7 @@ func kindName(n *yaml.Node) string {
 // LoadFile reads a publish file. Unknown keys and malformed values are
 // errors naming the file and line.
 func LoadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := bound.ReadFile(path, "", bound.MaxUserFile)
 	if err != nil {
 		return nil, fmt.Errorf("read publish file: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuimg/gpuimg/internal/atomicfile"
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // The files WriteReports writes into the report directory.
@@ -49,7 +50,7 @@ func WriteReports(dir string, r *Report, since *Report) error {
 
 // ReadReport loads a report.json written by WriteReports, for --since.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := bound.ReadFile(path, "", bound.MaxReport)
 	if err != nil {
 		return nil, fmt.Errorf("read previous report %s: %w; pass the report.json of an earlier gpuimg publish run", path, err)
 	}

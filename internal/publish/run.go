@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/images"
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -247,7 +248,7 @@ func (r *runner) promotions(all []Variant) error {
 				return fmt.Errorf("%s:%d: promote tag for %s: %w", r.f.name(), t.Line, v.Name, err)
 			}
 			if err := CheckTag(tag); err != nil {
-				return fmt.Errorf("%s:%d: promote tag template %q renders %w", r.f.name(), t.Line, t.Text, err)
+				return fmt.Errorf("%s:%d: promote tag template %s renders %w", r.f.name(), t.Line, bound.Quote(t.Text), err)
 			}
 			owner[tag] = v.Name
 		}

@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // FieldCUDAShort is the template field for the image CUDA's major and minor
@@ -62,18 +63,18 @@ func ParseTemplate(s string) (Template, error) {
 			break
 		}
 		if rest[open] == '}' {
-			return Template{}, fmt.Errorf("tag template %q: '}' without '{'", s)
+			return Template{}, fmt.Errorf("tag template %s: '}' without '{'", bound.Quote(s))
 		}
 		if open > 0 {
 			t.parts = append(t.parts, tmplPart{text: rest[:open]})
 		}
 		end := strings.IndexByte(rest[open:], '}')
 		if end < 0 || strings.Contains(rest[open+1:open+max(end, 1)], "{") {
-			return Template{}, fmt.Errorf("tag template %q: '{' without '}'", s)
+			return Template{}, fmt.Errorf("tag template %s: '{' without '}'", bound.Quote(s))
 		}
 		field := rest[open+1 : open+end]
 		if !slices.Contains(known, field) {
-			return Template{}, fmt.Errorf("tag template %q: unknown field {%s}; known fields: %s", s, field, strings.Join(known, ", "))
+			return Template{}, fmt.Errorf("tag template %s: unknown field {%s}; known fields: %s", bound.Quote(s), field, strings.Join(known, ", "))
 		}
 		t.parts = append(t.parts, tmplPart{text: field, field: true})
 		rest = rest[open+end+1:]
@@ -89,7 +90,7 @@ func ParseTemplate(s string) (Template, error) {
 		return Template{}, err
 	}
 	if err := CheckTag(r); err != nil {
-		return Template{}, fmt.Errorf("tag template %q: %w", s, err)
+		return Template{}, fmt.Errorf("tag template %s: %w", bound.Quote(s), err)
 	}
 	return t, nil
 }
@@ -130,7 +131,7 @@ func (t Template) Render(fields map[string]string) (string, error) {
 		}
 		v := fields[p.text]
 		if v == "" {
-			return "", fmt.Errorf("tag template %q: {%s} has no value for this stack", t.Text, p.text)
+			return "", fmt.Errorf("tag template %s: {%s} has no value for this stack", bound.Quote(t.Text), p.text)
 		}
 		b.WriteString(v)
 	}
@@ -142,10 +143,10 @@ func (t Template) Render(fields map[string]string) (string, error) {
 // distribution spec's first character (a letter, digit or _).
 func CheckTag(tag string) error {
 	if _, err := name.NewTag("example.com/r:"+tag, name.StrictValidation); err != nil || strings.Contains(tag, ":") {
-		return fmt.Errorf("%q is not a valid image tag (letters, digits, _ . -, at most 128 characters)", tag)
+		return fmt.Errorf("%s is not a valid image tag (letters, digits, _ . -, at most 128 characters)", bound.Quote(tag))
 	}
 	if c := tag[0]; c == '.' || c == '-' {
-		return fmt.Errorf("%q is not a valid image tag: it must not start with %q", tag, c)
+		return fmt.Errorf("%s is not a valid image tag: it must not start with %q", bound.Quote(tag), c)
 	}
 	return nil
 }
