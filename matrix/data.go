@@ -75,16 +75,25 @@ type DriverSupport struct {
 	// when NVIDIA's lists show one; earlier releases of Branch may not.
 	First Version `yaml:"first" json:"first,omitzero"`
 	// Last is the last branch that still supports it (580 for Pascal).
-	Last   Version  `yaml:"last" json:"last,omitzero"`
-	Source string   `yaml:"source" json:"source,omitempty"`
-	Notes  []string `yaml:"notes" json:"notes,omitempty"`
+	Last Version `yaml:"last" json:"last,omitzero"`
+	// ListedSince is, for a GPU older than NVIDIA's per-release lists
+	// (open-gpu-kernel-modules' first tag is 515.43.04), the first release
+	// from which every later release's list names it: a lower bound of
+	// what is known, not the release that first supported it. A driver at
+	// or above it knows the GPU; one below is unknown, never a failure.
+	// A GPU row sets it instead of Branch and First.
+	ListedSince Version  `yaml:"listed_since" json:"listed_since,omitzero"`
+	Source      string   `yaml:"source" json:"source,omitempty"`
+	Notes       []string `yaml:"notes" json:"notes,omitempty"`
 	// FromArch says Branch is the GPU's architecture's, as DriverSupportOf
 	// fills it for a GPU row that records none: a lower bound only.
 	FromArch bool `yaml:"-" json:"-"`
 }
 
 // IsZero reports whether nothing is recorded.
-func (d DriverSupport) IsZero() bool { return d.Branch.IsZero() && d.Last.IsZero() }
+func (d DriverSupport) IsZero() bool {
+	return d.Branch.IsZero() && d.Last.IsZero() && d.ListedSince.IsZero()
+}
 
 // Library is a cuDNN or NCCL release and the CUDA versions it supports.
 type Library struct {

@@ -384,9 +384,22 @@ func (db *DB) validate() []error {
 		if !d.First.IsZero() && (d.Branch.IsZero() || d.First.Major() != d.Branch.Major()) {
 			bad(at, "%s: driver first %s must be a release of its branch %s", what, d.First, d.Branch)
 		}
+		if !d.ListedSince.IsZero() {
+			switch {
+			case d.ListedSince.Len() < 2:
+				bad(at, "%s: driver listed_since %q must be a release such as 515.48.07", what, d.ListedSince)
+			case !d.Branch.IsZero() || !d.First.IsZero():
+				bad(at, "%s: driver listed_since (a lower bound for a GPU older than NVIDIA's lists) goes without branch and first", what)
+			case !d.Last.IsZero() && d.Last.Major() < d.ListedSince.Major():
+				bad(at, "%s: driver listed_since %s is after its last branch %s", what, d.ListedSince, d.Last)
+			}
+		}
 	}
 	for _, a := range db.Archs {
 		checkDriver(a.Driver, a.At, "architecture "+a.Arch)
+		if !a.Driver.ListedSince.IsZero() {
+			bad(a.At, "architecture %s: driver listed_since is for gpus: rows", a.Arch)
+		}
 	}
 	for _, p := range db.CUDAPlatforms {
 		checkRow(p.Row, "cuda_platforms "+p.Framework)

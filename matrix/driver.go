@@ -180,9 +180,11 @@ func (db *DB) DriverSupportOf(g GPU) (DriverSupport, bool) {
 // GPU g: fail below the lowest branch recorded for it (no driver runs a
 // GPU newer than itself) or above the last (old architectures are
 // dropped), warn in the lowest branch before the first release NVIDIA's
-// lists name it in, and unknown when the matrix records no branch for g
-// or its architecture (a missing fact is never a pass). ok is false when
-// d is zero.
+// lists name it in, unknown below the release a GPU older than the lists
+// is listed since (DriverSupport.ListedSince: a lower bound, not its
+// first), and unknown when the matrix records no branch for g or its
+// architecture (a missing fact is never a pass). ok is false when d is
+// zero.
 // It is the one rule of the resolver's GPU stage, matrix check, validate
 // --driver/--gpu and validate --target.
 func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool) {
@@ -212,9 +214,15 @@ func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool)
 	case !s.Last.IsZero() && branch > s.Last.Major():
 		f.Status = Fail
 		f.Message = fmt.Sprintf("driver %s no longer supports %s (%s): R%d is the last branch that does%s; use an R%d driver", d, g.Name, g.Arch, s.Last.Major(), src, s.Last.Major())
+	case !s.ListedSince.IsZero() && d.Less(s.ListedSince):
+		return UnknownFinding(name,
+			fmt.Sprintf("whether driver %s knows %s (%s): the Compatible GPUs tables of NVIDIA's release tags%s list it from %s on, a lower bound, since %s is older than the lists; releases before %s may know it too", d, g.Name, g.Arch, src, s.ListedSince, g.Name, s.ListedSince),
+			fmt.Sprintf("use a driver at or above %s, or give a --matrix-file gpus: row for %s with driver: {branch: ..., first: ...} from NVIDIA's release notes of the driver", s.ListedSince, g.Name)), true
 	case !s.First.IsZero() && branch == s.Branch.Major() && d.Less(s.First):
 		f.Status = Warn
 		f.Message = fmt.Sprintf("driver %s is of branch R%d, whose releases list %s from %s on%s; an earlier R%d release may not know it: update to %s or newer", d, branch, g.Name, s.First, src, branch, s.First)
+	case !s.ListedSince.IsZero():
+		f.Message = fmt.Sprintf("driver %s knows %s: the Compatible GPUs tables of NVIDIA's release tags%s list it from %s on (a lower bound: %s is older than the lists)", d, g.Name, src, s.ListedSince, g.Name)
 	case s.FromArch && !s.Branch.IsZero():
 		f.Message = fmt.Sprintf("driver %s is not older than R%d, the first branch that knows %s's architecture %s; the matrix records no branch for %s itself", d, s.Branch.Major(), g.Name, g.Arch, g.Name)
 	default:
@@ -224,7 +232,8 @@ func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool)
 }
 
 // String is the range as matrix list prints it: "R525 (525.85.05)+",
-// "..R580", "R450+..R580"; "-" when nothing is recorded.
+// "..R580", "R450+..R580", "515.48.07+ (listed)"; "-" when nothing is
+// recorded.
 func (s DriverSupport) String() string {
 	out := ""
 	if !s.Branch.IsZero() {
@@ -236,6 +245,9 @@ func (s DriverSupport) String() string {
 		if s.FromArch {
 			out += " (arch)"
 		}
+	}
+	if !s.ListedSince.IsZero() && s.Branch.IsZero() {
+		out = s.ListedSince.String() + "+ (listed)"
 	}
 	if !s.Last.IsZero() {
 		out += fmt.Sprintf("..R%d", s.Last.Major())

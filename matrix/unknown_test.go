@@ -77,12 +77,24 @@ func TestCheckStackUnknownFacts(t *testing.T) {
 			supply:  []string{"--matrix-file row for jax 0.4.33", "--gpu sm_70"},
 		},
 		{
-			name:    "A10G on R535: no driver branch recorded for sm_86",
+			// An A10G is known from 515.65.01 on (gpus.yaml listed_since);
+			// the bare architecture has no driver: row.
+			name:    "sm_86 on R535: no driver branch recorded for the architecture",
 			c:       Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12.2")},
-			host:    Host{GPU: "a10g", Driver: MustVersion("535.104.05")},
+			host:    Host{GPU: "sm_86", Driver: MustVersion("535.104.05")},
 			check:   "gpu/driver",
-			missing: "which driver branches know A10G (sm_86)",
-			supply:  []string{"--matrix-file gpus: row for A10G", "open-gpu-kernel-modules"},
+			missing: "which driver branches know sm_86 (sm_86)",
+			supply:  []string{"--matrix-file gpus: row for sm_86", "open-gpu-kernel-modules"},
+		},
+		{
+			// T4 is older than NVIDIA's lists, which name it from 575.51.02
+			// on (drv-ogkm-tags): a lower bound, so R535 is unknown, not fail.
+			name:    "T4 on R535: below the release it is listed since",
+			c:       Constraints{Torch: cons("2.3"), CUDA: MustConstraint("12.2")},
+			host:    Host{GPU: "t4", Driver: MustVersion("535.104.05")},
+			check:   "gpu/driver",
+			missing: "whether driver 535.104.05 knows T4 (sm_75): the Compatible GPUs tables of NVIDIA's release tags (https://github.com/NVIDIA/open-gpu-kernel-modules) list it from 575.51.02 on, a lower bound",
+			supply:  []string{"at or above 575.51.02", "--matrix-file gpus: row for T4"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

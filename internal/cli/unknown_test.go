@@ -32,8 +32,15 @@ func TestCheckUnknownVerdict(t *testing.T) {
 			[]string{"UNKNOWN  gpu/tensorflow", "verdict: fail (--strict: unknown and warning checks fail)"}, "--strict: a check is unknown or warns"},
 		{"unknown as JSON", append(append([]string{}, tf...), "-o", "json"), ExitUnknown,
 			[]string{`"status": "unknown"`, `"missing": "which GPU architectures tensorflow 2.19.0 was compiled for"`, `"supply": "give a --matrix-file row`, `"verdict": "unknown"`}, ""},
-		{"unknown driver branch of a GPU", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "t4"}, ExitUnknown,
-			[]string{"UNKNOWN  gpu/driver", "which driver branches know T4 (sm_75)", "--matrix-file gpus: row for T4"}, ""},
+		{"unknown driver branch of an architecture", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "sm_75"}, ExitUnknown,
+			[]string{"UNKNOWN  gpu/driver", "which driver branches know sm_75 (sm_75)", "--matrix-file gpus: row for sm_75"}, ""},
+		// T4 is older than NVIDIA's lists, which name it from 575.51.02 on
+		// (gpus.yaml listed_since, drv-ogkm-tags): below that, unknown.
+		{"a driver below the release a GPU is listed since", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "t4"}, ExitUnknown,
+			[]string{"UNKNOWN  gpu/driver", "whether driver 535.104.05 knows T4 (sm_75)", "open-gpu-kernel-modules) list it from 575.51.02 on, a lower bound", "at or above 575.51.02", "--matrix-file gpus: row for T4"}, ""},
+		// issue 44's example: A10G listed from 515.65.01 on, L4 from 525.105.17.
+		{"a driver at or above the release a GPU is listed since", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "a10g,l4"}, ExitOK,
+			[]string{"driver 535.104.05 knows A10G", "open-gpu-kernel-modules) list it from 515.65.01 on (a lower bound", "verdict: pass"}, ""},
 		{"a known answer still passes", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100"}, ExitOK,
 			[]string{"verdict: pass"}, ""},
 		{"a warning passes", []string{"matrix", "check", "--cuda", "12.0", "--driver", "525.60.13", "--gpu", "h100"}, ExitOK,
@@ -59,8 +66,9 @@ func TestCheckUnknownVerdict(t *testing.T) {
 }
 
 // TestValidateStrict: validate judges the same question the same way
-// (matrix.DB.JudgeGPUDriver): an image checked against a GPU whose driver
-// branches the matrix does not record is unknown (exit 4); --strict fails
+// (matrix.DB.JudgeGPUDriver): an image checked against a GPU the matrix
+// knows only from a later driver (T4: listed from 575.51.02 on, a lower
+// bound) is unknown (exit 4); --strict fails
 // unknown and warnings (torch 2.3.1's advisories warn); JUnit skips an
 // unknown check, and fails it under --strict.
 func TestValidateStrict(t *testing.T) {
@@ -78,10 +86,10 @@ func TestValidateStrict(t *testing.T) {
 	}{
 		{"a warning passes", []string{ref, "-o", "json"}, ExitOK, "pass", `"status": "warn"`},
 		{"--strict fails a warning", []string{ref, "--strict", "-o", "json"}, ExitFailed, "fail", `"strict": true`},
-		{"unknown driver branch exits 4", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "-o", "json"}, ExitUnknown, "unknown", `"missing": "which driver branches know A10G (sm_86)`},
-		{"--strict fails unknown", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "--strict"}, ExitFailed, "", "verdict: fail (--strict: unknown and warning checks fail)"},
-		{"JUnit skips unknown", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "-o", "junit"}, ExitUnknown, "", `<skipped message="the matrix does not record which driver branches know A10G`},
-		{"JUnit fails unknown under --strict", []string{ref, "--driver", "535.104.05", "--gpu", "a10g", "-o", "junit", "--strict"}, ExitFailed, "", `<failure message="the matrix does not record which driver branches know A10G`},
+		{"unknown driver exits 4", []string{ref, "--driver", "535.104.05", "--gpu", "t4", "-o", "json"}, ExitUnknown, "unknown", `"missing": "whether driver 535.104.05 knows T4 (sm_75)`},
+		{"--strict fails unknown", []string{ref, "--driver", "535.104.05", "--gpu", "t4", "--strict"}, ExitFailed, "", "verdict: fail (--strict: unknown and warning checks fail)"},
+		{"JUnit skips unknown", []string{ref, "--driver", "535.104.05", "--gpu", "t4", "-o", "junit"}, ExitUnknown, "", `<skipped message="the matrix does not record whether driver 535.104.05 knows T4`},
+		{"JUnit fails unknown under --strict", []string{ref, "--driver", "535.104.05", "--gpu", "t4", "-o", "junit", "--strict"}, ExitFailed, "", `<failure message="the matrix does not record whether driver 535.104.05 knows T4`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, errOut, code := run(t, append([]string{"validate"}, tt.args...)...)

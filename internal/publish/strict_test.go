@@ -15,8 +15,9 @@ import (
 )
 
 // TestValidateStrictSection: publish.yaml's validate: judges as gpuimg
-// validate does. A GPU whose driver branches the matrix does not record
-// (A10G) leaves the gpu/driver check unknown: the verdict is unknown and
+// validate does. A GPU the matrix knows only from a later driver (T4:
+// listed from 575.51.02 on, a lower bound) leaves the gpu/driver check
+// on R535 unknown: the verdict is unknown and
 // the tag is not refused; strict: true fails it, naming the check.
 func TestValidateStrictSection(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
@@ -38,7 +39,7 @@ func TestValidateStrictSection(t *testing.T) {
 		errHas       string
 	}{
 		{"unknown is listed, not refused", "", matrix.UnknownFact, ""},
-		{"strict: true fails unknown", ", strict: true", matrix.Fail, "gpu/driver: the matrix does not record which driver branches know A10G"},
+		{"strict: true fails unknown", ", strict: true", matrix.Fail, "gpu/driver: the matrix does not record whether driver 535.104.05 knows T4"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := parse(t, `repository: `+host+`/ml/torch
@@ -46,7 +47,7 @@ tag: "{torch}-cu{cuda_short}"
 matrix:
   cuda: ["12.4"]
   torch: ["2.5"]
-validate: {driver: 535.104.05, gpu: [a10g]`+tt.strict+`}
+validate: {driver: 535.104.05, gpu: [t4]`+tt.strict+`}
 `)
 			if err != nil {
 				t.Fatal(err)
