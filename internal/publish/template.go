@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpuimg/gpuimg/matrix"
 	"github.com/gpuimg/gpuimg/internal/bound"
+	"github.com/gpuimg/gpuimg/matrix"
 )
 
 // FieldCUDAShort is the template field for the image CUDA's major and minor
