@@ -305,6 +305,13 @@ targets:
 					t.Errorf("%s: stderr does not name the fleet's GPUs:\n%s", what, errOut)
 				}
 			}
+			// publish's plan: the same stack and fleet in publish.yaml's
+			// targets:, its gpu: narrowing as --gpu does. The plan marks a
+			// variant that would fail (verdict 1), marks none (0), or
+			// refuses the file (2).
+			if code := planVerdict(t, mf, tt.gpu); code != tt.code {
+				t.Errorf("publish plan (matrix expand): verdict %d, want %d", code, tt.code)
+			}
 		})
 	}
 	// Item 3: check judges the stack resolve gives for the same host.
@@ -328,4 +335,41 @@ targets:
 	if resolved.BaseImage == "" || checked.Stack.BaseImage != resolved.BaseImage || checked.Verdict != "pass" {
 		t.Errorf("resolve gives %q, check judges %q with verdict %s", resolved.BaseImage, checked.Stack.BaseImage, checked.Verdict)
 	}
+}
+
+// planVerdict is what publish's plan says of torch 2.3 on CUDA 12.2 for
+// fleet test/mixed of matrix file mf, narrowed by gpu ("--gpu", NAME):
+// 1 when matrix expand marks the variant as failing validation, 0 when it
+// marks none, and expand's exit code when it refuses the file.
+func planVerdict(t *testing.T, mf string, gpu []string) int {
+	t.Helper()
+	narrow := ""
+	if len(gpu) == 2 {
+		narrow = ", gpu: [" + gpu[1] + "]"
+	}
+	f := filepath.Join(t.TempDir(), "publish.yaml")
+	must(t, os.WriteFile(f, []byte(`repository: registry.example.com/ml/torch
+tag: "{torch}-cu{cuda_short}"
+matrix:
+  torch: ["2.3"]
+  cuda: ["12.2"]
+targets:
+  - {target: test/mixed, repository: registry.example.com/fleet/torch`+narrow+`}
+`), 0o644))
+	out, errOut, code := run(t, "matrix", "expand", "-f", f, "--matrix-file", mf, "-o", "json")
+	if code != 0 {
+		return code
+	}
+	var plan struct {
+		Variants []struct {
+			Validation string `json:"validation"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Variants) != 1 {
+		t.Fatalf("matrix expand -o json: %v, %d variants\n%s\n%s", err, len(plan.Variants), out, errOut)
+	}
+	if plan.Variants[0].Validation != "" {
+		return 1
+	}
+	return 0
 }
