@@ -83,8 +83,8 @@ func (l Limits) withDefaults() Limits {
 }
 
 // checkPath bounds one cleaned entry name, and with total (shared by the
-// layers) all of them: isHidden's work grows with a name's depth and
-// length, and the walk keeps every name.
+// layers) all of them: resolving whiteouts walks a name's components, and
+// the walk keeps every name.
 func (l Limits) checkPath(p string, total *atomic.Int64) error {
 	if len(p) > l.MaxPathBytes {
 		return fmt.Errorf("an entry name of %d bytes (%s): %w: longer than %d bytes, which docker and containerd cannot create", len(p), bound.Quote(p), bound.ErrBound, l.MaxPathBytes)
@@ -188,39 +188,98 @@ func Walk(ctx context.Context, img v1.Image, lim Limits, visit Visitor) (*WalkRe
 		res.Unsafe = append(res.Unsafe, u...)
 	}
 	res.Unsafe = append(res.Unsafe, linkEscapes(lists)...)
-	// Resolve visibility, newest layer first.
-	res.visible = map[string]int{}
-	hidden := map[string]bool{} // whiteouts and non-directories: hide everything below
-	opaque := map[string]bool{} // opaque directories of upper layers
-	for i := len(layers) - 1; i >= 0; i-- {
-		newHidden, newOpaque := map[string]bool{}, map[string]bool{}
+	res.resolveVisible(lists)
+	return res, nil
+}
+
+// resolveVisible marks which entries of lists (one per layer, base first)
+// the final filesystem holds, newest layer first. Whiteouts, opaque
+// directories and non-directories are marks in a tree of names, one
+// component per level, stamped with their layer: judging a name walks
+// its components once, so the work is linear in the names' bytes (a map
+// keyed by every parent hashed each parent whole: quadratic).
+func (w *WalkResult) resolveVisible(lists [][]rec) {
+	w.visible = map[string]int{}
+	marks := &markNode{}
+	for i := len(lists) - 1; i >= 0; i-- {
 		for _, r := range lists[i] {
 			switch r.kind {
 			case recOpaque:
-				newOpaque[r.path] = true
+				n := marks.node(r.path)
+				n.opaqueBy = max(n.opaqueBy, i+1)
 				continue
 			case recWhiteout:
-				newHidden[r.path] = true
+				n := marks.node(r.path)
+				n.hiddenBy = max(n.hiddenBy, i+1)
 				continue
 			}
-			if _, ok := res.visible[r.path]; ok || isHidden(r.path, hidden, opaque) {
+			if _, ok := w.visible[r.path]; ok || marks.hides(r.path, i) {
 				continue
 			}
-			res.visible[r.path] = i
+			w.visible[r.path] = i
 			if r.kind != recDir {
-				newHidden[r.path] = true
+				n := marks.node(r.path)
+				n.hiddenBy = max(n.hiddenBy, i+1)
 			}
-			res.Layers[i].Files++
-			res.Files++
-		}
-		for k := range newHidden {
-			hidden[k] = true
-		}
-		for k := range newOpaque {
-			opaque[k] = true
+			w.Layers[i].Files++
+			w.Files++
 		}
 	}
-	return res, nil
+}
+
+// markNode is one name of the tree resolveVisible keeps. hiddenBy (a
+// whiteout, or a non-directory: it and everything below are gone) and
+// opaqueBy (an opaque directory: everything below is gone) are the
+// newest layer that set them, plus one (0: none).
+type markNode struct {
+	kids               map[string]*markNode
+	hiddenBy, opaqueBy int
+}
+
+// node returns the node of the clean relative name p ("" is the root),
+// making it and its parents.
+func (n *markNode) node(p string) *markNode {
+	for p != "" {
+		c, rest := nextComponent(p)
+		k := n.kids[c]
+		if k == nil {
+			if n.kids == nil {
+				n.kids = map[string]*markNode{}
+			}
+			k = &markNode{}
+			n.kids[c] = k
+		}
+		n, p = k, rest
+	}
+	return n
+}
+
+// hides reports whether a layer above layer removed p or one of its
+// parents, replaced a parent by a non-directory, or made a parent (the
+// root included) opaque. A mark on the root itself hides nothing but
+// through opaqueBy: no entry is the root.
+func (n *markNode) hides(p string, layer int) bool {
+	above := func(by int) bool { return by > layer+1 }
+	for p != "" {
+		if above(n.opaqueBy) {
+			return true
+		}
+		c, rest := nextComponent(p)
+		if n = n.kids[c]; n == nil {
+			return false
+		}
+		if above(n.hiddenBy) {
+			return true
+		}
+		p = rest
+	}
+	return false
+}
+
+// nextComponent splits "a/b/c" into "a" and "b/c".
+func nextComponent(p string) (string, string) {
+	c, rest, _ := strings.Cut(p, "/")
+	return c, rest
 }
 
 // Visible reports whether the entry at path in layer is part of the final
@@ -395,24 +454,6 @@ func compressedSoFar(l v1.Layer, declared int64) func() int64 {
 // counts are what the layers read at once count together: entries, and
 // bytes of entry names.
 type counts struct{ n, names atomic.Int64 }
-
-// isHidden reports whether an upper layer removed p or one of its parents,
-// replaced a parent by a non-directory, or made a parent opaque.
-func isHidden(p string, hidden, opaque map[string]bool) bool {
-	if hidden[p] {
-		return true
-	}
-	for dir := p; ; {
-		i := strings.LastIndexByte(dir, '/')
-		if i < 0 {
-			return opaque[""]
-		}
-		dir = dir[:i]
-		if hidden[dir] || opaque[dir] {
-			return true
-		}
-	}
-}
 
 // cleanPath makes a tar name relative to the root; ok is false for names
 // that would escape it ("../etc/passwd").

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"archive/tar"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +115,56 @@ func TestHostileLayouts(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestHostileDockerArchive runs validate, images export and sbom on a
+// docker-archive whose layer.tar declares 64 GiB stored as a hole (a few
+// KiB on disk): exit 2 at once, naming the bomb bound, before
+// go-containerregistry would gzip the layer whole; nothing written.
+func TestHostileDockerArchive(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sparse.tar")
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	put := func(name string, data []byte) {
+		must(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write(data)
+		must(t, err)
+	}
+	put("manifest.json", []byte(`[{"Config":"config.json","RepoTags":["x:y"],"Layers":["layer.tar"]}]`))
+	put("config.json", []byte(`{"rootfs":{"type":"layers","diff_ids":["sha256:0000000000000000000000000000000000000000000000000000000000000000"]}}`))
+	must(t, tw.WriteHeader(&tar.Header{Name: "layer.tar", Mode: 0o644, Size: 64 << 30, Typeflag: tar.TypeReg}))
+	// tar.Writer has written the header: the member is the hole below.
+	must(t, os.WriteFile(file, b.Bytes(), 0o644))
+	must(t, os.Truncate(file, int64(b.Len())+64<<30+1024)) // the member's holes, then the end blocks
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"validate", "docker-archive:" + file},
+		{"images", "export", "docker-archive:" + file, filepath.Join(out, "image.tar")},
+		{"sbom", "docker-archive:" + file},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			type result struct {
+				errOut string
+				code   int
+			}
+			done := make(chan result, 1)
+			go func() {
+				_, errOut, code := run(t, args...)
+				done <- result{errOut, code}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("still running after 10 s")
+			}
+			if want := "the decompression-bomb bound of every layer"; r.code != ExitInvalid || !strings.Contains(r.errOut, want) {
+				t.Errorf("exit %d, stderr %.400q; want exit 2 and %q", r.code, r.errOut, want)
+			}
+			if left, _ := os.ReadDir(out); len(left) != 0 {
+				t.Errorf("wrote %d files", len(left))
+			}
+		})
 	}
 }
