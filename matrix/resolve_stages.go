@@ -180,7 +180,7 @@ func (s *search) checkCUDA(combo []fwChoice, r CUDARelease) (*onCUDA, bool) {
 				variants = []string{ch.cuda.String()}
 			}
 			s.fails.add(stageCUDA, "%s %s wheels are built for CUDA %s; an image with CUDA %s cannot run them (a wheel's CUDA must have the image's major version and be no newer)",
-				ch.name, ch.version, strings.Join(variants, ", "), cuda)
+				ch.name, ch.version, strings.Join(variants, ", "), mm)
 			return nil, false
 		}
 		if ch.sysLibs && ch.cuda.Compare(mm) != 0 {

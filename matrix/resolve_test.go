@@ -68,13 +68,13 @@ func TestResolveRules(t *testing.T) {
 		{
 			name:     "wheel CUDA newer than the image is refused",
 			c:        Constraints{CUDA: MustConstraint("12.1"), TensorFlow: cons("2.15")},
-			conflict: "tensorflow 2.15.0 wheels are built for CUDA 12.2; an image with CUDA 12.1.1 cannot run them",
+			conflict: "tensorflow 2.15.0 wheels are built for CUDA 12.2; an image with CUDA 12.1 cannot run them",
 			dropped:  []string{"CUDA 12.1"},
 		},
 		{
 			name:     "wheel CUDA of another major is refused",
 			c:        Constraints{CUDA: MustConstraint("11.8"), Torch: cons("2.2")},
-			conflict: "torch 2.2.0 wheels are built for CUDA 12.1; an image with CUDA 11.8.0 cannot run them",
+			conflict: "torch 2.2.0 wheels are built for CUDA 12.1; an image with CUDA 11.8 cannot run them",
 			dropped:  []string{"CUDA 11.8"},
 		},
 		{
