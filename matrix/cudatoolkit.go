@@ -143,3 +143,20 @@ func (db *DB) PinsAgainstRanges(pins []Pin, ranges []WheelRange) []PinConflict {
 	expanded, _ := db.ExpandPins(pins)
 	return PinsOutside(expanded, ranges)
 }
+
+// LibraryWheels names the pip distributions that carry a CUDA library's
+// shared objects, newest shape last, for readers of an installed
+// environment: the -cu11 and -cu12 wheels, and for CUDA 13 the -cu13
+// wheels of cuDNN and NCCL (they keep the suffix) or the suffix-less
+// component wheels (nvidia-cublas, nvidia-cuda-runtime; NVIDIA's -cu13
+// names of those are deprecation stubs). lib is the name inside the
+// distribution name: cudnn, nccl, cublas, cuda-runtime.
+func LibraryWheels(lib string) []string {
+	out := []string{"nvidia-" + lib + "-cu11", "nvidia-" + lib + "-cu12", "nvidia-" + lib + "-cu13"}
+	switch lib {
+	case "cudnn", "nccl", "cusparselt", "nvshmem":
+	default:
+		out = append(out, "nvidia-"+lib)
+	}
+	return out
+}
