@@ -158,8 +158,11 @@ type TorchVariant struct {
 	// Pins are the wheel's exact Requires-Dist pins of packages other
 	// frameworks may pin too (nvidia-*-cuNN), as its METADATA lists them;
 	// empty when they were not read.
-	Pins  []Pin    `yaml:"pins" json:"pins,omitempty"`
-	Notes []string `yaml:"notes" json:"notes,omitempty"`
+	Pins []Pin `yaml:"pins" json:"pins,omitempty"`
+	// Triton is the wheel's triton requirement as its METADATA writes it
+	// (==3.2.0, ~=3.8.0); empty when it was not read.
+	Triton string   `yaml:"triton" json:"triton,omitempty"`
+	Notes  []string `yaml:"notes" json:"notes,omitempty"`
 }
 
 // TensorFlow is one tested GPU configuration of TensorFlow.
@@ -207,8 +210,12 @@ type JAXVariant struct {
 	// upper bound, pip takes cuDNN 9, and the jaxlib refuses it when the
 	// GPU backend starts): the resolver adds nvidia-cudnn-cuNN<CuDNNBelow
 	// to the install.
-	CuDNNBelow Version  `yaml:"cudnn_below" json:"cudnn_below,omitzero"`
-	Notes      []string `yaml:"notes" json:"notes,omitempty"`
+	CuDNNBelow Version `yaml:"cudnn_below" json:"cudnn_below,omitzero"`
+	// Requires are the NVIDIA wheel ranges the extra installs with the
+	// plugin (jax-cudaNN-plugin[with-cuda], as build/nvidia-requirements.txt
+	// fills them at the release tag); empty when they were not read.
+	Requires []WheelRange `yaml:"requires" json:"requires,omitempty"`
+	Notes    []string     `yaml:"notes" json:"notes,omitempty"`
 }
 
 // CUDAPlatforms says on which platforms a framework's releases have CUDA
@@ -267,6 +274,8 @@ type File struct {
 	Links      []Link      `yaml:"links"`
 	// StandalonePythons: see the type; in data/pythons.yaml.
 	StandalonePythons []StandalonePython `yaml:"standalone_pythons"`
+	// CUDAToolkitWheels: see the type; in data/cudatoolkit.yaml.
+	CUDAToolkitWheels []CUDAToolkitWheel `yaml:"cuda_toolkit_wheels"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler, keeping the line for errors.

@@ -33,6 +33,9 @@ type DB struct {
 	Torch        []Torch
 	TensorFlow   []TensorFlow
 	JAX          []JAX
+	// CUDAToolkitWheels are the releases of the cuda-toolkit metapackage
+	// whose extras' component pins are recorded, newest first.
+	CUDAToolkitWheels []CUDAToolkitWheel
 	// CUDAPlatforms are the platforms each framework release has CUDA
 	// wheels for, where recorded.
 	CUDAPlatforms []CUDAPlatforms
@@ -165,9 +168,10 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		adv  = merger[Advisory]{kind: "advisory", key: func(r Advisory) string { return r.ID }, pos: func(r Advisory) Pos { return rowPos(r.Row) }}
 		ref  = merger[Reference]{kind: "reference", key: Reference.Key, pos: func(r Reference) Pos { return rowPos(r.Row) }}
 		lnk  = merger[Link]{kind: "link", key: Link.Key, pos: func(r Link) Pos { return rowPos(r.Row) }}
+		ctk  = merger[CUDAToolkitWheel]{kind: "cuda-toolkit wheel", key: func(r CUDAToolkitWheel) string { return r.Version }, pos: func(r CUDAToolkitWheel) Pos { return rowPos(r.Row) }}
 		spy  = merger[StandalonePython]{kind: "standalone Python", key: func(r StandalonePython) string { return r.Version.Trunc(2).String() }, pos: func(r StandalonePython) Pos { return rowPos(r.Row) }}
 	)
-	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &fab, &adv, &ref, &lnk, &spy} {
+	for _, m := range []interface{ setup(*[]string, *[]error) }{&src, &fam, &cuda, &arch, &dnn, &nccl, &oss, &tch, &tf, &jx, &plat, &gpu, &tgt, &fab, &adv, &ref, &lnk, &spy, &ctk} {
 		m.setup(&db.Replaced, &errs)
 	}
 	// Base images: several rows may share a CUDA version (OS sets differ by
@@ -193,6 +197,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 		ref.add(f.References, i, builtinCount, seen())
 		lnk.add(f.Links, i, builtinCount, seen())
 		spy.add(f.StandalonePythons, i, builtinCount, seen())
+		ctk.add(f.CUDAToolkitWheels, i, builtinCount, seen())
 		if len(f.BaseImages) > 0 {
 			mine := map[string]bool{}
 			for _, b := range f.BaseImages {
@@ -220,6 +225,7 @@ func build(files []*File, builtinCount int) (*DB, error) {
 	db.Advisories = slices.Clone(adv.rows)
 	db.CUDAPlatforms = plat.rows
 	db.StandalonePythons = spy.rows
+	db.CUDAToolkitWheels = ctk.rows
 
 	errs = append(errs, db.validate()...)
 	if len(errs) > 0 {
@@ -249,6 +255,32 @@ func checkPins(bad func(Pos, string, ...any), at Pos, what string, pins []Pin) {
 		}
 		seen[p.Name] = true
 	}
+}
+
+// checkLibPins checks that a torch variant's cudnn and nccl agree with its
+// nvidia-cudnn-cuNN and nvidia-nccl-cuNN pins: one fact, written twice.
+func checkLibPins(bad func(Pos, string, ...any), at Pos, what string, v TorchVariant) {
+	for _, lib := range []struct {
+		name string
+		v    Version
+	}{{"cudnn", v.CuDNN}, {"nccl", v.NCCL}} {
+		for _, p := range v.Pins {
+			if !strings.HasPrefix(p.Name, "nvidia-"+lib.name+"-cu") {
+				continue
+			}
+			if lib.v.IsZero() || !p.Same(Pin{Name: p.Name, Raw: lib.v.String()}) {
+				bad(at, "%s pins %s but records %s %s: write the pinned version", what, p, lib.name, orNone(lib.v))
+			}
+		}
+	}
+}
+
+// orNone is v, or "none" when zero.
+func orNone(v Version) string {
+	if v.IsZero() {
+		return "none"
+	}
+	return v.String()
 }
 
 func (db *DB) validate() []error {
@@ -331,7 +363,9 @@ func (db *DB) validate() []error {
 			if v.Status != "stable" && v.Status != "experimental" {
 				bad(t.At, "torch %s variant cu%s: status must be stable or experimental, not %q", t.Version, CUDATag(v.CUDA), v.Status)
 			}
-			checkPins(bad, t.At, fmt.Sprintf("torch %s variant cu%s", t.Version, CUDATag(v.CUDA)), v.Pins)
+			what := fmt.Sprintf("torch %s variant cu%s", t.Version, CUDATag(v.CUDA))
+			checkPins(bad, t.At, what, v.Pins)
+			checkLibPins(bad, t.At, what, v)
 			for _, a := range append(slices.Clone(v.Archs), v.PTX...) {
 				if !archRE.MatchString(a) {
 					bad(t.At, "torch %s variant cu%s: architecture %q must look like sm_90", t.Version, CUDATag(v.CUDA), a)
@@ -353,6 +387,17 @@ func (db *DB) validate() []error {
 				bad(t.At, "tensorflow %s: an unserved entry needs pin and why", t.Version)
 			} else if len(t.Pins) > 0 && !slices.ContainsFunc(t.Pins, func(p Pin) bool { return p.Name == u.Pin.Name && p.Same(u.Pin) }) {
 				bad(t.At, "tensorflow %s: unserved %s is not one of its pins", t.Version, u.Pin)
+			}
+		}
+	}
+	for _, w := range db.CUDAToolkitWheels {
+		checkRow(w.Row, "cuda-toolkit wheel "+w.Version)
+		if _, err := ParsePin(toolkitName + "==" + w.Version); err != nil || len(w.Extras) == 0 {
+			bad(w.At, "cuda_toolkit_wheels rows need a version (13.0.2) and extras")
+		}
+		for e, p := range w.Extras {
+			if !strings.HasPrefix(p.Name, "nvidia-") || len(p.Extras) > 0 {
+				bad(w.At, "cuda-toolkit %s extra %s: %s must pin one nvidia-* wheel", w.Version, e, p)
 			}
 		}
 	}

@@ -19,9 +19,10 @@ type fwChoice struct {
 	pypi     bool // PyPI's default variant of the release
 	archs    []string
 	ptx      []string
-	minDrv   Version // documented driver floor (jax)
-	sysLibs  bool    // needs CUDA/cuDNN from the base image (tensorflow < 2.14)
-	pins     []Pin   // exact pins of what pip installs (Requires-Dist, the CUDA extra)
+	minDrv   Version      // documented driver floor (jax)
+	sysLibs  bool         // needs CUDA/cuDNN from the base image (tensorflow < 2.14)
+	pins     []Pin        // exact pins of what pip installs (Requires-Dist, the CUDA extra)
+	ranges   []WheelRange // version ranges of what pip installs (jax's plugin extras)
 	// pinsPartial: pins holds only the cuDNN and NCCL pins (torchPins).
 	pinsPartial bool
 	unserved    []Unserved
@@ -121,7 +122,7 @@ func (db *DB) frameworkChoices(name string, want *Constraint) ([]fwChoice, error
 					continue // -local extras use the image's CUDA; gpuimg installs the pip wheels
 				}
 				ch := fwChoice{name: name, version: j.Version, cuda: v.MinCUDA.Trunc(2), cudnn: v.MinCuDNN, cudnnMin: true,
-					python: j.Python, minDrv: v.MinDriver, source: j.Source, notes: v.Notes, siblings: siblings}
+					python: j.Python, minDrv: v.MinDriver, source: j.Source, notes: v.Notes, siblings: siblings, ranges: v.Requires}
 				cudnn := ""
 				if !v.MinCuDNN.IsZero() {
 					cudnn = ">=" + v.MinCuDNN.String()

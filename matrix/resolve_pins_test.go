@@ -48,6 +48,23 @@ func TestResolvePublicFacts(t *testing.T) {
 			pkg:     "tensorflow[and-cuda]==2.14.0", python: "3.10", eol: true,
 		},
 		{
+			// CUDA 13 shape: torch 2.13.0's cuda-toolkit[...]==13.0.3 is
+			// expanded into nvidia-cublas==13.1.1.3.* and the other
+			// suffix-less components, then judged against the
+			// jax-cuda13-plugin's with-cuda ranges (nvidia-cublas>=13.0.0.19).
+			name:    "torch 2.13 cu130 and jax 0.9.2 cuda13 share an environment: torch's pins fall inside jax's ranges",
+			source:  "torch-pins-2.13.0-pypi; cuda-toolkit-13.0.3-pip-log; jax-ml/jax build/nvidia-requirements.txt at jax-v0.9.2",
+			c:       Constraints{Torch: cons("2.13"), JAX: cons("0.9.2")},
+			noteHas: []string{"the exact pins of torch 2.13.0 cu130 fall inside the nvidia-* version ranges of jax 0.9.2 cu130"},
+		},
+		{
+			name:        "torch 2.6 pins cuDNN 9.1.0.70, below jax 0.7.1's nvidia-cudnn-cu12>=9.8,<10.0",
+			source:      "torch-pins-2.6.0-pypi; jax-ml/jax build/nvidia-requirements.txt at jax-v0.7.1",
+			c:           Constraints{Torch: cons("2.6"), JAX: cons("0.7.1")},
+			conflict:    []string{"torch 2.6.0 cu124 and jax 0.7.1 pin different versions of nvidia-cudnn-cu12 (9.1.0.70 and >=9.8,<10.0)"},
+			alternative: true,
+		},
+		{
 			name:    "tensorflow 2.15.0's and-cuda pins tensorrt no index serves: 2.15.0.post1 is installed",
 			source:  "tensorflow-pr-62520 (tensorflow/tensorflow#62520)",
 			c:       Constraints{TensorFlow: cons("2.15")},

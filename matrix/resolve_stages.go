@@ -25,7 +25,10 @@ func (s *search) combineFrameworks(combo []fwChoice) bool {
 	for i := range combo {
 		for j := i + 1; j < len(combo); j++ {
 			a, b := combo[i], combo[j]
-			if conflicts := PinConflicts(a.pins, b.pins); len(conflicts) > 0 {
+			conflicts := s.db.ComparePins(a.pins, b.pins).Conflicts
+			conflicts = append(conflicts, s.db.PinsAgainstRanges(a.pins, b.ranges)...)
+			conflicts = append(conflicts, s.db.PinsAgainstRanges(b.pins, a.ranges)...)
+			if len(conflicts) > 0 {
 				s.fails.add(stageFwCuDNN, "%s and %s pin different versions of %s; pip installs one version of each package in an environment, so they cannot share one",
 					a.label(), b.label(), describeConflicts(conflicts))
 				return false
@@ -605,7 +608,7 @@ func (s *search) buildStack(cand *onImage, p *picked) *Stack {
 	if p.standalone != nil {
 		src(p.standalone.Source)
 	}
-	notes, unknown := pinNotes(cand.combo)
+	notes, unknown := s.db.pinNotes(cand.combo)
 	st.Notes, st.PinsNotCompared = append(st.Notes, notes...), unknown
 	if cand.img.EOL {
 		st.BaseImageEOL = true
@@ -747,15 +750,27 @@ func sortArchs(a []string) {
 
 // pinNotes say, for a stack of several frameworks, which frameworks' exact
 // pins were compared and which were not recorded (pip may then still
-// refuse the pair); unknown lists the latter.
-func pinNotes(combo []fwChoice) (notes, unknown []string) {
+// refuse the pair); unknown lists the latter. Components one side leaves
+// to an unrecorded cuda-toolkit release are named in an "unconfirmed"
+// note (ComparePins' NotCompared).
+func (db *DB) pinNotes(combo []fwChoice) (notes, unknown []string) {
 	if len(combo) < 2 {
 		return nil, nil
 	}
-	var known, partial []string
+	for i := range combo {
+		for j := i + 1; j < len(combo); j++ {
+			a, b := combo[i], combo[j]
+			if nc := db.ComparePins(a.pins, b.pins).NotCompared; len(nc) > 0 {
+				notes = append(notes, fmt.Sprintf("unconfirmed: %s and %s were not compared on %s", a.label(), b.label(), strings.Join(nc, "; ")))
+			}
+		}
+	}
+	var known, partial, ranged []string
 	for _, ch := range combo {
 		switch {
 		case ch.sysLibs:
+		case len(ch.pins) == 0 && len(ch.ranges) > 0:
+			ranged = append(ranged, ch.label())
 		case len(ch.pins) == 0:
 			unknown = append(unknown, ch.label())
 		case ch.pinsPartial:
@@ -767,6 +782,9 @@ func pinNotes(combo []fwChoice) (notes, unknown []string) {
 	}
 	if len(known) > 1 {
 		notes = append(notes, fmt.Sprintf("the exact pins of %s agree (every package they both pin has one version)", strings.Join(known, " and ")))
+	}
+	if len(ranged) > 0 && len(known) > 0 {
+		notes = append(notes, fmt.Sprintf("the exact pins of %s fall inside the nvidia-* version ranges of %s", strings.Join(known, " and "), strings.Join(ranged, " and ")))
 	}
 	if len(partial) > 0 {
 		notes = append(notes, fmt.Sprintf("of %s the matrix records only the nvidia-cudnn and nvidia-nccl pins; its other nvidia-* pins were not compared", strings.Join(partial, " and ")))

@@ -414,15 +414,22 @@ func (d *detector) finish(w *WalkResult) Found {
 		}
 	}
 	// Libraries the frameworks load: pip wheels first, then the system.
-	pick := func(pipName, sys string) string {
-		if v := f.Packages[pipName]; v != "" {
-			return v
+	// The wheel names per library are matrix.LibraryWheels' (CUDA 13's
+	// suffix-less nvidia-cublas included); cu12 first, then cu11, then the
+	// CUDA 13 names, as before.
+	pick := func(lib, sys string) string {
+		names := matrix.LibraryWheels(lib)
+		order := append([]string{names[1], names[0]}, names[2:]...)
+		for _, n := range order {
+			if v := f.Packages[n]; v != "" {
+				return v
+			}
 		}
 		return sys
 	}
-	f.CuDNN = pick("nvidia-cudnn-cu12", pick("nvidia-cudnn-cu11", pick("nvidia-cudnn-cu13", d.sysCuDNN)))
-	f.NCCL = pick("nvidia-nccl-cu12", pick("nvidia-nccl-cu11", pick("nvidia-nccl-cu13", d.sysNCCL)))
-	f.CuBLAS = pick("nvidia-cublas-cu12", pick("nvidia-cublas-cu11", pick("nvidia-cublas-cu13", d.sysCuBLAS)))
+	f.CuDNN = pick("cudnn", d.sysCuDNN)
+	f.NCCL = pick("nccl", d.sysNCCL)
+	f.CuBLAS = pick("cublas", d.sysCuBLAS)
 	for hp, defs := range d.headers {
 		switch path.Base(hp) {
 		case "cudnn_version.h":

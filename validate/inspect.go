@@ -337,7 +337,7 @@ func (c *checker) floors() matrix.DriverFloors {
 	if f.Torch != nil {
 		wheel(fmt.Sprintf("torch %s", f.Torch.Version), f.Torch.CUDA)
 	}
-	for _, p := range []string{"nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13"} {
+	for _, p := range matrix.LibraryWheels("cuda-runtime") {
 		if v := f.Packages[p]; v != "" {
 			wheel(p+" "+v, v)
 		}
@@ -361,7 +361,7 @@ func (c *checker) neededCUDA() string {
 	if f.Torch != nil {
 		consider(f.Torch.CUDA)
 	}
-	for _, p := range []string{"nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13"} {
+	for _, p := range matrix.LibraryWheels("cuda-runtime") {
 		consider(f.Packages[p])
 	}
 	return need

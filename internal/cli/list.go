@@ -121,7 +121,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "torch":
 		rows = db.Torch
-		t.row("TORCH", "PYTHON", "VISION", "AUDIO", "VARIANT", "STATUS", "CUDNN", "NCCL", "ARCHS", "SOURCE")
+		t.row("TORCH", "PYTHON", "VISION", "AUDIO", "VARIANT", "STATUS", "PYPI", "CUDNN", "NCCL", "PINS", "TRITON", "ARCHS", "SOURCE")
 		for _, r := range db.Torch {
 			for i, v := range r.Variants {
 				ver, py, tv, ta, src := r.Version.String(), r.Python.String(), orDash(r.Torchvision), orDash(r.Torchaudio), r.Source
@@ -132,25 +132,25 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 				if len(v.PTX) > 0 {
 					archs += " +PTX " + strings.Join(v.PTX, ",")
 				}
-				t.row(ver, py, tv, ta, "cu"+matrix.CUDATag(v.CUDA), v.Status, vs(v.CuDNN), vs(v.NCCL), orDash(archs), src)
+				t.row(ver, py, tv, ta, "cu"+matrix.CUDATag(v.CUDA), v.Status, pypiCell(v.PyPI), vs(v.CuDNN), vs(v.NCCL), pinsCell(v.Pins), orDash(strings.TrimPrefix(v.Triton, "==")), orDash(archs), src)
 			}
 		}
 	case "tensorflow":
 		rows = db.TensorFlow
-		t.row("TENSORFLOW", "PYTHON", "CUDA", "CUDNN", "SOURCE")
+		t.row("TENSORFLOW", "PYTHON", "CUDA", "CUDNN", "NCCL", "PINS", "SOURCE")
 		for _, r := range db.TensorFlow {
-			t.row(r.Version.String(), r.Python.String(), r.CUDA.String(), r.CuDNN.String(), r.Source)
+			t.row(r.Version.String(), r.Python.String(), r.CUDA.String(), r.CuDNN.String(), orDash(pinOf(r.Pins, "nvidia-nccl-")), pinsCell(r.Pins), r.Source)
 		}
 	case "jax":
 		rows = db.JAX
-		t.row("JAX", "PYTHON", "EXTRA", "MIN CUDA", "MIN CUDNN", "MIN DRIVER", "SOURCE")
+		t.row("JAX", "PYTHON", "EXTRA", "MIN CUDA", "MIN CUDNN", "MIN DRIVER", "NCCL", "RANGES", "SOURCE")
 		for _, r := range db.JAX {
 			for i, v := range r.Variants {
 				ver, py, src := r.Version.String(), r.Python.String(), r.Source
 				if i > 0 {
 					ver, py, src = "", "", ""
 				}
-				t.row(ver, py, v.Extra, vs(v.MinCUDA), vs(v.MinCuDNN), vs(v.MinDriver), src)
+				t.row(ver, py, v.Extra, vs(v.MinCUDA), vs(v.MinCuDNN), vs(v.MinDriver), orDash(rangeOf(v.Requires, "nvidia-nccl-")), countCell(len(v.Requires)), src)
 			}
 		}
 	case "gpus":
@@ -341,4 +341,52 @@ func targetsJSON(ts []matrix.Target) []matrix.Target {
 		}
 	}
 	return out
+}
+
+// pypiCell marks the variant plain "pip install torch" gets from PyPI.
+func pypiCell(pypi bool) string {
+	if pypi {
+		return "default"
+	}
+	return "-"
+}
+
+// pinsCell says which exact pins a row records: how many, and the
+// cuda-toolkit release where the wheel pins the metapackage (the CUDA 13
+// shape) instead of each component; "-" when none were read.
+func pinsCell(pins []matrix.Pin) string {
+	for _, p := range pins {
+		if p.Name == "cuda-toolkit" {
+			return fmt.Sprintf("%d, cuda-toolkit %s", len(pins), p.Raw)
+		}
+	}
+	return countCell(len(pins))
+}
+
+// countCell is n, or "-" for none.
+func countCell(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+// pinOf is the version of the pin whose name starts with prefix.
+func pinOf(pins []matrix.Pin, prefix string) string {
+	for _, p := range pins {
+		if strings.HasPrefix(p.Name, prefix) {
+			return p.Raw
+		}
+	}
+	return ""
+}
+
+// rangeOf is the specifiers of the range whose name starts with prefix.
+func rangeOf(rs []matrix.WheelRange, prefix string) string {
+	for _, r := range rs {
+		if strings.HasPrefix(r.Name, prefix) {
+			return r.Spec.String()
+		}
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
@@ -147,27 +148,31 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 			}
 			read = append(read, pu)
 		}
-		lower := func(name string) string {
-			for _, r := range reqs {
-				if r.Name == name {
-					return r.lowerBound()
+		// lower is the lower bound of lib's wheel for this CUDA major, by
+		// any of its names (CUDA 13's suffix-less nvidia-cuda-runtime too),
+		// and the name that gave it.
+		lower := func(lib string) (string, string) {
+			for _, name := range wheelNames(lib, major) {
+				for _, r := range reqs {
+					if r.Name == name {
+						return r.lowerBound(), name
+					}
 				}
 			}
-			return ""
+			return "", ""
 		}
-		cudaFrom := "nvidia-cuda-runtime-cu" + major
-		minCUDA := lower(cudaFrom)
+		minCUDA, cudaFrom := lower("cuda-runtime")
 		if minCUDA == "" {
-			cudaFrom = "nvidia-cuda-nvcc-cu" + major
-			minCUDA = lower(cudaFrom)
+			minCUDA, cudaFrom = lower("cuda-nvcc")
 		}
+		jv.Requires = wheelRanges(reqs)
 		if mv, err := matrix.ParseVersion(minCUDA); err == nil && minCUDA != "" {
 			jv.MinCUDA = mv.Trunc(2)
 			jv.Notes = append(jv.Notes, fmt.Sprintf("min_cuda: %s>=%s", cudaFrom, minCUDA))
 		} else {
 			missing = append(missing, extra+" min_cuda (no nvidia-cuda-runtime/nvcc lower bound)")
 		}
-		if dnn := lower("nvidia-cudnn-cu" + major); dnn != "" {
+		if dnn, _ := lower("cudnn"); dnn != "" {
 			if dv, err := matrix.ParseVersion(dnn); err == nil {
 				jv.MinCuDNN = dv.Trunc(2)
 				jv.Notes = append(jv.Notes, fmt.Sprintf("min_cudnn: nvidia-cudnn-cu%s>=%s", major, dnn))
@@ -182,4 +187,40 @@ func (o *options) jaxRow(ctx context.Context, v matrix.Version, srcID string, ov
 		return row, "cannot fill " + strings.Join(missing, ", "), nil
 	}
 	return row, "", nil
+}
+
+// wheelNames are the names lib's wheel has for CUDA major, as
+// matrix.LibraryWheels lists them: nvidia-cuda-runtime-cu12 for 12; for 13
+// the -cu13 name and the suffix-less one the CUDA 13 plugins require
+// (nvidia-cuda-runtime>=13.0.48).
+func wheelNames(lib, major string) []string {
+	var out []string
+	for _, n := range matrix.LibraryWheels(lib) {
+		if strings.HasSuffix(n, "-cu"+major) || (n == "nvidia-"+lib && atLeast13(major)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// wheelRanges are the nvidia-* requirements of reqs that carry a version
+// range, as the matrix records them (JAXVariant.Requires).
+func wheelRanges(reqs []requirement) []matrix.WheelRange {
+	var out []matrix.WheelRange
+	for _, r := range reqs {
+		if !strings.HasPrefix(r.Name, "nvidia-") || r.Set.IsZero() {
+			continue
+		}
+		if w, err := matrix.ParseWheelRange(r.Name + r.Set.String()); err == nil {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// atLeast13 says a CUDA major string is 13 or newer, the majors whose
+// component wheels carry no suffix.
+func atLeast13(major string) bool {
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 13
 }

@@ -144,16 +144,31 @@ func (r requirement) lowerBound() string {
 }
 
 // exactPin is r as a matrix.Pin when it pins one version of a wheel other
-// frameworks may pin too (nvidia-*, tensorrt*): what two frameworks in one
-// environment must agree on (matrix.PinConflicts).
+// frameworks may pin too (nvidia-*, tensorrt*, and in the shape of CUDA 13
+// wheels the cuda-toolkit metapackage with its extras, whose component
+// pins matrix.DB.ComparePins expands): what two frameworks in one
+// environment must agree on.
 func exactPin(r requirement) (matrix.Pin, bool) {
-	if !strings.HasPrefix(r.Name, "nvidia-") && !strings.HasPrefix(r.Name, "tensorrt") {
+	if !strings.HasPrefix(r.Name, "nvidia-") && !strings.HasPrefix(r.Name, "tensorrt") && r.Name != "cuda-toolkit" {
 		return matrix.Pin{}, false
 	}
 	v := r.pin()
 	if v == "" {
 		return matrix.Pin{}, false
 	}
-	p, err := matrix.ParsePin(r.Name + "==" + v)
+	name := r.Name
+	if len(r.Extras) > 0 {
+		name += "[" + strings.Join(r.Extras, ",") + "]"
+	}
+	p, err := matrix.ParsePin(name + "==" + v)
 	return p, err == nil
+}
+
+// tritonReq is r's specifiers when r is the triton requirement ("==3.2.0",
+// "~=3.8.0"); "" otherwise.
+func tritonReq(r requirement) string {
+	if r.Name != "triton" {
+		return ""
+	}
+	return r.Set.String()
 }

@@ -261,6 +261,9 @@ func (o *options) torchVariant(ctx context.Context, db *matrix.DB, ov *Overlay, 
 		if p, ok := exactPin(r); ok {
 			v.Pins = append(v.Pins, p)
 		}
+		if t := tritonReq(r); t != "" {
+			v.Triton = t
+		}
 	}
 	for lib, field := range map[string]*matrix.Version{"cudnn": &v.CuDNN, "nccl": &v.NCCL} {
 		p, ok := pins[lib]

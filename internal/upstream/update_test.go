@@ -224,6 +224,17 @@ func TestUpdateFindsWhatTheTestAdded(t *testing.T) {
 	if want := w.jax + " python >=3.11; cuda12 12 12.1 9.8; cuda13 13 13.0 9.13"; got != want {
 		t.Errorf("jax row = %s, want %s", got, want)
 	}
+	// The plugins' ranges are recorded, CUDA 13's suffix-less names
+	// included, and min_cuda of cuda13 comes from the suffix-less
+	// nvidia-cuda-runtime (the CUDA 13 shape), not the nvcc fallback.
+	var ranges []string
+	for _, r := range j.Variants[1].Requires {
+		ranges = append(ranges, r.String())
+	}
+	if want := "nvidia-cuda-runtime~=13.0 nvidia-cuda-nvcc-cu13>=13.0.48 nvidia-cudnn-cu13<10.0,>=9.13"; strings.Join(ranges, " ") != want ||
+		!slices.Contains(j.Variants[1].Notes, "min_cuda: nvidia-cuda-runtime>=13.0") {
+		t.Errorf("cuda13 requires %q notes %q; want %s and the min_cuda note naming nvidia-cuda-runtime", ranges, j.Variants[1].Notes, want)
+	}
 
 	// The tensorflow row: cuda and cudnn from the and-cuda pins, Python
 	// from the Linux x86_64 wheels.
