@@ -163,6 +163,14 @@ func TestCheckCurrentGenerationGPUs(t *testing.T) {
 		{"RTX 5050", "12.9", "570.211.01", "does not know RTX-5050 (sm_120): NVIDIA's drivers support it from branch R575, from 575.64.03 on"},
 		{"DGX Spark", "13.0", "575.64.05", "does not know GB10 (sm_121)"},
 		{"NVIDIA GB10", "13.0", "580.119.02", "PASS  gpu/driver    driver 580.119.02 knows GB10"},
+		// Off-cycle builds numbered below the mainline first that list
+		// the GPU pass; a later release whose table leaves it out warns.
+		{"NVIDIA GB10", "13.0", "580.94.13", "PASS  gpu/driver    driver 580.94.13 knows GB10: NVIDIA's R580 releases list it from 580.94.13 on"},
+		{"NVIDIA GB10", "13.0", "580.105.08", "WARN  gpu/driver    driver 580.105.08 does not list GB10"},
+		{"GB200", "12.8", "570.123.01", "PASS  gpu/driver    driver 570.123.01 knows GB200"},
+		{"RTX 5060 Ti", "12.8", "570.123.10", "PASS  gpu/driver    driver 570.123.10 knows RTX-5060-Ti"},
+		{"RTX 5060 Ti", "12.8", "570.144", "WARN  gpu/driver    driver 570.144 does not list RTX-5060-Ti"},
+		{"B300", "12.9", "580.94.02", "WARN  gpu/driver    driver 580.94.02 does not list B300"},
 	} {
 		t.Run(tt.gpu+"@"+tt.driver, func(t *testing.T) {
 			out, errOut, _ := run(t, "matrix", "check", "--cuda", tt.cuda, "--gpu", tt.gpu, "--driver", tt.driver)
