@@ -59,6 +59,15 @@ type Arch struct {
 	AddedIn Version `yaml:"added_in" json:"added_in"`
 	// RemovedIn is the first toolkit that no longer does; zero if none.
 	RemovedIn Version `yaml:"removed_in" json:"removed_in"`
+	// ArchSpecific is the first toolkit whose nvcc accepts the
+	// architecture-specific target (sm_90a, compute_90a); zero if none.
+	ArchSpecific Version `yaml:"arch_specific" json:"arch_specific,omitzero"`
+	// FamilySpecific is the first toolkit whose nvcc accepts the
+	// family-specific target (sm_100f, compute_100f); zero if none.
+	FamilySpecific Version `yaml:"family_specific" json:"family_specific,omitzero"`
+	// RenamedTo is the name toolkits from RemovedIn on give the same
+	// hardware (sm_101 became sm_110 in CUDA 13.0).
+	RenamedTo string `yaml:"renamed_to" json:"renamed_to,omitempty"`
 	// Driver is the range of driver branches that know the architecture
 	// (its first GPUs'); a GPU row's own Driver, when set, wins.
 	Driver DriverSupport `yaml:"driver" json:"driver,omitzero"`

@@ -399,6 +399,9 @@ func (db *DB) validate() []error {
 		}
 	}
 	for _, a := range db.Archs {
+		for _, m := range db.checkArchTargets(a) {
+			bad(a.At, "architecture %s: %s", a.Arch, m)
+		}
 		checkDriver(a.Driver, a.At, "architecture "+a.Arch)
 		if !a.Driver.ListedSince.IsZero() {
 			bad(a.At, "architecture %s: driver listed_since is for gpus: rows", a.Arch)
@@ -565,6 +568,27 @@ func checkBranches(d DriverSupport) []string {
 			if u.Major() != l.Branch.Major() || !l.First.Less(u) {
 				out = append(out, fmt.Sprintf("driver branch %s: unlisted %s must be a release of the branch after its first %s", l.Branch, u, l.First))
 			}
+		}
+	}
+	return out
+}
+
+// checkArchTargets are the problems of a's a/f targets and rename: a
+// suffix arrives no earlier than the architecture, and a renamed
+// architecture ends (removed_in) and names a known one.
+func (db *DB) checkArchTargets(a Arch) []string {
+	var out []string
+	for _, v := range []struct {
+		name string
+		from Version
+	}{{"arch_specific", a.ArchSpecific}, {"family_specific", a.FamilySpecific}} {
+		if !v.from.IsZero() && v.from.Less(a.AddedIn) {
+			out = append(out, fmt.Sprintf("%s %s is before added_in %s", v.name, v.from, a.AddedIn))
+		}
+	}
+	if a.RenamedTo != "" {
+		if _, ok := db.Arch(a.RenamedTo); !ok || a.RemovedIn.IsZero() {
+			out = append(out, fmt.Sprintf("renamed_to %s needs removed_in and an archs: row for %s", a.RenamedTo, a.RenamedTo))
 		}
 	}
 	return out

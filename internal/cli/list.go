@@ -105,9 +105,9 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "archs":
 		rows = db.Archs
-		t.row("ARCH", "NAME", "ADDED IN", "REMOVED IN", "DRIVERS", "SOURCE")
+		t.row("ARCH", "NAME", "ADDED IN", "REMOVED IN", "A FROM", "F FROM", "RENAMED TO", "DRIVERS", "SOURCE")
 		for _, a := range db.Archs {
-			t.row(a.Arch, a.Name, vs(a.AddedIn), vs(a.RemovedIn), a.Driver.String(), a.Source)
+			t.row(a.Arch, a.Name, vs(a.AddedIn), vs(a.RemovedIn), vs(a.ArchSpecific), vs(a.FamilySpecific), orDash(a.RenamedTo), a.Driver.String(), a.Source)
 		}
 	case "cudnn", "nccl":
 		libs := db.CuDNN
