@@ -106,3 +106,22 @@ func TestVariantArchsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestFindGPUBySuffixedArch: --gpu sm_90a or sm_100f judges the plain
+// architecture (the suffix names code, not a GPU), and compute_XY is not
+// a GPU.
+func TestFindGPUBySuffixedArch(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{"sm_90a": "sm_90", "sm_100f": "sm_100", "sm_120": "sm_120", "12.1": "sm_121"} {
+		g, err := db.FindGPU(in)
+		if err != nil || g.Arch != want {
+			t.Errorf("FindGPU(%q) = %+v, %v; want arch %s", in, g, err, want)
+		}
+	}
+	if g, err := db.FindGPU("compute_90"); err == nil {
+		t.Errorf("FindGPU(compute_90) = %+v, want an error", g)
+	}
+}
