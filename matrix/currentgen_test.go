@@ -45,6 +45,7 @@ func TestCurrentGenerationDrivers(t *testing.T) {
 		{gpu: "RTX PRO 6000 Blackwell Server Edition", tooOld: "570.211.01", listed: "575.57.08", first: "575.57.08", unlisted: "580.94.06"},
 		{gpu: "RTX PRO 5000 Blackwell", tooOld: "565.77", listed: "570.153.02", first: "570.153.02"},
 		{gpu: "NVIDIA GB10", tooOld: "575.64.05", listed: "580.94.13", first: "580.119.02", unlisted: "580.105.08"},
+		{gpu: "RTX PRO 2000 Blackwell", tooOld: "565.77", listed: "570.190", first: "570.190"},
 		// older
 		{gpu: "H100 80GB HBM3", tooOld: "520.61.05", listed: "525.47.07", first: "525.85.05", unlisted: "525.60.13"},
 		{gpu: "Tesla V100-SXM2-16GB", tooNew: "590.44.01"},
@@ -82,6 +83,32 @@ func TestCurrentGenerationDrivers(t *testing.T) {
 					t.Errorf("JudgeGPUDriver(%s, %s) = %s %q, want %s with %q", g.Name, c.driver, f.Status, f.Message, c.want, c.has)
 				}
 			})
+		}
+	}
+}
+
+// TestCurrentGenerationThor: Jetson Thor (T5000, T4000) is sm_110 from
+// CUDA 13.0 (sm_101 in 12.8 and 12.9, which the error names); its driver
+// comes with Jetson Linux, not the open-gpu-kernel-modules tables, so
+// gpu/driver is unknown, never a pass.
+func TestCurrentGenerationThor(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Jetson AGX Thor", "Jetson T4000"} {
+		g, err := db.FindGPU(name)
+		if err != nil || g.Arch != "sm_110" {
+			t.Fatalf("FindGPU(%q) = %+v, %v", name, g, err)
+		}
+		if err := db.CUDATargets(MustVersion("13.0"), g); err != nil {
+			t.Errorf("CUDA 13.0 on %s: %v", g.Name, err)
+		}
+		if err := db.CUDATargets(MustVersion("12.9"), g); err == nil || !strings.Contains(err.Error(), "names this architecture sm_101, renamed sm_110 in CUDA 13.0") {
+			t.Errorf("CUDA 12.9 on %s: %v, want the sm_101 name", g.Name, err)
+		}
+		if f, ok := db.JudgeGPUDriver("gpu/driver", g, MustVersion("580.65.06")); !ok || f.Status != UnknownFact {
+			t.Errorf("driver on %s: %+v, want unknown", g.Name, f)
 		}
 	}
 }

@@ -180,3 +180,36 @@ func TestCheckCurrentGenerationGPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestCurrentGenerationCLI: issue 44 through the CLI: Jetson Thor on CUDA
+// 12.9 fails with its former name, on CUDA 13.0 its driver is unknown
+// (exit 4); --gpu sm_100f judges sm_100; matrix list shows the new
+// columns (archs: the a/f targets and renames; gpus: the first listing
+// and its branches; cudnn/nccl: the releases torch's pins name).
+func TestCurrentGenerationCLI(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		has  []string
+	}{
+		{[]string{"matrix", "check", "--cuda", "12.9", "--gpu", "thor"}, 1, []string{"needs CUDA 13.0 or newer", "names this architecture sm_101"}},
+		{[]string{"matrix", "check", "--cuda", "13.0", "--gpu", "Jetson AGX Thor", "--driver", "580.65.06"}, 4, []string{"UNKNOWN  gpu/driver", "PASS     gpu/cuda      CUDA 13.0.3 supports Jetson-T5000 (sm_110"}},
+		{[]string{"matrix", "check", "--cuda", "12.9", "--gpu", "sm_100f", "--driver", "575.57.08"}, 0, []string{"supports sm_100 (sm_100, Blackwell)"}},
+		{[]string{"matrix", "list", "archs"}, 0, []string{"A FROM  F FROM  RENAMED TO", "sm_88   (no GPU named)  13.0", "sm_101  Blackwell       12.8      13.0        12.8    12.9    sm_110"}},
+		{[]string{"matrix", "list", "gpus"}, 0, []string{"FIRST LISTED", "580.94.13 (3 branches)", "570.123.01 (5 branches)"}},
+		{[]string{"matrix", "list", "cudnn"}, 0, []string{"9.28.0  12 || 13", "9.15.1  12 || 13"}},
+		{[]string{"matrix", "list", "nccl"}, 0, []string{"2.28.9   12 || 13", "2.29.7   13"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			for _, h := range tt.has {
+				if !strings.Contains(out, h) {
+					t.Errorf("output lacks %q:\n%s\n%s", h, out, errOut)
+				}
+			}
+		})
+	}
+}
