@@ -80,11 +80,24 @@ func (db *DB) CUDATargets(cuda Version, g GPU) error {
 	}
 	switch a.TargetedBy(cuda) {
 	case ArchTooNew:
-		return fmt.Errorf("%s (%s, %s) needs CUDA %s or newer; CUDA %s cannot target it", g.Name, g.Arch, a.Name, a.AddedIn, cuda)
+		return fmt.Errorf("%s (%s, %s) needs CUDA %s or newer; CUDA %s cannot target it%s", g.Name, g.Arch, a.Name, a.AddedIn, cuda, db.formerName(cuda, g.Arch))
 	case ArchDropped:
 		return fmt.Errorf("%s (%s, %s) is not supported by CUDA %s: support ended in CUDA %s", g.Name, g.Arch, a.Name, cuda, a.RemovedIn)
 	}
 	return nil
+}
+
+// formerName says, for an architecture a release too old for it knew
+// under another name (sm_110 was sm_101 in CUDA 12.8 and 12.9), what that
+// name was; "" otherwise. Code built for the old name is judged as
+// another architecture.
+func (db *DB) formerName(cuda Version, arch string) string {
+	for _, o := range db.Archs {
+		if o.RenamedTo == arch && o.TargetedBy(cuda) == ArchSupported {
+			return fmt.Sprintf(" (it names this architecture %s, renamed %s in CUDA %s; gpuimg does not judge %s code as %s)", o.Arch, arch, o.RemovedIn, o.Arch, arch)
+		}
+	}
+	return ""
 }
 
 // String names the coverage: none, ptx or native.

@@ -59,6 +59,15 @@ type Arch struct {
 	AddedIn Version `yaml:"added_in" json:"added_in"`
 	// RemovedIn is the first toolkit that no longer does; zero if none.
 	RemovedIn Version `yaml:"removed_in" json:"removed_in"`
+	// ArchSpecific is the first toolkit whose nvcc accepts the
+	// architecture-specific target (sm_90a, compute_90a); zero if none.
+	ArchSpecific Version `yaml:"arch_specific" json:"arch_specific,omitzero"`
+	// FamilySpecific is the first toolkit whose nvcc accepts the
+	// family-specific target (sm_100f, compute_100f); zero if none.
+	FamilySpecific Version `yaml:"family_specific" json:"family_specific,omitzero"`
+	// RenamedTo is the name toolkits from RemovedIn on give the same
+	// hardware (sm_101 became sm_110 in CUDA 13.0).
+	RenamedTo string `yaml:"renamed_to" json:"renamed_to,omitempty"`
 	// Driver is the range of driver branches that know the architecture
 	// (its first GPUs'); a GPU row's own Driver, when set, wins.
 	Driver DriverSupport `yaml:"driver" json:"driver,omitzero"`
@@ -82,12 +91,43 @@ type DriverSupport struct {
 	// what is known, not the release that first supported it. A driver at
 	// or above it knows the GPU; one below is unknown, never a failure.
 	// A GPU row sets it instead of Branch and First.
-	ListedSince Version  `yaml:"listed_since" json:"listed_since,omitzero"`
-	Source      string   `yaml:"source" json:"source,omitempty"`
-	Notes       []string `yaml:"notes" json:"notes,omitempty"`
+	ListedSince Version `yaml:"listed_since" json:"listed_since,omitzero"`
+	// Branches are, branch by branch from Branch on, the releases whose
+	// Compatible GPUs tables name the GPU, read from every release tag
+	// (off-cycle builds included). A branch without an entry below the
+	// last entry is one whose releases never list the GPU. First, where
+	// another source (the driver's name table, its change log) shows an
+	// earlier release of Branch knowing the GPU, still wins from there
+	// on. Optional; gpus: rows only.
+	Branches []BranchListing `yaml:"branches" json:"branches,omitempty"`
+	Source   string          `yaml:"source" json:"source,omitempty"`
+	Notes    []string        `yaml:"notes" json:"notes,omitempty"`
 	// FromArch says Branch is the GPU's architecture's, as DriverSupportOf
 	// fills it for a GPU row that records none: a lower bound only.
 	FromArch bool `yaml:"-" json:"-"`
+}
+
+// BranchListing is what the release tags of one driver branch say of a
+// GPU: the lowest-numbered release whose Compatible GPUs table names it
+// (an off-cycle build numbered below the branch's mainline releases
+// counts), and the releases numbered above it whose tables do not.
+type BranchListing struct {
+	Branch Version `yaml:"branch" json:"branch"`
+	First  Version `yaml:"first" json:"first"`
+	// Unlisted are releases of Branch after First whose tables leave the
+	// GPU out (off-cycle builds of another product line, or a row that
+	// came back later).
+	Unlisted []Version `yaml:"unlisted" json:"unlisted,omitempty"`
+}
+
+// Listing is the entry of Branches for driver branch b (525), if any.
+func (d DriverSupport) Listing(b int) (BranchListing, bool) {
+	for _, l := range d.Branches {
+		if l.Branch.Major() == b {
+			return l, true
+		}
+	}
+	return BranchListing{}, false
 }
 
 // IsZero reports whether nothing is recorded.

@@ -429,6 +429,9 @@ func (db *DB) validate() []error {
 		if !d.First.IsZero() && (d.Branch.IsZero() || d.First.Major() != d.Branch.Major()) {
 			bad(at, "%s: driver first %s must be a release of its branch %s", what, d.First, d.Branch)
 		}
+		for _, m := range checkBranches(d) {
+			bad(at, "%s: %s", what, m)
+		}
 		if !d.ListedSince.IsZero() {
 			switch {
 			case d.ListedSince.Len() < 2:
@@ -441,9 +444,15 @@ func (db *DB) validate() []error {
 		}
 	}
 	for _, a := range db.Archs {
+		for _, m := range db.checkArchTargets(a) {
+			bad(a.At, "architecture %s: %s", a.Arch, m)
+		}
 		checkDriver(a.Driver, a.At, "architecture "+a.Arch)
 		if !a.Driver.ListedSince.IsZero() {
 			bad(a.At, "architecture %s: driver listed_since is for gpus: rows", a.Arch)
+		}
+		if len(a.Driver.Branches) > 0 {
+			bad(a.At, "architecture %s: driver branches is for gpus: rows", a.Arch)
 		}
 	}
 	for _, p := range db.CUDAPlatforms {
@@ -585,3 +594,47 @@ func archNumber(a string) int {
 // loadOnly builds a DB from parsed files alone, without the built-in rows
 // (for tests of the rules on a small, fixed world).
 func loadOnly(files ...*File) (*DB, error) { return build(files, 0) }
+
+// checkBranches are the problems of d's branches: listings in ascending
+// branch order from branch on, each first and unlisted release of its
+// own branch, unlisted releases above first.
+func checkBranches(d DriverSupport) []string {
+	var out []string
+	for i, l := range d.Branches {
+		switch {
+		case l.Branch.Len() != 1 || l.First.Len() < 2 || l.First.Major() != l.Branch.Major():
+			out = append(out, fmt.Sprintf("driver branches entry %d needs a branch number (570) and a first release of it (570.123.01)", i+1))
+		case i == 0 && (d.Branch.IsZero() || l.Branch.Less(d.Branch)):
+			out = append(out, fmt.Sprintf("driver branches start at %s, below (or without) the lowest branch %s", l.Branch, d.Branch))
+		case i > 0 && !d.Branches[i-1].Branch.Less(l.Branch):
+			out = append(out, fmt.Sprintf("driver branches must ascend: %s after %s", l.Branch, d.Branches[i-1].Branch))
+		}
+		for _, u := range l.Unlisted {
+			if u.Major() != l.Branch.Major() || !l.First.Less(u) {
+				out = append(out, fmt.Sprintf("driver branch %s: unlisted %s must be a release of the branch after its first %s", l.Branch, u, l.First))
+			}
+		}
+	}
+	return out
+}
+
+// checkArchTargets are the problems of a's a/f targets and rename: a
+// suffix arrives no earlier than the architecture, and a renamed
+// architecture ends (removed_in) and names a known one.
+func (db *DB) checkArchTargets(a Arch) []string {
+	var out []string
+	for _, v := range []struct {
+		name string
+		from Version
+	}{{"arch_specific", a.ArchSpecific}, {"family_specific", a.FamilySpecific}} {
+		if !v.from.IsZero() && v.from.Less(a.AddedIn) {
+			out = append(out, fmt.Sprintf("%s %s is before added_in %s", v.name, v.from, a.AddedIn))
+		}
+	}
+	if a.RenamedTo != "" {
+		if _, ok := db.Arch(a.RenamedTo); !ok || a.RemovedIn.IsZero() {
+			out = append(out, fmt.Sprintf("renamed_to %s needs removed_in and an archs: row for %s", a.RenamedTo, a.RenamedTo))
+		}
+	}
+	return out
+}

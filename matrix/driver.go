@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpuimg/gpuimg/internal/bound"
@@ -218,6 +219,8 @@ func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool)
 		return UnknownFinding(name,
 			fmt.Sprintf("whether driver %s knows %s (%s): the Compatible GPUs tables of NVIDIA's release tags%s list it from %s on, a lower bound, since %s is older than the lists; releases before %s may know it too", d, g.Name, g.Arch, src, s.ListedSince, g.Name, s.ListedSince),
 			fmt.Sprintf("use a driver at or above %s, or give a --matrix-file gpus: row for %s with driver: {branch: ..., first: ...} from NVIDIA's release notes of the driver", s.ListedSince, g.Name)), true
+	case len(s.Branches) > 0:
+		return s.judgeListed(name, g, d, src), true
 	case !s.First.IsZero() && branch == s.Branch.Major() && d.Less(s.First):
 		f.Status = Warn
 		f.Message = fmt.Sprintf("driver %s is of branch R%d, whose releases list %s from %s on%s; an earlier R%d release may not know it: update to %s or newer", d, branch, g.Name, s.First, src, branch, s.First)
@@ -229,6 +232,54 @@ func (db *DB) JudgeGPUDriver(name string, g GPU, d Version) (f Finding, ok bool)
 		f.Message = fmt.Sprintf("driver %s knows %s: %s", d, g.Name, s.rangeText())
 	}
 	return f, true
+}
+
+// judgeListed judges driver d, of a branch not below s.Branch nor above
+// s.Last, by the releases of its branch whose lists name g (s.Branches):
+// pass from the branch's first listing release on (an off-cycle build
+// numbered below the mainline releases included), and at or above s.First
+// in s.Branch where the tables name no earlier release (another source,
+// the driver's name table or change log, may); warn before the branch's first listing, on a release after it
+// whose list leaves g out, and on a branch between the listed ones whose
+// releases never name it. A branch newer than every listed one passes
+// (drivers drop GPUs only with their architecture, s.Last).
+func (s DriverSupport) judgeListed(name string, g GPU, d Version, src string) Finding {
+	f := Finding{Name: name, Status: Pass}
+	branch := d.Major()
+	l, ok := s.Listing(branch)
+	unlisted := slices.ContainsFunc(l.Unlisted, func(u Version) bool { return u.Compare(d) == 0 })
+	newest := s.Branches[len(s.Branches)-1]
+	switch {
+	case ok && !d.Less(l.First) && !unlisted:
+		f.Message = fmt.Sprintf("driver %s knows %s: NVIDIA's R%d releases list it from %s on", d, g.Name, branch, l.First)
+	case branch == s.Branch.Major() && !s.First.IsZero() && !d.Less(s.First) && (!ok || d.Less(l.First)):
+		f.Message = fmt.Sprintf("driver %s knows %s: NVIDIA's drivers support it from %s on%s", d, g.Name, s.First, src)
+	case !ok && branch > newest.Branch.Major():
+		f.Message = fmt.Sprintf("driver %s knows %s: NVIDIA's release lists%s name it from R%d on, and R%d is newer", d, g.Name, src, s.Branches[0].Branch.Major(), branch)
+	case !ok:
+		f.Status = Warn
+		f.Message = fmt.Sprintf("driver %s is of branch R%d, none of whose releases list %s%s (R%d from %s does); it may not know it: use an R%d driver", d, branch, g.Name, src, newest.Branch.Major(), newest.First, newest.Branch.Major())
+	case unlisted:
+		f.Status = Warn
+		f.Message = fmt.Sprintf("driver %s does not list %s, though other R%d releases from %s on do%s; it may not know it: use another R%d release", d, g.Name, branch, l.First, src, branch)
+	default:
+		f.Status = Warn
+		f.Message = fmt.Sprintf("driver %s is of branch R%d, whose releases list %s from %s on%s; an earlier R%d release may not know it: update to %s or newer", d, branch, g.Name, l.First, src, branch, l.First)
+	}
+	return f
+}
+
+// ListedText is the lowest-numbered release whose table lists the GPU
+// and how many branches list it, as matrix list prints it: "570.123.01
+// (5 branches)"; "-" without branches.
+func (s DriverSupport) ListedText() string {
+	switch len(s.Branches) {
+	case 0:
+		return "-"
+	case 1:
+		return s.Branches[0].First.String() + " (1 branch)"
+	}
+	return fmt.Sprintf("%s (%d branches)", s.Branches[0].First, len(s.Branches))
 }
 
 // String is the range as matrix list prints it: "R525 (525.85.05)+",

@@ -21,10 +21,12 @@ func TestJudgeGPUDriver(t *testing.T) {
 		want        Status
 		has         string
 	}{
-		{"h100", "470.57.02", Fail, "from branch R525"},          // H100 SXM: R525
-		{"H100 PCIe", "520.61.05", Pass, "from R520"},            // H100 PCIe: R520 (CHANGELOG 520.61.05)
-		{"h100", "520.61.05", Fail, "update the driver to R525"}, // SXM: not in R520
-		{"h100", "525.60.13", Warn, "from 525.85.05 on"},         // in the branch, before the release that lists it
+		{"h100", "470.57.02", Fail, "from branch R525"},           // H100 SXM: R525
+		{"H100 PCIe", "520.61.05", Pass, "R520 releases list it"}, // H100 PCIe: R520 (CHANGELOG 520.61.05)
+		{"h100", "520.61.05", Fail, "update the driver to R525"},  // SXM: not in R520
+		{"h100", "525.60.13", Warn, "does not list H100-SXM"},     // in the branch, after an off-cycle build that lists it, before the mainline one
+		{"h100", "525.47.04", Warn, "from 525.47.07 on"},          // in the branch, before the first release that lists it
+		{"h100", "525.47.07", Pass, "list it from 525.47.07"},     // the off-cycle build that lists it
 		{"h100", "535.104.05", Pass, "knows H100-SXM"},
 		{"RTX 5090", "535.104.05", Fail, "R570"}, // Blackwell: R570
 		{"RTX 5090", "570.86.16", Pass, ""},

@@ -98,7 +98,7 @@ func TestFindGPUUnknownAndAmbiguous(t *testing.T) {
 		{"rtx5090foundersedition", ErrUnknownGPU, []string{"did you mean RTX-5090 (sm_120)", "--gpu sm_120"}, ""},
 		{"voodoo5", ErrUnknownGPU, []string{`unknown GPU "voodoo5": give a name (A10, A100-PCIE-40GB,`, "judge by architecture: --gpu sm_XY"}, "did you mean"},
 		{"NVIDIA", ErrUnknownGPU, []string{`unknown GPU "NVIDIA"`}, "did you mean"},
-		{"rtx", ErrAmbiguousGPU, []string{`ambiguous GPU "rtx": it could be RTX-3090, RTX-4090, RTX-4090D, RTX-5050, RTX-5060, RTX-5060-Ti, RTX-5070, RTX-5070-Ti, RTX-5080, RTX-5090, RTX-6000-Ada, RTX-A6000, RTX-PRO-4000, RTX-PRO-4500, RTX-PRO-5000, RTX-PRO-6000-Max-Q, RTX-PRO-6000-Server, RTX-PRO-6000-Workstation; give one of these names`}, ""},
+		{"rtx", ErrAmbiguousGPU, []string{`ambiguous GPU "rtx": it could be RTX-3090, RTX-4090, RTX-4090D, RTX-5050, RTX-5060, RTX-5060-Ti, RTX-5070, RTX-5070-Ti, RTX-5080, RTX-5090, RTX-6000-Ada, RTX-A6000, RTX-PRO-2000, RTX-PRO-4000, RTX-PRO-4500, RTX-PRO-5000, RTX-PRO-6000-Max-Q, RTX-PRO-6000-Server, RTX-PRO-6000-Workstation; give one of these names`}, ""},
 	} {
 		_, err := db.FindGPU(tt.in)
 		if !errors.Is(err, tt.is) {

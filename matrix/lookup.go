@@ -103,8 +103,10 @@ func (db *DB) FindGPU(s string) (GPU, error) {
 	if v, perr := ParseVersion(arch); perr == nil && v.Len() == 2 {
 		arch = fmt.Sprintf("sm_%d%d", v.Major(), v.Minor())
 	}
-	if archRE.MatchString(arch) {
-		return GPU{Name: arch, Arch: arch}, nil
+	if ct, perr := ParseCodeTarget(arch); perr == nil && !ct.PTX {
+		// A GPU is its plain architecture: an a or f suffix (sm_90a,
+		// sm_100f) names code built for it, not another GPU.
+		return GPU{Name: ct.Arch, Arch: ct.Arch}, nil
 	}
 	return GPU{}, err
 }

@@ -105,9 +105,9 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "archs":
 		rows = db.Archs
-		t.row("ARCH", "NAME", "ADDED IN", "REMOVED IN", "DRIVERS", "SOURCE")
+		t.row("ARCH", "NAME", "ADDED IN", "REMOVED IN", "A FROM", "F FROM", "RENAMED TO", "DRIVERS", "SOURCE")
 		for _, a := range db.Archs {
-			t.row(a.Arch, a.Name, vs(a.AddedIn), vs(a.RemovedIn), a.Driver.String(), a.Source)
+			t.row(a.Arch, a.Name, vs(a.AddedIn), vs(a.RemovedIn), vs(a.ArchSpecific), vs(a.FamilySpecific), orDash(a.RenamedTo), a.Driver.String(), a.Source)
 		}
 	case "cudnn", "nccl":
 		libs := db.CuDNN
@@ -155,10 +155,10 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "gpus":
 		rows = db.GPUs
-		t.row("GPU", "ARCH", "DRIVERS", "MEMORY GB", "BANDWIDTH GB/s", "FP32", "TF32", "FP16", "BF16 TFLOPS", "ALIASES", "SOURCE")
+		t.row("GPU", "ARCH", "DRIVERS", "FIRST LISTED", "MEMORY GB", "BANDWIDTH GB/s", "FP32", "TF32", "FP16", "BF16 TFLOPS", "ALIASES", "SOURCE")
 		for _, g := range db.GPUs {
 			drv, _ := db.DriverSupportOf(g)
-			t.row(g.Name, g.Arch, drv.String(), num(g.MemoryGB), num(g.MemoryBandwidthGBs), num(g.FP32TFLOPS), num(g.TF32TFLOPS), num(g.FP16TFLOPS), num(g.BF16TFLOPS), strings.Join(g.Aliases, ","), g.Source)
+			t.row(g.Name, g.Arch, drv.String(), drv.ListedText(), num(g.MemoryGB), num(g.MemoryBandwidthGBs), num(g.FP32TFLOPS), num(g.TF32TFLOPS), num(g.FP16TFLOPS), num(g.BF16TFLOPS), strings.Join(g.Aliases, ","), g.Source)
 		}
 	case "targets":
 		rows = targetsJSON(db.Targets)

@@ -163,11 +163,52 @@ func TestCheckCurrentGenerationGPUs(t *testing.T) {
 		{"RTX 5050", "12.9", "570.211.01", "does not know RTX-5050 (sm_120): NVIDIA's drivers support it from branch R575, from 575.64.03 on"},
 		{"DGX Spark", "13.0", "575.64.05", "does not know GB10 (sm_121)"},
 		{"NVIDIA GB10", "13.0", "580.119.02", "PASS  gpu/driver    driver 580.119.02 knows GB10"},
+		// Off-cycle builds numbered below the mainline first that list
+		// the GPU pass; a later release whose table leaves it out warns.
+		{"NVIDIA GB10", "13.0", "580.94.13", "PASS  gpu/driver    driver 580.94.13 knows GB10: NVIDIA's R580 releases list it from 580.94.13 on"},
+		{"NVIDIA GB10", "13.0", "580.105.08", "WARN  gpu/driver    driver 580.105.08 does not list GB10"},
+		{"GB200", "12.8", "570.123.01", "PASS  gpu/driver    driver 570.123.01 knows GB200"},
+		{"RTX 5060 Ti", "12.8", "570.123.10", "PASS  gpu/driver    driver 570.123.10 knows RTX-5060-Ti"},
+		{"RTX 5060 Ti", "12.8", "570.144", "WARN  gpu/driver    driver 570.144 does not list RTX-5060-Ti"},
+		{"B300", "12.9", "580.94.02", "WARN  gpu/driver    driver 580.94.02 does not list B300"},
 	} {
 		t.Run(tt.gpu+"@"+tt.driver, func(t *testing.T) {
 			out, errOut, _ := run(t, "matrix", "check", "--cuda", tt.cuda, "--gpu", tt.gpu, "--driver", tt.driver)
 			if !strings.Contains(out, tt.row) {
 				t.Errorf("output lacks %q:\n%s\n%s", tt.row, out, errOut)
+			}
+		})
+	}
+}
+
+// TestCurrentGenerationCLI: issue 44 through the CLI: Jetson Thor on CUDA
+// 12.9 fails with its former name, on CUDA 13.0 its driver is unknown
+// (exit 4); --gpu sm_100f judges sm_100; matrix list shows the new
+// columns (archs: the a/f targets and renames; gpus: the first listing
+// and its branches; cudnn/nccl: the releases torch's pins name).
+func TestCurrentGenerationCLI(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		has  []string
+	}{
+		{[]string{"matrix", "check", "--cuda", "12.9", "--gpu", "thor"}, 1, []string{"needs CUDA 13.0 or newer", "names this architecture sm_101"}},
+		{[]string{"matrix", "check", "--cuda", "13.0", "--gpu", "Jetson AGX Thor", "--driver", "580.65.06"}, 4, []string{"UNKNOWN  gpu/driver", "PASS     gpu/cuda      CUDA 13.0.3 supports Jetson-T5000 (sm_110"}},
+		{[]string{"matrix", "check", "--cuda", "12.9", "--gpu", "sm_100f", "--driver", "575.57.08"}, 0, []string{"supports sm_100 (sm_100, Blackwell)"}},
+		{[]string{"matrix", "list", "archs"}, 0, []string{"A FROM  F FROM  RENAMED TO", "sm_88   (no GPU named)  13.0", "sm_101  Blackwell       12.8      13.0        12.8    12.9    sm_110"}},
+		{[]string{"matrix", "list", "gpus"}, 0, []string{"FIRST LISTED", "580.94.13 (3 branches)", "570.123.01 (5 branches)"}},
+		{[]string{"matrix", "list", "cudnn"}, 0, []string{"9.28.0  12 || 13", "9.15.1  12 || 13"}},
+		{[]string{"matrix", "list", "nccl"}, 0, []string{"2.28.9   12 || 13", "2.29.7   13"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			for _, h := range tt.has {
+				if !strings.Contains(out, h) {
+					t.Errorf("output lacks %q:\n%s\n%s", h, out, errOut)
+				}
 			}
 		})
 	}
