@@ -19,6 +19,9 @@ import (
 // them. Every list is sorted; the JSON field names are part of
 // docs/schemas/capture.json.
 type Facts struct {
+	// Partial is true for facts read from a capture file's YAML: what it
+	// pins, not everything installed (Diff compares only those).
+	Partial bool `json:"partial,omitempty"`
 	// OS is NVIDIA's name of the OS (debian12, ubuntu22.04).
 	OS     string `json:"os,omitempty"`
 	Python string `json:"python,omitempty"`

@@ -143,11 +143,11 @@ func channelOr(c string) string {
 
 // envOf is the environment root of a dist-info path (…/lib/pythonX/site-packages/x.dist-info).
 func envOf(p string) string {
-	i := strings.Index(p, "/lib/python")
-	if i < 0 {
+	root, _, ok := strings.Cut(p, "/lib/python")
+	if !ok {
 		return path.Dir(p)
 	}
-	return p[:i]
+	return root
 }
 
 // others are the runfile CUDA trees, the unowned files (grouped by their
