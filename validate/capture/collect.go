@@ -69,6 +69,7 @@ type collector struct {
 	dists     map[string]*distMeta // dist-info dir → meta
 	conda     []condaPkg
 	owned     map[string]bool // dpkg-owned paths under unownedRoots
+	dirs      map[string]bool // directories under unownedRoots
 	files     []entryRef      // regular files and links under unownedRoots
 	runfile   map[string]bool // usr/local/cuda-X.Y
 	envRoots  []string        // venvs (pyvenv.cfg) and conda envs
@@ -89,14 +90,16 @@ func (l *layered) offer(b []byte, layer int) {
 	}
 }
 
-// entryRef is a path and the layer it came from.
+// entryRef is a path and the layer it came from; link is a symlink's
+// target, resolved against its directory.
 type entryRef struct {
 	path  string
 	layer int
+	link  string
 }
 
 func newCollector(wantFiles bool) *collector {
-	return &collector{dists: map[string]*distMeta{}, owned: map[string]bool{}, runfile: map[string]bool{}, wantFiles: wantFiles}
+	return &collector{dists: map[string]*distMeta{}, owned: map[string]bool{}, dirs: map[string]bool{}, runfile: map[string]bool{}, wantFiles: wantFiles}
 }
 
 // visit is a validate.Visitor.
@@ -108,12 +111,19 @@ func (c *collector) visit(e validate.Entry, r io.Reader) error {
 		c.locked(func() { c.runfile[m[1]] = true })
 	}
 	for _, root := range unownedRoots {
+		if strings.HasPrefix(p, root) && e.Header.Typeflag == '5' {
+			c.locked(func() { c.dirs[p] = true })
+		}
 		if strings.HasPrefix(p, root) && (regular || link) {
-			c.locked(func() { c.files = append(c.files, entryRef{p, e.Layer}) })
+			ref := entryRef{path: p, layer: e.Layer}
+			if link {
+				ref.link = resolveLink(p, e.Header.Linkname)
+			}
+			c.locked(func() { c.files = append(c.files, ref) })
 		}
 	}
 	if c.wantFiles && regular {
-		c.locked(func() { c.allFiles = append(c.allFiles, entryRef{p, e.Layer}) })
+		c.locked(func() { c.allFiles = append(c.allFiles, entryRef{path: p, layer: e.Layer}) })
 	}
 	if !regular {
 		return nil
@@ -133,13 +143,21 @@ func (c *collector) visit(e validate.Entry, r io.Reader) error {
 	case reVenvCfg.MatchString(p):
 		c.locked(func() { c.envRoots = append(c.envRoots, path.Dir(p)+"/") })
 	case reCondaMeta.MatchString(p):
-		c.condaRecord(entryRef{p, e.Layer}, readMeta(r))
+		c.condaRecord(entryRef{path: p, layer: e.Layer}, readMeta(r))
 	default:
 		if m := reDistInfo.FindStringSubmatch(p); m != nil {
 			c.distFile(m[1]+"/"+m[2]+".dist-info", m[3], e.Layer, readMeta(r))
 		}
 	}
 	return nil
+}
+
+// resolveLink is a symlink's target as a root-relative path.
+func resolveLink(p, target string) string {
+	if path.IsAbs(target) {
+		return strings.TrimPrefix(path.Clean(target), "/")
+	}
+	return strings.TrimPrefix(path.Join(path.Dir(p), target), "/")
 }
 
 func (c *collector) locked(f func()) {

@@ -243,8 +243,10 @@ func normalize(name string) string {
 
 // osPackages reads dpkg's status (installed packages only) and apt's
 // extended_states (Auto-Installed: 1 marks a dependency). A package is
-// manual when apt did not mark it and it is not required or important
-// (what debootstrap lays down for a minimal base).
+// manual when apt did not mark it, no other installed package depends on
+// it (debootstrap and docker builds leave no apt marks: a dependency
+// pulled in there is not what the user asked for) and it is not
+// required, important or essential (what a minimal base lays down).
 func osPackages(status, extended []byte) []OSPackage {
 	auto := map[string]bool{}
 	for _, st := range stanzas(extended) {
@@ -252,17 +254,42 @@ func osPackages(status, extended []byte) []OSPackage {
 			auto[st["package"]] = true
 		}
 	}
-	var out []OSPackage
+	var installed []map[string]string
+	needed := map[string]bool{}
 	for _, st := range stanzas(status) {
 		if !strings.HasSuffix(st["status"], " installed") {
 			continue
 		}
+		installed = append(installed, st)
+		for _, dep := range depNames(st["depends"] + "," + st["pre-depends"]) {
+			if dep != st["package"] {
+				needed[dep] = true
+			}
+		}
+	}
+	var out []OSPackage
+	for _, st := range installed {
 		p := OSPackage{Name: st["package"], Version: st["version"], Priority: st["priority"]}
-		p.Manual = !auto[p.Name] && st["essential"] != "yes" && p.Priority != "required" && p.Priority != "important"
+		p.Manual = !auto[p.Name] && !needed[p.Name] && st["essential"] != "yes" && p.Priority != "required" && p.Priority != "important"
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b OSPackage) int { return strings.Compare(a.Name, b.Name) })
 	return slices.CompactFunc(out, func(a, b OSPackage) bool { return a.Name == b.Name })
+}
+
+// depNames are the package names of a Depends field: every alternative,
+// without version constraints or architecture qualifiers.
+func depNames(field string) []string {
+	var out []string
+	for _, alt := range strings.FieldsFunc(field, func(r rune) bool { return r == ',' || r == '|' }) {
+		name, _, _ := strings.Cut(strings.TrimSpace(alt), " ")
+		name, _, _ = strings.Cut(name, "(")
+		name, _, _ = strings.Cut(name, ":")
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // stanzas splits a deb822 file into its paragraphs, keys lowercased;
@@ -296,7 +323,9 @@ func stanzas(b []byte) []map[string]string {
 
 // unowned are the runfile CUDA trees and the files under /opt,
 // /usr/local and /srv that no dpkg package owns and that are not inside
-// a Python or conda environment or a runfile tree.
+// a Python or conda environment or a runfile tree. A symlink to a path a
+// package owns is the package's layout (base-files' /usr/local/man →
+// share/man, made by its maintainer script), not a hand-copied file.
 func unowned(c *collector, w *validate.WalkResult) (runfile, files []string) {
 	for _, d := range slices.Sorted(maps.Keys(c.runfile)) {
 		if !c.owned["usr/local/"+d+"/version.json"] && !ownsUnder(c.owned, "usr/local/"+d+"/") {
@@ -308,7 +337,7 @@ func unowned(c *collector, w *validate.WalkResult) (runfile, files []string) {
 		skip = append(skip, strings.TrimPrefix(d, "/")+"/")
 	}
 	for _, e := range c.files {
-		if c.owned[e.path] || !w.Visible(e.layer, e.path) || underAny(e.path, skip) || inSitePackages(e.path) {
+		if c.owned[e.path] || e.link != "" && (c.owned[e.link] || c.dirs[e.link]) || !w.Visible(e.layer, e.path) || underAny(e.path, skip) || inSitePackages(e.path) {
 			continue
 		}
 		files = append(files, "/"+e.path)

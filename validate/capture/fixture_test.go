@@ -110,6 +110,12 @@ Package: git
 Status: install ok installed
 Priority: optional
 Version: 1:2.39.5-0+deb12u1
+Depends: libc6 (>= 2.34), git-man (>> 1:2.39.5), git-man (<< 1:2.39.5-.)
+
+Package: libexpat1
+Status: install ok installed
+Priority: optional
+Version: 2.5.0-1+deb12u2
 
 Package: git-man
 Status: install ok installed
@@ -120,6 +126,8 @@ Package: python3
 Status: install ok installed
 Priority: optional
 Version: 3.11.2-1+b1
+Pre-Depends: python3-minimal (= 3.11.2-1+b1)
+Depends: python3.11 (>= 3.11.2-1~), libpython3-stdlib (= 3.11.2-1+b1), libexpat1:amd64 | libexpat1-udeb
 
 Package: removed-one
 Status: deinstall ok config-files
