@@ -13,6 +13,7 @@ import (
 	"github.com/gpuimg/gpuimg/internal/atomicfile"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/validate/capture"
+	"github.com/gpuimg/gpuimg/validate/gpuprobe"
 )
 
 // CaptureOptions are the flags of gpuimg capture.
@@ -97,7 +98,17 @@ func (o *CaptureOptions) parse(fs *pflag.FlagSet, args []string) (verbs.Environm
 	if err != nil {
 		return e, capture.Options{}, err
 	}
-	return e, capture.Options{DB: db, Copy: o.Copy}, nil
+	opt := capture.Options{DB: db, Copy: o.Copy}
+	if e.Kind() == "host" {
+		// The driver and GPUs from NVML, when this machine has them.
+		if drv, gpus, err := gpuprobe.ProbeGPUs(); err == nil {
+			opt.Driver = drv.Version
+			for _, g := range gpus {
+				opt.GPUs = append(opt.GPUs, g.Name)
+			}
+		}
+	}
+	return e, opt, nil
 }
 
 // write puts the capture on stdout or, with --file, atomically in the file.
@@ -174,7 +185,7 @@ they differ, 2 when one cannot be read. See docs/capture.md.`,
 			a, b := diffEnvironment(args[0]), diffEnvironment(args[1])
 			d, err := verbs.Diff(cmd.Context(), a, b, capture.CollectOptions{DB: db}, capture.DiffOptions{Files: o.Files}, reg...)
 			if err != nil {
-				return invalid(fmt.Errorf("diff: %w", err), "")
+				return invalid(fmt.Errorf("diff: %w", err), "A and B are each a capture file, an image reference, dir:PATH of a root file system, container:NAME or . for this machine")
 			}
 			if err := renderDelta(cmd.OutOrStdout(), o.Output, d); err != nil {
 				return err
