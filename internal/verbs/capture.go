@@ -73,9 +73,10 @@ func OpenEnvironment(ctx context.Context, e Environment, opts ...images.Option) 
 	return o.Image, o.Close, nil
 }
 
-// containerRoot is a running container's merged root file system and
-// environment, from docker inspect, else podman inspect (overlay
-// storage: GraphDriver.Data.MergedDir).
+// containerRoot is a running container's root file system and
+// environment, from docker inspect, else podman inspect: overlay
+// storage's merged directory, else /proc/PID/root of its first process
+// (any storage driver; needs the rights to read it, as root has).
 func containerRoot(ctx context.Context, name string) (string, []string, error) {
 	var errs []error
 	for _, engine := range []string{"docker", "podman"} {
@@ -88,6 +89,10 @@ func containerRoot(ctx context.Context, name string) (string, []string, error) {
 			GraphDriver struct {
 				Data map[string]string
 			}
+			State struct {
+				Pid     int
+				Running bool
+			}
 			Config struct {
 				Env []string
 			}
@@ -96,10 +101,15 @@ func containerRoot(ctx context.Context, name string) (string, []string, error) {
 			errs = append(errs, fmt.Errorf("%s inspect %s: unreadable answer", engine, name))
 			continue
 		}
-		if dir := got[0].GraphDriver.Data["MergedDir"]; dir != "" {
-			return dir, got[0].Config.Env, nil
+		c := got[0]
+		if dir := c.GraphDriver.Data["MergedDir"]; dir != "" && c.State.Running {
+			return dir, c.Config.Env, nil
 		}
-		errs = append(errs, fmt.Errorf("%s inspect %s: no merged root file system (is it running, on overlay storage?)", engine, name))
+		// Any storage driver: the root its first process sees.
+		if c.State.Running && c.State.Pid > 0 {
+			return fmt.Sprintf("/proc/%d/root", c.State.Pid), c.Config.Env, nil
+		}
+		errs = append(errs, fmt.Errorf("%s inspect %s: the container is not running", engine, name))
 	}
 	return "", nil, fmt.Errorf("container %s: %w: start it, or capture its image", name, errors.Join(errs...))
 }
