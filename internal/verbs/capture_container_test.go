@@ -35,13 +35,11 @@ func TestCaptureContainer(t *testing.T) {
 	}
 	t.Cleanup(d.Stop)
 	t.Setenv("DOCKER_HOST", d.Host)
-	docker := func(args ...string) string {
+	docker := func(args ...string) {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput()
-		if err != nil {
+		if out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput(); err != nil {
 			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return strings.TrimSpace(string(out))
 	}
 	docker("import", tarball, "capture-base:1")
 	docker("run", "-d", "--name", "trainer", "--network", "none", "-e", "HF_HOME=/data/hf", "-e", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "capture-base:1", "sleep", "600")

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -22,6 +23,25 @@ import (
 // installed software (kernel and runtime file systems, temporary files,
 // logs and caches): DirImage leaves them out.
 var skipRoot = map[string]bool{"proc": true, "sys": true, "dev": true, "run": true, "tmp": true, "var/tmp": true, "var/log": true, "var/cache": true, "mnt": true, "media": true, "lost+found": true}
+
+// skipDirNames are directories, wherever they are, that hold caches and
+// history rather than installed software (pip's and Hugging Face's caches
+// under ~/.cache, git objects, bytecode): DirImage leaves them out.
+var skipDirNames = map[string]bool{".cache": true, ".git": true, "__pycache__": true, ".Trash": true}
+
+// dataSuffixes name data files (checkpoints, data sets, archives, media)
+// whose content no capture check reads: DirImage streams them empty, so a
+// 50 GB model directory costs its names, not its bytes.
+var dataSuffixes = []string{".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".hdf5", ".npy", ".npz", ".parquet", ".arrow", ".tfrecord", ".tar", ".zip", ".gz", ".zst", ".xz", ".bz2", ".jpg", ".jpeg", ".png", ".mp4", ".wav", ".flac", ".sqlite", ".db", ".log", ".onnx", ".gguf", ".pack"}
+
+func dataFile(name string) bool {
+	for _, s := range dataSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // DirImage is the root filesystem at root as a one-layer image with the
 // environment env: an uncompressed layer streamed from the directory on
@@ -111,7 +131,7 @@ func writeTree(ctx context.Context, root string, w io.Writer) error {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() && skipRoot[rel] {
+		if d.IsDir() && (skipRoot[rel] || skipDirNames[d.Name()]) {
 			return fs.SkipDir
 		}
 		return writeEntry(tw, p, rel, d)
@@ -145,7 +165,10 @@ func writeEntry(tw *tar.Writer, p, rel string, d fs.DirEntry) error {
 		hdr.Name += "/"
 	}
 	hdr.Uname, hdr.Gname, hdr.AccessTime, hdr.ChangeTime = "", "", hdr.ModTime, hdr.ModTime
-	if !info.Mode().IsRegular() {
+	if info.Mode().IsRegular() && dataFile(info.Name()) {
+		hdr.Size = 0
+	}
+	if !info.Mode().IsRegular() || hdr.Size == 0 {
 		return tw.WriteHeader(hdr)
 	}
 	f, err := os.Open(p)
