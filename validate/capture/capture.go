@@ -118,6 +118,9 @@ func resolve(db *matrix.DB, f *Facts, s *Spec) (*matrix.Stack, []string) {
 	if s.CUDA != "" && f.CUDA != "" && !strings.HasPrefix(f.CUDA+".", s.CUDA+".") {
 		notes = append(notes, fmt.Sprintf("the frameworks were built for CUDA %s and the toolkit found is CUDA %s: the stack follows the frameworks' CUDA", s.CUDA, f.CUDA))
 	}
+	if len(f.Frameworks) == 0 && f.CUDA == "" {
+		notes = append(notes, "no framework and no CUDA toolkit found: the stack is the matrix's default for what is pinned (give cuda: to choose one)")
+	}
 	if known(db, f.OS) {
 		s.OS = f.OS
 	} else if f.OS != "" {
