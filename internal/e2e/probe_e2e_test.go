@@ -91,7 +91,9 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 	if len(small) == 0 {
 		t.Fatalf("probe in a container with a small /dev/shm: %v", err)
 	}
-	var res struct{ Checks []struct{ Name, Status, Message string } }
+	var res struct {
+		Checks []struct{ Name, Status, Message string }
+	}
 	must(t, json.Unmarshal(small, &res))
 	judgedHost(t, "docker run (64 MB /dev/shm)", res.Checks, "warn")
 
