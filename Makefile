@@ -4,7 +4,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/gpuimg
 
-.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish bench-compression bench-startup gpu-bins gpu-check clean
+.PHONY: help build test lint fuzz demo demo-publish tools bench bench-validate bench-copy bench-publish bench-compression bench-startup bench-capture gpu-bins gpu-check clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -98,6 +98,9 @@ bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuild
 
 bench-validate: build tools ## gpuimg validate vs skopeo copy, and validate vs sbom (validate + SBOM) sbom --attach --key (+ signing) and validate --attach --key --sbom (report + SBOM + signing), on a multi-GB image of CUDA libraries (root)
 	$(GO) run ./bench/validate -gpuimg $(BIN)
+
+bench-capture: build ## gpuimg capture and diff of the Debian fixture root with a venv of 300 distributions (root)
+	$(GO) run ./bench/capture -gpuimg $(BIN)
 
 bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)
 	$(GO) run ./bench/copy -gpuimg $(BIN)

@@ -99,6 +99,9 @@ type Config struct {
 	// TorchCompile false leaves out torch.compile's C compiler and
 	// Python headers (Definition.NoTorchCompile); unset means true.
 	TorchCompile *bool `yaml:"torch_compile"`
+	// Capture is what gpuimg capture recorded (source, date, driver,
+	// what it could not reproduce); a build reads nothing from it.
+	Capture yaml.Node `yaml:"capture" json:"-"`
 
 	// Path is the file LoadConfig read, for messages.
 	Path string `yaml:"-"`

@@ -47,6 +47,7 @@ func newProbeCmd() *cobra.Command {
 	var eff []string
 	var budget time.Duration
 	ao := &acceptFlags{}
+	ho := &hostFlags{}
 	var saveBaseline string
 	cmd := &cobra.Command{
 		Use:   "probe",
@@ -99,8 +100,12 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 			if (judging || saveBaseline != "") && !bench {
 				return invalid(errors.New("--baseline, --reference and --save-baseline judge or record benchmark figures"), "add --bench")
 			}
+			host, err := ho.options()
+			if err != nil {
+				return err
+			}
 			res := gpuprobe.Probe(cmd.Context(), gpuprobe.Options{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
-				RequireEnv: matrix.RuntimeEnviron(os.Environ()), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true})
+				RequireEnv: matrix.RuntimeEnviron(os.Environ()), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true, Host: host})
 			if judging {
 				gpuprobe.Accept(res, accept)
 			}
@@ -124,6 +129,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	cmd.Flags().StringVar(&saveBaseline, "save-baseline", "", "write this run's figures and software versions to FILE as a baseline (with --bench, on a machine you trust; only a passing run)")
 	ao.addFlags(cmd.Flags())
+	ho.addFlags(cmd.Flags())
 	cmd.AddCommand(newProbeJudgeCmd())
 	return cmd
 }

@@ -81,6 +81,21 @@ func TestValidateRunWithoutGPU(t *testing.T) {
 	if rep.Kind != "gpu" || rep.Verdict != "no-gpu" || !strings.Contains(rep.Probe.NoGPU, "libnvidia-ml.so.1 not found") {
 		t.Errorf("report %+v", rep)
 	}
+	// The host checks ran inside the container: validate --run gives it
+	// --shm-size 1g (gpurun), which passes; every host check is judged.
+	judgedHost(t, "validate --run", rep.Probe.Checks, "pass")
+	// The same probe in a container with Docker's default /dev/shm (64 MB):
+	// judged too small, with the fix.
+	small, err := exec.Command("docker", "-H", d.Host, "run", "--rm", "--network", "none", "-v", probe+":/gpuimg-probe:ro",
+		"--entrypoint", "/gpuimg-probe", "example.com/gpuimg/probe:test", "probe", "-o", "json").Output()
+	if len(small) == 0 {
+		t.Fatalf("probe in a container with a small /dev/shm: %v", err)
+	}
+	var res struct {
+		Checks []struct{ Name, Status, Message string }
+	}
+	must(t, json.Unmarshal(small, &res))
+	judgedHost(t, "docker run (64 MB /dev/shm)", res.Checks, "warn")
 
 	// The probe on this host says the same, in words and with exit 3.
 	out, _, code = run(t, "probe")
@@ -186,3 +201,24 @@ func TestValidateRunPodmanWithoutGPU(t *testing.T) {
 // stackLabel is a dev.gpuimg.stack label as gpuimg build writes it, cut to
 // what the driver judgement reads.
 const stackLabel = `{"cuda":"12.2.2","min_driver":"535.104.05","min_driver_compat":"525.60.13"}`
+
+// judgedHost checks that every host check is judged (pass or warn) and
+// that host/shm has shm (with the --shm-size hint when warn).
+func judgedHost(t *testing.T, where string, checks []struct{ Name, Status, Message string }, shm string) {
+	t.Helper()
+	host := map[string]string{}
+	for _, c := range checks {
+		if !strings.HasPrefix(c.Name, "host/") {
+			continue
+		}
+		host[c.Name] = c.Status
+		if c.Name == "host/shm" && (c.Status != shm || shm == "warn" && !strings.Contains(c.Message, "--shm-size")) {
+			t.Errorf("%s: host/shm %s %q, want %s", where, c.Status, c.Message, shm)
+		}
+	}
+	for _, n := range []string{"host/shm", "host/cpu-steal", "host/smt", "host/data-dir", "host/memory"} {
+		if st := host[n]; st != "pass" && st != "warn" {
+			t.Errorf("%s: %s is %q (host checks: %v)", where, n, st, host)
+		}
+	}
+}

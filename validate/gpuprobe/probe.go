@@ -128,6 +128,10 @@ type Options struct {
 	// Progress, when set, is told each step the Python probe finishes
 	// (torch/cuda, bench/gemm, …) as it finishes, and how long it has run.
 	Progress func(step string, elapsed time.Duration)
+	// Host, when set, adds the host checks (HostChecks: /dev/shm, CPU
+	// steal, SMT siblings, the data directory's reads, host memory, slice
+	// memory); gpuimg probe sets it. Nil: none.
+	Host *HostOptions
 }
 
 // Probe checks this machine's GPUs and Python frameworks.
@@ -148,6 +152,9 @@ func Probe(ctx context.Context, opt Options) *Result {
 			env = map[string]string{"NVIDIA_REQUIRE_CUDA": opt.RequireCUDA}
 		}
 		checkRequire(opt.DB, env, drv, gpus, add)
+	}
+	if opt.Host != nil {
+		res.Checks = append(res.Checks, HostChecks(ctx, *opt.Host, res.GPUs)...)
 	}
 	// Without a GPU the Python probe still runs: a CPU-only torch, or one
 	// that does not import, is a finding on any machine.

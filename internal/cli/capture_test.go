@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// smallEnv writes a root file system with a venv holding einops at
+// version, an apt package installed by hand and HF_HOME in
+// /etc/environment.
+func smallEnv(t *testing.T, einops string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range map[string]string{
+		"etc/os-release":      "ID=debian\nVERSION_ID=\"12\"\n",
+		"var/lib/dpkg/status": "Package: git\nStatus: install ok installed\nPriority: optional\nVersion: 1:2.39.5-0+deb12u1\n",
+		"etc/environment":     "HF_HOME=/data/hf\n",
+		"opt/venv/pyvenv.cfg": "version = 3.11.2\n",
+		"opt/venv/lib/python3.11/site-packages/einops-" + einops + ".dist-info/METADATA": "Name: einops\nVersion: " + einops + "\n",
+	} {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, p), []byte(c), 0o644))
+	}
+	return root
+}
+
+func TestCaptureAndDiffCommands(t *testing.T) {
+	a, b := smallEnv(t, "0.8.0"), smallEnv(t, "0.8.1")
+	out, errOut, code := run(t, "capture", "dir:"+a)
+	if code != 0 || !strings.Contains(out, "einops==0.8.0") || !strings.Contains(out, "capture:") || !strings.Contains(out, "- git") {
+		t.Fatalf("capture: exit %d\n%s%s", code, out, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "env.yaml")
+	must(t, os.WriteFile(file, []byte(out), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"same tree", []string{"diff", "dir:" + a, "dir:" + a}, ExitOK, "the same"},
+		{"capture file and its source", []string{"diff", file, "dir:" + a}, ExitOK, "the same"},
+		{"upgraded", []string{"diff", "dir:" + a, "dir:" + b}, ExitFailed, "~ einops 0.8.0 → 0.8.1"},
+		{"capture file and another", []string{"diff", file, "dir:" + b}, ExitFailed, "python (1):"},
+		{"unreadable", []string{"diff", "dir:" + a, "dir:" + filepath.Join(a, "nope")}, ExitInvalid, "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("exit %d (want %d), want %q in:\n%s%s", code, tt.code, tt.want, out, errOut)
+			}
+		})
+	}
+	// -o json of both commands.
+	out, errOut, code = run(t, "diff", "dir:"+a, "dir:"+b, "-o", "json")
+	var d struct {
+		Same  bool `json:"same"`
+		Kinds []struct {
+			Kind string `json:"kind"`
+		} `json:"differences"`
+	}
+	if code != ExitFailed || json.Unmarshal([]byte(out), &d) != nil || d.Same || len(d.Kinds) != 1 || d.Kinds[0].Kind != "python" {
+		t.Errorf("diff -o json: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "capture", "dir:"+a, "-o", "json")
+	if code != 0 {
+		t.Fatalf("capture -o json: exit %d: %s", code, errOut)
+	}
+	checkSchema(t, "../../docs/schemas/capture.json", out)
+}
+
+// checkSchema validates doc against the JSON schema in file.
+func checkSchema(t *testing.T, file, doc string) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	s, err := c.Compile(file)
+	if err != nil {
+		t.Fatalf("compile %s: %v", file, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(doc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); err != nil {
+		t.Errorf("the output does not follow %s: %v\n%s", file, err, doc)
+	}
+}
+
+func TestCaptureCopyRefusesSecrets(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "credentials"), []byte("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o600))
+	env := smallEnv(t, "0.8.0")
+	out, errOut, code := run(t, "capture", "dir:"+env, "--copy", filepath.Join(dir, "run.sh")+":/opt/run.sh")
+	if code != 0 || !strings.Contains(out, "/opt/run.sh") {
+		t.Errorf("a clean --copy: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "capture", "dir:"+env, "--copy", dir+":/opt/tools")
+	if code != ExitInvalid || out != "" || !strings.Contains(errOut, "credentials") || strings.Contains(errOut, "wJalrXUtnFEMI") {
+		t.Errorf("a --copy with a secret: exit %d (want 2), stdout %q, stderr %q", code, out, errOut)
+	}
+}
