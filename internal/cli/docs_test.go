@@ -242,14 +242,15 @@ type offlineRule struct {
 // match skips it. Each names what the command needs that `make test`
 // does not give it.
 var offlineRules = []offlineRule{
-	{regexp.MustCompile(`\b(IMAGE|REF|SRC|PORT)\b|…|<[a-z-]+>`), "a placeholder the reader fills in"},
-	{regexp.MustCompile(`\.example\.com|\.amazonaws\.com|docker\.io/|\.pkg\.dev|aliyuncs\.com|myhuaweicloud\.com|tcp://|awskms://`), "a registry, builder or KMS on the internet"},
-	{regexp.MustCompile(`^gpuimg probe( |$)(?:-|$)`), "a GPU"},
+	{regexp.MustCompile(` \[[A-Za-z-]`), "a synopsis ([optional] parts), not a command"},
+	{regexp.MustCompile(`\b(IMAGE|REF|SRC|PORT)\b|…|<[a-z-]+>`), "needs a placeholder the reader fills in"},
+	{regexp.MustCompile(`\.example\.com|\.amazonaws\.com|docker\.io/|\.pkg\.dev|aliyuncs\.com|myhuaweicloud\.com|tcp://|awskms://`), "needs a registry, builder or KMS on the internet"},
+	{regexp.MustCompile(`^gpuimg probe( |$)(?:-|$)`), "needs a GPU"},
 
-	{regexp.MustCompile(`^gpuimg matrix update`), "upstream indexes on the internet (PyPI, download.pytorch.org, GitHub)"},
-	{regexp.MustCompile(`^gpuimg build .*--dockerfile-only`), "the base image's registry (it pins the base by digest; builder tests run this)"},
-	{regexp.MustCompile(`^gpuimg (build|publish)\b`), "a BuildKit daemon and a registry (internal/e2e and builder tests run these)"},
-	{regexp.MustCompile(`--run (docker|podman)`), "a GPU container runtime"},
+	{regexp.MustCompile(`^gpuimg matrix update`), "needs upstream indexes on the internet (PyPI, download.pytorch.org, GitHub)"},
+	{regexp.MustCompile(`^gpuimg build .*--dockerfile-only`), "needs the base image's registry (it pins the base by digest; builder tests run this)"},
+	{regexp.MustCompile(`^gpuimg (build|publish)\b`), "needs a BuildKit daemon and a registry (internal/e2e and builder tests run these)"},
+	{regexp.MustCompile(`--run (docker|podman)`), "needs a GPU container runtime"},
 }
 
 // docInputArg is an argument that names an input file.
@@ -262,7 +263,7 @@ func skipReason(c docCommand, dir string) string {
 	}
 	for _, r := range offlineRules {
 		if r.match.MatchString(c.line) {
-			return "needs " + r.reason
+			return r.reason
 		}
 	}
 	if c.args == nil {
@@ -271,6 +272,12 @@ func skipReason(c docCommand, dir string) string {
 	for i, a := range c.args {
 		if i > 0 && (c.args[i-1] == "--file" || c.args[i-1] == "--save-baseline") {
 			continue // an output
+		}
+		if root, ok := strings.CutPrefix(a, "dir:"); ok {
+			if _, err := os.Stat(filepath.Join(dir, root)); err != nil {
+				return "needs " + root + ", a root file system of the reader's"
+			}
+			continue
 		}
 		m := docInputArg.FindStringSubmatch(a)
 		if m == nil {
