@@ -57,7 +57,7 @@ at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "publish.yaml", "publish file (docs/publish.md)")
-	outputFlag(cmd.Flags(), &output, "output", "table", "json", "github", "bake")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json", "github", "bake")
 	return cmd
 }
 
@@ -71,7 +71,7 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, m)
+		return writeCompactJSON(w, m) // one line: "matrix=$(…)" >> $GITHUB_OUTPUT
 	case "bake":
 		b, err := publish.Bake(plan, f, publish.ExpandOptions{})
 		if err != nil {

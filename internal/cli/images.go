@@ -319,7 +319,7 @@ func newLsCmd() *cobra.Command {
 	}
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
-	outputFlag(cmd.Flags(), &output, "output", "table", "json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 
