@@ -16,6 +16,7 @@ require (
 	github.com/in-toto/attestation v1.2.0
 	github.com/klauspost/compress v1.19.2
 	github.com/moby/buildkit v0.33.1
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/secure-systems-lab/go-securesystemslib v0.11.1
 	github.com/sigstore/protobuf-specs v0.5.2
 	github.com/sigstore/sigstore v1.10.8

@@ -111,6 +111,7 @@ func decodeErrorObject(t *testing.T, stdout string) ErrorObject {
 	if obj.Error.Message == "" || obj.Error.Code == 0 || (obj.Error.File != "" && obj.Error.Flag != "") {
 		t.Errorf("error object %+v: want a message, a code, and a file or a flag, not both", obj.Error)
 	}
+	checkJSONContract(t, "error object", "error.schema.json", stdout)
 	var raw map[string]map[string]json.RawMessage
 	must(t, json.Unmarshal([]byte(stdout), &raw))
 	if _, ok := raw["error"]["hint"]; !ok || !bytes.HasSuffix([]byte(stdout), []byte("}\n")) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,7 +345,7 @@ func TestPublishFailedWording(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			err := (&PublishOptions{}).render(&out, &publish.Report{Results: tt.results}, nil)
+			err := (&PublishOptions{}).render(&out, io.Discard, &publish.Report{Results: tt.results}, nil)
 			var e *Error
 			if !errors.As(err, &e) || e.Code != ExitFailed {
 				t.Fatalf("render = %v, want exit 1", err)
