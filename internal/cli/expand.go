@@ -25,8 +25,9 @@ stack, the generated Dockerfile (FROM the base's tag), the build extras, the
 platforms and gpuimg's build version; gpuimg publish also folds in the
 pinned base image digest and the copied files.
 
-Outputs: table; json (the plan); github (a strategy.matrix for fromJSON,
-at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
+Outputs: text (or table); json (the plan); github (a strategy.matrix for
+fromJSON, on one line, at most 256 jobs); bake (a Docker Bake file for
+docker buildx bake -f).`,
 		Example: `  gpuimg matrix expand -f publish.yaml
   gpuimg matrix expand -f publish.yaml -o json | jq -r '.variants[].tag'
 

@@ -404,10 +404,10 @@ gpus:
 		{[]string{"matrix", "resolve", "--os", "ubu"}, []string{"ubuntu22.04", "ubuntu"}, "rockylinux9"},
 		{[]string{"build", "--flavor", ""}, []string{"base", "runtime", "devel"}, ""},
 		{[]string{"matrix", "resolve", "--python", "3.1"}, []string{"3.10", "3.12"}, ""},
-		{[]string{"matrix", "resolve", "-o", ""}, []string{"table", "json", "yaml"}, ""},
+		{[]string{"matrix", "resolve", "-o", ""}, []string{"text", "json", "yaml"}, "table"},
 		{[]string{"build", "-o", ""}, []string{"text", "json"}, "table"},
 		{[]string{"validate", "img", "-o", ""}, []string{"text", "json", "junit"}, ""},
-		{[]string{"matrix", "expand", "-o", ""}, []string{"table", "json", "github", "bake"}, ""},
+		{[]string{"matrix", "expand", "-o", ""}, []string{"text", "json", "github", "bake"}, "table"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
