@@ -39,7 +39,8 @@ type ErrorDetail struct {
 	Code int `json:"code"`
 	// File is the file at fault (a publish, matrix or stack file).
 	File string `json:"file,omitempty"`
-	// Flag is the flag at fault, as typed: "--cuda", "-o".
+	// Flag is the flag at fault by its long name ("--file" for -f), an
+	// unknown one as typed ("-x").
 	Flag string `json:"flag,omitempty"`
 }
 
@@ -67,7 +68,12 @@ func writeErrorObject(stdout *countingWriter, cmd *cobra.Command, args []string,
 	if stdout.n > 0 || !wantsErrorObject(cmd, requestedFormat(cmd, args)) {
 		return
 	}
-	_ = writeJSON(stdout, ErrorObject{Error: errorDetail(cmd, args, err, code)}) // stderr has the error already
+	obj := ErrorObject{Error: errorDetail(cmd, args, err, code)}
+	if requestedFormat(cmd, args) == "github" {
+		_ = writeCompactJSON(stdout, obj) // one line, as -o github's result
+		return
+	}
+	_ = writeJSON(stdout, obj) // stderr has the error already
 }
 
 // wantsErrorObject says whether format asks for the error object: json
@@ -118,7 +124,8 @@ func boundMessage(msg string) string {
 // culprit names the file or the flag an error is about: a flag pflag
 // refused; a file of the command line the message starts with or quotes
 // as "FILE:"; a flag of cmd the message starts with ("--target: …",
-// "--to is required"); a set flag whose value the message quotes.
+// "--to is required"); a set flag whose value the message quotes or
+// names.
 func culprit(cmd *cobra.Command, args []string, err error, msg string) (file, flag string) {
 	if f := pflagCulprit(err); f != "" {
 		return "", f
@@ -142,8 +149,9 @@ func culprit(cmd *cobra.Command, args []string, err error, msg string) (file, fl
 	return "", quotedFlag(cmd, msg)
 }
 
-// quotedFlag is the set flag whose value the message quotes
-// (unknown target "nope", copy "app": …), the output flag aside.
+// quotedFlag is the set flag whose value the message quotes (unknown
+// target "nope", copy "app": …) or names as "VALUE:" (a file that is not
+// there), the output flag aside.
 func quotedFlag(cmd *cobra.Command, msg string) string {
 	var flag string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
@@ -155,7 +163,7 @@ func quotedFlag(cmd *cobra.Command, msg string) string {
 			values = sv.GetSlice()
 		}
 		for _, v := range values {
-			if v != "" && strings.Contains(msg, strconv.Quote(v)) {
+			if v != "" && (strings.Contains(msg, strconv.Quote(v)) || strings.Contains(msg, " "+v+":")) {
 				flag = "--" + f.Name
 				return
 			}

@@ -43,6 +43,7 @@ func TestErrorObject(t *testing.T) {
 		{"unknown GPU", []string{"matrix", "check", "--cuda", "12.2", "--gpu", "nope9000", "-o", "json"}, ExitInvalid, "", "--gpu", "nope9000"},
 		{"bad stack file", []string{"matrix", "check", "--stack", badStack, "--driver", "535.104.05", "-o", "json"}, ExitInvalid, badStack, "", "cuda"},
 		{"bad publish file", []string{"matrix", "expand", "-f", badPublish, "-o", "github"}, ExitInvalid, badPublish, "", "unknown field {pytorch}"},
+		{"missing publish file", []string{"matrix", "expand", "-f", filepath.Join(dir, "none.yaml"), "-o", "json"}, ExitInvalid, "", "--file", "no such file"},
 		{"bad publish file, json", []string{"matrix", "expand", "-f", badPublish, "-o", "json"}, ExitInvalid, badPublish, "", "line 2"},
 		{"bad matrix file", []string{"matrix", "resolve", "--matrix-file", badMatrix, "--cuda", "12.2", "-o", "yaml"}, ExitInvalid, badMatrix, "", "line 1"},
 		{"unreachable registry", []string{"images", "ls", unreachable, "--retries", "0", "-o", "json"}, ExitInvalid, "", "", "connection refused"},

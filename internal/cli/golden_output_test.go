@@ -23,9 +23,10 @@ var updateGolden = flag.Bool("update", false, "rewrite internal/cli/testdata/gol
 
 // TestGoldenOutput runs a fixed set of commands that need no daemon
 // (matrix resolve, check, list and expand, publish --dry-run, validate,
-// probe judge, images export, convert, copy --dry-run and ls, and the
-// errors for a bad -o) and compares stdout, stderr and the exit status
-// byte for byte with testdata/golden: a refactor of flags or rendering
+// probe judge, images export, convert, copy --dry-run and ls, the
+// errors for a bad -o, and the error object under -o json and github)
+// and compares stdout, stderr and the exit status byte for byte with
+// testdata/golden: a refactor of flags or rendering
 // must leave them as they are. -update rewrites the files; the diff is
 // then the change of output to review.
 //
@@ -71,6 +72,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"resolve-jax", []string{"matrix", "resolve", "--jax", "latest", "--os", "ubuntu"}},
 		{"resolve-conflict", []string{"matrix", "resolve", "--cuda", "11.8", "--torch", "2.9"}},
 		{"resolve-conflict-json", []string{"matrix", "resolve", "--cuda", "11.8", "--torch", "2.9", "-o", "json"}},
+		{"resolve-error-json", []string{"matrix", "resolve", "--cuda", "abc", "-o", "json"}},
 		{"resolve-bad-output", []string{"matrix", "resolve", "--cuda", "12.2", "-o", "xml"}},
 		{"check", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100"}},
 		{"check-json", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100", "-o", "json"}},
@@ -92,6 +94,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"expand-json", []string{"matrix", "expand", "-f", publishFile, "-o", "json"}},
 		{"expand-github", []string{"matrix", "expand", "-f", publishFile, "-o", "github"}},
 		{"expand-bake", []string{"matrix", "expand", "-f", publishFile, "-o", "bake"}},
+		{"expand-error-github", []string{"matrix", "expand", "-f", filepath.Join(dir, "none.yaml"), "-o", "github"}},
 		{"expand-bad-output", []string{"matrix", "expand", "-f", publishFile, "-o", "xml"}},
 		{"publish-dry-run", []string{"publish", "-f", publishFile, "--dry-run", "--progress", "plain"}},
 		{"publish-bad-progress", []string{"publish", "-f", publishFile, "--dry-run", "--progress", "tty"}},
