@@ -127,6 +127,7 @@ func TestMatrixUpdate(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); code != ExitFailed || err != nil || len(rep.Found) != 1 || rep.Found[0].What != fmt.Sprintf("torch %s (%s)", version, strings.Join(tags, ", ")) || len(rep.Unfilled) == 0 || rep.Incomplete == nil {
 		t.Errorf("--check -o json: exit %d, %v, %+v\n%s", code, err, rep, errOut)
 	}
+	checkJSONContract(t, "matrix update --check -o json", "update-report.schema.json", out)
 
 	// --file writes an overlay that resolve then uses; -o FILE, what
 	// --file was before issue 46, is refused naming --file.
