@@ -100,8 +100,8 @@ func TestNightlyWorkflow(t *testing.T) {
 	if err := cmd.ParseFlags(rest); err != nil {
 		t.Errorf("gpuimg rejects the workflow's flags %v: %v", rest, err)
 	}
-	if !cmd.Flags().Changed("check") || !cmd.Flags().Changed("output") {
-		t.Errorf("workflow runs %v without --check and -o", rest)
+	if !cmd.Flags().Changed("check") || !cmd.Flags().Changed("file") {
+		t.Errorf("workflow runs %v without --check and --file", rest)
 	}
 }
 

@@ -124,7 +124,7 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 	}
 	conv := t.Convert(p)
 	res := &ImportResult{Source: r.String(), SourceDigest: s.Digest, Target: t.Name, Before: p, After: conv.After,
-		Changes: conv.Changes, DryRun: opt.dryRun, Tag: dstRef.String(), DigestChanged: len(conv.Changes) > 0}
+		Changes: append([]matrix.Change{}, conv.Changes...), Checks: []matrix.Finding{}, DryRun: opt.dryRun, Tag: dstRef.String(), DigestChanged: len(conv.Changes) > 0}
 	if res.DigestChanged {
 		res.SourceLabel = SourceDigestLabel
 	}
@@ -221,6 +221,9 @@ func sameRegistry(opt *options, r Ref, dst name.Reference) bool {
 
 // refuse sets the verdict and returns a *RefusedError when a check failed.
 func (res *ImportResult) refuse(t matrix.Target) error {
+	if res.Checks == nil {
+		res.Checks = []matrix.Finding{} // a list is never null in the JSON
+	}
 	res.Verdict = matrix.Verdict(res.Checks)
 	if res.Verdict != matrix.Fail {
 		return nil

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -31,6 +32,17 @@ type SizeInfo struct {
 	Largest      []LayerStats `json:"largest"`
 	// PullSeconds estimates the download at Options.Bandwidth (0 if unset).
 	PullSeconds float64 `json:"pull_seconds,omitempty"`
+}
+
+// MarshalJSON writes Largest as [] when there are none (a GPU report's
+// size is empty): a list is never null in gpuimg's JSON.
+func (s SizeInfo) MarshalJSON() ([]byte, error) {
+	type plain SizeInfo // without this method
+	p := plain(s)
+	if p.Largest == nil {
+		p.Largest = []LayerStats{}
+	}
+	return json.Marshal(p)
 }
 
 // Report is the result of validating an image, static or on a GPU. The

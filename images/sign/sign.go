@@ -137,14 +137,14 @@ type Signed struct {
 	// Digest is the signed manifest's digest.
 	Digest string `json:"digest"`
 	// MediaType is the signed manifest's media type.
-	MediaType string `json:"mediaType"`
+	MediaType string `json:"media_type"`
 	// PredicateType is the statement's predicate type.
-	PredicateType string `json:"predicateType"`
+	PredicateType string `json:"predicate_type"`
 	// Referrer is the digest of the bundle's referrer manifest (empty for
 	// FormatLegacy).
 	Referrer string `json:"referrer,omitempty"`
 	// LegacyTag is the sha256-<hex>.sig tag written (FormatLegacy, FormatBoth).
-	LegacyTag string `json:"legacyTag,omitempty"`
+	LegacyTag string `json:"legacy_tag,omitempty"`
 	// Provenance is, for BuildKit provenance Sign re-signed, the digest
 	// of the attestation manifest it was read from.
 	Provenance string `json:"provenance,omitempty"`

@@ -36,7 +36,7 @@ type Statement struct {
 	// PredicateType is the statement's predicate type (for a legacy
 	// signature: CosignSignPredicateType). For a bundle that does not
 	// verify it is what the referrer's annotation claims.
-	PredicateType string `json:"predicateType"`
+	PredicateType string `json:"predicate_type"`
 	// Predicate is the statement's predicate, when it verified.
 	Predicate json.RawMessage `json:"predicate,omitempty"`
 	// Source is where it was found: the referrer's digest, or the legacy

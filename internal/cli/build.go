@@ -451,20 +451,7 @@ func newBuilderCmd() *cobra.Command {
   gpuimg builder stop`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "state-dir", "", "the local buildkitd's state directory (default ~/.local/state/gpuimg)")
-	cmd.AddCommand(&cobra.Command{
-		Use:   "status",
-		Short: "Say whether the local buildkitd runs, and where",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l := &builder.Local{StateDir: builder.StateDir(dir, environment())}
-			if pid, ok := l.Running(); ok {
-				fmt.Fprintf(cmd.OutOrStdout(), "running: pid %d at %s (state %s)\n", pid, l.Address(), l.StateDir)
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "not running (state %s); gpuimg build starts it\n", l.StateDir)
-			return nil
-		},
-	}, &cobra.Command{
+	cmd.AddCommand(newBuilderStatusCmd(&dir), &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the local buildkitd (its cache stays)",
 		Args:  cobra.NoArgs,
@@ -473,5 +460,45 @@ func newBuilderCmd() *cobra.Command {
 			return l.Stop(cmd.Context())
 		},
 	})
+	return cmd
+}
+
+// builderStatus is builder status -o json: whether the local buildkitd
+// runs, its process and address when it does, and its state directory.
+type builderStatus struct {
+	Running  bool   `json:"running"`
+	PID      int    `json:"pid,omitempty"`
+	Address  string `json:"address,omitempty"`
+	StateDir string `json:"state_dir"`
+}
+
+func newBuilderStatusCmd(dir *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Say whether the local buildkitd runs, and where",
+		Args:    cobra.NoArgs,
+		Example: "  gpuimg builder status\n  gpuimg builder status -o json",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(cmd.Flags()); err != nil {
+				return err
+			}
+			l := &builder.Local{StateDir: builder.StateDir(*dir, environment())}
+			st := builderStatus{StateDir: l.StateDir}
+			if pid, ok := l.Running(); ok {
+				st.Running, st.PID, st.Address = true, pid, l.Address()
+			}
+			w := cmd.OutOrStdout()
+			return render(w, output, st, func() error {
+				if st.Running {
+					_, err := fmt.Fprintf(w, "running: pid %d at %s (state %s)\n", st.PID, st.Address, st.StateDir)
+					return err
+				}
+				_, err := fmt.Fprintf(w, "not running (state %s); gpuimg build starts it\n", st.StateDir)
+				return err
+			})
+		},
+	}
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }

@@ -39,6 +39,10 @@ type Error struct {
 	Err  error
 	Hint string
 	Code int
+	// File or Flag names the file or the flag at fault, for the error
+	// object of -o json (errjson.go); when neither is set it is read
+	// from the error.
+	File, Flag string
 }
 
 func (e *Error) Error() string {

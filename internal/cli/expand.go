@@ -25,8 +25,9 @@ stack, the generated Dockerfile (FROM the base's tag), the build extras, the
 platforms and gpuimg's build version; gpuimg publish also folds in the
 pinned base image digest and the copied files.
 
-Outputs: table; json (the plan); github (a strategy.matrix for fromJSON,
-at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
+Outputs: text (or table); json (the plan); github (a strategy.matrix for
+fromJSON, on one line, at most 256 jobs); bake (a Docker Bake file for
+docker buildx bake -f).`,
 		Example: `  gpuimg matrix expand -f publish.yaml
   gpuimg matrix expand -f publish.yaml -o json | jq -r '.variants[].tag'
 
@@ -57,7 +58,7 @@ at most 256 jobs); bake (a Docker Bake file for docker buildx bake -f).`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "publish.yaml", "publish file (docs/publish.md)")
-	outputFlag(cmd.Flags(), &output, "output", "table", "json", "github", "bake")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json", "github", "bake")
 	return cmd
 }
 
@@ -71,7 +72,7 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, m)
+		return writeCompactJSON(w, m) // one line: "matrix=$(…)" >> $GITHUB_OUTPUT
 	case "bake":
 		b, err := publish.Bake(plan, f, publish.ExpandOptions{})
 		if err != nil {

@@ -92,7 +92,7 @@ func TestMatrixExpandGitHub(t *testing.T) {
 		t.Errorf("entry %v", e)
 	}
 
-	// More than GitHub's 256 jobs: said on stderr, exit 1, nothing on stdout.
+	// More than GitHub's 256 jobs: said on stderr, exit 1, the error object on stdout.
 	big := filepath.Join(t.TempDir(), "publish.yaml")
 	if err := os.WriteFile(big, []byte(`repository: r.example.com/cuda
 tag: "{cuda}-py{python}-{flavor}-{os}"
@@ -105,7 +105,7 @@ matrix:
 		t.Fatal(err)
 	}
 	out, errOut, code = run(t, "matrix", "expand", "-f", big, "-o", "github")
-	if code != ExitFailed || out != "" || !strings.Contains(errOut, "GitHub runs at most 256 jobs per matrix; split the matrix") {
+	if code != ExitFailed || !strings.Contains(errOut, "GitHub runs at most 256 jobs per matrix; split the matrix") || decodeErrorObject(t, out).Error.Code != ExitFailed {
 		t.Errorf("exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,7 +345,7 @@ func TestPublishFailedWording(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			err := (&PublishOptions{}).render(&out, &publish.Report{Results: tt.results}, nil)
+			err := (&PublishOptions{}).render(&out, io.Discard, &publish.Report{Results: tt.results}, nil)
 			var e *Error
 			if !errors.As(err, &e) || e.Code != ExitFailed {
 				t.Fatalf("render = %v, want exit 1", err)
@@ -403,10 +404,10 @@ gpus:
 		{[]string{"matrix", "resolve", "--os", "ubu"}, []string{"ubuntu22.04", "ubuntu"}, "rockylinux9"},
 		{[]string{"build", "--flavor", ""}, []string{"base", "runtime", "devel"}, ""},
 		{[]string{"matrix", "resolve", "--python", "3.1"}, []string{"3.10", "3.12"}, ""},
-		{[]string{"matrix", "resolve", "-o", ""}, []string{"table", "json", "yaml"}, ""},
+		{[]string{"matrix", "resolve", "-o", ""}, []string{"text", "json", "yaml"}, "table"},
 		{[]string{"build", "-o", ""}, []string{"text", "json"}, "table"},
 		{[]string{"validate", "img", "-o", ""}, []string{"text", "json", "junit"}, ""},
-		{[]string{"matrix", "expand", "-o", ""}, []string{"table", "json", "github", "bake"}, ""},
+		{[]string{"matrix", "expand", "-o", ""}, []string{"text", "json", "github", "bake"}, "table"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -23,9 +23,10 @@ var updateGolden = flag.Bool("update", false, "rewrite internal/cli/testdata/gol
 
 // TestGoldenOutput runs a fixed set of commands that need no daemon
 // (matrix resolve, check, list and expand, publish --dry-run, validate,
-// probe judge, images export, convert, copy --dry-run and ls, and the
-// errors for a bad -o) and compares stdout, stderr and the exit status
-// byte for byte with testdata/golden: a refactor of flags or rendering
+// probe judge, images export, convert, copy --dry-run and ls, the
+// errors for a bad -o, and the error object under -o json and github)
+// and compares stdout, stderr and the exit status byte for byte with
+// testdata/golden: a refactor of flags or rendering
 // must leave them as they are. -update rewrites the files; the diff is
 // then the change of output to review.
 //
@@ -71,6 +72,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"resolve-jax", []string{"matrix", "resolve", "--jax", "latest", "--os", "ubuntu"}},
 		{"resolve-conflict", []string{"matrix", "resolve", "--cuda", "11.8", "--torch", "2.9"}},
 		{"resolve-conflict-json", []string{"matrix", "resolve", "--cuda", "11.8", "--torch", "2.9", "-o", "json"}},
+		{"resolve-error-json", []string{"matrix", "resolve", "--cuda", "abc", "-o", "json"}},
 		{"resolve-bad-output", []string{"matrix", "resolve", "--cuda", "12.2", "-o", "xml"}},
 		{"check", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100"}},
 		{"check-json", []string{"matrix", "check", "--cuda", "12.2", "--torch", "2.3", "--driver", "535.104.05", "--gpu", "h100", "-o", "json"}},
@@ -92,7 +94,8 @@ func TestGoldenOutput(t *testing.T) {
 		{"expand-json", []string{"matrix", "expand", "-f", publishFile, "-o", "json"}},
 		{"expand-github", []string{"matrix", "expand", "-f", publishFile, "-o", "github"}},
 		{"expand-bake", []string{"matrix", "expand", "-f", publishFile, "-o", "bake"}},
-		{"expand-bad-output", []string{"matrix", "expand", "-f", publishFile, "-o", "text"}},
+		{"expand-error-github", []string{"matrix", "expand", "-f", filepath.Join(dir, "none.yaml"), "-o", "github"}},
+		{"expand-bad-output", []string{"matrix", "expand", "-f", publishFile, "-o", "xml"}},
 		{"publish-dry-run", []string{"publish", "-f", publishFile, "--dry-run", "--progress", "plain"}},
 		{"publish-bad-progress", []string{"publish", "-f", publishFile, "--dry-run", "--progress", "tty"}},
 		{"validate", []string{"validate", oci, "--driver", "535.104.05", "--gpu", "h100"}},
@@ -102,32 +105,34 @@ func TestGoldenOutput(t *testing.T) {
 		{"validate-fail", []string{"validate", oci, "--driver", "470.57.02"}},
 		{"validate-legacy", []string{"validate", "oci:" + legacyDir, "--driver", "535.104.05", "--gpu", "h100"}},
 		{"validate-driver-branch", []string{"validate", oci, "--driver", "535"}},
-		{"validate-bad-output", []string{"validate", oci, "-o", "table"}},
+		{"validate-bad-output", []string{"validate", oci, "-o", "xml"}},
 		{"probe-judge", []string{"probe", "judge", "--reference", probeResult}},
 		{"probe-judge-json", []string{"probe", "judge", "--reference", probeResult, "-o", "json"}},
-		{"probe-judge-bad-output", []string{"probe", "judge", "--reference", probeResult, "-o", "table"}},
+		{"probe-judge-bad-output", []string{"probe", "judge", "--reference", probeResult, "-o", "xml"}},
 		{"export", []string{"images", "export", oci, filepath.Join(dir, "torch.tar"), "--format", "docker-archive"}},
 		{"export-json", []string{"images", "export", oci, filepath.Join(dir, "torch.oci.tar"), "-o", "json"}},
-		{"export-bad-output", []string{"images", "export", oci, filepath.Join(dir, "x.tar"), "-o", "table"}},
+		{"export-bad-output", []string{"images", "export", oci, filepath.Join(dir, "x.tar"), "-o", "xml"}},
 		{"convert", []string{"images", "convert", oci, host + "/ml/torch:2.3-zstd", "--compression", "zstd"}},
 		{"convert-json", []string{"images", "convert", oci, host + "/ml/torch:2.3-gzip", "--compression", "gzip", "-o", "json"}},
 		{"convert-bad-compression", []string{"images", "convert", oci, host + "/ml/torch:2.3-lz4", "--compression", "lz4"}},
-		{"convert-bad-output", []string{"images", "convert", oci, host + "/ml/torch:2.3-t", "--compression", "zstd", "-o", "table"}},
+		{"convert-bad-output", []string{"images", "convert", oci, host + "/ml/torch:2.3-t", "--compression", "zstd", "-o", "xml"}},
 		{"copy-dry-run", []string{"images", "copy", "--dry-run", oci, host + "/ml/copy:2.3"}},
 		{"copy-dry-run-json", []string{"images", "copy", "--dry-run", oci, host + "/ml/copy:2.3", "-o", "json"}},
 		{"copy-platform", []string{"images", "copy", "--dry-run", "--platform", "linux/amd64", oci, host + "/ml/amd64:2.3"}},
 		{"copy-bad-platform", []string{"images", "copy", "--platform", "linux/", oci, host + "/ml/amd64:2.3"}},
-		{"copy-bad-output", []string{"images", "copy", oci, host + "/ml/copy:2.3", "-o", "table"}},
+		{"copy-bad-output", []string{"images", "copy", oci, host + "/ml/copy:2.3", "-o", "xml"}},
 		{"ls", []string{"images", "ls", host + "/ml/torch"}},
 		{"ls-json", []string{"images", "ls", host + "/ml/torch", "-o", "json"}},
-		{"ls-bad-output", []string{"images", "ls", host + "/ml/torch", "-o", "text"}},
+		{"ls-table-is-text", []string{"images", "ls", host + "/ml/torch", "-o", "text"}},
+		{"ls-bad-output", []string{"images", "ls", host + "/ml/torch", "-o", "xml"}},
 		{"build-bad-output", []string{"build", "--cuda", "12.2", "-o", "xml"}},
 		{"build-buildkit-output", []string{"build", "--cuda", "12.2", "-o", "type=oci,dest=x.tar"}},
 		{"build-bad-buildkit-output", []string{"build", "--cuda", "12.2", "--output", "json"}},
 		{"build-bad-copy", []string{"build", "--cuda", "12.2", "--copy", "app"}},
 		{"build-bad-compression", []string{"build", "--cuda", "12.2", "--compression", "lz4"}},
 		{"build-bad-platform", []string{"build", "--cuda", "12.2", "--platform", "linux/"}},
-		{"import-bad-output", []string{"images", "import", oci, "--target", "runpod", "--to", host + "/ml/x:1", "-o", "table"}},
+		{"import-bad-output", []string{"images", "import", oci, "--target", "runpod", "--to", host + "/ml/x:1", "-o", "xml"}},
+		{"version-text-is-table", []string{"version", "-o", "table"}},
 		{"version-bad-output", []string{"version", "-o", "yaml"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

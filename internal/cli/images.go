@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -319,43 +320,81 @@ func newLsCmd() *cobra.Command {
 	}
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
-	outputFlag(cmd.Flags(), &output, "output", "table", "json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 
 func newRmCmd() *cobra.Command {
 	ro := &RegistryOptions{}
+	var output string
 	cmd := &cobra.Command{
 		Use:   "rm REF...",
 		Short: "Delete manifests from their registry",
 		Long: `rm deletes each REF's manifest. A tag is resolved to its digest first, so every
 tag on that digest goes with it. The registry must allow deletes.`,
-		Example: "  gpuimg images rm registry.example.com/ml/torch:nightly-2026-11-01",
+		Example: "  gpuimg images rm registry.example.com/ml/torch:nightly-2026-11-01\n  gpuimg images rm registry.example.com/ml/torch:nightly-2026-11-01 -o json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(cmd.Flags()); err != nil {
+				return err
+			}
 			opts, err := ro.Options()
 			if err != nil {
 				return err
 			}
-			for _, a := range args {
-				d, err := images.Delete(cmd.Context(), a, opts...)
-				if err != nil {
-					return invalid(err, "")
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s)\n", a, d)
-			}
-			return nil
+			return runRm(cmd, output, args, opts)
 		},
 	}
 	ro.AddFlags(cmd.Flags())
 	ro.AddJobsFlag(cmd.Flags())
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
+}
+
+// rmResult is images rm -o json: each manifest deleted, in order.
+type rmResult struct {
+	Deleted []deletedRef `json:"deleted"`
+}
+
+// deletedRef is a reference rm was given and the digest it deleted.
+type deletedRef struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+}
+
+// runRm deletes each of refs; the text names each as it goes, the JSON
+// lists them once all are gone (a failure is the error object, which
+// names those already deleted).
+func runRm(cmd *cobra.Command, output string, refs []string, opts []images.Option) error {
+	res := rmResult{Deleted: []deletedRef{}}
+	for _, a := range refs {
+		d, err := images.Delete(cmd.Context(), a, opts...)
+		if err != nil {
+			hint := ""
+			if len(res.Deleted) > 0 {
+				done := make([]string, 0, len(res.Deleted))
+				for _, r := range res.Deleted {
+					done = append(done, r.Ref)
+				}
+				hint = "already deleted: " + strings.Join(done, ", ")
+			}
+			return invalid(err, hint)
+		}
+		res.Deleted = append(res.Deleted, deletedRef{Ref: a, Digest: d})
+		if output != "json" {
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s)\n", a, d)
+		}
+	}
+	if output == "json" {
+		return writeJSON(cmd.OutOrStdout(), res)
+	}
+	return nil
 }
 
 func newPromoteCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	mo := &MatrixOptions{}
-	var to, require, gpu, minDriver, key string
+	var to, require, gpu, minDriver, key, output string
 	cmd := &cobra.Command{
 		Use:   "promote REF --to TAG",
 		Short: "Retag an image only if a passing validation report is attached",
@@ -385,6 +424,9 @@ verify-vsa checks it (docs/supply-chain.md).`,
   gpuimg images promote registry.example.com/ml/torch:nightly --to stable --require static --key cosign.key`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(cmd.Flags()); err != nil {
+				return err
+			}
 			if to == "" {
 				return invalid(errors.New("--to is required"), "name the tag to promote to, e.g. --to stable")
 			}
@@ -407,25 +449,13 @@ verify-vsa checks it (docs/supply-chain.md).`,
 			if err != nil {
 				return err
 			}
-			var msg string
+			var signer signature.SignerVerifier
 			if key != "" {
-				sv, err := loadSigner(key)
-				if err != nil {
+				if signer, err = loadSigner(key); err != nil {
 					return err
 				}
-				d, err := verbs.PromoteRecorded(cmd.Context(), args[0], to, policy, verbs.VSASpec{Signer: sv, Version: strings.Trim(buildVersion().Version, "()")}, opts...)
-				if d != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: recorded a %s verification summary of %s for %s as %s\n", d.VSA.VerificationResult, d.Digest, d.VSA.ResourceURI, d.Referrer)
-					msg = d.Message
-				}
-				if err != nil {
-					return promoteError(err)
-				}
-			} else if msg, err = verbs.Promote(cmd.Context(), args[0], to, policy, opts...); err != nil {
-				return promoteError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "promoted %s\n", msg)
-			return nil
+			return runPromote(cmd, output, promoteRequest{ref: args[0], to: to, policy: policy, signer: signer}, opts)
 		},
 	}
 	ro.AddFlags(cmd.Flags())
@@ -436,7 +466,62 @@ verify-vsa checks it (docs/supply-chain.md).`,
 	cmd.Flags().StringVar(&require, "require", "gpu", "report needed: gpu or static")
 	stackFlag(cmd.Flags(), &gpu, "gpu", "h100", "the report must be for this GPU")
 	cmd.Flags().StringVar(&minDriver, "min-driver", "", "the report's driver must be this version or newer")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
+}
+
+// promoteRequest is what images promote was asked: move tag to to
+// ref's digest under policy, recording the decision when signer is set.
+type promoteRequest struct {
+	ref, to string
+	policy  validate.PromotionPolicy
+	signer  signature.SignerVerifier
+}
+
+// promoteResult is images promote -o json: whether the tag moved, what
+// promote said, and the signed decision when --key recorded one (its
+// vsa is SLSA's verification summary, in SLSA's spelling).
+type promoteResult struct {
+	Ref      string          `json:"ref"`
+	Tag      string          `json:"tag"`
+	Promoted bool            `json:"promoted"`
+	Message  string          `json:"message"`
+	Recorded *verbs.Decision `json:"recorded,omitempty"`
+}
+
+// runPromote promotes, recording the decision with a signer, and renders
+// the outcome: a refusal is exit 1, with its result under -o json.
+func runPromote(cmd *cobra.Command, output string, req promoteRequest, opts []images.Option) error {
+	res := promoteResult{Ref: req.ref, Tag: req.to}
+	var err error
+	if req.signer != nil {
+		var d *verbs.Decision
+		d, err = verbs.PromoteRecorded(cmd.Context(), req.ref, req.to, req.policy, verbs.VSASpec{Signer: req.signer, Version: strings.Trim(buildVersion().Version, "()")}, opts...)
+		if d != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: recorded a %s verification summary of %s for %s as %s\n", d.VSA.VerificationResult, d.Digest, d.VSA.ResourceURI, d.Referrer)
+			res.Message, res.Recorded = d.Message, d
+		}
+	} else {
+		res.Message, err = verbs.Promote(cmd.Context(), req.ref, req.to, req.policy, opts...)
+	}
+	res.Promoted = err == nil
+	if err != nil && !errors.Is(err, images.ErrNotPromoted) {
+		return promoteError(err)
+	}
+	if err != nil {
+		res.Message = err.Error()
+	}
+	if output == "json" {
+		if jerr := writeJSON(cmd.OutOrStdout(), res); jerr != nil {
+			return jerr
+		}
+	} else if err == nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "promoted %s\n", res.Message)
+	}
+	if err != nil {
+		return promoteError(err)
+	}
+	return nil
 }
 
 func newConvertCmd() *cobra.Command {

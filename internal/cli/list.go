@@ -64,7 +64,7 @@ public sources all of it was read from.`,
 			return renderList(cmd.OutOrStdout(), output, args[0], db)
 		},
 	}
-	outputFlag(cmd.Flags(), &output, "output", "table", "json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 

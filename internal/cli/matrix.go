@@ -104,7 +104,7 @@ it exits 1 when none fits.`,
 	}
 	so.AddFlags(cmd.Flags(), true)
 	cmd.Flags().BoolVar(&all, "all", false, "list every release of the one framework given (--torch any) that fits the other flags (driver, GPUs, target, Python), each with its best stack or why none fits")
-	outputFlag(cmd.Flags(), &output, "output", "table", "json", "yaml")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json", "yaml")
 	return cmd
 }
 
@@ -322,7 +322,7 @@ unknown.`,
 	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6); several separated by commas; with --target, it narrows the fleet's GPUs", "NVIDIA driver of the hosts (535.104.05)")
 	so.bind(cmd.Flags(), matrix.FieldTarget, "fleet the hosts are (sagemaker/p5; gpuimg matrix list targets): its driver and GPUs are the host, --driver replaces the driver, --gpu narrows the GPUs")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
-	outputFlag(cmd.Flags(), &output, "output", "table", "json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
 

@@ -22,18 +22,48 @@ const formatsAnnotation = "gpuimg_formats"
 
 // outputFlag binds -o (as --name) to p with formats, the first being the
 // default; checkFormat accepts them and completion offers them. Every
-// result format flag goes through here.
+// result format flag goes through here. A person's rendering is "text":
+// "table" is its alias everywhere (formatAliases), given as either.
 func outputFlag(fs *pflag.FlagSet, p *string, name string, formats ...string) {
+	for i, f := range formats {
+		formats[i] = canonicalFormat(f)
+	}
 	what := "output format: "
 	if name != "output" {
 		what = "result format on stdout: " // build's --output is BuildKit's
 	}
-	usage := what + formats[0]
-	if n := len(formats); n > 1 {
-		usage = what + strings.Join(formats[:n-1], ", ") + " or " + formats[n-1]
+	list := slices.Clone(formats)
+	if i := slices.Index(list, "text"); i >= 0 {
+		list[i] = "text (or table)"
 	}
-	fs.StringVarP(p, name, "o", formats[0], usage)
+	usage := what + list[0]
+	if n := len(list); n > 1 {
+		usage = what + strings.Join(list[:n-1], ", ") + " or " + list[n-1]
+	}
+	*p = formats[0]
+	fs.VarP((*formatValue)(p), name, "o", usage)
 	_ = fs.SetAnnotation(name, formatsAnnotation, formats) // the flag exists: just bound
+}
+
+// formatAliases are the other names of formats: -o table is -o text.
+var formatAliases = map[string]string{"table": "text"}
+
+// canonicalFormat is format under its one name (formatAliases).
+func canonicalFormat(format string) string {
+	if c, ok := formatAliases[format]; ok {
+		return c
+	}
+	return format
+}
+
+// formatValue is an output flag's value, held under its canonical name.
+type formatValue string
+
+func (v *formatValue) String() string { return string(*v) }
+func (v *formatValue) Type() string   { return "string" }
+func (v *formatValue) Set(s string) error {
+	*v = formatValue(canonicalFormat(s))
+	return nil
 }
 
 // checkFormat refuses a value of fs's output flag (outputFlag) that is
@@ -80,6 +110,14 @@ func render(w io.Writer, format string, v any, text func() error) error {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeCompactJSON writes v as JSON on one line, HTML characters as they
+// are: what a GitHub Actions step output (name=VALUE, one line) holds.
+func writeCompactJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // TestOutputFlag: outputFlag's formats are the ones checkFormat accepts
-// (the first the default), and render writes JSON, YAML or the
-// command's text.
+// (the first the default; table and text are one format under two
+// names, whichever the command was given), and render writes JSON, YAML
+// or the command's text.
 func TestOutputFlag(t *testing.T) {
 	for _, tt := range []struct {
 		args    []string
@@ -21,8 +22,9 @@ func TestOutputFlag(t *testing.T) {
 		{args: []string{"-o", "table"}, want: "text\n"},
 		{args: []string{"-o", "json"}, want: "{\n  \"a\": \"<b>\"\n}\n"},
 		{args: []string{"-o", "yaml"}, want: "a: <b>\n"},
-		{args: []string{"-o", "xml"}, wantErr: `unknown output format "xml"; use -o table, -o json, -o yaml`},
-		{args: []string{"--output", "text"}, wantErr: `unknown output format "text"; use -o table, -o json, -o yaml`},
+		{args: []string{"--output", "text"}, want: "text\n"},
+		{args: []string{"-o", "xml"}, wantErr: `unknown output format "xml"; use -o text, -o json, -o yaml`},
+		{args: []string{"--output", "github"}, wantErr: `unknown output format "github"; use -o text, -o json, -o yaml`},
 	} {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		var format string

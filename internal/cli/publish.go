@@ -30,6 +30,9 @@ type PublishOptions struct {
 	// Since is a previous run's report.json, for what changed.
 	Since    string
 	Progress string
+	// Output is the format on stdout: text (the summary) or json (the
+	// report, as report.json holds it).
+	Output string
 
 	// The build settings every variant shares (builder.Flags, merged
 	// with the environment and the publish file's build: by builder.Merge).
@@ -106,10 +109,14 @@ no builder could be reached for the variants that needed a build.`,
 	prov.NoOptDefVal = builder.ProvenanceAuto
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else each base image's creation time)")
 	mo.AddFlags(fs)
+	outputFlag(fs, &o.Output, "output", "text", "json")
 	return cmd
 }
 
 func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error {
+	if err := checkFormat(cmd.Flags()); err != nil {
+		return err
+	}
 	f, db, since, err := o.load(mo)
 	if err != nil {
 		return err
@@ -120,19 +127,19 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 	}
 	rep, err := publish.Run(cmd.Context(), f, db, opts)
 	if errors.Is(err, publish.ErrNoBuilderReached) {
-		return o.unreached(cmd.OutOrStdout(), rep, since, err)
+		return o.unreached(cmd.OutOrStdout(), cmd.ErrOrStderr(), rep, since, err)
 	}
 	if err != nil {
 		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
 	}
-	return o.render(cmd.OutOrStdout(), rep, since)
+	return o.render(cmd.OutOrStdout(), cmd.ErrOrStderr(), rep, since)
 }
 
 // unreached writes the report of a run that found no builder to reach
 // and says so: the run could not run (exit 2), which is no verdict on
 // the variants that needed a build.
-func (o *PublishOptions) unreached(out io.Writer, rep *publish.Report, since *publish.Report, err error) error {
-	if rerr := o.render(out, rep, since); rerr != nil {
+func (o *PublishOptions) unreached(out, stderr io.Writer, rep *publish.Report, since *publish.Report, err error) error {
+	if rerr := o.render(out, stderr, rep, since); rerr != nil {
 		if e, ok := errors.AsType[*Error](rerr); !ok || e.Code != ExitFailed {
 			return rerr
 		}
@@ -202,17 +209,31 @@ func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publis
 	return opts, nil
 }
 
-// render writes the report files and the summary; failed variants make
-// the exit status 1.
-func (o *PublishOptions) render(out io.Writer, rep *publish.Report, since *publish.Report) error {
+// render writes the report files and the summary (with -o json the
+// report on out, the summary on stderr); failed variants make the exit
+// status 1.
+func (o *PublishOptions) render(out, stderr io.Writer, rep *publish.Report, since *publish.Report) error {
+	summary := out
+	if o.Output == "json" {
+		summary = stderr
+	}
 	if o.ReportDir != "" {
 		if err := publish.WriteReports(o.ReportDir, rep, since); err != nil {
 			return invalid(err, "check --report-dir is writable")
 		}
-		fmt.Fprintf(out, "report: %s\n", filepath.Join(o.ReportDir, publish.ReportHTML))
+		fmt.Fprintf(summary, "report: %s\n", filepath.Join(o.ReportDir, publish.ReportHTML))
+	}
+	if o.Output == "json" {
+		r := *rep
+		if since != nil {
+			r.Changes = publish.DiffReports(since, rep)
+		}
+		if err := writeJSON(out, &r); err != nil {
+			return err
+		}
 	}
 	c := rep.Counts()
-	fmt.Fprintln(out, c.Summary())
+	fmt.Fprintln(summary, c.Summary())
 	if c.Failed == 0 {
 		return nil
 	}

@@ -27,23 +27,25 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer func() { _ = o.Flush(); _ = e.Flush() }()
 		stdout, stderr = o, e
 	}
+	out := &countingWriter{Writer: stdout} // an error object goes where nothing else went
 	root := NewRoot()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		if in, ok := interrupted(ctx); ok {
-			// What was cancelled says "context canceled"; say why.
-			printError(stderr, fmt.Errorf("%w; stopped: %w", in, err))
-			return in.ExitCode()
-		}
-		if errors.Is(err, syscall.ENOSPC) {
-			err = &Error{Err: err, Hint: "the disk is full: free space there, or write elsewhere (temporary files go to $TMPDIR); nothing half-written was left", Code: exitCode(err)}
-		}
-		printError(stderr, err)
-		return exitCode(err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
 	}
-	return ExitOK
+	code := exitCode(err)
+	if in, ok := interrupted(ctx); ok {
+		// What was cancelled says "context canceled"; say why.
+		err, code = fmt.Errorf("%w; stopped: %w", in, err), in.ExitCode()
+	} else if errors.Is(err, syscall.ENOSPC) {
+		err = &Error{Err: err, Hint: "the disk is full: free space there, or write elsewhere (temporary files go to $TMPDIR); nothing half-written was left", Code: code}
+	}
+	printError(stderr, err)
+	writeErrorObject(out, cmd, args, err, code)
+	return code
 }
 
 // NewRoot builds the gpuimg command tree.
@@ -72,6 +74,9 @@ see "gpuimg matrix list sources".`,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if e, ok := errors.AsType[*Error](err); ok { // a flag value's own error (nonEmpty) says what to do
+			if e.Flag == "" {
+				e.Flag = pflagCulprit(err) // pflag's wrapper, dropped here, names the flag
+			}
 			return e
 		}
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))

@@ -21,7 +21,10 @@ import (
 
 // UpdateOptions are the flags of `matrix update`.
 type UpdateOptions struct {
-	// Output is the overlay file to write; "" prints it on stdout.
+	// File is the overlay file to write; "" prints it on stdout.
+	File string
+	// Output is the format on stdout: yaml (the overlay) or json (what
+	// was found, update's report).
 	Output string
 	// Check exits 1 when upstream has rows the matrix lacks.
 	Check bool
@@ -71,7 +74,8 @@ func (o *UpdateOptions) load(mo *MatrixOptions) (*matrix.DB, error) {
 
 // AddFlags binds the options to flags.
 func (o *UpdateOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.Output, "output", "o", "", "write the overlay to FILE (atomically) instead of stdout")
+	fs.StringVar(&o.File, "file", "", "write the overlay to FILE (atomically) instead of stdout")
+	outputFlag(fs, &o.Output, "output", "yaml", "json")
 	fs.BoolVar(&o.Check, "check", false, "exit 1 when upstream has rows the matrix lacks, listing them (for nightly CI)")
 	fs.BoolVar(&o.Write, "write", false, "fold the new rows into matrix/data/*.yaml of the gpuimg checkout you are in (for maintainers; each file replaced whole, comments kept)")
 	fs.StringVar(&o.Only, "only", strings.Join(sourceNames(), ","), "sources to read, comma-separated: "+strings.Join(sourceNames(), ", "))
@@ -148,7 +152,9 @@ with its source URL and the date read. Metadata whose sha256 differs from
 the index page's is an error (exit 2), never a row.
 
 --check prints what the matrix lacks, one line each, and exits 1 if
-anything (0 if nothing); with --check the overlay is only written with -o.
+anything (0 if nothing); with --check the overlay is only written with
+--file. -o json prints what was found (and not filled) as JSON instead of
+the overlay.
 
 --write (maintainers) compares with matrix/data/ of the gpuimg checkout you
 are in and folds the new rows into those files: comments and layout stay,
@@ -169,7 +175,7 @@ docs/matrix-data.md, "Keeping the data fresh".`,
   gpuimg matrix update --check
 
   # Write the overlay, reading new torch variants' architectures, and use it
-  gpuimg matrix update --wheel-archs -o upstream.yaml
+  gpuimg matrix update --wheel-archs --file upstream.yaml
   gpuimg matrix resolve --matrix-file upstream.yaml --torch latest
 
   # In a gpuimg checkout: fold the new rows into matrix/data/
@@ -180,6 +186,9 @@ docs/matrix-data.md, "Keeping the data fresh".`,
     --pypi-url https://pypi-mirror.example.com --registry-mirror docker.io=registry-mirror.example.com --only torch,jax,images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkUpdateFormat(cmd.Flags(), o.Output); err != nil {
+				return err
+			}
 			opts, err := o.upstreamOptions()
 			if err != nil {
 				return err
@@ -218,38 +227,57 @@ func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) er
 	if err != nil {
 		return err
 	}
+	if err := o.writeOverlay(stderr, ov, b); err != nil {
+		return err
+	}
 	switch {
-	case o.Write:
-		if err := writeData(stderr, o.dataDir, ov); err != nil {
+	case o.Output == "json":
+		if err := writeJSON(stdout, newUpdateReport(ov, o.File)); err != nil {
 			return err
 		}
-		if o.Output != "" {
-			if err := atomicfile.Write(o.Output, b); err != nil {
-				return invalid(err, "choose a writable -o path")
-			}
+	case o.Check:
+		for _, f := range ov.Found {
+			fmt.Fprintln(stdout, f)
 		}
-	case o.Output != "":
-		if err := atomicfile.Write(o.Output, b); err != nil {
-			return invalid(err, "choose a writable -o path")
+		if ov.Empty() {
+			fmt.Fprintln(stdout, "the matrix has everything upstream publishes")
 		}
-		fmt.Fprintf(stderr, "wrote %s (%d new or extended rows)\n", o.Output, len(ov.Found))
-	case !o.Check:
+	case !o.Write && o.File == "":
 		if _, err := stdout.Write(b); err != nil {
 			return err
 		}
 	}
-	if !o.Check {
+	return checkVerdict(o.Check, ov)
+}
+
+// writeOverlay folds the overlay (b, its text) into the checkout's data
+// with --write, and writes it to --file.
+func (o *UpdateOptions) writeOverlay(stderr io.Writer, ov *upstream.Overlay, b []byte) error {
+	if o.Write {
+		if err := writeData(stderr, o.dataDir, ov); err != nil {
+			return err
+		}
+	}
+	if o.File == "" {
 		return nil
 	}
-	for _, f := range ov.Found {
-		fmt.Fprintln(stdout, f)
+	if err := atomicfile.Write(o.File, b); err != nil {
+		return invalid(err, "choose a writable --file path")
 	}
-	if !ov.Empty() {
-		return &Error{Err: fmt.Errorf("upstream has %d rows the matrix lacks", len(ov.Found)),
-			Hint: "write them with gpuimg matrix update -o FILE, review the could-not-fill facts, and add the rows to the data", Code: ExitFailed}
+	if !o.Write {
+		fmt.Fprintf(stderr, "wrote %s (%d new or extended rows)\n", o.File, len(ov.Found))
 	}
-	fmt.Fprintln(stdout, "the matrix has everything upstream publishes")
 	return nil
+}
+
+// checkVerdict is --check's exit: 1 when upstream has rows the matrix
+// lacks.
+func checkVerdict(check bool, ov *upstream.Overlay) error {
+	if !check || ov.Empty() {
+		return nil
+	}
+	return &Error{Err: fmt.Errorf("upstream has %d rows the matrix lacks", len(ov.Found)),
+		Hint: "write them with gpuimg matrix update --file FILE, review the could-not-fill facts, and add the rows to the data", Code: ExitFailed}
 }
 
 // writeData folds ov into dir, the matrix/data/ of a checkout
@@ -282,17 +310,72 @@ func dataError(err error) error {
 	}
 	switch de.Step {
 	case upstream.DataFind:
-		return invalid(fmt.Errorf("--write: %w", err), "run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with -o FILE")
+		return invalid(fmt.Errorf("--write: %w", err), "run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with --file FILE")
 	case upstream.DataLoad:
 		return invalid(err, "fix the data file (format: docs/matrix-data.md)")
 	case upstream.DataRead:
 		return invalid(fmt.Errorf("--write: %w", err), "restore the file from git")
 	case upstream.DataFold:
-		return invalid(fmt.Errorf("--write: %w", err), "fix the file, or write an overlay with -o FILE and fold it by hand")
+		return invalid(fmt.Errorf("--write: %w", err), "fix the file, or write an overlay with --file FILE and fold it by hand")
 	case upstream.DataStage:
 		return invalid(err, "make matrix/data writable")
 	case upstream.DataRename:
 		return fmt.Errorf("--write %s: %w", de.Path, err)
 	}
 	return fmt.Errorf("--write: %w", err) // DataCheck: a gpuimg bug, exit 1
+}
+
+// checkUpdateFormat refuses an -o that is no format: until issue 46,
+// matrix update's -o was the overlay file, which is --file now.
+func checkUpdateFormat(fs *pflag.FlagSet, output string) error {
+	err := checkFormat(fs)
+	if err == nil || !strings.ContainsAny(output, "./") {
+		return err
+	}
+	return invalid(fmt.Errorf("-o %s: -o is the output format (yaml or json), not the overlay file", output),
+		"write the overlay with --file "+output)
+}
+
+// updateReport is matrix update -o json: what upstream has that the
+// matrix lacks, the facts no source gives, the rows left out, and the
+// overlay file written.
+type updateReport struct {
+	Date       string             `json:"date"`
+	File       string             `json:"file,omitempty"`
+	Found      []updateFinding    `json:"found"`
+	Unfilled   []updateUnfilled   `json:"unfilled"`
+	Incomplete []updateIncomplete `json:"incomplete"`
+}
+
+type updateFinding struct {
+	Source string `json:"source"`
+	What   string `json:"what"`
+	URL    string `json:"url"`
+}
+
+type updateUnfilled struct {
+	Source string `json:"source"`
+	Row    string `json:"row"`
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+type updateIncomplete struct {
+	Source string `json:"source"`
+	Row    string `json:"row"`
+	Reason string `json:"reason"`
+}
+
+func newUpdateReport(ov *upstream.Overlay, file string) updateReport {
+	r := updateReport{Date: ov.Date, File: file, Found: []updateFinding{}, Unfilled: []updateUnfilled{}, Incomplete: []updateIncomplete{}}
+	for _, f := range ov.Found {
+		r.Found = append(r.Found, updateFinding{Source: string(f.Source), What: f.What, URL: f.URL})
+	}
+	for _, u := range ov.Unfilled {
+		r.Unfilled = append(r.Unfilled, updateUnfilled{Source: string(u.Source), Row: u.Row, Field: u.Field, Reason: u.Reason})
+	}
+	for _, i := range ov.Incomplete {
+		r.Incomplete = append(r.Incomplete, updateIncomplete{Source: string(i.Source), Row: i.Row, Reason: i.Reason})
+	}
+	return r
 }

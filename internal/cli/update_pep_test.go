@@ -49,7 +49,7 @@ func TestMatrixUpdatePythonPackaging(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	file := filepath.Join(t.TempDir(), "upstream.yaml")
-	_, errOut, code := run(t, "matrix", "update", "--only", "torch", "--torch-index-url", srv.URL+"/whl", "-o", file)
+	_, errOut, code := run(t, "matrix", "update", "--only", "torch", "--torch-index-url", srv.URL+"/whl", "--file", file)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, errOut)
 	}

@@ -121,10 +121,25 @@ func TestMatrixUpdate(t *testing.T) {
 		}
 	}
 
-	// -o writes an overlay that resolve then uses.
+	// -o json says the same as JSON, and --check still exits 1.
+	out, errOut, code = run(t, append(base, "--check", "-o", "json")...)
+	var rep updateReport
+	if err := json.Unmarshal([]byte(out), &rep); code != ExitFailed || err != nil || len(rep.Found) != 1 || rep.Found[0].What != fmt.Sprintf("torch %s (%s)", version, strings.Join(tags, ", ")) || len(rep.Unfilled) == 0 || rep.Incomplete == nil {
+		t.Errorf("--check -o json: exit %d, %v, %+v\n%s", code, err, rep, errOut)
+	}
+	checkJSONContract(t, "matrix update --check -o json", "update-report.schema.json", out)
+
+	// --file writes an overlay that resolve then uses; -o FILE, what
+	// --file was before issue 46, is refused naming --file.
 	file := filepath.Join(t.TempDir(), "upstream.yaml")
-	if _, errOut, code := run(t, append(base, "-o", file)...); code != 0 {
-		t.Fatalf("-o exit %d: %s", code, errOut)
+	if out, errOut, code := run(t, append(base, "-o", file)...); code != ExitInvalid || !strings.Contains(errOut, "-o is the output format (yaml or json), not the overlay file; write the overlay with --file "+file) || out != "" {
+		t.Errorf("-o FILE: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("-o FILE wrote %s", file)
+	}
+	if _, errOut, code := run(t, append(base, "--file", file)...); code != 0 {
+		t.Fatalf("--file exit %d: %s", code, errOut)
 	}
 	out, errOut, code = run(t, "matrix", "resolve", "--matrix-file", file, "--torch", version, "-o", "json")
 	if code != 0 {
@@ -145,7 +160,7 @@ func TestMatrixUpdate(t *testing.T) {
 		t.Errorf("--check with the overlay: exit %d\n%s%s", code, out, errOut)
 	}
 
-	// Without -o the overlay goes to stdout.
+	// Without --file the overlay goes to stdout.
 	out, _, code = run(t, base...)
 	if code != 0 || !strings.Contains(out, "- version: "+version) {
 		t.Errorf("stdout overlay: exit %d\n%s", code, out)
@@ -162,7 +177,7 @@ func TestMatrixUpdateRefuses(t *testing.T) {
 	bad := fmt.Sprintf("torch-%s+%s-cp313-cp313-manylinux_2_28_x86_64.whl", version, tags[1])
 	ix.lie[bad] = true
 	file := filepath.Join(t.TempDir(), "upstream.yaml")
-	_, errOut, code := run(t, "matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL+"/whl", "-o", file)
+	_, errOut, code := run(t, "matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL+"/whl", "--file", file)
 	badURL := fmt.Sprintf("%s/whl/%s/%s.metadata", ix.srv.URL, tags[1], strings.ReplaceAll(bad, "+", "%2B"))
 	if code != ExitInvalid || !strings.Contains(errOut, badURL) || !strings.Contains(errOut, "sha256 does not match") {
 		t.Errorf("hash mismatch: exit %d, stderr does not name %s:\n%s", code, badURL, errOut)
@@ -177,13 +192,13 @@ func TestMatrixUpdateRefuses(t *testing.T) {
 	// --wheel-archs reads the wheel itself (by range requests); a wheel the
 	// index lists but does not serve is an error naming it, not a row.
 	delete(ix.lie, bad)
-	_, errOut, code = run(t, "matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL+"/whl", "--wheel-archs", "-o", file)
+	_, errOut, code = run(t, "matrix", "update", "--only", "torch", "--torch-index-url", ix.srv.URL+"/whl", "--wheel-archs", "--file", file)
 	wheelURL := fmt.Sprintf("%s/whl/%s/torch-%s%%2B%s-cp313-cp313-manylinux_2_28_x86_64.whl", ix.srv.URL, tags[0], version, tags[0])
 	if code != ExitInvalid || !strings.Contains(errOut, wheelURL) || !strings.Contains(errOut, "404") {
 		t.Errorf("--wheel-archs without the wheel: exit %d, stderr does not name %s:\n%s", code, wheelURL, errOut)
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
-		t.Errorf("-o file exists after a failed --wheel-archs run: %v", err)
+		t.Errorf("--file file exists after a failed --wheel-archs run: %v", err)
 	}
 
 	_, errOut, code = run(t, "matrix", "update", "--only", "torch,conda")
@@ -338,7 +353,7 @@ func TestMatrixUpdateWrite(t *testing.T) {
 	outside := t.TempDir()
 	t.Chdir(outside)
 	_, errOut, code = run(t, args...)
-	if want := "gpuimg: --write: " + outside + " is not inside a gpuimg checkout (no go.mod of github.com/gpuimg/gpuimg with matrix/data/ above it); run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with -o FILE\n"; code != ExitInvalid || errOut != want {
+	if want := "gpuimg: --write: " + outside + " is not inside a gpuimg checkout (no go.mod of github.com/gpuimg/gpuimg with matrix/data/ above it); run it from a clone of github.com/gpuimg/gpuimg, or write an overlay with --file FILE\n"; code != ExitInvalid || errOut != want {
 		t.Errorf("outside a checkout: exit %d\n got %q\nwant %q", code, errOut, want)
 	}
 }
