@@ -304,7 +304,7 @@ func newLsCmd() *cobra.Command {
 				return invalid(err, "")
 			}
 			return render(cmd.OutOrStdout(), output, tags, func() error {
-				t := newTable(cmd.OutOrStdout())
+				t := newTable(cmd.OutOrStdout(), screenWidth(cmd))
 				t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK")
 				for _, ti := range tags {
 					created := "-"

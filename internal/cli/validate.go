@@ -72,7 +72,7 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require validation and cosign verify-attestation check")
 	fs.StringVar(&o.SBOM, "sbom", "", "with --attach: also attach the image's SBOM (spdx-json or cyclonedx-json), written from the same read of the layers as the report (a plain referrer trivy reads; with --key also a signed attestation; docs/sbom.md)")
 	o.Registry.AddFlags(fs)
-	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
+	outputFlag(fs, &o.Output, "output", "text", "json", "junit", "wide")
 }
 
 func newValidateCmd() *cobra.Command {
@@ -439,7 +439,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 	case "junit":
 		err = rep.WriteJUnit(out)
 	default:
-		err = rep.WriteText(out)
+		err = rep.WriteTextWidth(out, screenWidth(cmd))
 	}
 	if err != nil {
 		return err
