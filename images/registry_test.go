@@ -527,3 +527,43 @@ func TestOpenRegistry(t *testing.T) {
 		o.Close()
 	}
 }
+
+// TestListTagKinds lists a repository that holds, beside an image and an
+// index, what cosign v2 and the referrers tag fallback keep beside a
+// digest: each is marked, none is hidden.
+func TestListTagKinds(t *testing.T) {
+	reg := newRegistry(t, nil, registry.WithReferrersSupport(false))
+	img, err := random.Image(1024, 1)
+	must(t, err)
+	digest := push(t, reg+"/ml/torch:2.3", img)
+	idx, err := random.Index(512, 1, 1)
+	must(t, err)
+	r, err := name.ParseReference(reg+"/ml/torch:multi", name.Insecure)
+	must(t, err)
+	must(t, remote.WriteIndex(r, idx))
+	tag := strings.Replace(digest, ":", "-", 1)
+	for _, suffix := range []string{".sig", ".att", ".sbom"} {
+		s, err := random.Image(256, 1)
+		must(t, err)
+		push(t, reg+"/ml/torch:"+tag+suffix, s)
+	}
+	fallback, err := name.ParseReference(reg+"/ml/torch:"+tag, name.Insecure)
+	must(t, err)
+	must(t, remote.WriteIndex(fallback, empty.Index))
+	tags, err := images.List(t.Context(), reg+"/ml/torch")
+	must(t, err)
+	want := map[string]images.TagKind{"2.3": images.KindImage, "multi": images.KindIndex, tag + ".sig": images.KindSignature,
+		tag + ".att": images.KindAttestation, tag + ".sbom": images.KindSBOM, tag: images.KindReferrers}
+	got := map[string]images.TagKind{}
+	for _, ti := range tags {
+		got[ti.Tag] = ti.Kind
+	}
+	for tg, k := range want {
+		if got[tg] != k {
+			t.Errorf("tag %s: kind %q, want %q", tg, got[tg], k)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+}

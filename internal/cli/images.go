@@ -288,8 +288,14 @@ func newLsCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:     "ls REPO",
-		Short:   "List a repository's tags with digest, size, creation time and stack",
-		Example: "  gpuimg images ls registry.example.com/ml/torch\n  gpuimg images ls registry.example.com/ml/torch -o json",
+		Short:   "List a repository's tags with digest, size, creation time, stack and kind",
+		Long: `ls lists every tag of a repository, newest first, with its digest, size,
+creation time, the stack its dev.gpuimg.stack label records, and its kind:
+image or index for what people pull; signature, attestation or sbom for
+cosign v2's sha256-<hex>.sig, .att and .sbom tags; referrers for the OCI 1.1
+referrers tag fallback (sha256-<hex>, on registries without the Referrers
+API). Those tags are marked, not hidden: -o json has the same "kind" field.`,
+		Example: "  gpuimg images ls registry.example.com/ml/torch\n  gpuimg images ls registry.example.com/ml/torch -o json | jq -r '.[] | select(.kind == \"image\" or .kind == \"index\") | .tag'",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd.Flags()); err != nil {
@@ -305,13 +311,13 @@ func newLsCmd() *cobra.Command {
 			}
 			return render(cmd.OutOrStdout(), output, tags, func() error {
 				t := newTable(cmd.OutOrStdout(), screenWidth(cmd))
-				t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK")
+				t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK", "KIND")
 				for _, ti := range tags {
 					created := "-"
 					if !ti.Created.IsZero() {
 						created = ti.Created.Format("2006-01-02 15:04")
 					}
-					t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack))
+					t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack), string(ti.Kind))
 				}
 				return t.flush()
 			})
