@@ -149,7 +149,7 @@ validate and build take the same flags.`,
 func newCopyCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	var dryRun, once, noReferrers bool
-	var output string
+	var output, progressMode string
 	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "copy SRC DST...",
@@ -190,8 +190,13 @@ with gpuimg images export).`,
 			if err != nil {
 				return err
 			}
-			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithReferrers(!noReferrers), images.WithProgress(cmd.ErrOrStderr()))
+			show, done, err := showProgress(cmd, "copy", progressMode)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithReferrers(!noReferrers), show)
 			res, err := images.Copy(cmd.Context(), args[0], args[1:], opts...)
+			done()
 			if err != nil {
 				return &Error{Err: err, Code: ExitInvalid}
 			}
@@ -204,6 +209,7 @@ with gpuimg images export).`,
 	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
 	cmd.Flags().BoolVar(&noReferrers, "no-referrers", false, "copy the image alone, without its signatures, attestations, SBOMs and validation reports (its referrers)")
 	platformFlag(cmd.Flags(), &platform, "copy only this platform's image from an index (its digest, not the index's)")
+	progressFlag(cmd.Flags(), &progressMode)
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
@@ -234,7 +240,7 @@ func renderCopyText(w io.Writer, res *images.CopyResult) error {
 
 func newExportCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var format, output string
+	var format, output, progressMode string
 	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "export SRC FILE",
@@ -261,7 +267,12 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 			if err != nil {
 				return err
 			}
-			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), opts...)
+			show, done, err := showProgress(cmd, "export", progressMode)
+			if err != nil {
+				return err
+			}
+			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, show)...)
+			done()
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -279,6 +290,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&format, "format", string(images.FormatOCIArchive), "oci, oci-archive or docker-archive")
 	platformFlag(cmd.Flags(), &platform, "platform to export from an index (docker-archive; default linux/amd64)")
+	progressFlag(cmd.Flags(), &progressMode)
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
@@ -447,7 +459,7 @@ verify-vsa checks it (docs/supply-chain.md).`,
 
 func newConvertCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var comp, output, prioritize string
+	var comp, output, prioritize, progressMode string
 	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "convert SRC DST --compression zstd|estargz|gzip",
@@ -485,7 +497,12 @@ fetches them before the container starts.`,
 				}
 				opts = append(opts, images.WithPrioritizedFiles(files...))
 			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), opts...)
+			show, done, err := showProgress(cmd, "convert", progressMode)
+			if err != nil {
+				return err
+			}
+			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), append(opts, show)...)
+			done()
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -502,6 +519,7 @@ fetches them before the container starts.`,
 	platformFlag(cmd.Flags(), &platform, "platform to convert from an index (default linux/amd64)")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	cmd.Flags().StringVar(&prioritize, "prioritize", "", "estargz: file listing the paths to put first and prefetch, one a line")
+	progressFlag(cmd.Flags(), &progressMode)
 	return cmd
 }
 
