@@ -235,8 +235,9 @@ func WithJobs(n int) Option {
 // convert read them all) and every push (Copy, Import, Convert), one
 // call at a time. The default is silent.
 func WithProgress(fn func(Progress)) Option {
+	sink := newProgressSink(fn) // one sum, however many times the options are made
 	return func(o *options) error {
-		o.progress = newProgressSink(fn)
+		o.progress = sink
 		return nil
 	}
 }
