@@ -299,8 +299,8 @@ func newLsCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	var output string
 	cmd := &cobra.Command{
-		Use:     "ls REPO",
-		Short:   "List a repository's tags with digest, size, creation time, stack and kind",
+		Use:   "ls REPO",
+		Short: "List a repository's tags with digest, size, creation time, stack and kind",
 		Long: `ls lists every tag of a repository, newest first, with its digest, size,
 creation time, the stack its dev.gpuimg.stack label records, and its kind:
 image or index for what people pull; signature, attestation or sbom for

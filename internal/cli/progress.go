@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,10 +50,8 @@ func newProgress(cmd *cobra.Command, label, mode string) (func(images.Progress),
 
 // checkProgress refuses a --progress value that is not a mode.
 func checkProgress(mode string) error {
-	for _, m := range progress.Modes() {
-		if mode == m {
-			return nil
-		}
+	if slices.Contains(progress.Modes(), mode) {
+		return nil
 	}
 	return invalid(fmt.Errorf("unknown progress mode %q", mode), "use --progress auto, plain or quiet")
 }
