@@ -129,7 +129,7 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 	if out, err = mutate.ConfigFile(out, keep); err != nil {
 		return nil, err
 	}
-	if err := push(ctx, r, dstRef, out, nil); err != nil {
+	if err := push(ctx, r, dstRef, out, r.progress); err != nil {
 		return nil, err
 	}
 	d, err := out.Digest()

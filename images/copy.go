@@ -17,8 +17,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/gpuimg/gpuimg/internal/humanize"
 )
 
 // Blob is one blob of a copy.
@@ -122,10 +120,6 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 			return nil, err
 		}
 	}
-	var progress io.Writer
-	if opt.progress != nil {
-		progress = &lockedWriter{w: opt.progress} // destinations report concurrently
-	}
 	// With ReadSourceOnce and several destinations on other registries,
 	// read each source blob once into a spool that they all upload from.
 	// Destinations on the source's own registry keep the original, so their
@@ -181,7 +175,7 @@ func Copy(ctx context.Context, src string, dsts []string, opts ...Option) (*Copy
 			if opt.dryRun {
 				return nil
 			}
-			if err := push(gctx, opt, dst, src, progress); err != nil {
+			if err := push(gctx, opt, dst, src, opt.progress); err != nil {
 				return err
 			}
 			return copyReferrers(gctx, opt, srcRef, dst, res.Referrers)
@@ -297,21 +291,19 @@ func (cs *copySource) setImage(img v1.Image) error {
 // credentials, reporting progress to progress (nil: none); the manifest
 // is put by tag after every blob (and child manifest) is in place, so the
 // tag is written last. It is the one push of Copy, Import and Convert.
-func push(ctx context.Context, opt *options, dst name.Reference, t remote.Taggable, progress io.Writer) error {
+func push(ctx context.Context, opt *options, dst name.Reference, t remote.Taggable, progress *progressSink) error {
 	var extra []remote.Option
 	var updates chan v1.Update
+	var total int64 // of the last update; read once done is closed
 	done := make(chan struct{})
 	if progress != nil {
 		updates = make(chan v1.Update, 16) // closed below, once Push returns (Pusher does not close it)
 		extra = append(extra, remote.WithProgress(updates))
 		go func() {
 			defer close(done)
-			last := time.Time{}
 			for u := range updates {
-				if time.Since(last) > 500*time.Millisecond || u.Complete == u.Total {
-					fmt.Fprintf(progress, "%s: %s / %s\n", dst, humanize.Bytes(u.Complete), humanize.Bytes(u.Total))
-					last = time.Now()
-				}
+				total = u.Total
+				progress.set("push "+dst.String(), Progress{Bytes: u.Complete, Total: u.Total})
 			}
 		}()
 	} else {
@@ -325,6 +317,11 @@ func push(ctx context.Context, opt *options, dst name.Reference, t remote.Taggab
 		close(updates)
 	}
 	<-done
+	if err == nil && progress != nil {
+		// go-containerregistry does not count the bytes read with a
+		// blob's io.EOF; a push that succeeded has moved them all.
+		progress.set("push "+dst.String(), Progress{Bytes: total, Total: total})
+	}
 	if err != nil {
 		return explain("push", dst, err)
 	}
@@ -465,16 +462,4 @@ func transient(err error) bool {
 	var ne net.Error
 	return (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
-}
-
-// lockedWriter serializes writes from several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -3,12 +3,14 @@ package images
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gpuimg/gpuimg/matrix"
@@ -23,6 +25,51 @@ type TagInfo struct {
 	Created   time.Time `json:"created"`
 	// Stack summarises the dev.gpuimg.stack label ("cuda12.2.2-torch2.3.1-py3.10 ubuntu22.04": matrix.Stack.Tag and the OS).
 	Stack string `json:"stack,omitempty"`
+	// Kind is what the tag holds (TagKind): an image or index people
+	// pull, or what cosign and the referrers tag fallback keep beside one.
+	Kind TagKind `json:"kind"`
+}
+
+// TagKind is what a tag of a repository holds.
+type TagKind string
+
+// Tag kinds: an image or index pushed to be pulled, or a tag that holds
+// something about another manifest: cosign v2's sha256-<hex>.sig, .att
+// and .sbom, and the OCI 1.1 referrers tag fallback sha256-<hex> (an
+// index of the manifest's referrers, where the registry has no
+// Referrers API).
+const (
+	KindImage       TagKind = "image"
+	KindIndex       TagKind = "index"
+	KindSignature   TagKind = "signature"
+	KindAttestation TagKind = "attestation"
+	KindSBOM        TagKind = "sbom"
+	KindReferrers   TagKind = "referrers"
+)
+
+// reDigestTag is a tag named after a digest: cosign's and the referrers
+// fallback's.
+var reDigestTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}(\.sig|\.att|\.sbom)?$`)
+
+// kindOf is the kind of tag t whose manifest has media type mt.
+func kindOf(t string, mt types.MediaType) TagKind {
+	if m := reDigestTag.FindStringSubmatch(t); m != nil {
+		switch m[1] {
+		case ".sig":
+			return KindSignature
+		case ".att":
+			return KindAttestation
+		case ".sbom":
+			return KindSBOM
+		}
+		if mt.IsIndex() {
+			return KindReferrers
+		}
+	}
+	if mt.IsIndex() {
+		return KindIndex
+	}
+	return KindImage
 }
 
 // List returns a repository's tags with their digests, sizes, creation
@@ -47,7 +94,7 @@ func List(ctx context.Context, repo string, opts ...Option) ([]TagInfo, error) {
 			if err != nil {
 				return explain("read", tr, err)
 			}
-			ti := TagInfo{Tag: t, Digest: desc.Digest.String(), MediaType: string(desc.MediaType)}
+			ti := TagInfo{Tag: t, Digest: desc.Digest.String(), MediaType: string(desc.MediaType), Kind: kindOf(t, desc.MediaType)}
 			img, err := desc.Image()
 			if err == nil {
 				ti.Size, ti.Created, ti.Stack = imageSummary(img)

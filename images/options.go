@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -40,7 +39,7 @@ type options struct {
 	userAgent     string
 	platform      *v1.Platform
 	jobs          int
-	progress      io.Writer
+	progress      *progressSink
 	dryRun        bool
 	readOnce      bool
 	noReferrers   bool
@@ -231,11 +230,14 @@ func WithJobs(n int) Option {
 	}
 }
 
-// WithProgress makes Copy write "DEST: copied / total" lines to w, one
-// write at a time. The default is silent.
-func WithProgress(w io.Writer) Option {
+// WithProgress hands fn how far the long reads and writes have come:
+// the layers of an image Open opened (validate, sbom, export and
+// convert read them all) and every push (Copy, Import, Convert), one
+// call at a time. The default is silent.
+func WithProgress(fn func(Progress)) Option {
+	sink := newProgressSink(fn) // one sum, however many times the options are made
 	return func(o *options) error {
-		o.progress = w
+		o.progress = sink
 		return nil
 	}
 }

@@ -151,7 +151,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 				return nil, err
 			}
 		}
-		return opened(r, img, desc.MediaType.IsIndex(), pl, nil)
+		return opened(r, img, desc.MediaType.IsIndex(), pl, nil, opt.progress)
 	case OCI, OCIArchive, DockerArchive:
 		idx, img, cleanup, err := openLocal(ctx, r, opt)
 		if err != nil {
@@ -170,7 +170,7 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		} else if err := checkPlatform(r, img, opt.platform); err != nil {
 			return fail(err)
 		}
-		o, err := opened(r, img, idx != nil, pl, cleanup)
+		o, err := opened(r, img, idx != nil, pl, cleanup, opt.progress)
 		if err != nil {
 			return fail(err)
 		}
@@ -187,17 +187,18 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 		if err := checkPlatform(r, img, opt.platform); err != nil {
 			return nil, err
 		}
-		return opened(r, img, false, pl, nil)
+		return opened(r, img, false, pl, nil, opt.progress)
 	}
 	return nil, fmt.Errorf("unknown transport %q", r.Transport)
 }
 
-func opened(r Ref, img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error) (*Opened, error) {
+func opened(r Ref, img v1.Image, fromIndex bool, pl *v1.Platform, cleanup func() error, progress *progressSink) (*Opened, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, fmt.Errorf("image digest: %w", err)
 	}
 	o := &Opened{Image: img, Digest: d.String(), close: cleanup, Platform: pl.String()}
+	o.Image = withReadProgress(img, progress)
 	if !fromIndex {
 		cfg, err := img.ConfigFile()
 		if err != nil {

@@ -173,12 +173,12 @@ func TestCopy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			want := push(t, src+"/ml/"+tt.name+":nightly", tt.tg)
 			dsts := []string{b + "/ml/" + tt.name + ":stable", c + "/ml/" + tt.name + ":stable"}
-			var progress strings.Builder
+			var progress images.Progress
 			before := len(recB.requests())
-			res, err := images.Copy(t.Context(), src+"/ml/"+tt.name+":nightly", dsts, images.WithProgress(&progress))
+			res, err := images.Copy(t.Context(), src+"/ml/"+tt.name+":nightly", dsts, images.WithProgress(func(p images.Progress) { progress = p }))
 			must(t, err)
-			if res.Digest != want || !strings.Contains(progress.String(), " / ") {
-				t.Errorf("result digest %s (want %s), progress %q", res.Digest, want, progress.String())
+			if res.Digest != want || progress.Total == 0 || progress.Bytes != progress.Total {
+				t.Errorf("result digest %s (want %s), progress at the end %+v", res.Digest, want, progress)
 			}
 			for i, d := range dsts {
 				if got := headDigest(t, d); got != want {
@@ -525,5 +525,77 @@ func TestOpenRegistry(t *testing.T) {
 			t.Errorf("platform %q: opened %s (%s), want %s", arch, o.Digest, o.Platform, want)
 		}
 		o.Close()
+	}
+}
+
+// TestListTagKinds lists a repository that holds, beside an image and an
+// index, what cosign v2 and the referrers tag fallback keep beside a
+// digest: each is marked, none is hidden.
+func TestListTagKinds(t *testing.T) {
+	reg := newRegistry(t, nil, registry.WithReferrersSupport(false))
+	img, err := random.Image(1024, 1)
+	must(t, err)
+	digest := push(t, reg+"/ml/torch:2.3", img)
+	idx, err := random.Index(512, 1, 1)
+	must(t, err)
+	r, err := name.ParseReference(reg+"/ml/torch:multi", name.Insecure)
+	must(t, err)
+	must(t, remote.WriteIndex(r, idx))
+	tag := strings.Replace(digest, ":", "-", 1)
+	for _, suffix := range []string{".sig", ".att", ".sbom"} {
+		s, err := random.Image(256, 1)
+		must(t, err)
+		push(t, reg+"/ml/torch:"+tag+suffix, s)
+	}
+	fallback, err := name.ParseReference(reg+"/ml/torch:"+tag, name.Insecure)
+	must(t, err)
+	must(t, remote.WriteIndex(fallback, empty.Index))
+	tags, err := images.List(t.Context(), reg+"/ml/torch")
+	must(t, err)
+	want := map[string]images.TagKind{"2.3": images.KindImage, "multi": images.KindIndex, tag + ".sig": images.KindSignature,
+		tag + ".att": images.KindAttestation, tag + ".sbom": images.KindSBOM, tag: images.KindReferrers}
+	got := map[string]images.TagKind{}
+	for _, ti := range tags {
+		got[ti.Tag] = ti.Kind
+	}
+	for tg, k := range want {
+		if got[tg] != k {
+			t.Errorf("tag %s: kind %q, want %q", tg, got[tg], k)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+}
+
+// TestProgressReportsReads reads every layer of an opened image, as
+// validate, sbom, export and convert do, and copies it: the progress
+// function sees every compressed byte and every layer, and a push's bytes.
+func TestProgressReportsReads(t *testing.T) {
+	reg := newRegistry(t, nil)
+	img, err := random.Image(64<<10, 3)
+	must(t, err)
+	push(t, reg+"/ml/torch:2.3", img)
+	var last images.Progress
+	calls := 0
+	o, err := images.Open(t.Context(), images.Ref{Transport: images.Registry, Name: reg + "/ml/torch:2.3"}, images.WithProgress(func(p images.Progress) { last = p; calls++ }))
+	must(t, err)
+	ls, err := o.Image.Layers()
+	must(t, err)
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		must(t, err)
+		_, err = io.Copy(io.Discard, rc)
+		must(t, err)
+		must(t, rc.Close())
+	}
+	if last.Layers != 3 || last.LayersDone != 3 || last.Total == 0 || last.Bytes != last.Total || calls < 3 {
+		t.Errorf("after reading every layer: %+v in %d calls", last, calls)
+	}
+	last = images.Progress{}
+	_, err = images.Copy(t.Context(), reg+"/ml/torch:2.3", []string{reg + "/ml/mirror:2.3"}, images.WithProgress(func(p images.Progress) { last = p }))
+	must(t, err)
+	if last.Total == 0 || last.Bytes != last.Total {
+		t.Errorf("after a copy: %+v", last)
 	}
 }

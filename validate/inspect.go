@@ -62,6 +62,9 @@ type Report struct {
 	Strict bool `json:"strict,omitempty"`
 	// Probe holds the GPU run's raw result (kind gpu).
 	Probe *gpuprobe.Result `json:"probe,omitempty"`
+	// Coverage is the device code of the whole image against the
+	// matrix's architectures and GPUs (static reports with device code).
+	Coverage *Coverage `json:"coverage,omitempty"`
 	// Inventory is set when Options.Inventory asked for it; it is not
 	// part of the report's JSON (the SBOM carries it).
 	Inventory *Inventory `json:"-"`
@@ -140,6 +143,7 @@ func Inspect(ctx context.Context, img v1.Image, opt Options) (*Report, error) {
 		r.Size.PullSeconds = float64(r.Size.Compressed) * 8 / opt.Bandwidth
 	}
 
+	r.Coverage = rollUp(opt.DB, found.Kernels)
 	c := &checker{r: r, db: opt.DB, env: envMap(cfg.Config.Env), labels: cfg.Config.Labels}
 	c.stack, c.hasStack, c.stackErr = matrix.StackFromLabels(c.labels)
 	c.stackLabel()
@@ -534,23 +538,8 @@ func (c *checker) gpuFindings(g matrix.GPU, underCompat bool) ([]Check, error) {
 			add("gpu/cuda", matrix.Fail, "%v", err)
 		}
 	}
-	var missing, jit, native []string
-	libs := make([]string, 0, len(c.r.Found.Kernels))
-	for p := range c.r.Found.Kernels {
-		libs = append(libs, p)
-	}
-	sort.Strings(libs)
-	for _, p := range libs {
-		k := c.r.Found.Kernels[p]
-		switch matrix.KernelCoverage(g.Arch, k.SASS, k.PTX) {
-		case matrix.Native:
-			native = append(native, path2(p))
-		case matrix.ViaPTX:
-			jit = append(jit, path2(p))
-		default:
-			missing = append(missing, fmt.Sprintf("%s (has %s)", path2(p), strings.Join(k.SASS, " ")))
-		}
-	}
+	_, native, jit, missing := imageCoverage(g.Arch, c.r.Found.Kernels)
+	libs := c.r.Found.Kernels
 	switch {
 	case len(libs) == 0 && len(c.r.Found.Unreadable) > 0:
 		add("gpu", matrix.Warn, "the device code of %d libraries could not be read (see the device-code check), so the image cannot be checked against %s", len(c.r.Found.Unreadable), g.Arch)

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -23,17 +23,23 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteText writes the report for people.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error { return r.WriteTextWidth(w, 0) }
+
+// WriteTextWidth writes the report for people, its tables fitted to width
+// columns of text (0: unlimited): library paths are shortened in the
+// middle, kernel lists and check messages wrap.
+func (r *Report) WriteTextWidth(w io.Writer, width int) error {
 	f := r.Found
 	fmt.Fprintf(w, "image   %s\ndigest  %s\n", r.Image, r.Digest)
 	if r.Platform != "" {
 		fmt.Fprintf(w, "platform %s\n", r.Platform)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nfound\t")
+	fmt.Fprintln(w)
+	tw := humanize.NewTable(w, width).Fit(0, humanize.CutMiddle).Fit(1, humanize.Wrap)
+	tw.Row("found", "")
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+			tw.Row("  "+k, v)
 		}
 	}
 	row("OS", strings.TrimSpace(f.OS+" "+paren(f.OSPretty)))
@@ -61,10 +67,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if r.Coverage != nil {
+		for i, line := range humanize.WrapText(r.Coverage.Line(), max(width-12, 0)) {
+			label := "  coverage  "
+			if i > 0 {
+				label = "            "
+			}
+			fmt.Fprintf(w, "%s%s\n", label, line)
+		}
+	}
 	fmt.Fprintln(w, "\nchecks")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = humanize.NewTable(w, width).Shrink(2).Fit(2, humanize.Wrap)
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", strings.ToUpper(string(c.Status)), c.Name, c.Message)
+		tw.Row("  "+strings.ToUpper(string(c.Status)), c.Name, c.Message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -181,6 +181,9 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 		return nil, nil, matrix.Constraints{}, err
 	}
 	set.Request.Progress = cmd.ErrOrStderr()
+	if quiet(cmd) {
+		set.Request.ProgressMode = "quiet" // -q: BuildKit's quiet mode
+	}
 	return set, db, c, nil
 }
 

@@ -81,7 +81,7 @@ func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File)
 		return writeJSON(w, b)
 	}
 	return render(w, output, plan, func() error {
-		t := newTable(w)
+		t := newTable(w, 0)
 		t.row("NAME", "STACK", "INPUTS")
 		for _, v := range plan.Variants {
 			t.row(v.Name, v.Stack.Summary(), v.Inputs)

@@ -150,7 +150,7 @@ validate and build take the same flags.`,
 func newCopyCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	var dryRun, once, noReferrers bool
-	var output string
+	var output, progressMode string
 	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "copy SRC DST...",
@@ -191,8 +191,13 @@ with gpuimg images export).`,
 			if err != nil {
 				return err
 			}
-			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithReferrers(!noReferrers), images.WithProgress(cmd.ErrOrStderr()))
+			show, done, err := showProgress(cmd, "copy", progressMode)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, images.WithDryRun(dryRun), images.WithReadSourceOnce(once), images.WithReferrers(!noReferrers), show)
 			res, err := images.Copy(cmd.Context(), args[0], args[1:], opts...)
+			done()
 			if err != nil {
 				return &Error{Err: err, Code: ExitInvalid}
 			}
@@ -205,6 +210,7 @@ with gpuimg images export).`,
 	cmd.Flags().BoolVar(&once, "read-source-once", false, "with several destinations, download each source blob once to a local spool and upload from there (for metered or slow links to the source; slower on fast networks)")
 	cmd.Flags().BoolVar(&noReferrers, "no-referrers", false, "copy the image alone, without its signatures, attestations, SBOMs and validation reports (its referrers)")
 	platformFlag(cmd.Flags(), &platform, "copy only this platform's image from an index (its digest, not the index's)")
+	progressFlag(cmd.Flags(), &progressMode)
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
@@ -235,7 +241,7 @@ func renderCopyText(w io.Writer, res *images.CopyResult) error {
 
 func newExportCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var format, output string
+	var format, output, progressMode string
 	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "export SRC FILE",
@@ -262,7 +268,12 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 			if err != nil {
 				return err
 			}
-			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), opts...)
+			show, done, err := showProgress(cmd, "export", progressMode)
+			if err != nil {
+				return err
+			}
+			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, show)...)
+			done()
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -280,6 +291,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 	ro.AddJobsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&format, "format", string(images.FormatOCIArchive), "oci, oci-archive or docker-archive")
 	platformFlag(cmd.Flags(), &platform, "platform to export from an index (docker-archive; default linux/amd64)")
+	progressFlag(cmd.Flags(), &progressMode)
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	return cmd
 }
@@ -288,9 +300,15 @@ func newLsCmd() *cobra.Command {
 	ro := &RegistryOptions{}
 	var output string
 	cmd := &cobra.Command{
-		Use:     "ls REPO",
-		Short:   "List a repository's tags with digest, size, creation time and stack",
-		Example: "  gpuimg images ls registry.example.com/ml/torch\n  gpuimg images ls registry.example.com/ml/torch -o json",
+		Use:   "ls REPO",
+		Short: "List a repository's tags with digest, size, creation time, stack and kind",
+		Long: `ls lists every tag of a repository, newest first, with its digest, size,
+creation time, the stack its dev.gpuimg.stack label records, and its kind:
+image or index for what people pull; signature, attestation or sbom for
+cosign v2's sha256-<hex>.sig, .att and .sbom tags; referrers for the OCI 1.1
+referrers tag fallback (sha256-<hex>, on registries without the Referrers
+API). Those tags are marked, not hidden: -o json has the same "kind" field.`,
+		Example: "  gpuimg images ls registry.example.com/ml/torch\n  gpuimg images ls registry.example.com/ml/torch -o json | jq -r '.[] | select(.kind == \"image\" or .kind == \"index\") | .tag'",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(cmd.Flags()); err != nil {
@@ -305,14 +323,14 @@ func newLsCmd() *cobra.Command {
 				return invalid(err, "")
 			}
 			return render(cmd.OutOrStdout(), output, tags, func() error {
-				t := newTable(cmd.OutOrStdout())
-				t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK")
+				t := newTable(cmd.OutOrStdout(), screenWidth(cmd))
+				t.row("TAG", "DIGEST", "SIZE", "CREATED", "STACK", "KIND")
 				for _, ti := range tags {
 					created := "-"
 					if !ti.Created.IsZero() {
 						created = ti.Created.Format("2006-01-02 15:04")
 					}
-					t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack))
+					t.row(ti.Tag, ti.Digest[:min(len(ti.Digest), 19)], humanize.Bytes(ti.Size), created, orDash(ti.Stack), string(ti.Kind))
 				}
 				return t.flush()
 			})
@@ -526,7 +544,7 @@ func runPromote(cmd *cobra.Command, output string, req promoteRequest, opts []im
 
 func newConvertCmd() *cobra.Command {
 	ro := &RegistryOptions{}
-	var comp, output, prioritize string
+	var comp, output, prioritize, progressMode string
 	var platform images.Platform
 	cmd := &cobra.Command{
 		Use:   "convert SRC DST --compression zstd|estargz|gzip",
@@ -564,7 +582,12 @@ fetches them before the container starts.`,
 				}
 				opts = append(opts, images.WithPrioritizedFiles(files...))
 			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), opts...)
+			show, done, err := showProgress(cmd, "convert", progressMode)
+			if err != nil {
+				return err
+			}
+			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), append(opts, show)...)
+			done()
 			if err != nil {
 				return invalid(err, "")
 			}
@@ -581,6 +604,7 @@ fetches them before the container starts.`,
 	platformFlag(cmd.Flags(), &platform, "platform to convert from an index (default linux/amd64)")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json")
 	cmd.Flags().StringVar(&prioritize, "prioritize", "", "estargz: file listing the paths to put first and prefetch, one a line")
+	progressFlag(cmd.Flags(), &progressMode)
 	return cmd
 }
 

@@ -28,6 +28,8 @@ type ImportOptions struct {
 	To     string
 	DryRun bool
 	Output string
+	// Progress is --progress: auto, plain or quiet.
+	Progress string
 	// Key signs the pushed image (gpuimg sign's --key); Format is
 	// --signature-format.
 	Key, Format string
@@ -112,7 +114,12 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 				}
 			}
 			signOpts := []sign.Option{sign.WithFormat(f), sign.WithRegistryOptions(reg...)}
-			reg = append(reg, images.WithDryRun(o.DryRun), images.WithProgress(cmd.ErrOrStderr()))
+			show, done, err := showProgress(cmd, "import", o.Progress)
+			if err != nil {
+				return err
+			}
+			defer done()
+			reg = append(reg, images.WithDryRun(o.DryRun), show)
 			res, err := verbs.ImportSigned(cmd.Context(), args[0], t, o.To, db, signer, signOpts, reg...)
 			if res != nil {
 				if rerr := renderImport(cmd.OutOrStdout(), o.Output, res); rerr != nil {
@@ -143,6 +150,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 	o.Registry.AddFlags(fs)
 	o.Registry.AddJobsFlag(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json")
+	progressFlag(fs, &o.Progress)
 	return cmd
 }
 

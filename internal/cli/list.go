@@ -61,10 +61,10 @@ public sources all of it was read from.`,
 			if err != nil {
 				return err
 			}
-			return renderList(cmd.OutOrStdout(), output, args[0], db)
+			return renderList(cmd.OutOrStdout(), output, args[0], db, screenWidth(cmd))
 		},
 	}
-	outputFlag(cmd.Flags(), &output, "output", "text", "json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json", "wide")
 	return cmd
 }
 
@@ -82,9 +82,11 @@ func num(f float64) string {
 	return fmt.Sprintf("%g", f)
 }
 
-func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
+// renderList writes the rows of kind, as a table fitted to width (0:
+// unlimited) whose free-text columns (sources, titles) shrink first.
+func renderList(w io.Writer, output, kind string, db *matrix.DB, width int) error {
 	var rows any
-	t := newTable(w)
+	t := newTable(w, width)
 	switch kind {
 	case "cuda":
 		rows = db.CUDA
@@ -155,6 +157,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "gpus":
 		rows = db.GPUs
+		t.Drop(11, 10, 7, 8, 6, 5, 3) // SOURCE, ALIASES, TF32, FP16, FP32, BANDWIDTH, FIRST LISTED
 		t.row("GPU", "ARCH", "DRIVERS", "FIRST LISTED", "MEMORY GB", "BANDWIDTH GB/s", "FP32", "TF32", "FP16", "BF16 TFLOPS", "ALIASES", "SOURCE")
 		for _, g := range db.GPUs {
 			drv, _ := db.DriverSupportOf(g)
@@ -162,6 +165,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 	case "targets":
 		rows = targetsJSON(db.Targets)
+		t.Drop(9, 8, 7, 5, 3) // SOURCE, RUNTIME, REGISTRY, COMPRESSIONS, PLATFORMS
 		t.row("TARGET", "DRIVER", "GPUS", "PLATFORMS", "FORMATS", "COMPRESSIONS", "MAX SIZE", "REGISTRY", "RUNTIME", "SOURCE")
 		for _, g := range db.Targets {
 			t.row(targetRow(g)...)
@@ -221,6 +225,7 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 		sort.Strings(ids)
 		list := make([]matrix.Source, len(ids))
+		t.Shrink(1) // TITLE, then URL
 		t.row("ID", "TITLE", "URL")
 		for i, id := range ids {
 			list[i] = db.Sources[id]
@@ -228,6 +233,10 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB) error {
 		}
 		rows = list
 	}
+	if kind != "sources" {
+		t.Drop(-1) // SOURCE: matrix list sources -o wide has them whole
+	}
+	t.Shrink(-1) // SOURCE (sources: URL)
 	return render(w, output, rows, t.flush)
 }
 

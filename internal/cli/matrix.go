@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/builder"
 	"github.com/gpuimg/gpuimg/internal/bound"
+	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -93,18 +94,18 @@ it exits 1 when none fits.`,
 				return err
 			}
 			if all {
-				return resolveAll(cmd.OutOrStdout(), output, db, c)
+				return resolveAll(cmd.OutOrStdout(), output, db, c, screenWidth(cmd))
 			}
 			s, err := db.Resolve(c)
 			if err != nil {
 				return renderConflict(cmd.OutOrStdout(), output, err)
 			}
-			return renderStack(cmd.OutOrStdout(), output, s)
+			return renderStack(cmd.OutOrStdout(), output, s, screenWidth(cmd))
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
 	cmd.Flags().BoolVar(&all, "all", false, "list every release of the one framework given (--torch any) that fits the other flags (driver, GPUs, target, Python), each with its best stack or why none fits")
-	outputFlag(cmd.Flags(), &output, "output", "text", "json", "yaml")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json", "yaml", "wide")
 	return cmd
 }
 
@@ -170,17 +171,18 @@ func renderConflict(w io.Writer, output string, err error) error {
 	return conflictError{ce}
 }
 
-func renderStack(w io.Writer, output string, s matrix.Stack) error {
-	return render(w, output, s, func() error { return stackTable(w, s) })
+func renderStack(w io.Writer, output string, s matrix.Stack, width int) error {
+	return render(w, output, s, func() error { return stackTable(w, s, width) })
 }
 
 // stackTable is resolve's table of s, with its notes.
-func stackTable(w io.Writer, s matrix.Stack) error {
-	t := newTable(w)
+func stackTable(w io.Writer, s matrix.Stack, width int) error {
+	t := newTable(w, width)
+	t.Fit(1, humanize.Wrap)
 	t.row("CUDA", s.CUDA)
 	t.row("base image", s.BaseImage)
 	if s.FlavorReason != "" {
-		t.row("flavor", s.FlavorReason)
+		t.row("flavor", s.Flavor+" (why: see the notes)")
 	}
 	t.row("OS", s.OS)
 	py := s.Python
@@ -244,13 +246,28 @@ func stackTable(w io.Writer, s matrix.Stack) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(s.Notes) > 0 {
+	notes := s.Notes
+	if s.FlavorReason != "" {
+		notes = append([]string{"flavor " + s.FlavorReason}, notes...)
+	}
+	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
-		for _, n := range s.Notes {
-			fmt.Fprintf(w, "  - %s\n", n)
+		for _, n := range notes {
+			writeNote(w, n, width)
 		}
 	}
 	return nil
+}
+
+// writeNote writes n as a list item, wrapped to width (0: one line).
+func writeNote(w io.Writer, n string, width int) {
+	for i, line := range humanize.WrapText(n, max(width-4, 0)) {
+		mark := "  - "
+		if i > 0 {
+			mark = "    "
+		}
+		fmt.Fprintf(w, "%s%s\n", mark, line)
+	}
 }
 
 func newCheckCmd(mo *MatrixOptions) *cobra.Command {
@@ -314,7 +331,7 @@ unknown.`,
 			if err != nil {
 				return err
 			}
-			return renderFindings(cmd.OutOrStdout(), output, hc, strict)
+			return renderFindings(cmd.OutOrStdout(), output, hc, strict, screenWidth(cmd))
 		},
 	}
 	so.AddFlags(cmd.Flags(), false)
@@ -322,7 +339,7 @@ unknown.`,
 	so.AddHostFlags(cmd.Flags(), "GPU of the hosts: name (h100, a10, l4), or architecture (sm_90, 8.6); several separated by commas; with --target, it narrows the fleet's GPUs", "NVIDIA driver of the hosts (535.104.05)")
 	so.bind(cmd.Flags(), matrix.FieldTarget, "fleet the hosts are (sagemaker/p5; gpuimg matrix list targets): its driver and GPUs are the host, --driver replaces the driver, --gpu narrows the GPUs")
 	stackFlag(cmd.Flags(), &stackFile, "stack", "stack.json", "stack JSON from gpuimg matrix resolve -o json (- for stdin) instead of the stack flags")
-	outputFlag(cmd.Flags(), &output, "output", "text", "json")
+	outputFlag(cmd.Flags(), &output, "output", "text", "json", "wide")
 	return cmd
 }
 
@@ -376,7 +393,7 @@ func loadStack(file string) (matrix.Stack, error) {
 	return s, nil
 }
 
-func renderFindings(w io.Writer, output string, hc matrix.HostCheck, strict bool) error {
+func renderFindings(w io.Writer, output string, hc matrix.HostCheck, strict bool, width int) error {
 	s, fs := hc.Stack, hc.Findings
 	verdict := matrix.VerdictOf(fs, strict)
 	v := struct {
@@ -387,8 +404,11 @@ func renderFindings(w io.Writer, output string, hc matrix.HostCheck, strict bool
 		Strict  bool             `json:"strict,omitempty"`
 	}{s, hc.Default, fs, verdict, strict}
 	err := render(w, output, v, func() error {
-		fmt.Fprintf(w, "stack: %s\n", s.Summary())
-		t := newTable(w)
+		for i, line := range humanize.WrapText("stack: "+s.Summary(), max(width-7, 0)) {
+			fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", min(i, 1)*7), line)
+		}
+		t := newTable(w, width)
+		t.Fit(2, humanize.Wrap)
 		for _, f := range fs {
 			t.row(strings.ToUpper(string(f.Status)), f.Name, f.Message)
 		}

@@ -291,7 +291,7 @@ func renderJudgementText(w io.Writer, j *validate.Judgement) error {
 			fmt.Fprintf(w, "  %s", in.Report.Image)
 		}
 		fmt.Fprintln(w)
-		t := newTable(w)
+		t := newTable(w, 0)
 		for _, c := range in.Report.Checks {
 			t.row(strings.ToUpper(string(c.Status)), c.Name, c.Message)
 		}
@@ -344,7 +344,7 @@ func renderProbeText(w io.Writer, res *gpuprobe.Result) error {
 			fmt.Fprintf(w, "bench   %-22s %.1f%s\n", k, res.Python.Bench[k], spread)
 		}
 	}
-	t := newTable(w)
+	t := newTable(w, 0)
 	for _, c := range res.Checks {
 		t.row(strings.ToUpper(string(c.Status)), c.Name, c.Message)
 	}

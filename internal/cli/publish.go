@@ -203,7 +203,7 @@ func (o *PublishOptions) runOptions(cmd *cobra.Command, f *publish.File) (publis
 		Local:      o.local(req, o.Registry),
 		ClientOpts: o.clientOpts(),
 	}
-	if stderr := cmd.ErrOrStderr(); o.Progress != "quiet" {
+	if stderr := cmd.ErrOrStderr(); o.Progress != "quiet" && !quiet(cmd) {
 		opts.Progress = func(total int) *publish.Progress { return newPublishProgress(stderr, o.Progress, total) }
 	}
 	return opts, nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -17,7 +18,7 @@ type releasesView struct {
 }
 
 // resolveAll runs matrix resolve --all; it exits 1 when no release fits.
-func resolveAll(w io.Writer, output string, db *matrix.DB, c matrix.Constraints) error {
+func resolveAll(w io.Writer, output string, db *matrix.DB, c matrix.Constraints, width int) error {
 	name, fits, err := db.ResolveEach(c)
 	if err != nil {
 		return invalid(err, "")
@@ -28,7 +29,7 @@ func resolveAll(w io.Writer, output string, db *matrix.DB, c matrix.Constraints)
 			v.Fits++
 		}
 	}
-	err = render(w, output, v, func() error { return releasesTable(w, v) })
+	err = render(w, output, v, func() error { return releasesTable(w, v, width) })
 	if err != nil {
 		return err
 	}
@@ -40,8 +41,9 @@ func resolveAll(w io.Writer, output string, db *matrix.DB, c matrix.Constraints)
 
 // releasesTable is resolve --all's table: one row per release, its stack
 // in a line, or "no:" and the reason.
-func releasesTable(w io.Writer, v releasesView) error {
-	t := newTable(w)
+func releasesTable(w io.Writer, v releasesView, width int) error {
+	t := newTable(w, width)
+	t.Fit(2, humanize.Wrap)
 	t.row(strings.ToUpper(v.Framework), "FITS", "BEST STACK, OR WHY NONE FITS")
 	for _, f := range v.Releases {
 		if f.Stack == nil {

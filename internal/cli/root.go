@@ -72,6 +72,7 @@ see "gpuimg matrix list sources".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addScreenFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if e, ok := errors.AsType[*Error](err); ok { // a flag value's own error (nonEmpty) says what to do
 			if e.Flag == "" {

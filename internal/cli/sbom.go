@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,6 +25,7 @@ type SBOMOptions struct {
 	Attach   bool
 	Key      string
 	Registry RegistryOptions
+	Progress string // --progress: auto, plain or quiet
 }
 
 // AddFlags binds the options to flags.
@@ -35,6 +37,7 @@ func (o *SBOMOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Attach, "attach", false, "push the SBOM to the registry as an OCI referrer of the image (artifact type application/spdx+json or application/vnd.cyclonedx+json, one layer: what trivy --sbom-sources oci reads)")
 	fs.StringVar(&o.Key, "key", "", "with --attach: also push the SBOM as an in-toto attestation (predicate https://spdx.dev/Document or https://cyclonedx.org/bom) signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require sbom and cosign verify-attestation --type spdxjson|cyclonedx check")
 	o.Registry.AddFlags(fs)
+	progressFlag(fs, &o.Progress)
 }
 
 func newSBOMCmd() *cobra.Command {
@@ -70,7 +73,12 @@ docker-archive:FILE or docker-daemon:REF; --attach needs a registry image.`,
 				}
 				att = &verbs.SignerAttester{Signer: sv, Options: []sign.Option{sign.WithRegistryOptions(reg...)}}
 			}
-			doc, err := verbs.SBOM(cmd.Context(), ref, spec, reg...)
+			show, done, err := showProgress(cmd, "sbom", o.Progress)
+			if err != nil {
+				return err
+			}
+			doc, err := verbs.SBOM(cmd.Context(), ref, spec, append(slices.Clip(reg), show)...)
+			done()
 			if err != nil {
 				return sbomError(ref, err, reg)
 			}

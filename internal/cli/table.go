@@ -1,17 +1,17 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
+
+	"github.com/gpuimg/gpuimg/internal/humanize"
 )
 
-// table writes aligned columns.
-type table struct{ tw *tabwriter.Writer }
+// table writes aligned columns fitted to width (0: unlimited;
+// screenWidth gives a command's).
+type table struct{ *humanize.Table }
 
-func newTable(w io.Writer) *table { return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)} }
+func newTable(w io.Writer, width int) *table { return &table{humanize.NewTable(w, width)} }
 
-func (t *table) row(cols ...string) { fmt.Fprintln(t.tw, strings.Join(cols, "\t")) }
+func (t *table) row(cols ...string) { t.Row(cols...) }
 
-func (t *table) flush() error { return t.tw.Flush() }
+func (t *table) flush() error { return t.Flush() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,7 @@ type ValidateOptions struct {
 	Nodes                        int
 	NCCLLog                      string
 	Strict                       bool        // --strict: unknown and warning checks fail the verdict
+	Progress                     string      // --progress: auto, plain or quiet
 	accept                       acceptFlags // --baseline, --reference, --max-loss
 
 	targets    []matrix.Target // --target, looked up
@@ -72,7 +74,8 @@ func (o *ValidateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Key, "key", "", "with --attach: also attach the report as an in-toto test-result statement signed with this private key (a cosign key file, password from COSIGN_PASSWORD, a PEM key, or env://VAR), which gpuimg verify --require validation and cosign verify-attestation check")
 	fs.StringVar(&o.SBOM, "sbom", "", "with --attach: also attach the image's SBOM (spdx-json or cyclonedx-json), written from the same read of the layers as the report (a plain referrer trivy reads; with --key also a signed attestation; docs/sbom.md)")
 	o.Registry.AddFlags(fs)
-	outputFlag(fs, &o.Output, "output", "text", "json", "junit")
+	outputFlag(fs, &o.Output, "output", "text", "json", "junit", "wide")
+	progressFlag(fs, &o.Progress)
 }
 
 func newValidateCmd() *cobra.Command {
@@ -161,7 +164,13 @@ probe ran, 4 nothing failed but a check is unknown.`,
 				vo.strictVerdict(rep)
 				return finishReport(cmd, rep, ref, vo.Output, attachment{vo.Attach, vo.Key, ""}, reg, verbs.Judged{})
 			}
-			if rep, err = vo.inspect(cmd.Context(), ref, opt, reg); err != nil {
+			show, done, err := showProgress(cmd, "validate", vo.Progress)
+			if err != nil {
+				return err
+			}
+			rep, err = vo.inspect(cmd.Context(), ref, opt, append(slices.Clip(reg), show))
+			done()
+			if err != nil {
 				return err
 			}
 			if err := judgeNCCLLog(rep, vo.NCCLLog, opt.Fabrics); err != nil {
@@ -439,7 +448,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 	case "junit":
 		err = rep.WriteJUnit(out)
 	default:
-		err = rep.WriteText(out)
+		err = rep.WriteTextWidth(out, screenWidth(cmd))
 	}
 	if err != nil {
 		return err

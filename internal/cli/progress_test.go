@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuimg/gpuimg/images"
+)
+
+// TestProgressOnAPseudoTerminal gives showProgress a real pseudo-terminal
+// as stderr: auto mode redraws one line in place (\r, erase to the end of
+// the line) and ends it with a newline; a pipe gets plain lines; -q and
+// --progress quiet get nothing.
+func TestProgressOnAPseudoTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	read := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(ptmx) // until the tty side closes
+		read <- string(b)
+	}()
+	feed(t, tty, "auto", false)
+	_ = tty.Close()
+	var got string
+	select {
+	case got = <-read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing read from the pseudo-terminal")
+	}
+	if n := strings.Count(got, "\r"); n < 2 || !strings.Contains(got, "\x1b[K") {
+		t.Errorf("no redraw in place on a terminal (%d carriage returns):\n%q", n, got)
+	}
+	if !strings.Contains(got, "export: 4.0 MiB / 4.0 MiB (100%), layers 4/4") {
+		t.Errorf("the last state is not shown:\n%q", got)
+	}
+
+	r, w, err := os.Pipe()
+	must(t, err)
+	feed(t, w, "auto", false)
+	_ = w.Close()
+	b, _ := io.ReadAll(r)
+	if strings.Contains(string(b), "\r") || !strings.Contains(string(b), "export: 1.0 MiB / 4.0 MiB (25%), layers 1/4\n") {
+		t.Errorf("a pipe gets plain lines:\n%q", b)
+	}
+	for _, tt := range []struct {
+		mode  string
+		quiet bool
+	}{{"quiet", false}, {"auto", true}} {
+		var buf bytes.Buffer
+		feed(t, &buf, tt.mode, tt.quiet)
+		if buf.Len() != 0 {
+			t.Errorf("--progress %s, -q %v wrote %q", tt.mode, tt.quiet, buf.String())
+		}
+	}
+	if _, _, err := showProgress(progressCmd(io.Discard, false), "x", "tty"); err == nil || exitCode(err) != ExitInvalid {
+		t.Errorf("--progress tty: %v, want a bad-input error", err)
+	}
+}
+
+// progressCmd is a command with the global flags, stderr w, -q set or
+// not.
+func progressCmd(w io.Writer, q bool) *cobra.Command {
+	cmd := &cobra.Command{}
+	addScreenFlags(cmd.Flags())
+	if q {
+		_ = cmd.Flags().Set("quiet", "true")
+	}
+	cmd.SetErr(w)
+	return cmd
+}
+
+// feed shows four layers of 1 MiB read, 150 ms apart, through the
+// option images is given.
+func feed(t *testing.T, w io.Writer, mode string, q bool) {
+	t.Helper()
+	fn, done, err := newProgress(progressCmd(w, q), "export", mode)
+	must(t, err)
+	for i := 1; i <= 4; i++ {
+		time.Sleep(150 * time.Millisecond)
+		fn(images.Progress{Bytes: int64(i) << 20, Total: 4 << 20, LayersDone: i, Layers: 4})
+	}
+	done()
+}
