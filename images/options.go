@@ -48,6 +48,7 @@ type options struct {
 	prioritized   []string
 	headerTimeout time.Duration
 	stallTimeout  time.Duration
+	layerCheck    LayerCheck
 
 	// rt is the transport with the TLS settings applied (CA file,
 	// insecure hosts) under the bounds on redirects and waits

@@ -1,9 +1,15 @@
 package validate
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"path"
 	"strconv"
 	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // Links laid down by a layer can carry a later entry out of the root: a
@@ -266,4 +272,24 @@ func framesPath(stack []linkFrame, c string) string {
 // quoteShort shows at most 120 bytes of a name taken from a layer.
 func quoteShort(s string) string {
 	return truncate(s, 120)
+}
+
+// ErrUnsafePaths is wrapped by RefuseLinkEscapes's refusal.
+var ErrUnsafePaths = errors.New("layer entries would escape the root when extracted")
+
+// RefuseLinkEscapes walks img's layers as validate does (the same bounds:
+// a bomb or an over-long name is an error) and refuses the image when an
+// entry would escape the root when extracted: a name with "..", a link
+// target leaving the root, a name written through a symlink laid down
+// earlier in any layer (the unsafe-paths check). images.Export, Convert
+// and Import run it before writing (images.WithLayerCheck).
+func RefuseLinkEscapes(ctx context.Context, img v1.Image) error {
+	res, err := Walk(ctx, img, Limits{}, func(Entry, io.Reader) error { return nil })
+	if err != nil {
+		return err
+	}
+	if len(res.Unsafe) > 0 {
+		return fmt.Errorf("%w: %s; the image is unsafe to unpack (validate names the same entries under unsafe-paths)", ErrUnsafePaths, unsafeList(res.Unsafe))
+	}
+	return nil
 }
