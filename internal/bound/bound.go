@@ -1,10 +1,12 @@
 // Package bound holds the bounds every package applies to what it reads
 // from a user or an image: files read whole (ReadFile: regular files only,
-// capped) and values echoed in errors (Quote: a short prefix).
+// capped; ReadAll and ReadAllContext for streams) and values echoed in
+// errors (Quote: a short prefix).
 // docs/faults.md lists each bound, its default and its flag.
 package bound
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -82,14 +84,48 @@ func ReadFile(path, what string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, TooBig(name(what, path), fi.Size(), max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	b, err := ReadAll(f, name(what, path), max)
+	if err != nil && !errors.Is(err, ErrBound) {
 		return nil, prefix(what, err)
 	}
+	return b, err
+}
+
+// ReadAll reads r to its end when that is at most max bytes. A longer
+// stream is read to max+1 bytes, no further, and refused with TooBig's
+// error for what (wrapping ErrBound); a read error is returned as it is.
+func ReadAll(r io.Reader, what string, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
 	if int64(len(b)) > max {
-		return nil, TooBig(name(what, path), int64(len(b)), max)
+		return nil, TooBig(what, int64(len(b)), max)
 	}
 	return b, nil
+}
+
+// ReadAllContext is ReadAll of a stream that may block without end (stdin
+// left open, a pipe nobody writes): the read runs aside, and the end of
+// ctx (SIGINT, SIGTERM) returns at once with ctx's cause. The aside read
+// keeps r until it returns, which for a stalled stdin is when the
+// process exits.
+func ReadAllContext(ctx context.Context, r io.Reader, what string, max int64) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := ReadAll(r, what, max)
+		done <- result{b, err}
+	}()
+	select {
+	case res := <-done:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read %s: %w", what, context.Cause(ctx))
+	}
 }
 
 // Open opens a regular file for reading (what as in ReadFile); anything
