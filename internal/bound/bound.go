@@ -66,6 +66,46 @@ func Quote(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
+// Cut is s as it is when at most 200 bytes long, else its first 200 bytes
+// (at a rune boundary) and the length of the whole: Quote without the
+// quotes, for messages that print a value bare (a path, a reference).
+func Cut(s string) string {
+	if len(s) <= maxQuote {
+		return s
+	}
+	cut := maxQuote
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
+// maxErrText is how much of a wrapped error's text Short keeps.
+const maxErrText = 1024
+
+// Short wraps err so that its text is at most about 1 KiB: for the error
+// of a library that echoes the whole value it was given (a reference
+// parser, a YAML decoder). errors.Is and errors.As still see err.
+func Short(err error) error {
+	if err == nil || len(err.Error()) <= maxErrText {
+		return err
+	}
+	return shortError{err}
+}
+
+type shortError struct{ err error }
+
+func (e shortError) Error() string {
+	s := e.err.Error()
+	cut := maxErrText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+}
+
+func (e shortError) Unwrap() error { return e.err }
+
 // ReadFile reads a regular file of at most max bytes: what, if not "",
 // names the file in errors before its path ("index.json of oci:DIR,"). A FIFO, device or
 // other non-regular file (also through a symbolic link) is refused
