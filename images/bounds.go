@@ -136,13 +136,13 @@ func (b *boundedTransport) capSmall(req *http.Request, resp *http.Response) (*ht
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: bound.MaxManifest, what: what}
 		return resp, nil
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, bound.MaxManifest+1))
+	raw, err := bound.ReadAll(resp.Body, what, bound.MaxManifest)
 	resp.Body.Close()
+	if errors.Is(err, bound.ErrBound) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if len(raw) > bound.MaxManifest {
-		return nil, bound.TooBig(what, int64(len(raw)), bound.MaxManifest)
 	}
 	var m struct {
 		Config struct{ Digest string } `json:"config"`

@@ -80,6 +80,9 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 		defer o.Close()
 		img = o.Image
 	}
+	if err := r.checkLayers(ctx, "convert "+srcRef.String(), nil, img, v1.Hash{}); err != nil {
+		return nil, err
+	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return nil, err

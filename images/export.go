@@ -76,6 +76,18 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 	}
 	defer func() { _ = es.close() }() // removes what opening an archive unpacked; nothing to report
 	res := &ExportResult{Source: es.name, Format: format, Path: dest, Digest: es.digest}
+	// What is written is judged before a byte of it is: docker-archive's
+	// one image, or the whole source for the OCI formats.
+	idx, img := es.index, es.image
+	if format == FormatDockerArchive {
+		if img, err = es.platformImage(opt); err != nil {
+			return nil, err
+		}
+		idx = nil
+	}
+	if err := opt.checkLayers(ctx, "export "+es.name, idx, img, v1.Hash{}); err != nil {
+		return nil, err
+	}
 	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".gpuimg-tmp")
 	_ = os.RemoveAll(tmp)
 	defer os.RemoveAll(tmp)
@@ -103,10 +115,6 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 			}
 		}
 	case FormatDockerArchive:
-		img, err := es.platformImage(opt)
-		if err != nil {
-			return nil, err
-		}
 		d, err := img.Digest()
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", es.name, err)

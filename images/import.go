@@ -155,6 +155,9 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 	if err := res.refuse(t); err != nil {
 		return res, err
 	}
+	if err := checkImportLayers(ctx, opt, s, img, check != nil, res.DigestChanged && conv.Platform != ""); err != nil {
+		return nil, err
+	}
 	if opt.dryRun {
 		res.Duration = time.Since(start).Seconds()
 		return res, nil
@@ -211,6 +214,28 @@ func Import(ctx context.Context, src string, t matrix.Target, dst string, check 
 	res.Ref = dstRef.Context().Digest(res.Digest).String()
 	res.Duration = time.Since(start).Seconds()
 	return res, nil
+}
+
+// checkImportLayers runs the layer check (WithLayerCheck) on what Import
+// pushes: the whole index unless the conversion picks one platform's
+// image, and img unless checked (the ImportCheck judged it already).
+func checkImportLayers(ctx context.Context, opt *options, s *Source, img v1.Image, checked, onePlatform bool) error {
+	what := "import " + s.Ref.String()
+	if s.index == nil || onePlatform {
+		if checked {
+			return nil
+		}
+		return opt.checkLayers(ctx, what, nil, img, v1.Hash{})
+	}
+	var skip v1.Hash
+	if checked {
+		d, err := img.Digest()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", s.Ref, err)
+		}
+		skip = d
+	}
+	return opt.checkLayers(ctx, what, s.index, nil, skip)
 }
 
 // sameRegistry says whether a registry source is on dst's registry.

@@ -192,7 +192,7 @@ func openLayoutEntry(dir, sel, where string) (v1.ImageIndex, v1.Image, error) {
 	l := localLayout{dir: dir, where: where}
 	raw, err := bound.ReadFile(filepath.Join(dir, "index.json"), "", bound.MaxManifest)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open OCI layout %s: %w", where, err)
+		return nil, nil, fmt.Errorf("open OCI layout %s: %w", bound.Cut(where), bound.Short(err))
 	}
 	top, err := newLocalIndex(l, raw, types.OCIImageIndex)
 	if err != nil {

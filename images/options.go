@@ -47,6 +47,7 @@ type options struct {
 	prioritized   []string
 	headerTimeout time.Duration
 	stallTimeout  time.Duration
+	layerCheck    LayerCheck
 
 	// rt is the transport with the TLS settings applied (CA file,
 	// insecure hosts) under the bounds on redirects and waits
@@ -318,12 +319,12 @@ func (o *options) parse(s string) (name.Reference, error) {
 	s = strings.TrimPrefix(s, "docker://")
 	ref, err := name.ParseReference(s)
 	if err != nil {
-		return nil, fmt.Errorf("parse %q: %w", s, err)
+		return nil, fmt.Errorf("parse %s: %w", bound.Quote(s), bound.Short(err))
 	}
 	if host := ref.Context().RegistryStr(); o.insecure(host) || IsLoopback(host) {
 		ref, err = name.ParseReference(s, name.Insecure)
 		if err != nil {
-			return nil, fmt.Errorf("parse %q: %w", s, err)
+			return nil, fmt.Errorf("parse %s: %w", bound.Quote(s), bound.Short(err))
 		}
 	}
 	return ref, nil

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gpuimg/gpuimg/internal/redact"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // Base is a base image pinned by digest.
@@ -174,7 +176,7 @@ func mirrored(ref name.Reference, id identifiers, m string, o *options) (name.Re
 	}
 	r, err := name.ParseReference(s, nopts...)
 	if err != nil {
-		return nil, fmt.Errorf("mirror %s for %s: %w", m, ref.Context().RegistryStr(), err)
+		return nil, fmt.Errorf("mirror %s for %s: %w", bound.Cut(m), ref.Context().RegistryStr(), bound.Short(err))
 	}
 	return r, nil
 }

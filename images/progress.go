@@ -50,17 +50,27 @@ func (s *progressSink) set(part string, p Progress) {
 }
 
 // readMeter counts the compressed bytes of an image's layers as they are
-// read.
+// read. A layer read twice (a check, then the conversion) counts once:
+// its bytes are the most read of it in one pass, and it is done once.
 type readMeter struct {
 	sink *progressSink
 	mu   sync.Mutex
 	p    Progress
+	read map[v1.Hash]int64
+	done map[v1.Hash]bool
 }
 
-func (m *readMeter) add(n int64, layerDone bool) {
+func (m *readMeter) add(layer v1.Hash, readSoFar int64, layerDone bool) {
 	m.mu.Lock()
-	m.p.Bytes += n
-	if layerDone {
+	if m.read == nil {
+		m.read, m.done = map[v1.Hash]int64{}, map[v1.Hash]bool{}
+	}
+	if prev := m.read[layer]; readSoFar > prev {
+		m.p.Bytes += readSoFar - prev
+		m.read[layer] = readSoFar
+	}
+	if layerDone && !m.done[layer] {
+		m.done[layer] = true
 		m.p.LayersDone++
 	}
 	p := m.p
@@ -128,7 +138,11 @@ func (l *progressLayer) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		size = -1
 	}
-	return &countingReader{rc: rc, m: l.m, size: size}, nil
+	h, err := l.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{rc: rc, m: l.m, size: size, layer: h}, nil
 }
 
 // countingReader reports each read, and the layer done at its end: its
@@ -137,6 +151,7 @@ func (l *progressLayer) Compressed() (io.ReadCloser, error) {
 type countingReader struct {
 	rc         io.ReadCloser
 	m          *readMeter
+	layer      v1.Hash
 	size, read int64
 	done       bool
 }
@@ -149,7 +164,7 @@ func (r *countingReader) Read(p []byte) (int, error) {
 		r.done = true
 	}
 	if n > 0 || end {
-		r.m.add(int64(n), end)
+		r.m.add(r.layer, r.read, end)
 	}
 	return n, err
 }

@@ -3,8 +3,8 @@ package images
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,12 +71,12 @@ func tagPage(ctx context.Context, client *http.Client, repo name.Repository, u s
 	if err := transport.CheckError(resp, http.StatusOK); err != nil {
 		return nil, "", err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, *budget+1))
+	body, err := bound.ReadAll(resp.Body, "tag list", *budget)
+	if errors.Is(err, bound.ErrBound) {
+		return nil, "", fmt.Errorf("tag list: %w: the pages hold more than %d MiB (the limit is fixed)", ErrBound, maxTagListBytes>>20)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("read tag list: %w", err)
-	}
-	if int64(len(body)) > *budget {
-		return nil, "", fmt.Errorf("tag list: %w: the pages hold more than %d MiB (the limit is fixed)", ErrBound, maxTagListBytes>>20)
 	}
 	*budget -= int64(len(body))
 	var parsed struct {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // A Constraint is a set of versions in the constraint syntax of
@@ -90,11 +92,11 @@ func ParseConstraint(s string) (Constraint, error) {
 	for part := range strings.SplitSeq(s, "||") {
 		part = strings.TrimSpace(part)
 		if part == "" {
-			return Constraint{}, fmt.Errorf("constraint %q: empty alternative around ||", orig)
+			return Constraint{}, fmt.Errorf("constraint %s: empty alternative around ||", bound.Quote(orig))
 		}
 		a, err := parseAlt(part)
 		if err != nil {
-			return Constraint{}, fmt.Errorf("constraint %q: %w", orig, err)
+			return Constraint{}, fmt.Errorf("constraint %s: %w", bound.Quote(orig), bound.Short(err))
 		}
 		alts = append(alts, a)
 	}

@@ -86,7 +86,7 @@ func (s Stack) RuntimeEnv() map[string]string {
 func (s Stack) DriverFloors() (DriverFloors, error) {
 	strict, err := ParseVersion(s.MinDriver)
 	if err != nil {
-		return DriverFloors{}, fmt.Errorf("stack has no driver floor (min_driver %q): %w", s.MinDriver, err)
+		return DriverFloors{}, fmt.Errorf("stack has no driver floor (min_driver %s): %w", bound.Quote(s.MinDriver), err)
 	}
 	f := DriverFloors{Strict: strict, Of: "the stack", Detail: "set by " + s.MinDriverBy}
 	if s.MinDriverBy == "" {
@@ -137,14 +137,14 @@ func ParseDriver(s string) (Version, error) {
 	}
 	branch := strings.TrimPrefix(strings.TrimPrefix(t, "R"), "r")
 	if branch != "" && strings.Trim(branch, "0123456789") == "" {
-		return Version{}, fmt.Errorf("driver %q is a branch, not a driver version: %s", s, DriverVersionHelp)
+		return Version{}, fmt.Errorf("driver %s is a branch, not a driver version: %s", bound.Quote(s), DriverVersionHelp)
 	}
 	if strings.Trim(t, "0123456789.") != "" {
-		return Version{}, fmt.Errorf("driver %q is not a driver version: %s", s, DriverVersionHelp)
+		return Version{}, fmt.Errorf("driver %s is not a driver version: %s", bound.Quote(s), DriverVersionHelp)
 	}
 	v, err := ParseVersion(t)
 	if err != nil || v.Len() > 3 {
-		return Version{}, fmt.Errorf("driver %q is not a driver version: %s", s, DriverVersionHelp)
+		return Version{}, fmt.Errorf("driver %s is not a driver version: %s", bound.Quote(s), DriverVersionHelp)
 	}
 	return v, nil
 }

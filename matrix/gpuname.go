@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // ErrUnknownGPU is wrapped by the error of a GPU name that matches no row
@@ -86,12 +88,16 @@ func (db *DB) gpuKeys() []gpuKey {
 //     would, were it not an alias already); several such rows are an
 //     error wrapping ErrAmbiguousGPU that lists them.
 //
+// maxGPUName bounds a name LookupGPU judges: longer is unknown at once,
+// without the edit distances of a suggestion (a 1 MiB name took 19 s).
+const maxGPUName = 256
+
 // A name that matches nothing is an error wrapping ErrUnknownGPU that
 // suggests the nearest names (edit distance). Architectures (sm_90) are
 // not rows; FindGPU accepts them too.
 func (db *DB) LookupGPU(name string) (GPU, error) {
 	words := gpuWords(name)
-	if len(words) == 0 {
+	if len(words) == 0 || len(name) > maxGPUName {
 		return GPU{}, db.unknownGPU(name, "")
 	}
 	compact := strings.Join(words, "")
@@ -133,7 +139,7 @@ func (db *DB) LookupGPU(name string) (GPU, error) {
 	for i, r := range rows {
 		names[i] = db.GPUs[r].Name
 	}
-	return GPU{}, fmt.Errorf("%w %q: it could be %s; give one of these names", ErrAmbiguousGPU, name, strings.Join(names, ", "))
+	return GPU{}, fmt.Errorf("%w %s: it could be %s; give one of these names", ErrAmbiguousGPU, bound.Quote(name), strings.Join(names, ", "))
 }
 
 // unknownGPU is the error for a name no row matches, with the rows whose
@@ -147,14 +153,14 @@ func (db *DB) unknownGPU(name, compact string) error {
 		for i, r := range near {
 			names[i] = db.GPUs[r].Name + " (" + db.GPUs[r].Arch + ")"
 		}
-		return fmt.Errorf("%w %q: did you mean %s? Give a name or alias from gpuimg matrix list gpus, or judge by architecture: --gpu %s if it is a %s (gpuimg matrix list archs)",
-			ErrUnknownGPU, name, strings.Join(names, ", "), db.GPUs[near[0]].Arch, db.GPUs[near[0]].Name)
+		return fmt.Errorf("%w %s: did you mean %s? Give a name or alias from gpuimg matrix list gpus, or judge by architecture: --gpu %s if it is a %s (gpuimg matrix list archs)",
+			ErrUnknownGPU, bound.Quote(name), strings.Join(names, ", "), db.GPUs[near[0]].Arch, db.GPUs[near[0]].Name)
 	}
 	var names []string
 	for _, g := range db.GPUs {
 		names = append(names, g.Name)
 	}
-	return fmt.Errorf("%w %q: give a name (%s), or judge by architecture: --gpu sm_XY (sm_90, sm_120; gpuimg matrix list archs); see gpuimg matrix list gpus", ErrUnknownGPU, name, strings.Join(names, ", "))
+	return fmt.Errorf("%w %s: give a name (%s), or judge by architecture: --gpu sm_XY (sm_90, sm_120; gpuimg matrix list archs); see gpuimg matrix list gpus", ErrUnknownGPU, bound.Quote(name), strings.Join(names, ", "))
 }
 
 // nearGPUs are up to three rows whose names or aliases are near compact,

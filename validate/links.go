@@ -1,9 +1,15 @@
 package validate
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"path"
 	"strconv"
 	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // Links laid down by a layer can carry a later entry out of the root: a
@@ -29,59 +35,82 @@ import (
 // MAXSYMLINKS (40): a longer chain is refused as ELOOP would.
 const maxLinkHops = 40
 
-// linkAt is a symlink and when it was laid down.
-type linkAt struct {
-	target string
-	seq    int
+// maxLinkExpansion bounds the bytes of symlink targets one name may be
+// expanded by: maxLinkHops targets of PATH_MAX (4096) bytes, the longest
+// symlink(2) makes.
+const maxLinkExpansion = maxLinkHops * 4096
+
+// linkMarks are what linkTable keeps on a name. seq is when the symlink
+// laid there (to target) was laid, 0 when there is none; removed and
+// cleared are the seq from which the name's subtree (removed: whiteouts
+// and replacing entries) or its children (cleared: opaque directories)
+// are gone, so a whiteout costs one mark, not a scan of every symlink
+// below it.
+type linkMarks struct {
+	target                string
+	seq, removed, cleared int
 }
 
-// linkTable holds the symlinks of the layers read so far, in order. seq
-// counts entries over all layers; removed and cleared record, for a path,
-// the seq from which its subtree (removed: whiteouts and replacing
-// entries) or its children (cleared: opaque directories) are gone, so a
-// whiteout costs one map write, not a scan of every symlink below it.
+// linkNode is one name of the tree linkTable keeps (nametree.go): only
+// symlinks and their parents have nodes, so a name with no node has no
+// symlink at or below it.
+type linkNode = nameNode[linkMarks]
+
+// linkTable holds the symlinks of the layers read so far, in order, in a
+// tree of name components: resolving a name walks its components once,
+// so the work is linear in its bytes. seq counts entries over all layers.
 type linkTable struct {
-	links   map[string]linkAt
-	removed map[string]int
-	cleared map[string]int
-	seq     int
+	root  *linkNode
+	links int // symlinks laid so far
+	// stack is resolve's, kept so that a deep name does not grow a new
+	// one each time.
+	stack []linkFrame
+	seq   int
 	// layerStart is the seq of the first entry of the current layer: a
 	// whiteout hides only what lower layers hold (OCI image-spec, layer.md).
 	layerStart int
 }
 
-func newLinkTable() *linkTable {
-	return &linkTable{links: map[string]linkAt{}, removed: map[string]int{}, cleared: map[string]int{}}
-}
+func newLinkTable() *linkTable { return &linkTable{root: &linkNode{}} }
 
 // startLayer marks where a new layer's entries begin.
 func (t *linkTable) startLayer() { t.layerStart = t.seq + 1 }
 
 // add records one entry of the current layer, in order, and says why it
-// would escape the root when extracted ("" when it would not).
+// would escape the root when extracted ("" when it would not). Marks go
+// only on names that have a node: a name without one has no symlink at
+// or below it, and a symlink laid later is newer than the mark.
 func (t *linkTable) add(r rec) string {
 	t.seq++
 	switch r.kind {
 	case recWhiteout:
-		t.removed[r.path] = max(t.removed[r.path], t.layerStart)
+		if n := t.root.find(r.path); n != nil {
+			n.v.removed = max(n.v.removed, t.layerStart)
+		}
 		return ""
 	case recOpaque:
-		t.cleared[r.path] = max(t.cleared[r.path], t.layerStart)
+		if n := t.root.find(r.path); n != nil {
+			n.v.cleared = max(n.v.cleared, t.layerStart)
+		}
 		return ""
 	}
 	why := t.through(r.path)
 	switch r.kind {
 	case recDir:
-		delete(t.links, r.path) // a directory replaces a symlink, and merges with a directory
+		if n := t.root.find(r.path); n != nil {
+			n.v.seq, n.v.target = 0, "" // a directory replaces a symlink, and merges with a directory
+		}
 	case recSymlink:
-		t.removed[r.path] = t.seq
-		t.links[r.path] = linkAt{target: r.link, seq: t.seq}
+		n := t.root.node(r.path)
+		n.v = linkMarks{target: r.link, seq: t.seq, removed: t.seq, cleared: n.v.cleared}
+		t.links++
 		if why == "" {
 			why = symlinkEscapes(r.path, r.link)
 		}
 	default:
-		t.removed[r.path] = t.seq
-		delete(t.links, r.path)
+		if n := t.root.find(r.path); n != nil {
+			n.v.seq, n.v.target, n.v.removed = 0, "", t.seq
+		}
 		if why == "" && r.kind == recHardlink {
 			why = t.hardlinkEscapes(r.link)
 		}
@@ -90,42 +119,14 @@ func (t *linkTable) add(r rec) string {
 }
 
 // through says whether writing p goes through a symlink out of the root.
-// Most names pass through none: their prefixes are looked up without
-// allocating, and only a name that meets a symlink is resolved in full.
 func (t *linkTable) through(p string) string {
-	if len(t.links) == 0 {
+	if t.links == 0 {
 		return ""
 	}
-	for i := 0; i < len(p); i++ {
-		if p[i] == '/' && t.live(p[:i]) {
-			if why := t.resolve(p, false); why != "" {
-				return "its name " + why
-			}
-			return ""
-		}
+	if why := t.resolve(p, false); why != "" {
+		return "its name " + why
 	}
 	return ""
-}
-
-// live says whether a symlink laid down at p is still there.
-func (t *linkTable) live(p string) bool {
-	l, ok := t.links[p]
-	if !ok {
-		return false
-	}
-	if t.removed[p] > l.seq {
-		return false
-	}
-	for dir := p; ; {
-		i := strings.LastIndexByte(dir, '/')
-		if i < 0 {
-			return t.cleared[""] <= l.seq
-		}
-		dir = dir[:i]
-		if t.removed[dir] > l.seq || t.cleared[dir] > l.seq {
-			return false
-		}
-	}
 }
 
 // hardlinkEscapes judges a hard link's target, which names a path from
@@ -183,45 +184,112 @@ func escapesLexically(dir, rel string) bool {
 // resolve walks p from the root, component by component, as open(2) in an
 // extraction directory would, following the symlinks laid down so far
 // (the last component too when followLast). It says why p leaves the
-// root, or "" when it stays inside.
+// root, or "" when it stays inside. Each component is looked up once in
+// the tree; a symlink's target is pushed in front of what is left of the
+// name, not joined to it, so the work is linear in p and the targets
+// followed (at most maxLinkExpansion bytes).
 func (t *linkTable) resolve(p string, followLast bool) string {
-	var stack []string // the resolved directories
-	rest := strings.Split(p, "/")
-	hops := 0
-	for len(rest) > 0 {
-		c := rest[0]
-		rest = rest[1:]
+	stack := t.stack[:0] // the resolved directories
+	stack = append(stack, linkFrame{n: t.root, gone: t.root.v.cleared})
+	defer func() { t.stack = stack[:0] }()
+	pending := []string{p} // what is left, the next part last
+	hops, expanded := 0, 0
+	for len(pending) > 0 {
+		top := &pending[len(pending)-1]
+		c, rest, more := strings.Cut(*top, "/")
+		if *top = rest; !more {
+			pending = pending[:len(pending)-1]
+		}
 		switch c {
 		case "", ".":
 			continue
 		case "..":
-			if len(stack) == 0 {
+			if len(stack) == 1 {
 				return "climbs above the root"
 			}
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		cur := strings.Join(append(stack, c), "/")
-		if (len(rest) == 0 && !followLast) || !t.live(cur) {
-			stack = append(stack, c)
+		parent := stack[len(stack)-1]
+		n := parent.n.child(c)
+		if (len(pending) == 0 && !followLast) || !parent.live(n) {
+			stack = append(stack, parent.enter(n, c))
 			continue
 		}
-		target := t.links[cur].target
 		if hops++; hops > maxLinkHops {
 			return "passes through more than " + strconv.Itoa(maxLinkHops) + " symlinks"
 		}
+		target := n.v.target
 		if strings.HasPrefix(target, "/") {
-			return "passes through the symlink /" + quoteShort(cur) + " -> " + quoteShort(target) + ", which leads outside the root when extracted"
+			return "passes through the symlink /" + quoteShort(framesPath(stack, c)) + " -> " + quoteShort(target) + ", which leads outside the root when extracted"
 		}
-		rest = append(strings.Split(target, "/"), rest...)
-		if len(rest) > 4096 {
+		if expanded += len(target) + 1; expanded > maxLinkExpansion {
 			return "passes through symlinks that expand without end"
 		}
+		pending = append(pending, target)
 	}
 	return ""
+}
+
+// linkFrame is one directory resolve has walked into: its node (nil when
+// the tree has none: nothing below is a symlink), its name, and the
+// newest seq that removed it, a parent, or their children (the root's
+// own removal does not count: no entry is the root).
+type linkFrame struct {
+	n    *linkNode
+	name string
+	gone int
+}
+
+// live says whether the symlink at n, a child of f, is still there.
+func (f linkFrame) live(n *linkNode) bool {
+	return n != nil && n.v.seq > 0 && n.v.removed <= n.v.seq && f.gone <= n.v.seq
+}
+
+// enter is the frame of f's child n, named c.
+func (f linkFrame) enter(n *linkNode, c string) linkFrame {
+	if n == nil {
+		return linkFrame{name: c, gone: f.gone}
+	}
+	return linkFrame{n: n, name: c, gone: max(f.gone, n.v.removed, n.v.cleared)}
+}
+
+// framesPath is the name of c in the directory stack leads to, for a
+// message: at most a little over what quoteShort shows is joined.
+func framesPath(stack []linkFrame, c string) string {
+	var b strings.Builder
+	for _, f := range stack[1:] {
+		if b.Len() > 120 {
+			return b.String()
+		}
+		b.WriteString(f.name)
+		b.WriteByte('/')
+	}
+	b.WriteString(c)
+	return b.String()
 }
 
 // quoteShort shows at most 120 bytes of a name taken from a layer.
 func quoteShort(s string) string {
 	return truncate(s, 120)
+}
+
+// ErrUnsafePaths is wrapped by RefuseLinkEscapes's refusal.
+var ErrUnsafePaths = errors.New("layer entries would escape the root when extracted")
+
+// RefuseLinkEscapes walks img's layers as validate does (the same bounds:
+// a bomb or an over-long name is an error) and refuses the image when an
+// entry would escape the root when extracted: a name with "..", a link
+// target leaving the root, a name written through a symlink laid down
+// earlier in any layer (the unsafe-paths check). images.Export, Convert
+// and Import run it before writing (images.WithLayerCheck).
+func RefuseLinkEscapes(ctx context.Context, img v1.Image) error {
+	res, err := Walk(ctx, img, Limits{}, func(Entry, io.Reader) error { return nil })
+	if err != nil {
+		return err
+	}
+	if len(res.Unsafe) > 0 {
+		return fmt.Errorf("%w: %s; the image is unsafe to unpack (validate names the same entries under unsafe-paths)", ErrUnsafePaths, unsafeList(res.Unsafe))
+	}
+	return nil
 }

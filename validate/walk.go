@@ -206,20 +206,20 @@ func (w *WalkResult) resolveVisible(lists [][]rec) {
 			switch r.kind {
 			case recOpaque:
 				n := marks.node(r.path)
-				n.opaqueBy = max(n.opaqueBy, i+1)
+				n.v.opaqueBy = max(n.v.opaqueBy, i+1)
 				continue
 			case recWhiteout:
 				n := marks.node(r.path)
-				n.hiddenBy = max(n.hiddenBy, i+1)
+				n.v.hiddenBy = max(n.v.hiddenBy, i+1)
 				continue
 			}
-			if _, ok := w.visible[r.path]; ok || marks.hides(r.path, i) {
+			if _, ok := w.visible[r.path]; ok || hides(marks, r.path, i) {
 				continue
 			}
 			w.visible[r.path] = i
 			if r.kind != recDir {
 				n := marks.node(r.path)
-				n.hiddenBy = max(n.hiddenBy, i+1)
+				n.v.hiddenBy = max(n.v.hiddenBy, i+1)
 			}
 			w.Layers[i].Files++
 			w.Files++
@@ -227,59 +227,35 @@ func (w *WalkResult) resolveVisible(lists [][]rec) {
 	}
 }
 
-// markNode is one name of the tree resolveVisible keeps. hiddenBy (a
+// visMarks are the marks resolveVisible keeps on a name. hiddenBy (a
 // whiteout, or a non-directory: it and everything below are gone) and
 // opaqueBy (an opaque directory: everything below is gone) are the
 // newest layer that set them, plus one (0: none).
-type markNode struct {
-	kids               map[string]*markNode
-	hiddenBy, opaqueBy int
-}
+type visMarks struct{ hiddenBy, opaqueBy int }
 
-// node returns the node of the clean relative name p ("" is the root),
-// making it and its parents.
-func (n *markNode) node(p string) *markNode {
-	for p != "" {
-		c, rest := nextComponent(p)
-		k := n.kids[c]
-		if k == nil {
-			if n.kids == nil {
-				n.kids = map[string]*markNode{}
-			}
-			k = &markNode{}
-			n.kids[c] = k
-		}
-		n, p = k, rest
-	}
-	return n
-}
+// markNode is one name of the tree resolveVisible keeps (nametree.go).
+type markNode = nameNode[visMarks]
 
 // hides reports whether a layer above layer removed p or one of its
 // parents, replaced a parent by a non-directory, or made a parent (the
 // root included) opaque. A mark on the root itself hides nothing but
 // through opaqueBy: no entry is the root.
-func (n *markNode) hides(p string, layer int) bool {
+func hides(n *markNode, p string, layer int) bool {
 	above := func(by int) bool { return by > layer+1 }
 	for p != "" {
-		if above(n.opaqueBy) {
+		if above(n.v.opaqueBy) {
 			return true
 		}
 		c, rest := nextComponent(p)
-		if n = n.kids[c]; n == nil {
+		if n = n.child(c); n == nil {
 			return false
 		}
-		if above(n.hiddenBy) {
+		if above(n.v.hiddenBy) {
 			return true
 		}
 		p = rest
 	}
 	return false
-}
-
-// nextComponent splits "a/b/c" into "a" and "b/c".
-func nextComponent(p string) (string, string) {
-	c, rest, _ := strings.Cut(p, "/")
-	return c, rest
 }
 
 // Visible reports whether the entry at path in layer is part of the final

@@ -1,10 +1,12 @@
 // Package bound holds the bounds every package applies to what it reads
 // from a user or an image: files read whole (ReadFile: regular files only,
-// capped) and values echoed in errors (Quote: a short prefix).
+// capped; ReadAll and ReadAllContext for streams) and values echoed in
+// errors (Quote: a short prefix).
 // docs/faults.md lists each bound, its default and its flag.
 package bound
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +66,46 @@ func Quote(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
+// Cut is s as it is when at most 200 bytes long, else its first 200 bytes
+// (at a rune boundary) and the length of the whole: Quote without the
+// quotes, for messages that print a value bare (a path, a reference).
+func Cut(s string) string {
+	if len(s) <= maxQuote {
+		return s
+	}
+	cut := maxQuote
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
+// maxErrText is how much of a wrapped error's text Short keeps.
+const maxErrText = 1024
+
+// Short wraps err so that its text is at most about 1 KiB: for the error
+// of a library that echoes the whole value it was given (a reference
+// parser, a YAML decoder). errors.Is and errors.As still see err.
+func Short(err error) error {
+	if err == nil || len(err.Error()) <= maxErrText {
+		return err
+	}
+	return shortError{err}
+}
+
+type shortError struct{ err error }
+
+func (e shortError) Error() string {
+	s := e.err.Error()
+	cut := maxErrText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+}
+
+func (e shortError) Unwrap() error { return e.err }
+
 // ReadFile reads a regular file of at most max bytes: what, if not "",
 // names the file in errors before its path ("index.json of oci:DIR,"). A FIFO, device or
 // other non-regular file (also through a symbolic link) is refused
@@ -82,14 +124,48 @@ func ReadFile(path, what string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, TooBig(name(what, path), fi.Size(), max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	b, err := ReadAll(f, name(what, path), max)
+	if err != nil && !errors.Is(err, ErrBound) {
 		return nil, prefix(what, err)
 	}
+	return b, err
+}
+
+// ReadAll reads r to its end when that is at most max bytes. A longer
+// stream is read to max+1 bytes, no further, and refused with TooBig's
+// error for what (wrapping ErrBound); a read error is returned as it is.
+func ReadAll(r io.Reader, what string, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
 	if int64(len(b)) > max {
-		return nil, TooBig(name(what, path), int64(len(b)), max)
+		return nil, TooBig(what, int64(len(b)), max)
 	}
 	return b, nil
+}
+
+// ReadAllContext is ReadAll of a stream that may block without end (stdin
+// left open, a pipe nobody writes): the read runs aside, and the end of
+// ctx (SIGINT, SIGTERM) returns at once with ctx's cause. The aside read
+// keeps r until it returns, which for a stalled stdin is when the
+// process exits.
+func ReadAllContext(ctx context.Context, r io.Reader, what string, max int64) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := ReadAll(r, what, max)
+		done <- result{b, err}
+	}()
+	select {
+	case res := <-done:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read %s: %w", what, context.Cause(ctx))
+	}
 }
 
 // Open opens a regular file for reading (what as in ReadFile); anything

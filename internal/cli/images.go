@@ -272,10 +272,10 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 			if err != nil {
 				return err
 			}
-			res, err := images.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, show)...)
+			res, err := verbs.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, show)...)
 			done()
 			if err != nil {
-				return invalid(err, "")
+				return writeError(err)
 			}
 			w := cmd.OutOrStdout()
 			return render(w, output, res, func() error {
@@ -586,10 +586,10 @@ fetches them before the container starts.`,
 			if err != nil {
 				return err
 			}
-			res, err := images.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), append(opts, show)...)
+			res, err := verbs.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), append(opts, show)...)
 			done()
 			if err != nil {
-				return invalid(err, "")
+				return writeError(err)
 			}
 			return render(cmd.OutOrStdout(), output, res, func() error {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "converted %s to %s (%s, %d layers): %s -> %s (%+.1f%%), %s\n", res.Source, res.Destination, res.Compression, res.Layers,
@@ -625,6 +625,16 @@ func readPrioritized(file, comp string) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// writeError is the exit of export or convert: 1 when the image's
+// layers would escape the root when extracted (the answer is no, as for a
+// refused import), else 2.
+func writeError(err error) error {
+	if errors.Is(err, validate.ErrUnsafePaths) {
+		return &Error{Err: err, Hint: "the image is unsafe to unpack; gpuimg validate names the entries under unsafe-paths", Code: ExitFailed}
+	}
+	return invalid(err, "")
 }
 
 // promoteError is a refused promotion's exit (1) or another failure's.

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuimg/gpuimg/internal/humanize"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/matrix"
+	"github.com/gpuimg/gpuimg/validate"
 )
 
 // ImportOptions are the flags of gpuimg images import.
@@ -126,7 +127,7 @@ Exit status: 0 pushed (or --dry-run passed), 1 refused (nothing pushed),
 					return rerr
 				}
 			}
-			if errors.Is(err, images.ErrRefused) {
+			if errors.Is(err, images.ErrRefused) || errors.Is(err, validate.ErrUnsafePaths) {
 				return &Error{Err: err, Hint: "fix the failed checks above and import again", Code: ExitFailed}
 			}
 			if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -327,7 +328,7 @@ unknown.`,
 			if err != nil {
 				return err
 			}
-			hc, err := checkHost(db, stackFile, c)
+			hc, err := checkHost(cmd.Context(), db, stackFile, c)
 			if err != nil {
 				return err
 			}
@@ -346,7 +347,7 @@ unknown.`,
 // checkHost judges the stack of file on c's host, or, without a file, the
 // stack c resolves to on that host (matrix.CheckConstraints: the one rule
 // matrix check and matrix resolve share).
-func checkHost(db *matrix.DB, file string, c matrix.Constraints) (matrix.HostCheck, error) {
+func checkHost(ctx context.Context, db *matrix.DB, file string, c matrix.Constraints) (matrix.HostCheck, error) {
 	if file == "" {
 		hc, err := db.CheckConstraints(c)
 		if errors.Is(err, matrix.ErrNoStack) {
@@ -357,7 +358,7 @@ func checkHost(db *matrix.DB, file string, c matrix.Constraints) (matrix.HostChe
 		}
 		return hc, nil
 	}
-	s, err := loadStack(file)
+	s, err := loadStack(ctx, file)
 	if err != nil {
 		return matrix.HostCheck{}, err
 	}
@@ -369,13 +370,15 @@ func checkHost(db *matrix.DB, file string, c matrix.Constraints) (matrix.HostChe
 }
 
 // loadStack reads a stack file, as matrix resolve -o json writes it.
-func loadStack(file string) (matrix.Stack, error) {
+// A stack on stdin ("-") is read as long as ctx lasts: a signal ends a
+// read of a stdin nobody writes.
+func loadStack(ctx context.Context, file string) (matrix.Stack, error) {
 	var s matrix.Stack
 	var b []byte
 	var err error
 	if file == "-" {
-		if b, err = io.ReadAll(io.LimitReader(os.Stdin, bound.MaxUserFile+1)); err == nil && len(b) > bound.MaxUserFile {
-			err = bound.TooBig("stdin", int64(len(b)), bound.MaxUserFile)
+		if b, err = bound.ReadAllContext(ctx, os.Stdin, "stdin", bound.MaxUserFile); err != nil && ctx.Err() != nil {
+			return s, err
 		}
 	} else {
 		b, err = bound.ReadFile(file, "", bound.MaxUserFile)

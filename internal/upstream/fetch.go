@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 )
 
 // maxBody caps what one response may hold: the real torch page (every
@@ -61,12 +62,12 @@ func (o *options) get(ctx context.Context, u, accept string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("get %s: %s", u, resp.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	b, err := bound.ReadAll(resp.Body, "the response", maxBody)
+	if errors.Is(err, bound.ErrBound) {
+		return nil, &FormatError{URL: u, Err: fmt.Errorf("response is larger than %d MiB", maxBody>>20)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", u, err)
-	}
-	if len(b) > maxBody {
-		return nil, &FormatError{URL: u, Err: fmt.Errorf("response is larger than %d MiB", maxBody>>20)}
 	}
 	return b, nil
 }

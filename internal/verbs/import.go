@@ -16,10 +16,12 @@ import (
 // (images.Import: converted to the form t takes, the tag written last),
 // after validating it in full with t (validate.TargetCheck: everything
 // gpuimg validate --target checks, against db; a failed check refuses the
-// push with images.ErrRefused and every reason, nothing pushed).
+// push with images.ErrRefused and every reason, nothing pushed). The
+// other images an index push carries get the link check Export and
+// Convert run (withLinkCheck).
 func Import(ctx context.Context, src string, t matrix.Target, dst string, db *matrix.DB, opts ...images.Option) (*images.ImportResult, error) {
 	check := validate.TargetCheck(t, validate.Options{Name: src, DB: db})
-	return images.Import(ctx, src, t, dst, check, opts...)
+	return images.Import(ctx, src, t, dst, check, withLinkCheck(opts)...)
 }
 
 // Signed is an import and what became of signatures: the source's are
