@@ -98,7 +98,6 @@ func TestKeygen(t *testing.T) {
 	}
 }
 
-
 // TestKeygenCosignInterop checks a gpuimg keygen key pair with the pinned
 // cosign (tools/go.mod) both ways: cosign derives the public key from the
 // encrypted private key, cosign verifies what gpuimg sign signed with
