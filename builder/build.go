@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -278,6 +279,19 @@ func (r *Request) PlainHTTP(ref string) bool {
 	return err == nil && ok
 }
 
+// ErrNotKept is wrapped by CheckKept.
+var ErrNotKept = errors.New("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store)")
+
+// CheckKept refuses a request that tags an image but neither pushes it
+// nor writes an output: the build would be thrown away. The CLI calls it
+// before the base is pinned and a builder is dialled; Build calls it too.
+func (r *Request) CheckKept() error {
+	if len(r.Tags) > 0 && !r.Push && len(r.Outputs) == 0 {
+		return fmt.Errorf("%w: add --push, or --output type=oci,dest=FILE", ErrNotKept)
+	}
+	return nil
+}
+
 // Build runs the plan on BuildKit: the generated Dockerfile through the
 // Dockerfile frontend, with the requested outputs, cache and secrets.
 // Its steps, in order, are run's: the build context, the exports, the
@@ -290,8 +304,8 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if req.PushByDigest != "" && len(req.Tags) > 0 {
 		return nil, fmt.Errorf("a build pushed by digest to %s has no tags (%s): the tag is written after validation", req.PushByDigest, strings.Join(req.Tags, ", "))
 	}
-	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
-		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
+	if err := req.CheckKept(); err != nil {
+		return nil, err
 	}
 	b := &run{c: c, req: req, plan: plan, dockerfile: plan.Dockerfile, steps: map[string]stepState{}}
 	defer b.close()

@@ -18,8 +18,8 @@ func TestDocSyntaxLine(t *testing.T) {
 	if !strings.Contains(doc, want) {
 		t.Errorf("docs/build.md does not show %s", want)
 	}
-	for _, line := range strings.Split(doc, "\n") {
-		for _, field := range strings.Fields(line) {
+	for line := range strings.SplitSeq(doc, "\n") {
+		for field := range strings.FieldsSeq(line) {
 			i := strings.Index(field, "docker/dockerfile:")
 			if i < 0 {
 				continue
