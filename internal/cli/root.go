@@ -76,7 +76,7 @@ see "gpuimg matrix list sources".`,
 		}
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))
 	})
-	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newSBOMCmd(), newImagesCmd(), newProbeCmd(), newPublishCmd(), newSignCmd(), newVerifyCmd(), newKeygenCmd())
+	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newSBOMCmd(), newImagesCmd(), newProbeCmd(), newPublishCmd(), newSignCmd(), newVerifyCmd(), newKeygenCmd(), newLoginCmd(), newLogoutCmd())
 	// --version as docker, skopeo and crane users type it: the same line
 	// as gpuimg version (a template without actions prints as it is).
 	root.Version = buildVersion().Version
