@@ -174,3 +174,19 @@ func TestLoginRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateNamesLogin checks that validate of a registry answering 401
+// names how to log in, as copy does (one explanation, images.Explain).
+func TestValidateNamesLogin(t *testing.T) {
+	host := lockedRegistry(t)
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials
+	for _, args := range [][]string{
+		{"validate", host + "/ml/torch:1"},
+		{"images", "copy", host + "/ml/torch:1", host + "/ml/torch:2"},
+	} {
+		out, errb, code := run(t, args...)
+		if code != ExitInvalid || !strings.Contains(errb, "refused the credentials") || !strings.Contains(errb, "`docker login "+host+"`") {
+			t.Errorf("%s: exit %d, want 2 naming docker login %s\n%s%s", args[0], code, host, out, errb)
+		}
+	}
+}

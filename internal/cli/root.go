@@ -33,7 +33,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
 		if in, ok := interrupted(ctx); ok {
-			// What was cancelled says "context canceled"; say why.
+			// What was cancelled says "context canceled"; say why. A
+			// hint about the input ("fix the publish file") is not why
+			// it stopped: drop it.
+			if e, ok := errors.AsType[*Error](err); ok {
+				err = e.Err
+			}
 			printError(stderr, fmt.Errorf("%w; stopped: %w", in, err))
 			return in.ExitCode()
 		}
