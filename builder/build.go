@@ -379,24 +379,16 @@ func (b *run) context(context.Context) error {
 	}
 	b.dir = tmp
 	b.cleanup = append(b.cleanup, func() { os.RemoveAll(tmp) })
-	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy, ctxProof: proofPy, ctxHostLibs: matrix.HostLibsJSON()}
+	files, err := ContextFiles(req, plan)
+	if err != nil {
+		return err
+	}
 	ctxDir := req.ContextDir
 	if ctxDir == "" {
 		ctxDir = "."
 	}
-	if req.Extras.Requirements != "" {
-		p := req.Extras.Requirements
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(ctxDir, p)
-		}
-		data, err := bound.ReadFile(p, "", bound.MaxUserFile)
-		if err != nil {
-			return fmt.Errorf("read requirements: %w", err)
-		}
-		files[ctxRequirements] = data
-	}
 	for name, data := range files {
-		if err := b.writeContext(name, data); err != nil {
+		if err := writeContextFile(tmp, name, data); err != nil {
 			return err
 		}
 	}
@@ -435,9 +427,48 @@ func (b *run) context(context.Context) error {
 	return nil
 }
 
-// writeContext writes one file of the generated build context.
-func (b *run) writeContext(name string, data []byte) error {
-	p := filepath.Join(b.dir, name)
+// ContextFiles are the files of the generated build context, by path
+// inside it: the Dockerfile and every file it mounts or copies from the
+// context (verify.py, plan.py, proof.py, hostlibs.json and, with
+// requirements, requirements.txt).
+func ContextFiles(req Request, plan *Plan) (map[string][]byte, error) {
+	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy, ctxProof: proofPy, ctxHostLibs: matrix.HostLibsJSON()}
+	if req.Extras.Requirements != "" {
+		p := req.Extras.Requirements
+		if !filepath.IsAbs(p) {
+			ctxDir := req.ContextDir
+			if ctxDir == "" {
+				ctxDir = "."
+			}
+			p = filepath.Join(ctxDir, p)
+		}
+		data, err := bound.ReadFile(p, "", bound.MaxUserFile)
+		if err != nil {
+			return nil, fmt.Errorf("read requirements: %w", err)
+		}
+		files[ctxRequirements] = data
+	}
+	return files, nil
+}
+
+// WriteContext writes the generated build context (ContextFiles) into
+// dir, for docker buildx build or buildctl to build without gpuimg.
+func WriteContext(dir string, req Request, plan *Plan) error {
+	files, err := ContextFiles(req, plan)
+	if err != nil {
+		return err
+	}
+	for name, data := range files {
+		if err := writeContextFile(dir, name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeContextFile writes one file of the generated build context.
+func writeContextFile(dir, name string, data []byte) error {
+	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write build context: %w", err)
 	}
@@ -546,7 +577,7 @@ func (b *run) layer(ctx context.Context) error {
 		return err
 	}
 	b.layers = LayerPlan(dists, b.req.LargeWheel)
-	if err := b.writeContext(ctxLayered, []byte(b.dockerfile)); err != nil {
+	if err := writeContextFile(b.dir, ctxLayered, []byte(b.dockerfile)); err != nil {
 		return err
 	}
 	b.opt.FrontendAttrs = maps.Clone(b.opt.FrontendAttrs)

@@ -33,7 +33,10 @@ type BuildOptions struct {
 	// local buildkitd.
 	Registry       RegistryOptions
 	DockerfileOnly bool
-	Output         string
+	// ContextOut (--context-dir) is where --dockerfile-only writes the
+	// whole generated build context.
+	ContextOut string
+	Output     string
 }
 
 // AddFlags binds the options to flags.
@@ -68,6 +71,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fl.NoOptDefVal = builder.ProvenanceAuto
 	fs.BoolVar(&o.NoChecks, "no-checks", false, "leave out the build's proof (every ELF file of the venv and CUDA finds its libraries, each framework imports), which runs inside the image; the image is the same")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
+	fs.StringVar(&o.ContextOut, "context-dir", "", "with --dockerfile-only: also write the Dockerfile and every file it mounts (plan.py, verify.py, proof.py, hostlibs.json, requirements) into DIR, for docker buildx build DIR")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
 	outputFlag(fs, &o.Output, "output-format", "text", "json")
 }
@@ -210,6 +214,9 @@ func (o *BuildOptions) checkAsked(set *builder.Settings) error {
 		return invalid(errors.New("build: no stack to build: no stack flag given and no ./gpuimg.yaml"),
 			"name it with flags (gpuimg build --cuda 12.4 --torch 2.5 -t REF --push) or in a gpuimg.yaml (-f FILE; docs/build.md)")
 	}
+	if o.ContextOut != "" && !o.DockerfileOnly {
+		return invalid(errors.New("--context-dir writes the build context of --dockerfile-only"), "add --dockerfile-only")
+	}
 	if o.DockerfileOnly {
 		return nil
 	}
@@ -321,6 +328,11 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
 	}
 	if o.DockerfileOnly {
+		if o.ContextOut != "" {
+			if err := builder.WriteContext(o.ContextOut, req, plan); err != nil {
+				return invalid(fmt.Errorf("--context-dir %s: %w", o.ContextOut, err), "")
+			}
+		}
 		_, err := io.WriteString(stdout, plan.Dockerfile)
 		return err
 	}
