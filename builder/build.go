@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -278,6 +279,19 @@ func (r *Request) PlainHTTP(ref string) bool {
 	return err == nil && ok
 }
 
+// ErrNotKept is wrapped by CheckKept.
+var ErrNotKept = errors.New("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store)")
+
+// CheckKept refuses a request that tags an image but neither pushes it
+// nor writes an output: the build would be thrown away. The CLI calls it
+// before the base is pinned and a builder is dialled; Build calls it too.
+func (r *Request) CheckKept() error {
+	if len(r.Tags) > 0 && !r.Push && len(r.Outputs) == 0 {
+		return fmt.Errorf("%w: add --push, or --output type=oci,dest=FILE", ErrNotKept)
+	}
+	return nil
+}
+
 // Build runs the plan on BuildKit: the generated Dockerfile through the
 // Dockerfile frontend, with the requested outputs, cache and secrets.
 // Its steps, in order, are run's: the build context, the exports, the
@@ -290,8 +304,8 @@ func Build(ctx context.Context, c *client.Client, req Request, plan *Plan) (*Res
 	if req.PushByDigest != "" && len(req.Tags) > 0 {
 		return nil, fmt.Errorf("a build pushed by digest to %s has no tags (%s): the tag is written after validation", req.PushByDigest, strings.Join(req.Tags, ", "))
 	}
-	if len(req.Tags) > 0 && !req.Push && len(req.Outputs) == 0 {
-		return nil, fmt.Errorf("--tag without --push keeps nothing (gpuimg's buildkitd has no local image store); add --push, or --output type=oci,dest=FILE")
+	if err := req.CheckKept(); err != nil {
+		return nil, err
 	}
 	b := &run{c: c, req: req, plan: plan, dockerfile: plan.Dockerfile, steps: map[string]stepState{}}
 	defer b.close()
@@ -365,24 +379,16 @@ func (b *run) context(context.Context) error {
 	}
 	b.dir = tmp
 	b.cleanup = append(b.cleanup, func() { os.RemoveAll(tmp) })
-	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy, ctxProof: proofPy, ctxHostLibs: matrix.HostLibsJSON()}
+	files, err := ContextFiles(req, plan)
+	if err != nil {
+		return err
+	}
 	ctxDir := req.ContextDir
 	if ctxDir == "" {
 		ctxDir = "."
 	}
-	if req.Extras.Requirements != "" {
-		p := req.Extras.Requirements
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(ctxDir, p)
-		}
-		data, err := bound.ReadFile(p, "", bound.MaxUserFile)
-		if err != nil {
-			return fmt.Errorf("read requirements: %w", err)
-		}
-		files[ctxRequirements] = data
-	}
 	for name, data := range files {
-		if err := b.writeContext(name, data); err != nil {
+		if err := writeContextFile(tmp, name, data); err != nil {
 			return err
 		}
 	}
@@ -421,9 +427,48 @@ func (b *run) context(context.Context) error {
 	return nil
 }
 
-// writeContext writes one file of the generated build context.
-func (b *run) writeContext(name string, data []byte) error {
-	p := filepath.Join(b.dir, name)
+// ContextFiles are the files of the generated build context, by path
+// inside it: the Dockerfile and every file it mounts or copies from the
+// context (verify.py, plan.py, proof.py, hostlibs.json and, with
+// requirements, requirements.txt).
+func ContextFiles(req Request, plan *Plan) (map[string][]byte, error) {
+	files := map[string][]byte{"Dockerfile": []byte(plan.Dockerfile), ctxVerify: verifyPy, ctxPlan: planPy, ctxProof: proofPy, ctxHostLibs: matrix.HostLibsJSON()}
+	if req.Extras.Requirements != "" {
+		p := req.Extras.Requirements
+		if !filepath.IsAbs(p) {
+			ctxDir := req.ContextDir
+			if ctxDir == "" {
+				ctxDir = "."
+			}
+			p = filepath.Join(ctxDir, p)
+		}
+		data, err := bound.ReadFile(p, "", bound.MaxUserFile)
+		if err != nil {
+			return nil, fmt.Errorf("read requirements: %w", err)
+		}
+		files[ctxRequirements] = data
+	}
+	return files, nil
+}
+
+// WriteContext writes the generated build context (ContextFiles) into
+// dir, for docker buildx build or buildctl to build without gpuimg.
+func WriteContext(dir string, req Request, plan *Plan) error {
+	files, err := ContextFiles(req, plan)
+	if err != nil {
+		return err
+	}
+	for name, data := range files {
+		if err := writeContextFile(dir, name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeContextFile writes one file of the generated build context.
+func writeContextFile(dir, name string, data []byte) error {
+	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write build context: %w", err)
 	}
@@ -532,7 +577,7 @@ func (b *run) layer(ctx context.Context) error {
 		return err
 	}
 	b.layers = LayerPlan(dists, b.req.LargeWheel)
-	if err := b.writeContext(ctxLayered, []byte(b.dockerfile)); err != nil {
+	if err := writeContextFile(b.dir, ctxLayered, []byte(b.dockerfile)); err != nil {
 		return err
 	}
 	b.opt.FrontendAttrs = maps.Clone(b.opt.FrontendAttrs)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/daemon"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/gpuimg/gpuimg/internal/bound"
 )
@@ -138,6 +140,9 @@ func Open(ctx context.Context, r Ref, opts ...Option) (*Opened, error) {
 			return nil, err
 		}
 		desc, err := remote.Get(ref, opt.remote(ctx, remote.WithPlatform(*pl))...)
+		if te, ok := errors.AsType[*transport.Error](err); ok && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+			return nil, explain("fetch", ref, err) // names how to log in, as copy does
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fetch %s: %w", r, err)
 		}

@@ -62,9 +62,9 @@ const kmsTimeout = time.Minute
 func loadKMS(ctx context.Context, ref string) (signature.SignerVerifier, error) {
 	sv, err := sigkms.Get(ctx, ref, crypto.SHA256)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: %w", ref, err)
+		return nil, fmt.Errorf("key %s: %w", ref, kmsError(ref, err))
 	}
-	return sv, nil
+	return kmsSignerVerifier{SignerVerifier: sv, ref: ref}, nil
 }
 
 // EnvScheme prefixes a key reference that names an environment variable
@@ -180,6 +180,9 @@ func LoadPublicKeyContext(ctx context.Context, path string) (crypto.PublicKey, e
 		ctx, cancel := context.WithTimeout(ctx, kmsTimeout)
 		defer cancel()
 		pub, err := sv.PublicKey(sigopts.WithContext(ctx))
+		if errors.Is(err, ErrKMSCredentials) {
+			return nil, err // names the key already
+		}
 		if err != nil {
 			return nil, fmt.Errorf("public key of %s: %w", path, err)
 		}

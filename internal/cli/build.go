@@ -33,12 +33,15 @@ type BuildOptions struct {
 	// local buildkitd.
 	Registry       RegistryOptions
 	DockerfileOnly bool
-	Output         string
+	// ContextOut (--context-dir) is where --dockerfile-only writes the
+	// whole generated build context.
+	ContextOut string
+	Output     string
 }
 
 // AddFlags binds the options to flags.
 func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.ConfigFile, "file", "f", "", "gpuimg.yaml with the stack, extras and build settings (flags override it)")
+	fs.StringVarP(&o.ConfigFile, "file", "f", "", "gpuimg.yaml with the stack, extras and build settings (flags override it; default ./gpuimg.yaml when it exists)")
 	fs.StringArrayVar(&o.Extras.Pip, "pip", nil, "extra pip requirement, NAME==VERSION (repeatable)")
 	fs.StringVar(&o.Extras.Requirements, "requirements", "", "requirements.txt to install after the frameworks")
 	fs.StringArrayVar(&o.Extras.Apt, "apt", nil, "extra OS package (apt or dnf; repeatable)")
@@ -68,6 +71,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fl.NoOptDefVal = builder.ProvenanceAuto
 	fs.BoolVar(&o.NoChecks, "no-checks", false, "leave out the build's proof (every ELF file of the venv and CUDA finds its libraries, each framework imports), which runs inside the image; the image is the same")
 	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
+	fs.StringVar(&o.ContextOut, "context-dir", "", "with --dockerfile-only: also write the Dockerfile and every file it mounts (plan.py, verify.py, proof.py, hostlibs.json, requirements) into DIR, for docker buildx build DIR")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
 	outputFlag(fs, &o.Output, "output-format", "text", "json")
 }
@@ -92,6 +96,9 @@ resolved stack as JSON.
 The same inputs give the same image digest: timestamps come from
 SOURCE_DATE_EPOCH (default: the base image's creation time).
 
+Without -f, ./gpuimg.yaml is read when it exists; with neither stack flags
+nor a file, build asks what to build. -t needs --push or an --output.
+
 Without --builder or BUILDKIT_HOST, gpuimg starts a local buildkitd (root and
 runc needed) and reuses it; "gpuimg builder stop" stops it.`,
 		Example: `  # Build and push CUDA 12.2 + PyTorch 2.3 with two extra packages
@@ -106,7 +113,7 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
   # For SageMaker p5 endpoints: the target's driver (535) and GPU (H100) pick the stack
   gpuimg build --torch latest --target sagemaker/p5 -t 123456789012.dkr.ecr.us-east-1.amazonaws.com/ml/torch:p5 --push
 
-  # Everything in a file; see what would be built
+  # Everything in a file (./gpuimg.yaml is read without -f); see what would be built
   gpuimg build -f gpuimg.yaml --dockerfile-only
 
   # An OCI archive for cloud image import, with registry cache
@@ -135,6 +142,13 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
 // build's settings and the resolver's constraints.
 func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOptions) (*builder.Settings, *matrix.DB, matrix.Constraints, error) {
 	var cfg *builder.Config
+	if o.ConfigFile == "" {
+		// As publish reads ./publish.yaml, build reads ./gpuimg.yaml.
+		if _, err := os.Stat(defaultBuildFile); err == nil {
+			o.ConfigFile = defaultBuildFile
+			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: reading ./%s (-f FILE for another)\n", defaultBuildFile)
+		}
+	}
 	if o.ConfigFile != "" {
 		var err error
 		if cfg, err = builder.LoadConfig(o.ConfigFile); err != nil {
@@ -154,6 +168,9 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 	set, err := builder.Merge(f, environment(), cfg)
 	if err != nil {
 		return nil, nil, matrix.Constraints{}, invalid(err, "")
+	}
+	if err := o.checkAsked(set); err != nil {
+		return nil, nil, matrix.Constraints{}, err
 	}
 	so.Spec, mo.Files = set.Stack, set.MatrixFiles
 	c, err := so.constraints(func(fl matrix.Field) string {
@@ -185,6 +202,31 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 		set.Request.ProgressMode = "quiet" // -q: BuildKit's quiet mode
 	}
 	return set, db, c, nil
+}
+
+// defaultBuildFile is the gpuimg.yaml build reads from the working
+// directory when -f is not given.
+const defaultBuildFile = "gpuimg.yaml"
+
+// checkAsked refuses, before the base is pinned and a builder dialled, a
+// build that names no stack (no stack flag, no gpuimg.yaml: it would
+// resolve a framework-less image nobody asked for) and one whose tags
+// would be thrown away (-t without --push or an --output).
+func (o *BuildOptions) checkAsked(set *builder.Settings) error {
+	if set.Stack == (matrix.Spec{}) {
+		return invalid(errors.New("build: no stack to build: no stack flag given and no ./gpuimg.yaml"),
+			"name it with flags (gpuimg build --cuda 12.4 --torch 2.5 -t REF --push) or in a gpuimg.yaml (-f FILE; docs/build.md)")
+	}
+	if o.ContextOut != "" && !o.DockerfileOnly {
+		return invalid(errors.New("--context-dir writes the build context of --dockerfile-only"), "add --dockerfile-only")
+	}
+	if o.DockerfileOnly {
+		return nil
+	}
+	if err := set.Request.CheckKept(); err != nil {
+		return invalid(err, "")
+	}
+	return nil
 }
 
 // checkOutputs checks -o (the result format; fs holds the flags) and
@@ -289,6 +331,11 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
 	}
 	if o.DockerfileOnly {
+		if o.ContextOut != "" {
+			if err := builder.WriteContext(o.ContextOut, req, plan); err != nil {
+				return invalid(fmt.Errorf("--context-dir %s: %w", o.ContextOut, err), "")
+			}
+		}
 		_, err := io.WriteString(stdout, plan.Dockerfile)
 		return err
 	}

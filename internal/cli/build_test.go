@@ -142,3 +142,53 @@ func TestTypedFlagValues(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildAsksWhatToBuild checks that build reads ./gpuimg.yaml when -f
+// is not given, refuses a build that names no stack, and refuses -t
+// without --push or an --output before the base is pinned (the mirror
+// is a closed port) and before a builder is dialled (so is --builder).
+func TestBuildAsksWhatToBuild(t *testing.T) {
+	const closed = "127.0.0.1:1"
+	offline := []string{"--registry-mirror", "docker.io=" + closed, "--builder", "tcp://" + closed}
+	for _, tc := range []struct {
+		name     string
+		file     string // ./gpuimg.yaml; "" for none
+		args     []string
+		code     int
+		want     []string // in stderr
+		dontWant string
+	}{
+		{"no stack", "", []string{"build", "-t", "registry.example.com/x:1", "--push"}, ExitInvalid,
+			[]string{"gpuimg: build: no stack to build: no stack flag given and no ./gpuimg.yaml; name it with flags (gpuimg build --cuda 12.4"}, "gpuimg: stack"},
+		{"no stack, dockerfile only", "", []string{"build", "--dockerfile-only"}, ExitInvalid,
+			[]string{"no stack to build"}, "gpuimg: stack"},
+		{"tag without push", "", []string{"build", "--cuda", "12.4", "-t", "registry.example.com/x:1"}, ExitInvalid,
+			[]string{"gpuimg: --tag without --push keeps nothing (gpuimg's buildkitd has no local image store): add --push, or --output type=oci,dest=FILE\n"}, "gpuimg: stack"},
+		{"tag without push from gpuimg.yaml", "cuda: \"12.4\"\ntag: [registry.example.com/x:1]\n", []string{"build"}, ExitInvalid,
+			[]string{"gpuimg: reading ./gpuimg.yaml", "--tag without --push keeps nothing"}, "gpuimg: stack"},
+		{"gpuimg.yaml read", "cuda: \"12.4\"\n", []string{"build", "--dockerfile-only"}, ExitInvalid,
+			[]string{"gpuimg: reading ./gpuimg.yaml (-f FILE for another)\n", "gpuimg: stack CUDA 12.4"}, "no stack"},
+		{"flags win over gpuimg.yaml", "cuda: \"12.4\"\n", []string{"build", "--dockerfile-only", "--cuda", "12.6"}, ExitInvalid,
+			[]string{"gpuimg: stack CUDA 12.6"}, "gpuimg: stack CUDA 12.4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.file != "" {
+				must(t, os.WriteFile(filepath.Join(dir, "gpuimg.yaml"), []byte(tc.file), 0o644))
+			}
+			t.Chdir(dir)
+			out, errOut, code := run(t, append(tc.args, offline...)...)
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q", w)
+				}
+			}
+			if code != tc.code || (tc.dontWant != "" && strings.Contains(errOut, tc.dontWant)) {
+				t.Errorf("exit %d, want %d; stderr must not have %q", code, tc.code, tc.dontWant)
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
+			}
+		})
+	}
+}

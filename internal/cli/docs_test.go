@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,6 +27,9 @@ import (
 //	                                 holds for the rest; default 0)
 //	<!-- doctest: skip REASON -->   the block is not run, with the reason
 //	<!-- doctest: file NAME -->     the (yaml) block is written to NAME for later commands
+//
+// `export NAME=VALUE` (a plain VALUE) sets NAME for the later commands of
+// its block.
 //
 // In a ```console block the lines after `$ gpuimg …` are the output the
 // doc shows: they must appear in stdout+stderr in that order, contiguous,
@@ -55,8 +59,12 @@ type docCommand struct {
 	shown      []string // the output a console block shows; nil: none shown
 	console    bool
 	exit       int
-	skip       string // why the block does not run
+	skip       string            // why the block does not run
+	env        map[string]string // `export NAME=VALUE` lines before it in its block
 }
+
+// docExport is a block's `export NAME=VALUE` line with a plain value.
+var docExport = regexp.MustCompile(`^export ([A-Z_][A-Z0-9_]*)=([A-Za-z0-9._/:-]*)$`)
 
 func (c docCommand) String() string { return fmt.Sprintf("%s:%d: %s", c.file, c.lineNo, c.line) }
 
@@ -121,6 +129,7 @@ func blockCommands(rel, info string, lines []string, firstNo int, annot map[stri
 		}
 	}
 	var out []docCommand
+	env := map[string]string{}
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		if console {
@@ -135,10 +144,14 @@ func blockCommands(rel, info string, lines []string, firstNo int, annot map[stri
 			i++
 		}
 		l = strings.TrimSpace(stripComment(l))
+		if m := docExport.FindStringSubmatch(l); m != nil {
+			env[m[1]] = m[2]
+			continue
+		}
 		if !strings.HasPrefix(l, "gpuimg ") {
 			continue
 		}
-		c := docCommand{file: rel, line: l, lineNo: no, console: console, skip: annot["skip"]}
+		c := docCommand{file: rel, line: l, lineNo: no, console: console, skip: annot["skip"], env: maps.Clone(env)}
 		switch n := len(out); {
 		case n < len(exits):
 			c.exit = exits[n]
@@ -350,6 +363,9 @@ func docScratch(t *testing.T, root string, files map[string]string) string {
 // runDocCommand runs c in dir and compares what the doc shows.
 func runDocCommand(t *testing.T, c docCommand, dir string) {
 	t.Chdir(dir)
+	for k, v := range c.env {
+		t.Setenv(k, v)
+	}
 	out, errOut, code := run(t, c.args[1:]...)
 	if c.redirect != "" {
 		if err := os.WriteFile(filepath.Join(dir, c.redirect), []byte(out), 0o644); err != nil {

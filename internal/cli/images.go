@@ -143,7 +143,7 @@ validate and build take the same flags.`,
   gpuimg images promote ci.example.com/ml/torch:nightly --to stable --require static
   gpuimg images ls ci.example.com/ml/torch`,
 	}
-	cmd.AddCommand(newCopyCmd(), newExportCmd(), newLsCmd(), newRmCmd(), newPromoteCmd(), newConvertCmd(), newImportCmd())
+	cmd.AddCommand(newCopyCmd(), newExportCmd(), newLsCmd(), newRmCmd(), newPromoteCmd(), newConvertCmd(), newImportCmd(), newInspectCmd())
 	return cmd
 }
 

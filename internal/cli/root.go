@@ -38,7 +38,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(err)
 	if in, ok := interrupted(ctx); ok {
-		// What was cancelled says "context canceled"; say why.
+		// What was cancelled says "context canceled"; say why. A hint
+		// about the input ("fix the publish file") is not why it
+		// stopped: drop it.
+		if e, ok := errors.AsType[*Error](err); ok {
+			err = e.Err
+		}
 		err, code = fmt.Errorf("%w; stopped: %w", in, err), in.ExitCode()
 	} else if errors.Is(err, syscall.ENOSPC) {
 		err = &Error{Err: err, Hint: "the disk is full: free space there, or write elsewhere (temporary files go to $TMPDIR); nothing half-written was left", Code: code}
@@ -83,7 +88,7 @@ see "gpuimg matrix list sources".`,
 		return invalid(err, fmt.Sprintf("see %s --help", c.CommandPath()))
 	})
 	root.AddCommand(newVersionCmd(), newMatrixCmd(), newBuildCmd(), newBuilderCmd(), newValidateCmd(), newSBOMCmd(), newImagesCmd(), newProbeCmd(), newPublishCmd(), newSignCmd(), newVerifyCmd())
-	root.AddCommand(newCaptureCmd(), newDiffCmd())
+	root.AddCommand(newCaptureCmd(), newDiffCmd(), newKeygenCmd(), newLoginCmd(), newLogoutCmd())
 	// --version as docker, skopeo and crane users type it: the same line
 	// as gpuimg version (a template without actions prints as it is).
 	root.Version = buildVersion().Version

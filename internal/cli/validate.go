@@ -354,6 +354,9 @@ func openHint(ref images.Ref, err error, reg []images.Option) string {
 		if h := serverErrorHint(err, reg); h != "" {
 			return h
 		}
+		if errors.Is(err, images.ErrUnauthorized) {
+			return "" // the error names the registry and how to log in (images.LoginHint)
+		}
 		return "check the reference, the registry and your credentials (docker login)"
 	case images.DockerDaemon:
 		return "check that the Docker daemon runs and holds the image (docker image ls)"
