@@ -55,7 +55,11 @@ type buildInputs struct {
 // as they are not in BuildKit's cache keys (Request.NoCache).
 func (b *run) inputs(files map[string][]byte, ctxDir string) (string, error) {
 	req := b.req
-	in := buildInputs{Version: inputsVersion, Dockerfile: b.plan.Dockerfile, Labels: maps.Clone(b.plan.Labels), Epoch: b.plan.SourceDateEpoch,
+	df, err := b.uncheckedDockerfile()
+	if err != nil {
+		return "", err
+	}
+	in := buildInputs{Version: inputsVersion, Dockerfile: df, Labels: maps.Clone(b.plan.Labels), Epoch: b.plan.SourceDateEpoch,
 		Context: map[string]string{}, Platforms: req.Platforms.Strings(), Comp: compressionOf(req.Compression, client.ExporterImage),
 		LargeWheel: req.LargeWheel, Provenance: req.Provenance}
 	delete(in.Labels, InputsLabel)
@@ -63,7 +67,9 @@ func (b *run) inputs(files map[string][]byte, ctxDir string) (string, error) {
 		in.PipConf = string(req.pipConf())
 	}
 	for name, data := range files {
-		in.Context[name] = digestOf(data)
+		if name != "Dockerfile" { // in.Dockerfile, without the proof's stages
+			in.Context[name] = digestOf(data)
+		}
 	}
 	for _, cp := range req.Extras.Copy {
 		spec, err := ParseCopySpec(cp)
@@ -84,6 +90,17 @@ func (b *run) inputs(files map[string][]byte, ctxDir string) (string, error) {
 		return "", fmt.Errorf("encode the build's inputs: %w", err)
 	}
 	return digestOf(data), nil
+}
+
+// uncheckedDockerfile is the plan's Dockerfile without the proof's
+// stages: --no-checks gives the same image, so the same inputs.
+func (b *run) uncheckedDockerfile() (string, error) {
+	def := b.plan.definition
+	if def.Base == "" || def.NoChecks {
+		return b.plan.Dockerfile, nil
+	}
+	def.NoChecks = true
+	return Dockerfile(def)
 }
 
 func digestOf(data []byte) string {

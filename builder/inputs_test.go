@@ -3,6 +3,7 @@ package builder
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpuimg/gpuimg/matrix"
@@ -49,6 +50,25 @@ func TestInputs(t *testing.T) {
 		{"the pip index", func(b *run, _ map[string][]byte) { b.req.PipIndexURL = "http://mirror/simple" }, false},
 		{"provenance", func(b *run, _ map[string][]byte) { b.req.Provenance = ProvenanceAuto }, false},
 		{"the tags", func(b *run, _ map[string][]byte) { b.req.Tags = []string{"r/y:2"} }, true},
+		{"the proof's stages (--no-checks: the same image)", func(b *run, files map[string][]byte) {
+			b.plan.definition = Definition{Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3")}), Base: "base@sha256:" + strings.Repeat("0", 64)}
+			checked, err := Dockerfile(b.plan.definition)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.plan.definition.NoChecks = true
+			unchecked, err := Dockerfile(b.plan.definition)
+			if err != nil || unchecked == checked {
+				t.Fatalf("the Dockerfile with and without checks: the same, or %v", err)
+			}
+			b.plan.Dockerfile, files["Dockerfile"] = unchecked, []byte(unchecked)
+			noChecks := digest(t, b, files)
+			b.plan.definition.NoChecks = false
+			b.plan.Dockerfile, files["Dockerfile"] = checked, []byte(checked)
+			if d := digest(t, b, files); d != noChecks {
+				t.Errorf("with the proof %s, without %s", d, noChecks)
+			}
+		}, false},
 		{"a --copy source's content", func(*run, map[string][]byte) {
 			if err := os.WriteFile(filepath.Join(ctxDir, "main.py"), []byte("print(2)\n"), 0o644); err != nil {
 				t.Fatal(err)
