@@ -93,8 +93,8 @@ demo-publish: ## gpuimg publish end to end on local daemons: 3 variants on 2 bui
 	@echo "==> compiling examples/demo-publish (first time: a minute or two)"
 	$(GO) run ./examples/demo-publish -gpuimg $(BIN)
 
-bench: build tools ## build-speed benchmark: cold, no-op and one-package rebuilds (root)
-	$(GO) run ./bench/build -gpuimg $(BIN)
+bench: build tools ## build-speed benchmark against a plain Dockerfile: cold, no-op and one-package rebuilds; SIZE=0.1|1|3 scales the wheels to GB (root)
+	$(GO) run ./bench/build -gpuimg $(BIN) $(if $(SIZE),-size $(SIZE))
 
 bench-validate: build tools ## gpuimg validate vs skopeo copy, and validate vs sbom (validate + SBOM) sbom --attach --key (+ signing) and validate --attach --key --sbom (report + SBOM + signing), on a multi-GB image of CUDA libraries (root)
 	$(GO) run ./bench/validate -gpuimg $(BIN)

@@ -148,6 +148,10 @@ type Result struct {
 	Dockerfile string `json:"dockerfile,omitempty"`
 	// Layers are the Python environment's layers of a layered build.
 	Layers []Layer `json:"python_layers,omitempty"`
+	// Unchanged says every tag already held an image of the build's
+	// inputs (InputsLabel): nothing was solved or pushed, and Digest is
+	// that image's.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 func (r *Request) pipMirror() bool {
@@ -332,6 +336,8 @@ type run struct {
 	dockerfile string  // the Dockerfile built: the plan's or the layered one
 	layers     []Layer // the layered build's Python layers
 	start      time.Time
+	// inputsDigest is the build's InputsLabel value (context).
+	inputsDigest string
 }
 
 func (b *run) run(ctx context.Context) (*Result, error) {
@@ -341,6 +347,9 @@ func (b *run) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	b.start = time.Now() // Duration: the solves, the layered build's plan included
+	if digest, ok := b.unchanged(ctx, b.inputsDigest); ok {
+		return b.skipped(digest), nil
+	}
 	if err := b.layer(ctx); err != nil {
 		return nil, err
 	}
@@ -417,6 +426,14 @@ func (b *run) context(context.Context) error {
 	}
 	for k, v := range plan.Labels {
 		attrs["label:"+k] = v
+	}
+	// publish labels its variant's inputs itself (Plan.Labels); a build
+	// labels its own.
+	if b.inputsDigest = plan.Labels[InputsLabel]; b.inputsDigest == "" {
+		if b.inputsDigest, err = b.inputs(files, ctxDir); err != nil {
+			return err
+		}
+		attrs["label:"+InputsLabel] = b.inputsDigest
 	}
 	if p := provenanceOpt(req.Provenance, ""); p != "" {
 		attrs[provenanceAttr] = p
@@ -624,6 +641,20 @@ func (b *run) solve(ctx context.Context) (*client.SolveResponse, error) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// skipped is the result of a build whose tags already hold an image of
+// its inputs (unchanged): nothing was solved or pushed; the progress
+// says so.
+func (b *run) skipped(digest string) *Result {
+	req := b.req
+	if req.Progress != nil && req.ProgressMode != string(progressui.QuietMode) {
+		fmt.Fprintf(req.Progress, "gpuimg: %s already holds %s, built from these inputs (%s %s): nothing to build or push; --no-cache builds it again\n",
+			strings.Join(req.Tags, ", "), digest, InputsLabel, b.inputsDigest)
+	}
+	res := b.result(nil)
+	res.Digest, res.Unchanged = digest, true
+	return res
 }
 
 // result is what the build produced, from the final solve's response.

@@ -398,3 +398,40 @@ func tarDir(dir, file string) error {
 	}
 	return err
 }
+
+// Labelled says whether the registry reference ref holds an image (for
+// WithPlatform's platform, default linux/amd64, when it is an index)
+// whose config has the label key with value, and returns the digest ref
+// resolves to (the index's, when it is one). An image that is not there
+// is not labelled (no error); other failures are errors.
+func Labelled(ctx context.Context, ref, key, value string, opts ...Option) (string, bool, error) {
+	opt, err := makeOptions(opts...)
+	if err != nil {
+		return "", false, err
+	}
+	r, err := opt.parse(ref)
+	if err != nil {
+		return "", false, err
+	}
+	pl := opt.platformOr(linuxAMD64)
+	desc, err := remote.Get(r, opt.remote(ctx, remote.WithPlatform(pl))...)
+	if err != nil {
+		var terr *transport.Error
+		if errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("fetch %s: %w", ref, err)
+	}
+	img, err := desc.Image()
+	if err != nil {
+		return "", false, fmt.Errorf("read %s for %s: %w", ref, pl, err)
+	}
+	if !desc.MediaType.IsIndex() && checkPlatform(Ref{Transport: Registry, Name: ref}, img, opt.platform) != nil {
+		return desc.Digest.String(), false, nil // an image of another platform
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return "", false, fmt.Errorf("read the config of %s: %w", ref, err)
+	}
+	return desc.Digest.String(), cfg.Config.Labels[key] == value, nil
+}

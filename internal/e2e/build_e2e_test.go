@@ -231,7 +231,16 @@ func TestBuildEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a rebuild of the same inputs is a no-op with the same digest", func(t *testing.T) {
+		// The tag holds the image of these inputs: nothing is solved.
 		again, progress := build(t, buildArgs("1.0", "-t", ref, "--push")...)
+		if again != digest {
+			t.Errorf("rebuild digest %s, first %s", again, digest)
+		}
+		if !strings.Contains(progress, "already holds "+digest) || strings.Contains(progress, "CACHED") {
+			t.Errorf("a rebuild into a tag that holds its inputs solved:\n%s", lastLines(progress, 40))
+		}
+		// Another tag: every step is answered from BuildKit's cache.
+		again, progress = build(t, buildArgs("1.0", "-t", env.Registry.Host+"/gpuimg/e2e:again", "--push")...)
 		if again != digest {
 			t.Errorf("rebuild digest %s, first %s", again, digest)
 		}

@@ -27,7 +27,7 @@ const BuildVersion = "gpuimg-build/3" // 2: the layered Python environment (buil
 
 // InputsLabel is the image label (and manifest annotation) that holds a
 // variant's Inputs digest.
-const InputsLabel = "dev.gpuimg.inputs"
+const InputsLabel = builder.InputsLabel
 
 // ExpandOptions are what the caller knows beyond the publish file. Expand
 // needs no daemon and no registry; publish pins the base images first and

@@ -27,14 +27,9 @@ import (
 // the image's digest and one of the reports.
 func (r *runner) unchanged(ctx context.Context, v Variant) (string, *validate.Report, bool) {
 	platforms := r.platforms()
-	img, err := images.Open(ctx, images.Ref{Transport: images.Registry, Name: v.Tag}, append(slices.Clip(r.registry()), images.WithPlatform(platforms[0]))...)
-	if err != nil {
-		return "", nil, false // not there (or unreadable): build it
-	}
-	defer img.Close()
-	cfg, err := img.Image.ConfigFile()
-	if err != nil || cfg.Config.Labels[InputsLabel] != v.Inputs {
-		return "", nil, false
+	// The check gpuimg build makes before it solves (builder.InputsLabel).
+	if _, ok, err := images.Labelled(ctx, v.Tag, InputsLabel, v.Inputs, append(slices.Clip(r.registry()), images.WithPlatform(platforms[0]))...); err != nil || !ok {
+		return "", nil, false // not there, unreadable or other inputs: build it
 	}
 	var spec verbs.Acceptance
 	for _, p := range platforms {

@@ -149,7 +149,7 @@ func JAXStackWheels(ctx context.Context, indexDir, pageDir string, pythons []str
 	}
 	defer os.RemoveAll(work)
 	for _, w := range jaxDeps {
-		if err := writeStackWheel(ctx, work, indexDir, w, pythons, scale); err != nil {
+		if err := writeStackWheel(ctx, work, indexDir, w, pythons, scale, Incompressible); err != nil {
 			return err
 		}
 	}
@@ -167,11 +167,11 @@ func JAXStackWheels(ctx context.Context, indexDir, pageDir string, pythons []str
 		if !ok {
 			return fmt.Errorf("jax twin: no %s twin in StackWheels; add one", n.dist)
 		}
-		if err := writeStackWheel(ctx, work, indexDir, w, pythons, scale); err != nil {
+		if err := writeStackWheel(ctx, work, indexDir, w, pythons, scale, Incompressible); err != nil {
 			return err
 		}
 	}
-	if err := writeStackWheel(ctx, work, indexDir, jaxCuDNN8, pythons, scale); err != nil {
+	if err := writeStackWheel(ctx, work, indexDir, jaxCuDNN8, pythons, scale, Incompressible); err != nil {
 		return err
 	}
 	if err := writeNVCCTwin(ctx, work, indexDir); err != nil {

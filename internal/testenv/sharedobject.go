@@ -37,6 +37,8 @@ type ELFSpec struct {
 	// section of incompressible bytes (.gpuimg.pad, seeded by Soname):
 	// the library keeps the size of the one it stands for and still loads.
 	Size int
+	// Fill is what the padding holds (Incompressible by default).
+	Fill Fill
 }
 
 // CC returns gcc's path, installing Debian's gcc when it is missing and
@@ -124,7 +126,7 @@ func SharedObject(ctx context.Context, dir string, spec ELFSpec) ([]byte, error)
 	} else if pad := int64(spec.Size) - fi.Size(); pad > 0 {
 		// The section header table grows by one entry and the name by
 		// a few bytes; the file ends up a little over Size.
-		if err := os.WriteFile(filepath.Join(work, "pad"), []byte(payload("pad:"+spec.Soname, int(pad))), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(work, "pad"), []byte(spec.Fill.bytes("pad:"+spec.Soname, int(pad))), 0o644); err != nil {
 			return nil, err
 		}
 		objcopy, err := exec.LookPath("objcopy")

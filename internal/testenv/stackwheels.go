@@ -76,6 +76,16 @@ var stackWheels = []StackWheel{
 // 766.7 MB (pip26Log).
 const TorchMB = 766.7
 
+// StackMB is the fixture stack's size in MB at scale 1: torch's wheel
+// (TorchMB) and every StackWheel.
+func StackMB() float64 {
+	mb := TorchMB
+	for _, w := range stackWheels {
+		mb += w.MB
+	}
+	return mb
+}
+
 // StackWheels are the fixture stack's wheels besides torch (a copy).
 func StackWheels() []StackWheel { return append([]StackWheel(nil), stackWheels...) }
 
@@ -163,7 +173,15 @@ func PythonIncludes(ctx context.Context) (string, error) {
 // torch/lib's libraries and, through their DT_RPATH, every CUDA
 // library, so it fails as the real one does when a directory its RPATH
 // names (../../cusparselt/lib from torch/lib) does not resolve.
-func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda string, pythons []string, scale float64) error {
+//
+// fill, at most one, is what the libraries' bulk holds: Incompressible
+// when none is given (the tests' sizes), HalfCompressible for a benchmark
+// whose layer sizes should compress as real ones do.
+func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda string, pythons []string, scale float64, fill ...Fill) error {
+	var f Fill
+	if len(fill) > 0 {
+		f = fill[0]
+	}
 	inc, err := PythonIncludes(ctx)
 	if err != nil {
 		return err
@@ -182,7 +200,7 @@ func LayeredStackWheels(ctx context.Context, dir, torch, vision, audio, cuda str
 	}
 	pinned := map[string]string{}
 	for _, w := range stackWheels {
-		if err := writeStackWheel(ctx, work, dir, w, pythons, scale); err != nil {
+		if err := writeStackWheel(ctx, work, dir, w, pythons, scale, f); err != nil {
 			return err
 		}
 		pinned[w.Dist] = w.Dist + "==" + w.Version + linux
@@ -208,7 +226,7 @@ from torch._C import *  # noqa: F403
 		"torch/version.py": fmt.Sprintf("from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n__version__ = '%s%s'\ndebug = False\ncuda: Optional[str] = '%s'\ngit_version = 'gpuimg-testenv'\nhip: Optional[str] = None\n", torch, local, cuda),
 	}
 	for _, l := range torchLibs {
-		spec := ELFSpec{Soname: path.Base(l.path), Needed: l.needed, SearchPath: torchCUDARPath + ":$ORIGIN", Size: int(l.share * float64(size(TorchMB)))}
+		spec := ELFSpec{Soname: path.Base(l.path), Needed: l.needed, SearchPath: torchCUDARPath + ":$ORIGIN", Size: int(l.share * float64(size(TorchMB))), Fill: f}
 		if l.path == "torch/lib/libtorch_python.so" {
 			spec.Source, spec.CFlags = torchPythonSrc, []string{inc}
 		}
@@ -266,17 +284,17 @@ func twinInfo(dist, version string) string {
 // size: its libraries as ELF shared objects built in work with their
 // sonames, a package's size in a data file; one wheel for any Python, or
 // one for each CPython of pythons.
-func writeStackWheel(ctx context.Context, work, dir string, w StackWheel, pythons []string, scale float64) error {
+func writeStackWheel(ctx context.Context, work, dir string, w StackWheel, pythons []string, scale float64, fill Fill) error {
 	size := int(w.MB * 1e6 * scale)
 	files := map[string]string{twinInfo(w.Dist, w.Version): twinMetadata(w.Dist, w.Version, w.Requires)}
 	note := fmt.Sprintf("# gpuimg test fixture standing in for %s %s (%s)\n", w.Dist, w.Version, w.Source)
 	if len(w.Libs) == 0 {
 		pkg := strings.ToLower(strings.ReplaceAll(w.Dist, "-", "_"))
 		files[pkg+"/__init__.py"] = note
-		files[pkg+"/_payload.bin"] = payload(w.Dist, size)
+		files[pkg+"/_payload.bin"] = fill.bytes(w.Dist, size)
 	}
 	for i, l := range w.Libs {
-		spec := ELFSpec{Soname: path.Base(l)}
+		spec := ELFSpec{Soname: path.Base(l), Fill: fill}
 		if i == 0 {
 			spec.Size = size
 		}
@@ -308,6 +326,38 @@ func writeStackWheel(ctx context.Context, work, dir string, w StackWheel, python
 		}
 	}
 	return nil
+}
+
+// Fill is what a fixture's bulk bytes are: Incompressible (the
+// default), or HalfCompressible, which compresses about 2:1 with zstd or
+// gzip, as real CUDA libraries do (bench/README.md, "Compression":
+// libtorch_cuda.so and cuBLAS take 0.50 to 0.67 of their size).
+type Fill int
+
+const (
+	// Incompressible bytes: a SHA-256 stream (payload).
+	Incompressible Fill = iota
+	// HalfCompressible bytes: each 64-byte block is 32 bytes of the
+	// SHA-256 stream and 32 zero bytes.
+	HalfCompressible
+)
+
+// bytes is n bytes of fill f, the same for the same seed.
+func (f Fill) bytes(seed string, n int) string {
+	if f != HalfCompressible {
+		return payload(seed, n)
+	}
+	var b strings.Builder
+	b.Grow(n + 64)
+	var ctr [8]byte
+	var zeros [sha256.Size]byte
+	for i := uint64(0); b.Len() < n; i++ {
+		binary.BigEndian.PutUint64(ctr[:], i)
+		sum := sha256.Sum256(append([]byte(seed), ctr[:]...))
+		b.Write(sum[:])
+		b.Write(zeros[:])
+	}
+	return b.String()[:n]
 }
 
 // payload is n incompressible bytes, the same for the same seed.
