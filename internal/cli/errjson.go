@@ -55,6 +55,9 @@ type countingWriter struct {
 	n int64
 }
 
+// Unwrap is the writer underneath (terminal looks through it).
+func (w *countingWriter) Unwrap() io.Writer { return w.Writer }
+
 func (w *countingWriter) Write(p []byte) (int, error) {
 	n, err := w.Writer.Write(p)
 	w.n += int64(n)

@@ -53,12 +53,18 @@ func termWidth(w io.Writer, columns string) int {
 	return 0
 }
 
-// terminal returns w's file descriptor when w is a terminal.
+// terminal returns w's file descriptor when w is a terminal, looking
+// through writers that wrap another (Unwrap), as Main's stdout does.
 func terminal(w io.Writer) (int, bool) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0, false
+	for {
+		switch v := w.(type) {
+		case *os.File:
+			fd := int(v.Fd()) //nolint:gosec // a descriptor fits an int
+			return fd, term.IsTerminal(fd)
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return 0, false
+		}
 	}
-	fd := int(f.Fd()) //nolint:gosec // a descriptor fits an int
-	return fd, term.IsTerminal(fd)
 }

@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/creack/pty"
+
+	"github.com/gpuimg/gpuimg/internal/redact"
 )
 
 // TestTablesFitTheTerminal runs the tables issue 46 measured (targets 234
@@ -50,5 +55,45 @@ func TestTablesFitTheTerminal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTablesFitAPseudoTerminal runs Main with a real pseudo-terminal of 80
+// columns as stdout and no COLUMNS: the width comes from the terminal,
+// through the writers Main wraps stdout in (the error object's counter,
+// the password mask). A merge once hid the terminal behind them, and
+// every table printed at full width on a screen.
+func TestTablesFitAPseudoTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 80}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COLUMNS", "")
+	read := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(ptmx)
+		read <- string(b)
+	}()
+	for _, args := range [][]string{
+		{"matrix", "list", "targets"},
+		{"matrix", "list", "gpus"},
+	} {
+		if code := Main(t.Context(), args, tty, io.Discard); code != 0 {
+			t.Fatalf("%q: exit %d", args, code)
+		}
+	}
+	if _, ok := terminal(redact.NewWriter(tty, []string{"pw"})); !ok {
+		t.Error("the password mask hides the terminal")
+	}
+	_ = tty.Close()
+	got := <-read
+	for l := range strings.SplitSeq(strings.ReplaceAll(got, "\r", ""), "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("a line of %d runes on an 80-column terminal: %q", n, l)
+		}
 	}
 }

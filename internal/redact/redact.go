@@ -110,3 +110,7 @@ func (r *Writer) mask(b []byte) string {
 	}
 	return s
 }
+
+// Unwrap is the writer underneath, for callers that ask whether output
+// goes to a terminal.
+func (w *Writer) Unwrap() io.Writer { return w.w }
