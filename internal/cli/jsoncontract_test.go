@@ -56,6 +56,7 @@ func compileSchemas() (map[string]*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("no schemas in %s", schemaDir)
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat() // capture's date-time
 	ids := map[string]string{}
 	for _, f := range files {
 		r, err := os.Open(f)
@@ -91,6 +92,16 @@ func compileSchemas() (map[string]*jsonschema.Schema, error) {
 // file names and the style rules.
 func checkJSONContract(t *testing.T, what, schema, out string) {
 	t.Helper()
+	inst := checkSchema(t, what, schema, out)
+	for _, p := range styleProblems(inst, "") {
+		t.Errorf("%s: %s", what, p)
+	}
+}
+
+// checkSchema checks out, one JSON document, against the schema file
+// names in docs/schemas, and returns the document.
+func checkSchema(t *testing.T, what, schema, out string) any {
+	t.Helper()
 	s, ok := loadSchemas(t)[schema]
 	if !ok {
 		t.Fatalf("%s: no schema %s in docs/schemas", what, schema)
@@ -102,9 +113,7 @@ func checkJSONContract(t *testing.T, what, schema, out string) {
 	if err := s.Validate(inst); err != nil {
 		t.Errorf("%s does not validate against docs/schemas/%s:\n%v", what, schema, err)
 	}
-	for _, p := range styleProblems(inst, "") {
-		t.Errorf("%s: %s", what, p)
-	}
+	return inst
 }
 
 // specObjects are the keys whose value is a specification's own object,

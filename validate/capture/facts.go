@@ -17,7 +17,7 @@ import (
 
 // Facts are what one environment holds, as capture and diff compare
 // them. Every list is sorted; the JSON field names are part of
-// docs/schemas/capture.json.
+// docs/schemas/capture.schema.json.
 type Facts struct {
 	// Partial is true for facts read from a capture file's YAML: what it
 	// pins, not everything installed (Diff compares only those).

@@ -8,8 +8,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// SchemaURL names docs/schemas/capture.json, the JSON output's schema.
-const SchemaURL = "https://github.com/gpuimg/gpuimg/blob/main/docs/schemas/capture.json"
+// SchemaURL names docs/schemas/capture.schema.json, the JSON output's schema.
+const SchemaURL = "https://github.com/gpuimg/gpuimg/blob/main/docs/schemas/capture.schema.json"
 
 // YAML writes the spec as gpuimg.yaml, with a comment that says what it
 // is and how to build it.
