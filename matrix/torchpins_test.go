@@ -26,6 +26,12 @@ func TestTorchPinsRecorded(t *testing.T) {
 		{"2.10.0", "13.0", 15,
 			[]string{"cuda-bindings==13.0.3", "nvidia-cublas==13.1.0.3", "nvidia-cudnn-cu13==9.15.1.9", "nvidia-nccl-cu13==2.28.9", "nvidia-nvshmem-cu13==3.4.5", "nvidia-cufile==1.15.1.6"},
 			[]string{"nvidia-cuda-runtime", "cuda-toolkit"}, "==3.6.0"},
+		{"2.7.0", "12.6", 14,
+			[]string{"nvidia-cuda-runtime-cu12==12.6.77", "nvidia-cudnn-cu12==9.5.1.17", "nvidia-nccl-cu12==2.26.2", "nvidia-cusparselt-cu12==0.6.3", "nvidia-cufile-cu12==1.11.1.6"},
+			[]string{"nvidia-nvshmem-cu12", "cuda-bindings"}, "==3.3.0"},
+		{"2.5.1", "12.4", 12,
+			[]string{"nvidia-cuda-runtime-cu12==12.4.127", "nvidia-cudnn-cu12==9.1.0.70", "nvidia-nccl-cu12==2.21.5", "nvidia-nvjitlink-cu12==12.4.127"},
+			[]string{"nvidia-cusparselt-cu12", "nvidia-cufile-cu12"}, "==3.1.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.torch+" cu"+tt.cuda, func(t *testing.T) {
