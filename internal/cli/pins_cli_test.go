@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -95,4 +97,42 @@ func TestListTorchPinsJSON(t *testing.T) {
 		}
 	}
 	t.Error("no torch 2.13.0 cu130 row in -o json")
+}
+
+// TestTorchPinsComparedCLI: torch 2.10.0 cu130 records its component pins
+// (issue 44, item 1), so a JAX release whose CUDA 13 plugin asks for a
+// newer cuFFT than torch pins cannot share its environment: resolve says
+// which package and exits 1. Before the pins were recorded the matrix
+// compared only cuDNN and NCCL and said the rest was not compared.
+func TestTorchPinsComparedCLI(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "jax.yaml")
+	row := `sources:
+  - id: test-jax
+    title: a jax release whose CUDA 13 plugin asks for a newer cuFFT than torch 2.10.0 cu130 pins
+    url: https://example.com/jax
+    retrieved: "2026-12-07"
+jax:
+  - version: 0.99.0
+    python: ">=3.11"
+    source: test-jax
+    variants:
+      - extra: cuda13
+        cuda: "13"
+        min_cuda: "13.0"
+        min_cudnn: "9.12.0.46"
+        min_driver: "580"
+        requires:
+          - "nvidia-cufft>=12.1"
+`
+	if err := os.WriteFile(file, []byte(row), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "matrix", "resolve", "--torch", "2.10.0", "--cuda", "13.0", "--jax", "0.99.0", "--matrix-file", file)
+	all := out + errOut
+	if code != 1 || !strings.Contains(all, "pin different versions of nvidia-cufft (12.0.0.61 and >=12.1)") {
+		t.Errorf("exit %d, want 1 naming nvidia-cufft:\n%s", code, all)
+	}
+	if strings.Contains(all, "records only the nvidia-cudnn and nvidia-nccl pins") {
+		t.Errorf("torch 2.10.0 cu130 is still judged by cuDNN and NCCL only:\n%s", all)
+	}
 }

@@ -31,7 +31,7 @@ type UpdateOptions struct {
 	// Write folds the overlay into matrix/data/ of the gpuimg checkout
 	// holding the working directory.
 	Write bool
-	// Only lists the sources read (torch,jax,tensorflow,cuda,cudnn,nccl,images).
+	// Only lists the sources read (torch,torch-pypi,jax,tensorflow,cuda,cudnn,nccl,images).
 	Only           string
 	TorchIndexURL  string
 	PyPIURL        string
@@ -80,7 +80,7 @@ func (o *UpdateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Write, "write", false, "fold the new rows into matrix/data/*.yaml of the gpuimg checkout you are in (for maintainers; each file replaced whole, comments kept)")
 	fs.StringVar(&o.Only, "only", strings.Join(sourceNames(), ","), "sources to read, comma-separated: "+strings.Join(sourceNames(), ", "))
 	fs.StringVar(&o.TorchIndexURL, "torch-index-url", upstream.DefaultTorchIndexURL, "PyTorch wheel index base: BASE/torch/ lists every variant (PEP 503/658)")
-	fs.StringVar(&o.PyPIURL, "pypi-url", upstream.DefaultPyPIURL, "PyPI host whose JSON API (BASE/pypi/NAME/json) is read")
+	fs.StringVar(&o.PyPIURL, "pypi-url", upstream.DefaultPyPIURL, "PyPI host whose JSON API (BASE/pypi/NAME/json) and torch's simple page (BASE/simple/torch/) are read")
 	fs.StringVar(&o.CUDARedistURL, "cuda-redist-url", upstream.DefaultCUDARedistURL, "directory of NVIDIA's redistrib_X.Y.Z.json manifests")
 	fs.StringVar(&o.CuDNNRedistURL, "cudnn-redist-url", upstream.DefaultCuDNNRedistURL, "directory of cuDNN's redistrib_X.Y.Z.json manifests")
 	fs.StringVar(&o.NCCLRedistURL, "nccl-redist-url", upstream.DefaultNCCLRedistURL, "NVIDIA's NCCL redist directory (vX.Y.Z/ listings of nccl_X.Y.Z-1+cudaA.B builds)")
@@ -143,8 +143,10 @@ func newUpdateCmd(mo *MatrixOptions) *cobra.Command {
 		Short: "Read upstream's indexes and write the matrix rows the data lacks as an overlay",
 		Long: `update reads upstream's machine-readable sources, and only those: PyTorch's
 all-variants wheel index with each wheel's core metadata (PEP 503/658/714),
-PyPI's JSON API for jax (and its CUDA plugins) and tensorflow (its
-[and-cuda] pins), NVIDIA's CUDA and cuDNN redistrib manifests, NVIDIA's NCCL
+PyPI's simple page for torch with each release's Linux x86_64 wheel core
+metadata (torch-pypi: the CUDA runtime it requires names the variant plain
+"pip install torch" gets), PyPI's JSON API for jax (and its CUDA plugins)
+and tensorflow (its [and-cuda] pins), NVIDIA's CUDA and cuDNN redistrib manifests, NVIDIA's NCCL
 redist directory, and the tags of nvidia/cuda (through --registry-mirror
 when set) with each new release's image config. It prints the rows the
 matrix (built-in plus --matrix-file) lacks as a --matrix-file overlay, each

@@ -80,11 +80,17 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 }
 
 func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/whl/") && strings.Count(r.URL.Path, "/") == 3 && strings.HasSuffix(r.URL.Path, "/") {
-		project := strings.Trim(strings.TrimPrefix(r.URL.Path, "/whl/"), "/")
-		if links, ok := f.links[project]; ok {
+	for _, prefix := range []string{"/whl/", "/simple/"} {
+		if !strings.HasPrefix(r.URL.Path, prefix) || strings.Count(r.URL.Path, "/") != 3 || !strings.HasSuffix(r.URL.Path, "/") {
+			continue
+		}
+		key := strings.Trim(strings.TrimPrefix(r.URL.Path, "/whl/"), "/")
+		if prefix == "/simple/" {
+			key = strings.TrimPrefix(r.URL.Path, "/")
+		}
+		if links, ok := f.links[key]; ok {
 			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprintf(w, "<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for %s</h1>\n", project)
+			fmt.Fprintf(w, "<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for %s</h1>\n", strings.TrimSuffix(strings.TrimPrefix(key, "simple/"), "/"))
 			for _, l := range links {
 				if l.raw != "" {
 					fmt.Fprintf(w, "    %s<br/>\n", l.raw)
@@ -158,6 +164,36 @@ func (f *fakeUpstream) addWheel(project, version, local, py, platform string, re
 	return path
 }
 
+// addPyPITorch lists one torch wheel on PyPI's simple page
+// (/simple/torch/) as PyPI lists it: no local label, the file under
+// /packages/…, its core metadata beside it. requires are Requires-Dist
+// lines.
+func (f *fakeUpstream) addPyPITorch(version, py, platform string, requires ...string) string {
+	const project = "torch"
+	name := fmt.Sprintf("%s-%s-%s-%s-%s.whl", project, version, py, py, platform)
+	path := "/packages/" + sha([]byte(name))[:2] + "/" + sha([]byte(name))[2:4] + "/" + name
+	var md strings.Builder
+	fmt.Fprintf(&md, "Metadata-Version: 2.4\nName: %s\nVersion: %s\nSummary: test wheel\nRequires-Python: >=3.10.0\n", project, version)
+	for _, r := range requires {
+		fmt.Fprintf(&md, "Requires-Dist: %s\n", r)
+	}
+	f.files[path+".metadata"] = []byte(md.String())
+	href := f.srv.URL + path + "#sha256=" + sha([]byte(name))
+	key := "simple/" + project + "/"
+	f.links[key] = append(f.links[key], link{href: href, name: name, mdPath: path + ".metadata"})
+	return path
+}
+
+// pypiRuntime is the CUDA runtime requirement a PyPI torch wheel built
+// for cuda has, in the shape of its CUDA major: nvidia-cuda-runtime-cu12
+// up to 12, the cuda-toolkit metapackage from 13.
+func pypiRuntime(cuda matrix.Version) string {
+	if cuda.Major() >= 13 {
+		return fmt.Sprintf(`cuda-toolkit[cublas,cudart,nvtx]==%s.2; platform_system == "Linux"`, cuda.Trunc(2))
+	}
+	return fmt.Sprintf(`nvidia-cuda-runtime-cu%d==%s.77; platform_system == "Linux" and platform_machine == "x86_64"`, cuda.Major(), cuda.Trunc(2))
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a
@@ -176,6 +212,23 @@ func (f *fakeUpstream) mirrorTorch(db *matrix.DB) {
 	}
 	// An old release below the data's floor is out of scope.
 	f.addWheel("torch", "1.0.0", "cu90", "cp37", "linux_x86_64")
+	f.mirrorTorchPyPI(db)
+}
+
+// mirrorTorchPyPI lists on PyPI's simple page, for every torch release of
+// db that flags PyPI's variant, a Linux x86_64 wheel requiring that
+// variant's CUDA runtime (and an aarch64 one without it), so that PyPI
+// says nothing db does not.
+func (f *fakeUpstream) mirrorTorchPyPI(db *matrix.DB) {
+	f.addPyPITorch("1.0.0", "cp37", "manylinux1_x86_64")
+	for _, t := range db.Torch {
+		for _, v := range t.Variants {
+			if v.PyPI {
+				f.addPyPITorch(t.Version.String(), "cp312", "manylinux_2_28_x86_64", "filelock", pypiRuntime(v.CUDA))
+				f.addPyPITorch(t.Version.String(), "cp312", "manylinux_2_28_aarch64", "filelock")
+			}
+		}
+	}
 }
 
 func cudaTagOf(v matrix.Version) string { return fmt.Sprintf("%d%d", v.Major(), v.Minor()) }

@@ -20,6 +20,10 @@ const (
 	// SourceTorch is PyTorch's all-variants wheel index (torch,
 	// torchvision, torchaudio pages) and each wheel's core metadata.
 	SourceTorch Source = "torch"
+	// SourceTorchPyPI is PyPI's simple page for torch (PEP 503) and the
+	// core metadata (PEP 658/714) of each release's Linux x86_64 wheel:
+	// which CUDA variant plain "pip install torch==X" gets.
+	SourceTorchPyPI Source = "torch-pypi"
 	// SourceJAX is PyPI's JSON API for jax and its jax-cudaNN-plugin wheels.
 	SourceJAX Source = "jax"
 	// SourceTensorFlow is PyPI's JSON API for tensorflow and its
@@ -38,7 +42,7 @@ const (
 )
 
 // Sources lists every source in reading order.
-var Sources = []Source{SourceTorch, SourceJAX, SourceTensorFlow, SourceCUDA, SourceCuDNN, SourceNCCL, SourceImages}
+var Sources = []Source{SourceTorch, SourceTorchPyPI, SourceJAX, SourceTensorFlow, SourceCUDA, SourceCuDNN, SourceNCCL, SourceImages}
 
 // ParseSources reads a comma-separated list such as "torch,cuda".
 func ParseSources(s string) ([]Source, error) {
@@ -147,7 +151,8 @@ func WithTorchIndexURL(s string) Option {
 	return func(o *options) (err error) { o.torchURL, err = baseURL("torch index URL", s); return err }
 }
 
-// WithPyPIURL sets the PyPI host whose JSON API (BASE/pypi/NAME/json) is
+// WithPyPIURL sets the PyPI host whose JSON API (BASE/pypi/NAME/json)
+// and simple pages (BASE/simple/NAME/, with PEP 658 core metadata) are
 // read. The default is DefaultPyPIURL.
 func WithPyPIURL(s string) Option {
 	return func(o *options) (err error) { o.pypiURL, err = baseURL("PyPI URL", s); return err }

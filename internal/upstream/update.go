@@ -23,6 +23,8 @@ func Update(ctx context.Context, db *matrix.DB, opts ...Option) (*Overlay, error
 		switch s {
 		case SourceTorch:
 			err = o.updateTorch(ctx, db, ov)
+		case SourceTorchPyPI:
+			err = o.updateTorchPyPI(ctx, db, ov)
 		case SourceJAX:
 			err = o.updateJAX(ctx, db, ov)
 		case SourceTensorFlow:
