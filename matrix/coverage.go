@@ -30,7 +30,11 @@ func (c Coverage) Runs(underCompat bool) bool {
 // architectures (as cuobjdump names them: sm_80, sm_90a, sm_100f) runs on
 // GPU architecture gpu (sm_XY):
 //   - plain SASS runs on the same major and any later minor (sm_80 code
-//     runs on sm_86, not on sm_90); family-specific SASS (sm_100f) likewise;
+//     runs on sm_86, not on sm_90); family-specific SASS (sm_100f) on the
+//     members of its family, which NVIDIA's Programming Guide (Table 28,
+//     "Family-Specific Compatibility") lists as the same major with an
+//     equal or higher minor (compute_100f: 10.0 and 10.3; compute_120f:
+//     12.0 and 12.1; 103f, 110f and 121f: their own; TestFamilySpecificTable28);
 //   - architecture-specific SASS (sm_90a) runs only on exactly that GPU;
 //   - PTX is JIT-compiled for any GPU at least as new; family-specific PTX
 //     only within its major; architecture-specific PTX only on that GPU.

@@ -104,3 +104,57 @@ func TestFitWheel(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilySpecificTable28 holds KernelCoverage's f rule to NVIDIA's own
+// table: CUDA Programming Guide 5.1.2.3 "Feature Set Compiler Targets",
+// Table 28 "Family-Specific Compatibility" (docs.nvidia.com, published
+// 2025-12-15, read 2026-12-07 as source cuda-pg-family-specific):
+// compute_100f runs on 10.0 and 10.3, compute_103f on 10.3, compute_110f on
+// 11.0, compute_120f on 12.0 and 12.1, compute_121f on 12.1. Every other
+// GPU architecture the matrix knows gets nothing from an f target, SASS or
+// PTX; an a target runs only on its own compute capability (5.1.2.1).
+// The guide warns of exceptions to "same major, equal or higher minor"; this
+// test is where a new row of Table 28 that breaks the rule shows up.
+func TestFamilySpecificTable28(t *testing.T) {
+	table28 := map[string][]string{
+		"sm_100": {"sm_100", "sm_103"},
+		"sm_103": {"sm_103"},
+		"sm_110": {"sm_110"},
+		"sm_120": {"sm_120", "sm_121"},
+		"sm_121": {"sm_121"},
+	}
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for target, members := range table28 {
+		for _, a := range db.Archs {
+			if a.RenamedTo != "" {
+				// sm_101 is sm_110 from CUDA 13.0; Table 28 is of the
+				// CUDA 13 guide and names no 10.1.
+				continue
+			}
+			gpu := a.Arch
+			want := NoKernels
+			for _, m := range members {
+				if m == gpu {
+					want = Native
+				}
+			}
+			if got := KernelCoverage(gpu, []string{target + "f"}, nil); got != want {
+				t.Errorf("%sf SASS on %s = %v, want %v (Table 28)", target, gpu, got, want)
+			}
+			wantPTX := map[Coverage]Coverage{Native: ViaPTX, NoKernels: NoKernels}[want]
+			if got := KernelCoverage(gpu, nil, []string{target + "f"}); got != wantPTX {
+				t.Errorf("%sf PTX on %s = %v, want %v (Table 28)", target, gpu, got, wantPTX)
+			}
+			wantA := NoKernels
+			if gpu == target {
+				wantA = Native
+			}
+			if got := KernelCoverage(gpu, []string{target + "a"}, nil); got != wantA {
+				t.Errorf("%sa SASS on %s = %v, want %v (exact compute capability only)", target, gpu, got, wantA)
+			}
+		}
+	}
+}

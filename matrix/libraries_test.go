@@ -45,3 +45,29 @@ func TestPinnedLibrariesKnown(t *testing.T) {
 		check(cudnn, "cudnn", r.CuDNN, "tensorflow "+r.Version.String())
 	}
 }
+
+// TestCuDNNFromRedistManifests: the cuDNN releases whose NVIDIA redistrib
+// manifests were read (cuda_variant "12" and "13") have rows whose CUDA
+// constraint takes a CUDA 12 and a CUDA 13 toolkit, and nothing older.
+func TestCuDNNFromRedistManifests(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Library{}
+	for _, r := range db.CuDNN {
+		rows[r.Version.String()] = r
+	}
+	for _, v := range []string{"9.21.0", "9.21.1", "9.23.0", "9.24.0", "9.24.1", "9.28.0", "9.28.1"} {
+		r, ok := rows[v]
+		if !ok {
+			t.Errorf("cuDNN %s: no cudnn: row", v)
+			continue
+		}
+		for cuda, want := range map[string]bool{"12.8": true, "13.0": true, "13.2": true, "11.8": false} {
+			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
+				t.Errorf("cuDNN %s (cuda %q) on CUDA %s: %v, want %v", v, r.CUDA, cuda, got, want)
+			}
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/gpuimg/gpuimg/matrix"
 )
@@ -25,6 +27,19 @@ import (
 // (flagArchSpecific). Its code runs on exactly that compute capability,
 // while plain SASS also runs on later minors of the same major, so it is
 // reported under its own name, "sm_90a", as cuobjdump lists it.
+//
+// A family-specific target (sm_100f, CUDA 12.9 and later) also keeps the
+// plain number. Its cubins carry nothing that says so (a CUDA 12.9
+// build's extracted sm_100f cubin is named sm_100; ELF e_flags hold the
+// architecture, and from CUDA 13's ELF ABI version 8 not even the a
+// variant reliably), and the fat binary entry flag cuobjdump reads for
+// "sm_100f" is not in any public source. So f SASS is reported as plain
+// SASS, which runs on exactly the same GPUs (NVIDIA's Table 28 lists the
+// same major, equal or higher minor; matrix.TestFamilySpecificTable28).
+// f PTX differs from plain PTX (it does not JIT across majors), and
+// uncompressed PTX names its target in its text, ".target sm_100f", which
+// ptxTarget reads; compressed PTX without the arch-specific flag stays
+// plain (docs/matrix-data.md lists this as unconfirmed).
 //
 // Containers are 8-byte aligned in the file, so the scanner looks for the
 // magic at 8-byte steps of the plain byte stream: no ELF parsing, no
@@ -53,18 +68,25 @@ const (
 	// one-pass scan. Family-specific targets (sm_100f, CUDA 12.9 and
 	// later) are marked in fat binaries too (cuobjdump lists sm_100f
 	// PTX), by a flag that CUDA 12.4, the newest toolkit Debian ships,
-	// cannot write; they are reported as the plain architecture.
+	// cannot write and no public source names; see ptxTarget for how
+	// they are told apart where the payload allows.
 	flagArchSpecific = 0x100000
+
+	// ptxTargetWindow is how far into an uncompressed PTX payload the
+	// .target directive is looked for: it follows the header comments
+	// and .version, a few hundred bytes in.
+	ptxTargetWindow = 4096
 )
 
 // Kernels lists the GPU architectures a library has device code for.
 type Kernels struct {
 	// SASS are architectures with native code (cubins), sm_XY, or
 	// sm_XYa for arch-specific code that runs only on compute capability
-	// X.Y.
+	// X.Y (family-specific cubins are listed as sm_XY: see above).
 	SASS []string `json:"sass"`
 	// PTX are architectures with PTX that the driver can JIT forward
-	// (sm_XYa: only for compute capability X.Y).
+	// (sm_XYa: only for compute capability X.Y; sm_XYf: only within its
+	// family, read from uncompressed PTX).
 	PTX []string `json:"ptx,omitempty"`
 	// Entries counts cubins and PTX files per architecture, as cuobjdump
 	// --list-elf / --list-ptx would list them ("sm_80": 12).
@@ -210,14 +232,23 @@ func readContainer(br *bufio.Reader, k *Kernels) (int64, error) {
 				name += "a"
 			}
 		}
+		if _, err := br.Discard(int(hdr)); err != nil {
+			return 0, cutShort(fmt.Sprintf("entry at offset %d", done), err)
+		}
+		if kind == kindPTX && !strings.HasSuffix(name, "a") {
+			// A payload cut short is damage, found before the entry is
+			// counted: a prefix of the file never names it otherwise.
+			p, err := br.Peek(int(min(payload, ptxTargetWindow)))
+			if err != nil {
+				return 0, cutShort(fmt.Sprintf("payload of the entry at offset %d", done), err)
+			}
+			name += ptxTarget(p, arch)
+		}
 		switch kind {
 		case kindPTX:
 			k.PTXCount[name]++
 		case kindELF, kindELFAlt:
 			k.ELFCount[name]++
-		}
-		if _, err := br.Discard(int(hdr)); err != nil {
-			return 0, cutShort(fmt.Sprintf("entry at offset %d", done), err)
 		}
 		if err := discard(br, payload); err != nil {
 			return 0, cutShort(fmt.Sprintf("payload of the entry at offset %d", done), err)
@@ -254,4 +285,30 @@ func discard(br *bufio.Reader, n int64) error {
 // sortedArchs lists the architectures of m in matrix.CompareArchs order.
 func sortedArchs(m map[string]int) []string {
 	return slices.SortedFunc(maps.Keys(m), matrix.CompareArchs)
+}
+
+// ptxTargetRE is PTX's .target directive (PTX ISA, "Target Directives"):
+// .target sm_100f, or sm_90a, optionally followed by more options.
+var ptxTargetRE = regexp.MustCompile(`\.target[ \t]+sm_([0-9]{2,3})([af]?)[ \t]*[,\r\n/]`)
+
+// ptxTarget is the suffix ("a", "f" or "") that an uncompressed PTX
+// payload p names in its .target directive for architecture arch. The
+// fat binary entry's flags mark arch-specific PTX (flagArchSpecific) but
+// not family-specific PTX in any way a public source documents, while
+// the text itself says ".target sm_100f" (LLVM's NVPTX backend and nvcc
+// write the target as the -arch names it). The directive is believed
+// only in plain text: everything before it printable, and its number the
+// entry's own, so that a compressed payload, whose literals can hold the
+// same bytes, is never read as one. Compressed PTX keeps the plain name.
+func ptxTarget(p []byte, arch uint32) string {
+	m := ptxTargetRE.FindSubmatchIndex(p)
+	if m == nil || string(p[m[2]:m[3]]) != fmt.Sprint(arch) {
+		return ""
+	}
+	for _, c := range p[:m[0]] {
+		if (c < 0x20 || c > 0x7e) && c != '\n' && c != '\r' && c != '\t' {
+			return ""
+		}
+	}
+	return string(p[m[4]:m[5]])
 }

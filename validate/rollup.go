@@ -50,7 +50,11 @@ func imageCoverage(arch string, kernels map[string]Kernels) (worst matrix.Covera
 		case matrix.ViaPTX:
 			jit = append(jit, path2(p))
 		default:
-			missing = append(missing, fmt.Sprintf("%s (has %s)", path2(p), strings.Join(k.SASS, " ")))
+			has := strings.Join(k.SASS, " ")
+			if has == "" {
+				has = "only PTX: " + strings.Join(k.PTX, " ")
+			}
+			missing = append(missing, fmt.Sprintf("%s (has %s)", path2(p), has))
 		}
 		worst = min(worst, cov)
 	}
