@@ -53,10 +53,8 @@ type HostileCase struct {
 	// Source is what a verb reads: oci:DIR, docker-archive:FILE, or a
 	// reference on Registry.
 	Source string
-	// Registry is the case's own registry, where verbs that push write
-	// (and, for registry-borne cases, where Source is). It misbehaves as
-	// Misbehavior says once the corpus is built; Set("") before reading
-	// it back.
+	// Registry is the case's own registry, where a registry-borne Source
+	// is. It misbehaves as Misbehavior says once the corpus is built.
 	Registry    *BadRegistry
 	Misbehavior Misbehavior
 	// Secret is a credential Source holds, to be printed nowhere ("" none).
@@ -228,10 +226,10 @@ func hostileSpecs() []hostileSpec {
 		names string
 	}{
 		{RedirectLoop, "redirect"},
-		{EndlessBlobs, "over a bound of gpuimg"},
+		{EndlessBlobs, "error verifying sha256 checksum"}, // bytes past the declared size are never read
 		{NoHeaders, "registry"},
 		{Trickle, "registry"},
-		{ServerErrors, "server error"},
+		{ServerErrors, "the registry answered with a server error (HTTP 500) every time"},
 	} {
 		specs = append(specs, hostileSpec{name: "registry " + string(m.m), class: ClassRegistry, names: m.names, misbehavior: m.m,
 			build: pushed([][]TarEntry{{File("app/x", "x")}})})
