@@ -80,9 +80,6 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 		defer o.Close()
 		img = o.Image
 	}
-	if err := r.checkLayers(ctx, "convert "+srcRef.String(), nil, img, v1.Hash{}); err != nil {
-		return nil, err
-	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -130,6 +127,11 @@ func Convert(ctx context.Context, src, dst string, comp matrix.Compression, opts
 	keep := cfg.DeepCopy()
 	keep.RootFS = newCfg.RootFS
 	if out, err = mutate.ConfigFile(out, keep); err != nil {
+		return nil, err
+	}
+	// The layer check judges the staged layers, what would be pushed: the
+	// source's blobs are read once, and a refusal pushes nothing.
+	if err := r.checkLayers(ctx, "convert "+srcRef.String(), nil, out, v1.Hash{}); err != nil {
 		return nil, err
 	}
 	if err := push(ctx, r, dstRef, out, r.progress); err != nil {

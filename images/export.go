@@ -50,7 +50,9 @@ type ExportResult struct {
 // (oci:, oci-archive:, docker-archive:, docker-daemon:), whose blobs are
 // checked as they are read. The result appears only when complete: it is
 // written under a temporary name in dest's directory, which must exist
-// (as for docker save -o), and renamed. WithPlatform picks the image of an
+// (as for docker save -o), and renamed. The layer check (WithLayerCheck)
+// judges that written copy before the rename, so each blob of a registry
+// is fetched once; a refusal removes it. WithPlatform picks the image of an
 // index for docker-archive (default linux/amd64).
 func Export(ctx context.Context, src, dest string, format Format, opts ...Option) (*ExportResult, error) {
 	switch format {
@@ -76,17 +78,11 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 	}
 	defer func() { _ = es.close() }() // removes what opening an archive unpacked; nothing to report
 	res := &ExportResult{Source: es.name, Format: format, Path: dest, Digest: es.digest}
-	// What is written is judged before a byte of it is: docker-archive's
-	// one image, or the whole source for the OCI formats.
-	idx, img := es.index, es.image
+	img := es.image
 	if format == FormatDockerArchive {
 		if img, err = es.platformImage(opt); err != nil {
 			return nil, err
 		}
-		idx = nil
-	}
-	if err := opt.checkLayers(ctx, "export "+es.name, idx, img, v1.Hash{}); err != nil {
-		return nil, err
 	}
 	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".gpuimg-tmp")
 	_ = os.RemoveAll(tmp)
@@ -108,6 +104,9 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 		}
 		if res.Attestations, err = verifyLayout(dir, want); err != nil {
 			return nil, fmt.Errorf("export %s: the layout does not verify: %w", dest, err)
+		}
+		if err := checkWrittenLayout(ctx, opt, "export "+es.name, dir, want, es.index != nil); err != nil {
+			return nil, err
 		}
 		if format == FormatOCIArchive {
 			if err := tarDir(dir, tmp); err != nil {
@@ -135,6 +134,11 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 		back, err := tarball.ImageFromPath(tmp, es.tag)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", dest, err)
+		}
+		// Judged before verifyArchive expands every layer: the check
+		// bounds a bomb.
+		if err := opt.checkLayers(ctx, "export "+es.name, nil, back, v1.Hash{}); err != nil {
+			return nil, err
 		}
 		if err := verifyArchive(back, img); err != nil {
 			return nil, fmt.Errorf("export %s: the archive does not verify: %w", dest, err)
@@ -232,6 +236,33 @@ func writeLayout(dir, refName string, idx v1.ImageIndex, img v1.Image) error {
 		return p.AppendIndex(idx, ann)
 	}
 	return p.AppendImage(img, ann)
+}
+
+// checkWrittenLayout runs the layer check (WithLayerCheck) on what a
+// layout written under a temporary name holds: the image or index want
+// (index says which). The check reads the written copy, so a registry's
+// layers are fetched once, for the output; a refusal returns before the
+// rename, and Export removes the temporary copy: nothing is written.
+func checkWrittenLayout(ctx context.Context, opt *options, what, dir string, want v1.Hash, index bool) error {
+	if opt.layerCheck == nil {
+		return nil
+	}
+	root, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return fmt.Errorf("reopen the written layout: %w", err)
+	}
+	if index {
+		idx, err := root.ImageIndex(want)
+		if err != nil {
+			return fmt.Errorf("reopen the written layout: %w", err)
+		}
+		return opt.checkLayers(ctx, what, idx, nil, v1.Hash{})
+	}
+	img, err := root.Image(want)
+	if err != nil {
+		return fmt.Errorf("reopen the written layout: %w", err)
+	}
+	return opt.checkLayers(ctx, what, nil, img, v1.Hash{})
 }
 
 // verifyLayout reopens a layout and checks that index.json points at want

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gpuimg/gpuimg/images"
 	"github.com/gpuimg/gpuimg/internal/bound"
+	"github.com/gpuimg/gpuimg/internal/testenv"
 )
 
 // TestHostileLayout opens oci: layouts whose index.json, config or layer
@@ -97,25 +97,8 @@ func TestHostileLayout(t *testing.T) {
 // reached through 20,000 symbolic links (go-containerregistry reads the
 // archive again for each): refused at once, naming the bound.
 func TestDockerArchiveLinkChain(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "chain.tar")
-	f, err := os.Create(file)
+	file, err := testenv.LinkChainDockerArchive(t.TempDir(), 20_000)
 	must(t, err)
-	tw := tar.NewWriter(f)
-	put := func(name string, b []byte) {
-		must(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}))
-		_, err := tw.Write(b)
-		must(t, err)
-	}
-	put("manifest.json", []byte(`[{"Config":"config.json","RepoTags":["x:y"],"Layers":["l0"]}]`))
-	put("config.json", []byte(`{"rootfs":{"type":"layers","diff_ids":["sha256:0000000000000000000000000000000000000000000000000000000000000000"]}}`))
-	const n = 20_000
-	for i := range n {
-		must(t, tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("l%d", i), Linkname: fmt.Sprintf("l%d", i+1), Typeflag: tar.TypeSymlink, Mode: 0o777}))
-	}
-	put(fmt.Sprintf("l%d", n), []byte("not a tar"))
-	must(t, tw.Close())
-	must(t, f.Close())
-
 	ref, err := images.ParseRef("docker-archive:" + file)
 	must(t, err)
 	done := make(chan error, 1)
@@ -208,80 +191,6 @@ func TestArchiveReadsEndOnCancel(t *testing.T) {
 	}
 }
 
-// sparseDockerArchive writes a docker-archive whose layer.tar member
-// declares size bytes, stored as a hole (os.Truncate): nothing large is
-// written. pax makes layer.tar a PAX sparse member (GNU 1.0) instead: a
-// few KiB of archive that a tar reader expands to size bytes of zeros.
-func sparseDockerArchive(t *testing.T, size int64, pax bool) string {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "sparse.tar")
-	f, err := os.Create(file)
-	must(t, err)
-	tw := tar.NewWriter(f)
-	put := func(name string, b []byte) {
-		must(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}))
-		_, err := tw.Write(b)
-		must(t, err)
-	}
-	put("manifest.json", []byte(`[{"Config":"config.json","RepoTags":["x:y"],"Layers":["layer.tar"]}]`))
-	put("config.json", []byte(`{"rootfs":{"type":"layers","diff_ids":["sha256:0000000000000000000000000000000000000000000000000000000000000000"]}}`))
-	must(t, tw.Flush()) // no Close: the members below are written by hand
-	if pax {
-		writeSparseMember(t, f, "layer.tar", size)
-		must(t, f.Close())
-		return file
-	}
-	var hdr bytes.Buffer
-	must(t, tar.NewWriter(&hdr).WriteHeader(&tar.Header{Name: "layer.tar", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}))
-	_, err = f.Write(hdr.Bytes())
-	must(t, err)
-	end, err := f.Seek(0, io.SeekCurrent)
-	must(t, err)
-	must(t, f.Close())
-	must(t, os.Truncate(file, end+size+1024)) // the member's holes, then the end-of-archive blocks
-	return file
-}
-
-// writeSparseMember writes name as a PAX sparse member (GNU format 1.0)
-// of size bytes, all a hole, and the end-of-archive blocks: a PAX header
-// (written by hand: tar.Writer writes no sparse files), then a member
-// holding only the sparse map.
-func writeSparseMember(t *testing.T, f *os.File, name string, size int64) {
-	t.Helper()
-	var recs bytes.Buffer
-	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", name}, {"GNU.sparse.realsize", fmt.Sprint(size)}} {
-		rec := " " + kv[0] + "=" + kv[1] + "\n"
-		n := len(rec) + 2
-		if len(fmt.Sprint(n)+rec) != n {
-			n++
-		}
-		fmt.Fprintf(&recs, "%d%s", n, rec)
-	}
-	pad := func(b []byte) []byte { return append(b, make([]byte, (512-len(b)%512)%512)...) }
-	header := func(name string, size int64, flag byte) []byte {
-		var b bytes.Buffer
-		must(t, tar.NewWriter(&b).WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: size, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}))
-		h := b.Bytes()[:512]
-		h[156] = flag // tar.Writer refuses to write a TypeXHeader itself
-		copy(h[148:156], "        ")
-		sum := 0
-		for _, c := range h {
-			sum += int(c)
-		}
-		copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
-		return h
-	}
-	sparseMap := pad([]byte(fmt.Sprintf("1\n%d\n0\n", size)))
-	var out bytes.Buffer
-	out.Write(header("PaxHeaders/"+name, int64(recs.Len()), tar.TypeXHeader))
-	out.Write(pad(recs.Bytes()))
-	out.Write(header("GNUSparseFile.0/"+name, int64(len(sparseMap)), tar.TypeReg))
-	out.Write(sparseMap)
-	out.Write(make([]byte, 1024))
-	_, err := f.Write(out.Bytes())
-	must(t, err)
-}
-
 // TestDockerArchiveSparseLayer opens docker-archives whose layer.tar
 // expands to 64 GiB from a few KiB on disk (a file with holes, or a PAX
 // sparse member): go-containerregistry gzips an uncompressed layer whole
@@ -297,7 +206,8 @@ func TestDockerArchiveSparseLayer(t *testing.T) {
 		{"layer.tar a PAX sparse member", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			file := sparseDockerArchive(t, 64<<30, tc.pax)
+			file, err := testenv.SparseDockerArchive(t.TempDir(), 64<<30, tc.pax)
+			must(t, err)
 			ref, err := images.ParseRef("docker-archive:" + file)
 			must(t, err)
 			done := make(chan error, 1)

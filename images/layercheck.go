@@ -8,8 +8,11 @@ import (
 )
 
 // LayerCheck judges one image's layers before Export, Convert or Import
-// writes or pushes any of it: an error refuses the image, and the verb
-// returns it wrapped, nothing written. gpuimg passes
+// commits any of it: an error refuses the image, and the verb returns it
+// wrapped, nothing written. Export and Convert run it on what they staged
+// (the layout or archive under a temporary name, the recompressed
+// layers), so a registry's blobs are read once; Import runs it before
+// pushing. gpuimg passes
 // validate.RefuseLinkEscapes (hard links whose target leaves the root,
 // names written through a symlink laid down earlier, in any layer), so
 // the three verbs refuse what validate's unsafe-paths check fails.

@@ -16,6 +16,10 @@
 // Debian (device code included, so the fatbin scanner works for real),
 // pushed to a local distribution registry.
 //
+// With -baseline OLD it times only validate, this binary's against OLD's
+// (a gpuimg built from an earlier commit) on the same image, alternating,
+// with wall and CPU time: how the secrets scan's cost was held to 10%.
+//
 // Run it with `make bench-validate` (root, Debian 12).
 package main
 
@@ -48,9 +52,10 @@ func main() {
 	layers := flag.Int("layers", 8, "layers of CUDA libraries (about 200 MB each uncompressed)")
 	runs := flag.Int("runs", 3, "runs of each tool")
 	gpuimg := flag.String("gpuimg", "bin/gpuimg", "gpuimg binary")
+	baseline := flag.String("baseline", "", "a gpuimg binary built from an earlier commit: time only validate, this binary's against the baseline's, alternating, on the same image")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *layers, *runs, *gpuimg)
+	err := run(ctx, *layers, *runs, *gpuimg, *baseline)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -60,7 +65,8 @@ func main() {
 
 type sample struct {
 	wall   time.Duration
-	maxRSS int64 // KiB
+	cpu    time.Duration // user + system, the command's and its children's
+	maxRSS int64         // KiB
 }
 
 // measure runs the command through testenv.Measure: this process has
@@ -84,10 +90,11 @@ func measure(ctx context.Context, dir, name string, args ...string) (sample, err
 	if err != nil {
 		return sample{}, err
 	}
-	return sample{wall: wall, maxRSS: rss >> 10}, nil
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() // wait4 counts the waited children
+	return sample{wall: wall, cpu: cpu, maxRSS: rss >> 10}, nil
 }
 
-func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
+func run(ctx context.Context, nLayers, runs int, gpuimg, baseline string) (err error) {
 	if err := testenv.EnsurePackages(ctx, "skopeo"); err != nil {
 		return err
 	}
@@ -138,6 +145,10 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 		uncompressed += n
 	}
 
+	fmt.Printf("image: %d layers, %.0f MB compressed, %.0f MB uncompressed\n", nLayers, float64(compressed)/1e6, float64(uncompressed)/1e6)
+	if baseline != "" {
+		return versus(ctx, dir, ref, runs, gpuimg, baseline)
+	}
 	key, err := writeKey(dir)
 	if err != nil {
 		return err
@@ -173,18 +184,9 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 		}
 		attached = append(attached, a)
 	}
-	med := func(s []sample) sample {
-		w := slices.Clone(s)
-		slices.SortFunc(w, func(a, b sample) int { return int(a.wall - b.wall) })
-		m := w[len(w)/2]
-		for _, x := range s {
-			m.maxRSS = max(m.maxRSS, x.maxRSS)
-		}
-		return m
-	}
+	med := median
 	sk, va, sb, sg, at := med(skopeo), med(validate), med(sbom), med(signed), med(attached)
-	fmt.Printf("image: %d layers, %.0f MB compressed, %.0f MB uncompressed; %d runs each (median wall, max RSS)\n",
-		nLayers, float64(compressed)/1e6, float64(uncompressed)/1e6, runs)
+	fmt.Printf("%d runs each (median wall, max RSS)\n", runs)
 	fmt.Printf("%-38s %8.2fs %8.0f MiB\n", "skopeo copy docker:// dir:", sk.wall.Seconds(), float64(sk.maxRSS)/1024)
 	fmt.Printf("%-38s %8.2fs %8.0f MiB\n", "gpuimg validate --gpu h100", va.wall.Seconds(), float64(va.maxRSS)/1024)
 	fmt.Printf("%-38s %8.2fs %8.0f MiB\n", "gpuimg sbom (validate + SBOM)", sb.wall.Seconds(), float64(sb.maxRSS)/1024)
@@ -195,6 +197,55 @@ func run(ctx context.Context, nLayers, runs int, gpuimg string) (err error) {
 	fmt.Printf("ratio sbom+sign/validate: time %.2fx (issue 26: under 1.10x), memory %.2fx\n", sg.wall.Seconds()/va.wall.Seconds(), float64(sg.maxRSS)/float64(va.maxRSS))
 	fmt.Printf("ratio validate --attach --key --sbom/validate: time %.2fx (issue 26: under 1.10x), memory %.2fx\n", at.wall.Seconds()/va.wall.Seconds(), float64(at.maxRSS)/float64(va.maxRSS))
 	return nil
+}
+
+// versus times `validate REF --gpu h100 -o json` of gpuimg and of
+// baseline, alternating which goes first in each run so that neither
+// always meets a warmer page cache or a quieter machine, and prints the
+// medians, their ratio and the median of the paired ratios.
+func versus(ctx context.Context, dir, ref string, runs int, gpuimg, baseline string) error {
+	var cur, base []sample
+	var paired, pairedCPU []float64
+	for i := range runs {
+		bins := []string{gpuimg, baseline}
+		if i%2 == 1 {
+			bins = []string{baseline, gpuimg}
+		}
+		got := map[string]sample{}
+		for _, bin := range bins {
+			s, err := measure(ctx, dir, bin, "validate", ref, "--gpu", "h100", "-o", "json")
+			if err != nil {
+				return err
+			}
+			got[bin] = s
+		}
+		cur, base = append(cur, got[gpuimg]), append(base, got[baseline])
+		paired = append(paired, got[gpuimg].wall.Seconds()/got[baseline].wall.Seconds())
+		pairedCPU = append(pairedCPU, got[gpuimg].cpu.Seconds()/got[baseline].cpu.Seconds())
+		fmt.Printf("run %d: gpuimg %.2fs (CPU %.2fs), baseline %.2fs (CPU %.2fs): %.3fx wall, %.3fx CPU\n", i+1,
+			got[gpuimg].wall.Seconds(), got[gpuimg].cpu.Seconds(), got[baseline].wall.Seconds(), got[baseline].cpu.Seconds(), paired[i], pairedCPU[i])
+	}
+	c, b := median(cur), median(base)
+	slices.Sort(paired)
+	slices.Sort(pairedCPU)
+	fmt.Printf("%-38s %8.2fs %8.0f MiB\n", "gpuimg validate --gpu h100", c.wall.Seconds(), float64(c.maxRSS)/1024)
+	fmt.Printf("%-38s %8.2fs %8.0f MiB\n", "baseline validate --gpu h100", b.wall.Seconds(), float64(b.maxRSS)/1024)
+	fmt.Printf("ratio gpuimg/baseline: time %.3fx (medians), %.3fx (median of paired runs), memory %.2fx\n",
+		c.wall.Seconds()/b.wall.Seconds(), paired[len(paired)/2], float64(c.maxRSS)/float64(b.maxRSS))
+	fmt.Printf("ratio gpuimg/baseline: CPU time %.3fx (median of paired runs; min %.3fx, max %.3fx)\n",
+		pairedCPU[len(pairedCPU)/2], pairedCPU[0], pairedCPU[len(pairedCPU)-1])
+	return nil
+}
+
+// median is the run of median wall time, with the largest max RSS of all.
+func median(s []sample) sample {
+	w := slices.Clone(s)
+	slices.SortFunc(w, func(a, b sample) int { return int(a.wall - b.wall) })
+	m := w[len(w)/2]
+	for _, x := range s {
+		m.maxRSS = max(m.maxRSS, x.maxRSS)
+	}
+	return m
 }
 
 // writeKey writes an ECDSA P-256 PEM private key for the signed run.

@@ -199,7 +199,7 @@ with gpuimg images export).`,
 			res, err := images.Copy(cmd.Context(), args[0], args[1:], opts...)
 			done()
 			if err != nil {
-				return &Error{Err: err, Code: ExitInvalid}
+				return invalid(err, serverErrorHint(err, opts))
 			}
 			return renderCopy(cmd.OutOrStdout(), output, res)
 		},
@@ -275,7 +275,7 @@ oci:DIR[:NAME], oci-archive:FILE, docker-archive:FILE or docker-daemon:REF.
 			res, err := verbs.Export(cmd.Context(), args[0], args[1], images.Format(format), append(opts, show)...)
 			done()
 			if err != nil {
-				return writeError(err)
+				return writeError(err, opts)
 			}
 			w := cmd.OutOrStdout()
 			return render(w, output, res, func() error {
@@ -589,7 +589,7 @@ fetches them before the container starts.`,
 			res, err := verbs.Convert(cmd.Context(), args[0], args[1], matrix.Compression(comp), append(opts, show)...)
 			done()
 			if err != nil {
-				return writeError(err)
+				return writeError(err, opts)
 			}
 			return render(cmd.OutOrStdout(), output, res, func() error {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "converted %s to %s (%s, %d layers): %s -> %s (%+.1f%%), %s\n", res.Source, res.Destination, res.Compression, res.Layers,
@@ -629,12 +629,13 @@ func readPrioritized(file, comp string) ([]string, error) {
 
 // writeError is the exit of export or convert: 1 when the image's
 // layers would escape the root when extracted (the answer is no, as for a
-// refused import), else 2.
-func writeError(err error) error {
+// refused import), else 2, with serverErrorHint's words for a registry
+// that answered 5xx to every try.
+func writeError(err error, reg []images.Option) error {
 	if errors.Is(err, validate.ErrUnsafePaths) {
 		return &Error{Err: err, Hint: "the image is unsafe to unpack; gpuimg validate names the entries under unsafe-paths", Code: ExitFailed}
 	}
-	return invalid(err, "")
+	return invalid(err, serverErrorHint(err, reg))
 }
 
 // promoteError is a refused promotion's exit (1) or another failure's.
