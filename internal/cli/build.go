@@ -331,12 +331,16 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
 	}
 	if o.DockerfileOnly {
+		files, err := builder.StandaloneContext(req, plan)
+		if err != nil {
+			return invalid(err, "")
+		}
 		if o.ContextOut != "" {
-			if err := builder.WriteContext(o.ContextOut, req, plan); err != nil {
+			if err := builder.WriteContext(o.ContextOut, files); err != nil {
 				return invalid(fmt.Errorf("--context-dir %s: %w", o.ContextOut, err), "")
 			}
 		}
-		_, err := io.WriteString(stdout, plan.Dockerfile)
+		_, err = stdout.Write(files["Dockerfile"])
 		return err
 	}
 	b, err := verbs.DialBuilder(ctx, set.Builder, o.local(req, o.Registry), o.clientOpts()...)
