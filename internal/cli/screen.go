@@ -45,7 +45,7 @@ func termWidth(w io.Writer, columns string) int {
 	if n, err := strconv.Atoi(columns); err == nil && n > 0 {
 		return n
 	}
-	if fd, ok := terminal(w); ok {
+	if fd, ok := isTerminal(w); ok {
 		if n, _, err := term.GetSize(fd); err == nil && n > 0 {
 			return n
 		}
@@ -53,16 +53,21 @@ func termWidth(w io.Writer, columns string) int {
 	return 0
 }
 
-// terminal returns w's file descriptor when w is a terminal, looking
-// through writers that wrap another (Unwrap), as Main's stdout does.
-func terminal(w io.Writer) (int, bool) {
+// isTerminal returns the file descriptor of v, a writer or a reader,
+// when it is a terminal, looking through writers and readers that wrap
+// another (Unwrap), as Main's stdout does. It is the one test of "is
+// this a terminal" in the CLI: tables and progress ask it of stdout and
+// stderr, the password prompts of stdin.
+func isTerminal(v any) (int, bool) {
 	for {
-		switch v := w.(type) {
+		switch f := v.(type) {
 		case *os.File:
-			fd := int(v.Fd()) //nolint:gosec // a descriptor fits an int
+			fd := int(f.Fd()) //nolint:gosec // a descriptor fits an int
 			return fd, term.IsTerminal(fd)
 		case interface{ Unwrap() io.Writer }:
-			w = v.Unwrap()
+			v = f.Unwrap()
+		case interface{ Unwrap() io.Reader }:
+			v = f.Unwrap()
 		default:
 			return 0, false
 		}
