@@ -128,7 +128,7 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
 			if set.Request.Stack, err = db.Resolve(c); err != nil {
 				return renderConflict(io.Discard, "table", err)
 			}
-			return runBuild(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), bo, set)
+			return runBuild(cmd.Context(), cmd.OutOrStdout(), chatter(cmd), bo, set)
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
@@ -146,7 +146,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 		// As publish reads ./publish.yaml, build reads ./gpuimg.yaml.
 		if _, err := os.Stat(defaultBuildFile); err == nil {
 			o.ConfigFile = defaultBuildFile
-			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: reading ./%s (-f FILE for another)\n", defaultBuildFile)
+			fmt.Fprintf(chatter(cmd), "gpuimg: reading ./%s (-f FILE for another)\n", defaultBuildFile)
 		}
 	}
 	if o.ConfigFile != "" {

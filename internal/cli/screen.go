@@ -26,6 +26,19 @@ func quiet(cmd *cobra.Command) bool {
 	return q
 }
 
+// chatter is where cmd writes what is neither its result nor an error
+// nor progress (internal/progress and BuildKit's display are quieted on
+// their own): notes such as "reading ./gpuimg.yaml", what was written or
+// attached, a probe's own stderr. It is stderr, and nothing under the
+// global --quiet. Every such line of the CLI goes through it;
+// TestQuietStderr runs the commands with -q and finds stderr empty.
+func chatter(cmd *cobra.Command) io.Writer {
+	if quiet(cmd) {
+		return io.Discard
+	}
+	return cmd.ErrOrStderr()
+}
+
 // screenWidth is the width cmd's tables fit, 0 for unlimited: unlimited
 // under --wide or -o wide, else $COLUMNS when it is a number, else the
 // width of the terminal stdout is, else (piped) unlimited.
