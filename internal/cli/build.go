@@ -70,7 +70,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 		"ask BuildKit for SLSA v1 provenance (mode=max), stored in the image index as an attestation manifest; --provenance=URI sets its builder id (default: gpuimg and the daemon). gpuimg sign signs it")
 	fl.NoOptDefVal = builder.ProvenanceAuto
 	fs.BoolVar(&o.NoChecks, "no-checks", false, "leave out the build's proof (every ELF file of the venv and CUDA finds its libraries, each framework imports), which runs inside the image; the image is the same")
-	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
+	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest, ending in the image's LABEL lines) and stop")
 	fs.StringVar(&o.ContextOut, "context-dir", "", "with --dockerfile-only: also write the Dockerfile and every file it mounts (plan.py, verify.py, proof.py, hostlibs.json, requirements) into DIR, for docker buildx build DIR")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
 	outputFlag(fs, &o.Output, "output-format", "text", "json")
