@@ -468,13 +468,58 @@ func ContextFiles(req Request, plan *Plan) (map[string][]byte, error) {
 	return files, nil
 }
 
-// WriteContext writes the generated build context (ContextFiles) into
-// dir, for docker buildx build or buildctl to build without gpuimg.
-func WriteContext(dir string, req Request, plan *Plan) error {
+// StandaloneContext is the generated build context as it builds without
+// gpuimg (docker buildx build DIR, buildctl): ContextFiles, with the
+// Dockerfile ending in LABEL lines for the labels a gpuimg build sets as
+// frontend attributes (Plan.Labels and InputsLabel, the build's own
+// inputs digest unless the plan has one). The inputs digest is taken
+// over the plan's Dockerfile, without these lines, as a build takes it.
+func StandaloneContext(req Request, plan *Plan) (map[string][]byte, error) {
 	files, err := ContextFiles(req, plan)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	labels := maps.Clone(plan.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if labels[InputsLabel] == "" {
+		ctxDir := req.ContextDir
+		if ctxDir == "" {
+			ctxDir = "."
+		}
+		if labels[InputsLabel], err = (&run{req: req, plan: plan}).inputs(files, ctxDir); err != nil {
+			return nil, err
+		}
+	}
+	lines, err := LabelLines(labels)
+	if err != nil {
+		return nil, err
+	}
+	files["Dockerfile"] = []byte(plan.Dockerfile + "\n# The labels gpuimg build sets, for a build without gpuimg.\n" + lines)
+	return files, nil
+}
+
+// LabelLines are labels as Dockerfile LABEL instructions, one a line,
+// sorted by key, each value double-quoted with '\', '"' and '$' escaped
+// (LABEL expands variables). A value with a line break has no LABEL line
+// and is an error.
+func LabelLines(labels map[string]string) (string, error) {
+	var b strings.Builder
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`)
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		v := labels[k]
+		if strings.ContainsAny(k+v, "\r\n") || strings.ContainsAny(k, " \t=\"") {
+			return "", fmt.Errorf("label %q cannot be a LABEL line (a line break, or a key with space, '=' or '\"')", k)
+		}
+		fmt.Fprintf(&b, "LABEL %s=\"%s\"\n", k, esc.Replace(v))
+	}
+	return b.String(), nil
+}
+
+// WriteContext writes build context files (StandaloneContext's) into
+// dir, for docker buildx build or buildctl to build without gpuimg.
+func WriteContext(dir string, files map[string][]byte) error {
 	for name, data := range files {
 		if err := writeContextFile(dir, name, data); err != nil {
 			return err

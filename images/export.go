@@ -95,7 +95,11 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 			_ = os.RemoveAll(dir)
 			defer os.RemoveAll(dir)
 		}
-		if err := writeLayout(dir, es.refName, es.index, es.image); err != nil {
+		idx, img, err := es.counted(opt)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeLayout(dir, es.refName, idx, img); err != nil {
 			return nil, fmt.Errorf("export %s to %s: %w", src, dest, err)
 		}
 		want, err := v1.NewHash(es.digest)
@@ -127,6 +131,9 @@ func Export(ctx context.Context, src, dest string, format Format, opts ...Option
 			if ref, err = name.NewDigest("gpuimg.invalid/export@" + d.String()); err != nil {
 				return nil, err
 			}
+		}
+		if es.index != nil || es.r.Transport == Registry { // not counted by OpenSource
+			img = withReadProgress(img, opt.progress)
 		}
 		if err := tarball.MultiRefWriteToFile(tmp, map[name.Reference]v1.Image{ref: img}); err != nil {
 			return nil, fmt.Errorf("write %s: %w", dest, err)
@@ -213,6 +220,23 @@ func openExportSource(ctx context.Context, opt *options, src string, opts []Opti
 		return nil, explain("read", ref, err)
 	}
 	return es, nil
+}
+
+// counted is what an OCI export writes, its layer reads counted in
+// opt's progress: the whole index (every platform's layers), or the one
+// image (a local source's is counted by OpenSource already).
+func (es *exportSource) counted(opt *options) (v1.ImageIndex, v1.Image, error) {
+	switch {
+	case es.index != nil:
+		idx, err := withIndexReadProgress(es.index, opt.progress)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", es.name, err)
+		}
+		return idx, nil, nil
+	case es.r.Transport == Registry:
+		return nil, withReadProgress(es.image, opt.progress), nil
+	}
+	return nil, es.image, nil
 }
 
 // platformImage is the image docker-archive writes: an index's image for

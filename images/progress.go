@@ -170,3 +170,84 @@ func (r *countingReader) Read(p []byte) (int, error) {
 }
 
 func (r *countingReader) Close() error { return r.rc.Close() }
+
+// withIndexReadProgress wraps idx when s is set: the layers of every
+// image below it (each platform's, attestation manifests' too, nested
+// indexes walked) count in one meter whose totals are their compressed
+// sizes, each distinct layer once, so an export of a whole index shows
+// every platform's layers.
+func withIndexReadProgress(idx v1.ImageIndex, s *progressSink) (v1.ImageIndex, error) {
+	if s == nil {
+		return idx, nil
+	}
+	m := &readMeter{sink: s}
+	if err := indexTotals(idx, m, map[v1.Hash]bool{}); err != nil {
+		return nil, err
+	}
+	return progressIndex{index: idx, m: m}, nil
+}
+
+// indexTotals adds the layers of idx's images, each digest once, to m's
+// totals.
+func indexTotals(idx v1.ImageIndex, m *readMeter, seen map[v1.Hash]bool) error {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	for _, d := range im.Manifests {
+		switch {
+		case d.MediaType.IsIndex():
+			child, err := idx.ImageIndex(d.Digest)
+			if err != nil {
+				return err
+			}
+			if err := indexTotals(child, m, seen); err != nil {
+				return err
+			}
+		case d.MediaType.IsImage():
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return err
+			}
+			mf, err := img.Manifest()
+			if err != nil {
+				return err
+			}
+			for _, l := range mf.Layers {
+				if !seen[l.Digest] {
+					seen[l.Digest] = true
+					m.p.Layers++
+					m.p.Total += l.Size
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// progressIndex hands out its images (and nested indexes) with their
+// layer reads counted in one meter.
+type progressIndex struct {
+	index
+	m *readMeter
+}
+
+// index is v1.ImageIndex under a name progressIndex can embed beside its
+// own ImageIndex method.
+type index = v1.ImageIndex
+
+func (i progressIndex) Image(h v1.Hash) (v1.Image, error) {
+	img, err := i.index.Image(h)
+	if err != nil {
+		return nil, err
+	}
+	return progressImage{Image: img, m: i.m}, nil
+}
+
+func (i progressIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	idx, err := i.index.ImageIndex(h)
+	if err != nil {
+		return nil, err
+	}
+	return progressIndex{index: idx, m: i.m}, nil
+}

@@ -599,3 +599,36 @@ func TestProgressReportsReads(t *testing.T) {
 		t.Errorf("after a copy: %+v", last)
 	}
 }
+
+// TestExportProgressCountsEveryPlatform: an export reports its layer
+// reads; of a whole index (the OCI formats) every platform's layers
+// count, each distinct layer once, and all are done at the end; a
+// docker-archive counts the one platform it writes; a single image its
+// own layers.
+func TestExportProgressCountsEveryPlatform(t *testing.T) {
+	reg := newRegistry(t, nil)
+	idx, err := random.Index(2048, 3, 2) // 2 images of 3 layers
+	must(t, err)
+	push(t, reg+"/ml/multi:1", idx)
+	img, err := random.Image(2048, 4)
+	must(t, err)
+	push(t, reg+"/ml/single:1", img)
+	for _, tt := range []struct {
+		src    string
+		format images.Format
+		layers int
+	}{
+		{reg + "/ml/multi:1", images.FormatOCIArchive, 6},
+		{reg + "/ml/multi:1", images.FormatOCI, 6},
+		{reg + "/ml/single:1", images.FormatOCIArchive, 4},
+		{reg + "/ml/single:1", images.FormatDockerArchive, 4},
+	} {
+		var last images.Progress
+		dest := filepath.Join(t.TempDir(), "out")
+		_, err := images.Export(t.Context(), tt.src, dest, tt.format, images.WithProgress(func(p images.Progress) { last = p }))
+		must(t, err)
+		if last.Layers != tt.layers || last.LayersDone != tt.layers || last.Total == 0 || last.Bytes != last.Total {
+			t.Errorf("export %s as %s: last progress %+v, want %d layers, all read", tt.src, tt.format, last, tt.layers)
+		}
+	}
+}

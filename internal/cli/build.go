@@ -70,7 +70,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 		"ask BuildKit for SLSA v1 provenance (mode=max), stored in the image index as an attestation manifest; --provenance=URI sets its builder id (default: gpuimg and the daemon). gpuimg sign signs it")
 	fl.NoOptDefVal = builder.ProvenanceAuto
 	fs.BoolVar(&o.NoChecks, "no-checks", false, "leave out the build's proof (every ELF file of the venv and CUDA finds its libraries, each framework imports), which runs inside the image; the image is the same")
-	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest) and stop")
+	fs.BoolVar(&o.DockerfileOnly, "dockerfile-only", false, "print the generated Dockerfile (base pinned by digest, ending in the image's LABEL lines) and stop")
 	fs.StringVar(&o.ContextOut, "context-dir", "", "with --dockerfile-only: also write the Dockerfile and every file it mounts (plan.py, verify.py, proof.py, hostlibs.json, requirements) into DIR, for docker buildx build DIR")
 	fs.StringVar(&o.SourceDateEpoch, "source-date-epoch", "", "timestamp for reproducible output (default $SOURCE_DATE_EPOCH, else the base image's creation time)")
 	outputFlag(fs, &o.Output, "output-format", "text", "json")
@@ -128,7 +128,7 @@ runc needed) and reuses it; "gpuimg builder stop" stops it.`,
 			if set.Request.Stack, err = db.Resolve(c); err != nil {
 				return renderConflict(io.Discard, "table", err)
 			}
-			return runBuild(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), bo, set)
+			return runBuild(cmd.Context(), cmd.OutOrStdout(), chatter(cmd), bo, set)
 		},
 	}
 	so.AddFlags(cmd.Flags(), true)
@@ -146,7 +146,7 @@ func (o *BuildOptions) merge(cmd *cobra.Command, so *StackOptions, mo *MatrixOpt
 		// As publish reads ./publish.yaml, build reads ./gpuimg.yaml.
 		if _, err := os.Stat(defaultBuildFile); err == nil {
 			o.ConfigFile = defaultBuildFile
-			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: reading ./%s (-f FILE for another)\n", defaultBuildFile)
+			fmt.Fprintf(chatter(cmd), "gpuimg: reading ./%s (-f FILE for another)\n", defaultBuildFile)
 		}
 	}
 	if o.ConfigFile != "" {
@@ -331,12 +331,16 @@ func runBuild(ctx context.Context, stdout, stderr io.Writer, o *BuildOptions, se
 		return invalid(err, "check the base image's registry (or --registry-mirror) is reachable")
 	}
 	if o.DockerfileOnly {
+		files, err := builder.StandaloneContext(req, plan)
+		if err != nil {
+			return invalid(err, "")
+		}
 		if o.ContextOut != "" {
-			if err := builder.WriteContext(o.ContextOut, req, plan); err != nil {
+			if err := builder.WriteContext(o.ContextOut, files); err != nil {
 				return invalid(fmt.Errorf("--context-dir %s: %w", o.ContextOut, err), "")
 			}
 		}
-		_, err := io.WriteString(stdout, plan.Dockerfile)
+		_, err = stdout.Write(files["Dockerfile"])
 		return err
 	}
 	b, err := verbs.DialBuilder(ctx, set.Builder, o.local(req, o.Registry), o.clientOpts()...)

@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuimg/gpuimg/internal/atomicfile"
 	"github.com/gpuimg/gpuimg/internal/publish"
 )
 
 func newExpandCmd(mo *MatrixOptions) *cobra.Command {
-	var file, output string
+	var file, output, contextDir string
 	cmd := &cobra.Command{
 		Use:   "expand -f publish.yaml",
 		Short: "List the images a publish file stands for, without building anything",
@@ -27,7 +32,12 @@ pinned base image digest and the copied files.
 
 Outputs: text (or table); json (the plan); github (a strategy.matrix for
 fromJSON, on one line, at most 256 jobs); bake (a Docker Bake file for
-docker buildx bake -f).`,
+docker buildx bake -f).
+
+With -o bake, --context-dir DIR also writes each target's build context
+into DIR/TARGET (the Dockerfile, ending in the image's LABEL lines, and
+every file it mounts) and the Bake file, pointing at them, into
+DIR/docker-bake.json: docker buildx bake builds it in DIR without gpuimg.`,
 		Example: `  gpuimg matrix expand -f publish.yaml
   gpuimg matrix expand -f publish.yaml -o json | jq -r '.variants[].tag'
 
@@ -36,11 +46,18 @@ docker buildx bake -f).`,
 
   # Docker Bake
   gpuimg matrix expand -f publish.yaml -o bake > bake.json
-  docker buildx bake -f bake.json --print`,
+  docker buildx bake -f bake.json --print
+
+  # A Bake file with every build context, to build without gpuimg
+  gpuimg matrix expand -f publish.yaml -o bake --context-dir ctx
+  cd ctx && docker buildx bake -f docker-bake.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(cmd.Flags()); err != nil {
 				return err
+			}
+			if contextDir != "" && output != "bake" {
+				return invalid(errors.New("--context-dir writes the build contexts of a Bake file"), "add -o bake")
 			}
 			f, err := publish.LoadFile(file)
 			if err != nil {
@@ -54,12 +71,42 @@ docker buildx bake -f).`,
 			if err != nil {
 				return invalid(err, "fix the publish file (format: docs/publish.md)")
 			}
+			if contextDir != "" {
+				return writeBakeContexts(cmd.OutOrStdout(), contextDir, plan, f)
+			}
 			return renderPlan(cmd.OutOrStdout(), output, plan, f)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "publish.yaml", "publish file (docs/publish.md)")
+	cmd.Flags().StringVar(&contextDir, "context-dir", "", "with -o bake: also write each target's build context into DIR/TARGET and the Bake file into DIR/docker-bake.json, for docker buildx bake in DIR")
 	outputFlag(cmd.Flags(), &output, "output", "text", "json", "github", "bake")
 	return cmd
+}
+
+// BakeFileName is the Bake file matrix expand --context-dir writes in
+// its directory.
+const BakeFileName = "docker-bake.json"
+
+// writeBakeContexts writes the build context of each of plan's bake
+// targets and the Bake file pointing at them into dir, and prints the
+// Bake file on w. The Bake file is written last, once every context is.
+func writeBakeContexts(w io.Writer, dir string, plan *publish.Plan, f *publish.File) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return invalid(fmt.Errorf("--context-dir: %w", err), "")
+	}
+	b, err := publish.BakeContexts(plan, f, publish.ExpandOptions{}, dir, ".")
+	if err != nil {
+		return invalid(fmt.Errorf("--context-dir %s: %w", dir, err), "")
+	}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, b); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, BakeFileName), buf.Bytes()); err != nil {
+		return invalid(fmt.Errorf("--context-dir %s: %w", dir, err), "")
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
 }
 
 func renderPlan(w io.Writer, output string, plan *publish.Plan, f *publish.File) error {

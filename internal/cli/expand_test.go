@@ -180,3 +180,69 @@ promote: {tags: [latest]}
 		t.Errorf("expand with gpu h1000: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestMatrixExpandBakeContextDir: -o bake --context-dir DIR writes
+// DIR/docker-bake.json (the Bake file printed) and, for each target,
+// DIR/TARGET with its Dockerfile (ending in the target's labels as LABEL
+// lines) and every file it mounts; the target points at them in place of
+// dockerfile-inline, and its requirements come from the publish context.
+// --context-dir without -o bake is refused, writing nothing.
+func TestMatrixExpandBakeContextDir(t *testing.T) {
+	src, err := os.ReadFile(examplePublish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(proj, "requirements.txt"), []byte("einops==0.8.0\n"), 0o644))
+	pf := filepath.Join(proj, "publish.yaml")
+	withReq := strings.Replace(string(src), "  pip: [\"numpy==2.1.3\"]\n", "  pip: [\"numpy==2.1.3\"]\n  requirements: requirements.txt\n", 1)
+	must(t, os.WriteFile(pf, []byte(withReq), 0o644))
+	t.Chdir(proj)
+	dir := filepath.Join(t.TempDir(), "ctx")
+	out, errOut, code := run(t, "matrix", "expand", "-f", pf, "-o", "bake", "--context-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	written, err := os.ReadFile(filepath.Join(dir, BakeFileName))
+	must(t, err)
+	if string(written) != out {
+		t.Errorf("%s differs from the Bake file printed", BakeFileName)
+	}
+	var b publish.BakeFile
+	must(t, json.Unmarshal(written, &b))
+	if len(b.Target) != len(exampleVariants) {
+		t.Fatalf("%d targets, want %d", len(b.Target), len(exampleVariants))
+	}
+	for name, tg := range b.Target {
+		if tg.Context != name || tg.Dockerfile != "Dockerfile" || tg.DockerfileInline != "" {
+			t.Errorf("%s: context %q dockerfile %q inline %d bytes, want its own directory", name, tg.Context, tg.Dockerfile, len(tg.DockerfileInline))
+		}
+		df, err := os.ReadFile(filepath.Join(dir, name, "Dockerfile"))
+		must(t, err)
+		for _, k := range []string{publish.InputsLabel, matrix.StackLabel} {
+			if line := "LABEL " + k + "=\""; !strings.Contains(string(df), line) {
+				t.Errorf("%s: the Dockerfile has no %s…", name, line)
+			}
+		}
+		if !strings.Contains(string(df), `LABEL `+publish.InputsLabel+`="`+tg.Labels[publish.InputsLabel]+`"`) {
+			t.Errorf("%s: the Dockerfile's inputs label is not the target's %s", name, tg.Labels[publish.InputsLabel])
+		}
+		for _, f := range []string{"gpuimg/plan.py", "gpuimg/verify.py", "gpuimg/proof.py", "gpuimg/hostlibs.json"} {
+			if _, err := os.Stat(filepath.Join(dir, name, f)); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if req, err := os.ReadFile(filepath.Join(dir, name, "gpuimg/requirements.txt")); err != nil || string(req) != "einops==0.8.0\n" {
+			t.Errorf("%s: requirements %q (%v)", name, req, err)
+		}
+	}
+
+	other := filepath.Join(t.TempDir(), "ctx")
+	_, errOut, code = run(t, "matrix", "expand", "-f", pf, "--context-dir", other)
+	if code != ExitInvalid || !strings.Contains(errOut, "add -o bake") {
+		t.Errorf("--context-dir without -o bake: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("a refused --context-dir was created (%v)", err)
+	}
+}

@@ -516,7 +516,7 @@ func runPromote(cmd *cobra.Command, output string, req promoteRequest, opts []im
 		var d *verbs.Decision
 		d, err = verbs.PromoteRecorded(cmd.Context(), req.ref, req.to, req.policy, verbs.VSASpec{Signer: req.signer, Version: strings.Trim(buildVersion().Version, "()")}, opts...)
 		if d != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: recorded a %s verification summary of %s for %s as %s\n", d.VSA.VerificationResult, d.Digest, d.VSA.ResourceURI, d.Referrer)
+			fmt.Fprintf(chatter(cmd), "gpuimg: recorded a %s verification summary of %s for %s as %s\n", d.VSA.VerificationResult, d.Digest, d.VSA.ResourceURI, d.Referrer)
 			res.Message, res.Recorded = d.Message, d
 		}
 	} else {

@@ -68,13 +68,13 @@ func keyPassword(in io.Reader, prompt io.Writer) ([]byte, error) {
 	if p, ok := os.LookupEnv("COSIGN_PASSWORD"); ok {
 		return []byte(p), nil
 	}
-	f, ok := in.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	fd, ok := isTerminal(in)
+	if !ok {
 		return nil, invalid(errors.New("no password for the private key: COSIGN_PASSWORD is not set and stdin is not a terminal"), "set COSIGN_PASSWORD (empty for no password)")
 	}
 	read := func(what string) ([]byte, error) {
 		fmt.Fprint(prompt, what)
-		p, err := term.ReadPassword(int(f.Fd()))
+		p, err := term.ReadPassword(fd)
 		fmt.Fprintln(prompt)
 		if err != nil {
 			return nil, fmt.Errorf("read password: %w", err)

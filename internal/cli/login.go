@@ -104,12 +104,12 @@ func loginPassword(cmd *cobra.Command, flag string, fromStdin bool) (string, err
 		}
 		return p, nil
 	}
-	f, ok := cmd.InOrStdin().(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	fd, ok := isTerminal(cmd.InOrStdin())
+	if !ok {
 		return "", invalid(errors.New("login: no password: stdin is not a terminal"), "pass --password-stdin and pipe the password in")
 	}
 	fmt.Fprint(cmd.ErrOrStderr(), "Password: ")
-	b, err := term.ReadPassword(int(f.Fd()))
+	b, err := term.ReadPassword(fd)
 	fmt.Fprintln(cmd.ErrOrStderr())
 	if err != nil {
 		return "", invalid(fmt.Errorf("login: read the password: %w", err), "")

@@ -105,7 +105,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 				return err
 			}
 			res := gpuprobe.Probe(cmd.Context(), gpuprobe.Options{Bench: bench, Python: python, DB: db, MinEfficiency: me, Budget: budget,
-				RequireEnv: matrix.RuntimeEnviron(os.Environ()), Progress: gpurun.Progress(cmd.ErrOrStderr()), Sample: true, Host: host})
+				RequireEnv: matrix.RuntimeEnviron(os.Environ()), Progress: gpurun.Progress(chatter(cmd)), Sample: true, Host: host})
 			if judging {
 				gpuprobe.Accept(res, accept)
 			}
@@ -116,7 +116,7 @@ Exit status: 0 pass, 1 a check failed, 2 could not run, 3 no NVIDIA driver or GP
 				if err := writeBaseline(saveBaseline, res); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: baseline written to %s\n", saveBaseline)
+				fmt.Fprintf(chatter(cmd), "gpuimg: baseline written to %s\n", saveBaseline)
 			}
 			return probeExit(res.Verdict)
 		},

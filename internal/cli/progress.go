@@ -43,7 +43,7 @@ func newProgress(cmd *cobra.Command, label, mode string) (func(images.Progress),
 		m = progress.Quiet
 	}
 	w := cmd.ErrOrStderr()
-	_, tty := terminal(w)
+	_, tty := isTerminal(w)
 	d := progress.New(w, label, m, tty, nil)
 	return func(p images.Progress) { d.Update(progress.State(p)) }, d.Done, nil
 }

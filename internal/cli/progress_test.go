@@ -3,12 +3,19 @@ package cli
 import (
 	"bytes"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuimg/gpuimg/images"
@@ -90,4 +97,26 @@ func feed(t *testing.T, w io.Writer, mode string, q bool) {
 		fn(images.Progress{Bytes: int64(i) << 20, Total: 4 << 20, LayersDone: i, Layers: 4})
 	}
 	done()
+}
+
+// TestExportIndexProgressPlain: images export of a whole index in plain
+// mode ends with every platform's layers read (2 images of 3 layers:
+// layers 6/6), not one platform's or none.
+func TestExportIndexProgressPlain(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/ml/multi:1"
+	idx, err := random.Index(4096, 3, 2)
+	must(t, err)
+	r, err := name.ParseReference(ref)
+	must(t, err)
+	must(t, remote.WriteIndex(r, idx))
+	_, stderr, code := run(t, "images", "export", ref, filepath.Join(t.TempDir(), "multi.tar"), "--progress", "plain")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "(100%), layers 6/6") {
+		t.Errorf("the last progress line is %q, want every platform's 6 layers read:\n%s", last, stderr)
+	}
 }

@@ -127,12 +127,12 @@ func runPublish(cmd *cobra.Command, o *PublishOptions, mo *MatrixOptions) error 
 	}
 	rep, err := publish.Run(cmd.Context(), f, db, opts)
 	if errors.Is(err, publish.ErrNoBuilderReached) {
-		return o.unreached(cmd.OutOrStdout(), cmd.ErrOrStderr(), rep, since, err)
+		return o.unreached(cmd.OutOrStdout(), chatter(cmd), rep, since, err)
 	}
 	if err != nil {
 		return invalid(err, "fix the publish file or the flags (docs/publish.md)")
 	}
-	return o.render(cmd.OutOrStdout(), cmd.ErrOrStderr(), rep, since)
+	return o.render(cmd.OutOrStdout(), chatter(cmd), rep, since)
 }
 
 // unreached writes the report of a run that found no builder to reach

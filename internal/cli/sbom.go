@@ -96,9 +96,9 @@ docker-archive:FILE or docker-daemon:REF; --attach needs a registry image.`,
 			if err != nil {
 				return invalid(err, "")
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attached the %s SBOM to %s as %s\n", doc.Format, ref, d)
+			fmt.Fprintf(chatter(cmd), "gpuimg: attached the %s SBOM to %s as %s\n", doc.Format, ref, d)
 			for _, s := range att.Signed() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "gpuimg: attested it (%s), signed, to %s as %s\n", s.PredicateType, s.Digest, s.Referrer)
+				fmt.Fprintf(chatter(cmd), "gpuimg: attested it (%s), signed, to %s as %s\n", s.PredicateType, s.Digest, s.Referrer)
 			}
 			return nil
 		},

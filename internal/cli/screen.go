@@ -26,6 +26,19 @@ func quiet(cmd *cobra.Command) bool {
 	return q
 }
 
+// chatter is where cmd writes what is neither its result nor an error
+// nor progress (internal/progress and BuildKit's display are quieted on
+// their own): notes such as "reading ./gpuimg.yaml", what was written or
+// attached, a probe's own stderr. It is stderr, and nothing under the
+// global --quiet. Every such line of the CLI goes through it;
+// TestQuietStderr runs the commands with -q and finds stderr empty.
+func chatter(cmd *cobra.Command) io.Writer {
+	if quiet(cmd) {
+		return io.Discard
+	}
+	return cmd.ErrOrStderr()
+}
+
 // screenWidth is the width cmd's tables fit, 0 for unlimited: unlimited
 // under --wide or -o wide, else $COLUMNS when it is a number, else the
 // width of the terminal stdout is, else (piped) unlimited.
@@ -45,7 +58,7 @@ func termWidth(w io.Writer, columns string) int {
 	if n, err := strconv.Atoi(columns); err == nil && n > 0 {
 		return n
 	}
-	if fd, ok := terminal(w); ok {
+	if fd, ok := isTerminal(w); ok {
 		if n, _, err := term.GetSize(fd); err == nil && n > 0 {
 			return n
 		}
@@ -53,16 +66,21 @@ func termWidth(w io.Writer, columns string) int {
 	return 0
 }
 
-// terminal returns w's file descriptor when w is a terminal, looking
-// through writers that wrap another (Unwrap), as Main's stdout does.
-func terminal(w io.Writer) (int, bool) {
+// isTerminal returns the file descriptor of v, a writer or a reader,
+// when it is a terminal, looking through writers and readers that wrap
+// another (Unwrap), as Main's stdout does. It is the one test of "is
+// this a terminal" in the CLI: tables and progress ask it of stdout and
+// stderr, the password prompts of stdin.
+func isTerminal(v any) (int, bool) {
 	for {
-		switch v := w.(type) {
+		switch f := v.(type) {
 		case *os.File:
-			fd := int(v.Fd()) //nolint:gosec // a descriptor fits an int
+			fd := int(f.Fd()) //nolint:gosec // a descriptor fits an int
 			return fd, term.IsTerminal(fd)
 		case interface{ Unwrap() io.Writer }:
-			w = v.Unwrap()
+			v = f.Unwrap()
+		case interface{ Unwrap() io.Reader }:
+			v = f.Unwrap()
 		default:
 			return 0, false
 		}

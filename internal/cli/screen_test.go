@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func TestTablesFitAPseudoTerminal(t *testing.T) {
 			t.Fatalf("%q: exit %d", args, code)
 		}
 	}
-	if _, ok := terminal(redact.NewWriter(tty, []string{"pw"})); !ok {
+	if _, ok := isTerminal(redact.NewWriter(tty, []string{"pw"})); !ok {
 		t.Error("the password mask hides the terminal")
 	}
 	_ = tty.Close()
@@ -94,6 +95,46 @@ func TestTablesFitAPseudoTerminal(t *testing.T) {
 	for l := range strings.SplitSeq(strings.ReplaceAll(got, "\r", ""), "\n") {
 		if n := utf8.RuneCountInString(l); n > 80 {
 			t.Errorf("a line of %d runes on an 80-column terminal: %q", n, l)
+		}
+	}
+}
+
+// unwrapReader is a reader that wraps another, as a prompt's input may.
+type unwrapReader struct{ r io.Reader }
+
+func (u unwrapReader) Read(p []byte) (int, error) { return u.r.Read(p) }
+func (u unwrapReader) Unwrap() io.Reader          { return u.r }
+
+// TestIsTerminal: the one terminal test of the CLI (tables, progress and
+// the password prompts of login and keygen) finds a pseudo-terminal
+// given as a writer or a reader, bare or wrapped, and nothing else.
+func TestIsTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	defer pr.Close()
+	defer pw.Close()
+	for _, tt := range []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"the terminal", tty, true},
+		{"the terminal behind the password mask", redact.NewWriter(tty, []string{"pw"}), true},
+		{"the terminal behind a reader", unwrapReader{tty}, true},
+		{"a pipe's reading end", pr, false},
+		{"a pipe's writing end", pw, false},
+		{"a pipe behind a reader", unwrapReader{pr}, false},
+		{"a buffer", &strings.Builder{}, false},
+		{"a reader that wraps nothing", strings.NewReader(""), false},
+	} {
+		if _, got := isTerminal(tt.v); got != tt.want {
+			t.Errorf("%s: isTerminal %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

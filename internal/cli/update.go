@@ -199,7 +199,7 @@ docs/matrix-data.md, "Keeping the data fresh".`,
 			if err != nil {
 				return err
 			}
-			stderr := cmd.ErrOrStderr()
+			stderr := chatter(cmd)
 			opts = append(opts, upstream.WithProgress(func(s upstream.Source, msg string) { fmt.Fprintf(stderr, "%s: %s\n", s, msg) }))
 			ov, err := upstream.Update(cmd.Context(), db, opts...)
 			if err != nil {
@@ -221,7 +221,7 @@ func updateError(err error) error {
 }
 
 func renderUpdate(cmd *cobra.Command, o *UpdateOptions, ov *upstream.Overlay) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	stdout, stderr := cmd.OutOrStdout(), chatter(cmd)
 	for _, u := range ov.Unfilled {
 		fmt.Fprintf(stderr, "could not fill: %s\n", u)
 	}

@@ -386,7 +386,7 @@ func (o *ValidateOptions) gpuRun(cmd *cobra.Command, ref images.Ref, db *matrix.
 		Mode: gpurun.Mode(o.Run), Image: ref, ProbeBinary: o.ProbeBinary, ProbeImage: o.ProbeImage,
 		Bench: o.Bench, Budget: o.Budget, MinEfficiency: me, MatrixFiles: o.Matrix.Files, DB: db, PlainHTTP: plainHTTP,
 		Nodes: o.Nodes, Fabric: strings.Join(o.Fabrics, ","),
-		RequireEnv: matrix.RuntimeEnviron(os.Environ()), Stderr: cmd.ErrOrStderr(), Manifest: cmd.OutOrStdout(),
+		RequireEnv: matrix.RuntimeEnviron(os.Environ()), Stderr: chatter(cmd), Manifest: cmd.OutOrStdout(),
 		Digest: func(ctx context.Context) string {
 			img, err := images.Open(ctx, ref, reg...)
 			if err != nil {
@@ -461,7 +461,7 @@ func finishReport(cmd *cobra.Command, rep *validate.Report, ref images.Ref, outp
 			return invalid(fmt.Errorf("--attach needs a registry image, not %s", ref.Transport), "validate the pushed image")
 		}
 		got, err := verbs.AttachValidation(cmd.Context(), ref.Name, rep, on, verbs.AttachSpec{Signer: signer, SBOM: a.sbom, Registry: reg})
-		renderAttached(cmd.ErrOrStderr(), ref, rep, a.sbom, got)
+		renderAttached(chatter(cmd), ref, rep, a.sbom, got)
 		if err != nil {
 			return invalid(err, "")
 		}
