@@ -32,9 +32,15 @@ func TestTorchPinsRecorded(t *testing.T) {
 		{"2.5.1", "12.4", 12,
 			[]string{"nvidia-cuda-runtime-cu12==12.4.127", "nvidia-cudnn-cu12==9.1.0.70", "nvidia-nccl-cu12==2.21.5", "nvidia-nvjitlink-cu12==12.4.127"},
 			[]string{"nvidia-cusparselt-cu12", "nvidia-cufile-cu12"}, "==3.1.0"},
+		{"2.4.0", "12.1", 11,
+			[]string{"nvidia-cuda-runtime-cu12==12.1.105", "nvidia-cudnn-cu12==9.1.0.70", "nvidia-nccl-cu12==2.20.5"},
+			[]string{"nvidia-nvjitlink-cu12", "nvidia-cusparselt-cu12"}, "==3.0.0"},
 		{"2.4.1", "12.1", 11,
 			[]string{"nvidia-cuda-runtime-cu12==12.1.105", "nvidia-cudnn-cu12==9.1.0.70", "nvidia-nccl-cu12==2.20.5", "nvidia-cusparse-cu12==12.1.0.106"},
 			[]string{"nvidia-nvjitlink-cu12", "nvidia-cusparselt-cu12"}, "==3.0.0"},
+		{"2.12.0", "13.0", 5,
+			[]string{"cuda-toolkit[cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]==13.0.2", "nvidia-cudnn-cu13==9.20.0.48", "nvidia-nccl-cu13==2.29.7"},
+			[]string{"nvidia-cublas", "cuda-bindings"}, "==3.7.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.torch+" cu"+tt.cuda, func(t *testing.T) {

@@ -65,26 +65,34 @@ func TestMatrixUpdatePyPIDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	var agree string
+	var none matrix.Torch
 	for _, r := range db.Torch {
+		flagged := false
 		for _, v := range r.Variants {
 			if v.PyPI && v.CUDA.Major() == 12 && agree == "" {
 				agree = r.Version.String() + " cu" + matrix.CUDATag(v.CUDA) + " " + v.CUDA.Trunc(2).String()
 			}
+			flagged = flagged || v.PyPI
+		}
+		if !flagged && none.Version.IsZero() && r.Variants[0].CUDA.Major() == 12 {
+			none = r
 		}
 	}
 	f := strings.Fields(agree)
-	if len(f) != 3 {
-		t.Fatal("the built-in data flags no CUDA 12 variant as PyPI's; the test needs one")
+	if len(f) != 3 || none.Version.IsZero() {
+		t.Fatal("the built-in data needs a release flagging a CUDA 12 variant as PyPI's and one flagging none (first variant CUDA 12)")
 	}
 	av, atag, acuda := f[0], f[1], f[2]
+	nv, ncuda := none.Version.String(), none.Variants[0].CUDA.Trunc(2)
+	ntag := "cu" + matrix.CUDATag(ncuda)
 	url := pypiTorchPage(t, map[string][]string{
-		"2.4.0": {`nvidia-cuda-runtime-cu12==12.1.105; platform_system == "Linux" and platform_machine == "x86_64"`},
-		av:      {`nvidia-cuda-runtime-cu12==` + acuda + `.1; platform_system == "Linux"`},
+		nv: {`nvidia-cuda-runtime-cu12==` + ncuda.String() + `.105; platform_system == "Linux" and platform_machine == "x86_64"`},
+		av: {`nvidia-cuda-runtime-cu12==` + acuda + `.1; platform_system == "Linux"`},
 	})
 	base := []string{"matrix", "update", "--only", "torch-pypi", "--pypi-url", url}
 	out, errOut, code := run(t, append(base, "--check")...)
-	if code != 1 || !strings.Contains(out, "torch-pypi: torch 2.4.0: PyPI serves cu121") || strings.Contains(out, "torch "+av+":") {
-		t.Fatalf("--check: exit %d, out %q, err %q; want exit 1 listing torch 2.4.0 only (%s agrees on %s)", code, out, errOut, av, atag)
+	if code != 1 || !strings.Contains(out, "torch-pypi: torch "+nv+": PyPI serves "+ntag) || strings.Contains(out, "torch "+av+":") {
+		t.Fatalf("--check: exit %d, out %q, err %q; want exit 1 listing torch %s only (%s agrees on %s)", code, out, errOut, nv, av, atag)
 	}
 	file := filepath.Join(t.TempDir(), "o.yaml")
 	if _, errOut, code := run(t, append(base, "--file", file)...); code != 0 {
@@ -94,7 +102,7 @@ func TestMatrixUpdatePyPIDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "pypi: true") || !strings.Contains(string(b), "nvidia-cuda-runtime-cu12==12.1.105") {
+	if !strings.Contains(string(b), "pypi: true") || !strings.Contains(string(b), "nvidia-cuda-runtime-cu12=="+ncuda.String()+".105") {
 		t.Fatalf("overlay lacks the flag or its note:\n%s", b)
 	}
 	out, errOut, code = run(t, "matrix", "list", "torch", "--matrix-file", file)
@@ -106,12 +114,12 @@ func TestMatrixUpdatePyPIDefault(t *testing.T) {
 		if l != "" && l[0] != ' ' {
 			release = strings.Fields(l)[0]
 		}
-		if release == "2.4.0" && strings.Contains(l, " cu121 ") {
+		if release == nv && strings.Contains(l, " "+ntag+" ") {
 			if !strings.Contains(l, " default ") {
-				t.Errorf("matrix list torch does not mark 2.4.0 cu121 as PyPI's default: %q", l)
+				t.Errorf("matrix list torch does not mark %s %s as PyPI's default: %q", nv, ntag, l)
 			}
 			return
 		}
 	}
-	t.Errorf("no 2.4.0 cu121 line in:\n%s", out)
+	t.Errorf("no %s %s line in:\n%s", nv, ntag, out)
 }

@@ -37,14 +37,25 @@ func TestUpdateReadsPyPIDefault(t *testing.T) {
 		}
 		return ""
 	}
-	for _, v := range []string{"2.8.0", "2.10.0", "2.9.0", "2.4.0", "2.3.1"} {
+	// A release that flags no variant: its newest variant is flagged afresh.
+	var none matrix.Torch
+	for _, r := range db.Torch {
+		if flagged(r) == "" && none.Version.IsZero() {
+			none = r
+		}
+	}
+	if none.Version.IsZero() {
+		t.Fatal("every built-in torch row flags PyPI's variant; the test needs one that does not")
+	}
+	noneCUDA := none.Variants[len(none.Variants)-1].CUDA.Trunc(2)
+	noneTag := "cu" + matrix.CUDATag(noneCUDA)
+	for _, v := range []string{"2.8.0", "2.10.0", "2.9.0", "2.3.1"} {
 		if _, ok := byVersion[v]; !ok {
 			t.Fatalf("built-in data has no torch %s row; the test needs one", v)
 		}
 	}
-	if flagged(byVersion["2.8.0"]) != "cu128" || flagged(byVersion["2.10.0"]) != "cu128" || flagged(byVersion["2.4.0"]) != "" {
-		t.Fatalf("the test assumes 2.8.0 and 2.10.0 flag cu128 and 2.4.0 flags none; they flag %q, %q, %q",
-			flagged(byVersion["2.8.0"]), flagged(byVersion["2.10.0"]), flagged(byVersion["2.4.0"]))
+	if flagged(byVersion["2.8.0"]) != "cu128" || flagged(byVersion["2.10.0"]) != "cu128" {
+		t.Fatalf("the test assumes 2.8.0 and 2.10.0 flag cu128; they flag %q, %q", flagged(byVersion["2.8.0"]), flagged(byVersion["2.10.0"]))
 	}
 	tests := []struct {
 		name, version string
@@ -55,7 +66,7 @@ func TestUpdateReadsPyPIDefault(t *testing.T) {
 	}{
 		{"agrees: no row", "2.8.0", []string{`nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux" and platform_machine == "x86_64"`}, "", "", ""},
 		{"CUDA 13 components move the flag", "2.10.0", []string{`nvidia-cuda-runtime~=13.0.48; platform_system == "Linux"`, `nvidia-cudnn-cu13==9.15.1.9; platform_system == "Linux"`}, "cu130", "PyPI serves cu130, the matrix said cu128", ""},
-		{"cuda-toolkit flags a row that had none", "2.4.0", []string{`cuda-toolkit[cublas,cudart]==12.1.0; platform_system == "Linux"`}, "cu121", "PyPI serves cu121", ""},
+		{"cuda-toolkit flags a row that had none", none.Version.String(), []string{`cuda-toolkit[cublas,cudart]==` + noneCUDA.String() + `.0; platform_system == "Linux"`}, noneTag, "PyPI serves " + noneTag, ""},
 		{"a marker for another machine is not the x86_64 wheel's", "2.9.0", []string{`nvidia-cuda-runtime-cu12==12.6.77; platform_machine == "aarch64"`}, "", "", "requires no CUDA runtime wheel"},
 		{"a CUDA the row lacks", "2.3.1", []string{`nvidia-cuda-runtime-cu12==12.9.79; platform_system == "Linux"`}, "", "", "no cu129 variant"},
 	}
