@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -140,7 +141,32 @@ type Library struct {
 	Version   Version    `yaml:"version" json:"version"`
 	CUDA      Constraint `yaml:"cuda" json:"cuda"`
 	MinDriver Version    `yaml:"min_driver" json:"min_driver"`
-	Row       `yaml:",inline"`
+	// Gencode is the device code a build of the release compiles for,
+	// per CUDA release it is built with, where a source states it (for
+	// NCCL: the default NVCC_GENCODE of makefiles/common.mk at the
+	// release tag, which is what a source build gets; NVIDIA's own
+	// binaries were not inspected).
+	Gencode []Gencode `yaml:"gencode" json:"gencode,omitempty"`
+	Row     `yaml:",inline"`
+}
+
+// Gencode is the architectures one CUDA build compiles device code for:
+// SASS (cubins) and PTX, as sm_XY.
+type Gencode struct {
+	CUDA Version  `yaml:"cuda" json:"cuda"`
+	SASS []string `yaml:"sass" json:"sass"`
+	PTX  []string `yaml:"ptx" json:"ptx,omitempty"`
+}
+
+// String is the gencode as a table cell, every architecture named (a
+// range would hide the gaps: NCCL's CUDA 12.9 build has no sm_75):
+// "12.9: sm_60,sm_61,sm_70,sm_80,sm_90,sm_100,sm_120 +PTX sm_120".
+func (g Gencode) String() string {
+	s := g.CUDA.String() + ": " + strings.Join(g.SASS, ",")
+	if len(g.PTX) > 0 {
+		s += " +PTX " + strings.Join(g.PTX, ",")
+	}
+	return s
 }
 
 // OS is an operating system NVIDIA publishes CUDA images for.

@@ -330,6 +330,16 @@ func (db *DB) validate() []error {
 			if l.Version.IsZero() || l.CUDA.IsZero() {
 				bad(l.At, "%s rows need version and cuda", libs.name)
 			}
+			for _, g := range l.Gencode {
+				if !l.CUDA.Check(g.CUDA) {
+					bad(l.At, "%s %s: gencode for CUDA %s, which its cuda %q does not include", libs.name, l.Version, g.CUDA, l.CUDA)
+				}
+				for _, a := range slices.Concat(g.SASS, g.PTX) {
+					if !archRE.MatchString(a) {
+						bad(l.At, "%s %s: gencode architecture %q must look like sm_90", libs.name, l.Version, a)
+					}
+				}
+			}
 		}
 	}
 	osNames := map[string]bool{}

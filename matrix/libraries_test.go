@@ -2,6 +2,9 @@ package matrix
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +72,65 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 				t.Errorf("cuDNN %s (cuda %q) on CUDA %s: %v, want %v", v, r.CUDA, cuda, got, want)
 			}
 		}
+	}
+}
+
+// TestNCCLGencode: the NCCL rows carry what makefiles/common.mk at the
+// release tag compiles for, per CUDA build, and KernelCoverage judges it:
+// 2.30.7's CUDA 12.9 build has Pascal to Blackwell SASS (sm_100 runs on a
+// B300, sm_120 on GB10) and its CUDA 13.3 build drops everything before
+// sm_75. A gencode for a CUDA the row does not list, or an architecture
+// that is not sm_XY, fails the load.
+func TestNCCLGencode(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := map[string]Gencode{}
+	for _, r := range db.NCCL {
+		for _, g := range r.Gencode {
+			gen[r.Version.String()+"/"+g.CUDA.String()] = g
+		}
+	}
+	for _, tt := range []struct {
+		build, gpu string
+		want       Coverage
+	}{
+		{"2.30.7/12.9", "sm_103", Native},
+		{"2.30.7/12.9", "sm_121", Native},
+		{"2.30.7/12.9", "sm_60", Native},
+		{"2.30.7/12.9", "sm_110", NoKernels}, // sm_100 SASS is not 11.x, sm_120 PTX does not JIT down to 11.0
+		{"2.30.7/13.3", "sm_70", NoKernels},
+		{"2.30.7/13.3", "sm_110", Native},
+		{"2.27.3/12.4", "sm_100", ViaPTX}, // sm_90 PTX only
+		{"2.18.1/11.0", "sm_90", ViaPTX},
+		{"2.28.9/13", "sm_89", Native},
+	} {
+		g, ok := gen[tt.build]
+		if !ok {
+			t.Errorf("NCCL %s: no gencode", tt.build)
+			continue
+		}
+		if got := KernelCoverage(tt.gpu, g.SASS, g.PTX); got != tt.want {
+			t.Errorf("NCCL %s (%s) on %s: %v, want %v", tt.build, g, tt.gpu, got, tt.want)
+		}
+	}
+
+	const head = "sources: [{id: ours, url: https://example.com/nccl}]\nnccl:\n"
+	for _, tt := range []struct{ name, row, err string }{
+		{"ok", `  - {version: "2.99.1", cuda: "12.9", gencode: [{cuda: "12.9", sass: [sm_90], ptx: [sm_90]}], source: ours}`, ""},
+		{"cuda not listed", `  - {version: "2.99.1", cuda: "12.9", gencode: [{cuda: "12.4", sass: [sm_90]}], source: ours}`, "gencode for CUDA 12.4"},
+		{"not an arch", `  - {version: "2.99.1", cuda: "12.9", gencode: [{cuda: "12.9", sass: [compute_90]}], source: ours}`, `"compute_90" must look like sm_90`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "m.yaml")
+			if err := os.WriteFile(p, []byte(head+tt.row+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(p)
+			if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+				t.Errorf("Load: %v, want error containing %q", err, tt.err)
+			}
+		})
 	}
 }

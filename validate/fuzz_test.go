@@ -50,7 +50,7 @@ func bounded(t *testing.T, n int, f func()) {
 func FuzzScanFatbin(f *testing.F) {
 	f.Add(container([][3]int{{kindELF, 80}, {kindPTX, 90}, {kindELFAlt, 100, archSpecificFlag}}), uint16(40))
 	f.Add(append(bytes.Repeat([]byte("noise 12"), 4), container([][3]int{{kindELF, 86}})...), uint16(100))
-	f.Add(ptxEntry(100, 0x11, ptxText("sm_100f")), uint16(200)) // cut inside .target sm_100f
+	f.Add(ptxEntry(100, 0x11, ptxText("sm_100f")), uint16(261)) // cut inside .target sm_100f, just before the f
 	f.Fuzz(func(t *testing.T, b []byte, cut uint16) {
 		var whole Kernels
 		var err error

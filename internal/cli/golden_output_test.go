@@ -85,6 +85,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"list-cuda-json", []string{"matrix", "list", "cuda", "-o", "json"}},
 		{"list-torch", []string{"matrix", "list", "torch"}},
 		{"list-gpus", []string{"matrix", "list", "gpus"}},
+		{"list-nccl", []string{"matrix", "list", "nccl"}},
 		{"list-targets", []string{"matrix", "list", "targets"}},
 		{"list-targets-json", []string{"matrix", "list", "targets", "-o", "json"}},
 		{"list-os", []string{"matrix", "list", "os"}},

@@ -117,9 +117,13 @@ func renderList(w io.Writer, output, kind string, db *matrix.DB, width int) erro
 			libs = db.NCCL
 		}
 		rows = libs
-		t.row(strings.ToUpper(kind), "CUDA", "MIN DRIVER", "SOURCE")
+		t.row(strings.ToUpper(kind), "CUDA", "MIN DRIVER", "GENCODE", "SOURCE")
 		for _, l := range libs {
-			t.row(l.Version.String(), l.CUDA.String(), vs(l.MinDriver), l.Source)
+			gen := make([]string, len(l.Gencode))
+			for i, g := range l.Gencode {
+				gen[i] = g.String()
+			}
+			t.row(l.Version.String(), l.CUDA.String(), vs(l.MinDriver), orDash(strings.Join(gen, "; ")), l.Source)
 		}
 	case "torch":
 		rows = db.Torch
