@@ -75,9 +75,12 @@ type Options struct {
 	// Driver and GPUs are the host's (NVML), when known.
 	Driver string
 	GPUs   []string
-	// Copy are SRC:DST pairs carried into the build as a layer; the
-	// caller has run the secrets check on them (CheckCopy).
+	// Copy are the spec's copy: entries (SRC:DST, SRC in the build
+	// context), which Stage made after CheckCopy passed; Copied are the
+	// environment's paths they carry, so no longer listed as
+	// unreproducible.
 	Copy   []string
+	Copied []string
 	Limits validate.Limits
 }
 
@@ -102,7 +105,7 @@ func Capture(ctx context.Context, img v1.Image, opt Options) (*Result, error) {
 	}
 	s.Pip, s.Capture.Unreproducible = pipPins(f, stack)
 	s.Apt = manualApt(f)
-	s.Capture.Unreproducible = append(s.Capture.Unreproducible, others(f)...)
+	s.Capture.Unreproducible = append(s.Capture.Unreproducible, others(f, opt.Copied)...)
 	return &Result{Spec: s, Facts: f}, nil
 }
 
