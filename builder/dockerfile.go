@@ -314,7 +314,7 @@ func newGen(d Definition) (*gen, error) {
 		return nil, err
 	}
 	if len(d.Extras.Dnf) > 0 && k.family != "dnf" {
-		return nil, fmt.Errorf("%w (%s), and the stack's OS %s installs with apt: set os: to rockylinux9, rockylinux8, ubi9 or ubi8 (gpuimg matrix list), or list the packages' Debian/Ubuntu names under apt:", ErrDnfNeedsRPMBase, strings.Join(d.Extras.Dnf, ", "), d.Stack.OS)
+		return nil, fmt.Errorf("%w (%s), and the stack's OS %s installs with apt: set os: to rockylinux9, rockylinux8, ubi9 or ubi8 (gpuimg matrix list), or list the packages' Debian/Ubuntu names in apt: instead", ErrDnfNeedsRPMBase, strings.Join(d.Extras.Dnf, ", "), d.Stack.OS)
 	}
 	f, err := newFabric(d)
 	if err != nil {
