@@ -27,6 +27,7 @@ type Spec struct {
 	OS         string            `json:"os,omitempty" yaml:"os,omitempty"`
 	Pip        []string          `json:"pip,omitempty" yaml:"pip,omitempty"`
 	Apt        []string          `json:"apt,omitempty" yaml:"apt,omitempty"`
+	Dnf        []string          `json:"dnf,omitempty" yaml:"dnf,omitempty"`
 	Env        map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	Copy       []string          `json:"copy,omitempty" yaml:"copy,omitempty"`
 	Capture    Record            `json:"capture" yaml:"capture"`
@@ -104,7 +105,10 @@ func Capture(ctx context.Context, img v1.Image, opt Options) (*Result, error) {
 		s.Capture.Base = stack.BaseImage
 	}
 	s.Pip, s.Capture.Unreproducible = pipPins(f, stack)
-	s.Apt = manualApt(f)
+	s.Apt, s.Dnf = manualPackages(f)
+	if len(s.Dnf) > 0 {
+		s.Capture.Stack = append(s.Capture.Stack, dnfNote(stack))
+	}
 	s.Capture.Unreproducible = append(s.Capture.Unreproducible, others(f, opt.Copied)...)
 	return &Result{Spec: s, Facts: f}, nil
 }
@@ -225,13 +229,31 @@ func exactness(st matrix.Stack, f *Facts) []string {
 // build installs (or its base has).
 var rePythonPkg = regexp.MustCompile(`^(lib)?python3(\.[0-9]+)?(-minimal|-venv|-dev|-distutils|-stdlib|-pip|-setuptools|-wheel)?$`)
 
-// manualApt are the OS packages installed by hand, less Python's own.
-func manualApt(f *Facts) []string {
-	var out []string
+// manualPackages are the OS packages installed by hand, less Python's
+// own: dpkg's (apt:) and the rpm database's (dnf:).
+func manualPackages(f *Facts) (apt, dnf []string) {
 	for _, p := range f.OSPackages {
-		if p.Manual && !rePythonPkg.MatchString(p.Name) {
-			out = append(out, p.Name)
+		if !p.Manual || rePythonPkg.MatchString(p.Name) {
+			continue
+		}
+		if p.Manager == "rpm" {
+			dnf = append(dnf, p.Name)
+		} else {
+			apt = append(apt, p.Name)
 		}
 	}
-	return out
+	return apt, dnf
+}
+
+// dnfNote says what dnf: needs of the stack.
+func dnfNote(stack *matrix.Stack) string {
+	const what = "dnf: are the rpm database's packages installed by hand (required by no other package); they need an RPM base (os: rockylinux9, rockylinux8, ubi9 or ubi8)"
+	if stack != nil && (strings.HasPrefix(stack.OS, "rockylinux") || strings.HasPrefix(stack.OS, "ubi")) {
+		return what + ": " + stack.OS + " installs them with dnf"
+	}
+	os := "the matrix's OS"
+	if stack != nil {
+		os = stack.OS
+	}
+	return what + ", and " + os + " is not one: gpuimg build refuses them until os: names one, or apt: lists their Debian/Ubuntu names"
 }
