@@ -78,6 +78,11 @@ func HandBuilt(root string) error {
 		dist(site, sw.Dist, sw.Version, "pip", sw.Requires)
 	}
 	dist(site, "torch", "2.6.0+cu124", "pip", torchReq)
+	// PyTorch's install line (pytorch.org, "Start Locally"): pip3 install
+	// torch torchvision torchaudio --index-url .../whl/cu124; the twin's
+	// releases beside torch 2.6.0.
+	dist(site, "torchvision", "0.21.0+cu124", "pip", []string{"numpy", "torch==2.6.0", "pillow!=8.3.*,>=5.3.0"})
+	dist(site, "torchaudio", "2.6.0+cu124", "pip", []string{"torch==2.6.0"})
 	w(site+"/torch/version.py", "__version__ = '2.6.0+cu124'\ndebug = False\ncuda: Optional[str] = '12.4'\ngit_version = '1eba9b3aa3c43f86f4a2c807ac8e12c4a7767340'\nhip: Optional[str] = None\n")
 	dist(site, "pip", "23.0.1", "pip", nil)
 	dist(site, "setuptools", "66.1.1", "pip", nil)

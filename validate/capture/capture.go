@@ -30,7 +30,11 @@ type Spec struct {
 	Dnf        []string          `json:"dnf,omitempty" yaml:"dnf,omitempty"`
 	Env        map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	Copy       []string          `json:"copy,omitempty" yaml:"copy,omitempty"`
-	Capture    Record            `json:"capture" yaml:"capture"`
+	// TorchCompile is false when torch is captured from an environment
+	// with no C compiler: the build then leaves out torch.compile's gcc and
+	// Python headers, which the source did not have either.
+	TorchCompile *bool  `json:"torch_compile,omitempty" yaml:"torch_compile,omitempty"`
+	Capture      Record `json:"capture" yaml:"capture"`
 }
 
 // Record is the capture: section: where and when, on what, and what the
@@ -106,6 +110,11 @@ func Capture(ctx context.Context, img v1.Image, opt Options) (*Result, error) {
 	}
 	s.Pip, s.Capture.Unreproducible = pipPins(f, stack)
 	s.Apt, s.Dnf = manualPackages(f)
+	if s.Torch != "" && !hasCompiler(f) {
+		off := false
+		s.TorchCompile = &off
+		s.Capture.Stack = append(s.Capture.Stack, "no C compiler (gcc) installed: torch_compile: false leaves out torch.compile's gcc and Python headers, as the source had none; remove the line to have them")
+	}
 	if len(s.Dnf) > 0 {
 		s.Capture.Stack = append(s.Capture.Stack, dnfNote(stack))
 	}
@@ -256,4 +265,12 @@ func dnfNote(stack *matrix.Stack) string {
 		os = stack.OS
 	}
 	return what + ", and " + os + " is not one: gpuimg build refuses them until os: names one, or apt: lists their Debian/Ubuntu names"
+}
+
+// reGCC are the OS packages of a C compiler torch.compile can use.
+var reGCC = regexp.MustCompile(`^(gcc|gcc-[0-9]+|clang|clang-[0-9]+)$`)
+
+// hasCompiler says whether the OS packages hold a C compiler.
+func hasCompiler(f *Facts) bool {
+	return slices.ContainsFunc(f.OSPackages, func(p OSPackage) bool { return reGCC.MatchString(p.Name) })
 }
