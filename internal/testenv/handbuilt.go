@@ -1,8 +1,12 @@
 package testenv
 
 import (
+	"archive/zip"
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -108,4 +112,89 @@ func HandBuilt(root string) error {
 		return fmt.Errorf("lay the hand-built environment over %s: %w", root, err)
 	}
 	return nil
+}
+
+// UnpackWheels unpacks every wheel in dir into site, as pip installs one
+// (the files at their paths, INSTALLER naming pip): the user's pip install
+// of what an index serves.
+func UnpackWheels(dir, site string) error {
+	wheels, err := filepath.Glob(filepath.Join(dir, "*.whl"))
+	if err != nil || len(wheels) == 0 {
+		return fmt.Errorf("wheels in %s: %v %w", dir, wheels, err)
+	}
+	for _, w := range wheels {
+		if err := unpackWheel(w, site); err != nil {
+			return fmt.Errorf("unpack %s: %w", w, err)
+		}
+	}
+	return nil
+}
+
+func unpackWheel(wheel, site string) error {
+	zr, err := zip.OpenReader(wheel)
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") || strings.Contains(f.Name, "..") {
+			continue
+		}
+		dst := filepath.Join(site, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := unpackFile(f, dst); err != nil {
+			return err
+		}
+		if dir, ok := strings.CutSuffix(f.Name, ".dist-info/METADATA"); ok {
+			if err := os.WriteFile(filepath.Join(site, dir+".dist-info", "INSTALLER"), []byte("pip\n"), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func unpackFile(f *zip.File, dst string) error {
+	rc, err := f.Open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, f.Mode().Perm()|0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, rc); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// HandBuiltRoot makes the hand-built environment in root (an empty
+// directory): the Debian fixture root file system (BaseRootfs), with
+// libjansson4 installed by dpkg --root from the loopback apt repository's
+// packages (AptRepoDir), and HandBuilt over it.
+func HandBuiltRoot(ctx context.Context, root string) error {
+	tarball, err := BaseRootfs(ctx)
+	if err != nil {
+		return err
+	}
+	repo, err := AptRepoDir(ctx)
+	if err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", root, "--exclude=./dev/*", "--exclude=dev/*").CombinedOutput(); err != nil {
+		return fmt.Errorf("unpack %s: %w\n%s", tarball, err, tail(out, 20))
+	}
+	debs, err := filepath.Glob(filepath.Join(repo, "libjansson4_*.deb"))
+	if err != nil || len(debs) != 1 {
+		return fmt.Errorf("libjansson4 in %s: %v %w", repo, debs, err)
+	}
+	if out, err := exec.CommandContext(ctx, "dpkg", "--root="+root, "--force-script-chrootless", "-i", debs[0]).CombinedOutput(); err != nil {
+		return fmt.Errorf("dpkg --root -i %s: %w\n%s", debs[0], err, tail(out, 20))
+	}
+	return HandBuilt(root)
 }
