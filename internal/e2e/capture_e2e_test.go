@@ -148,4 +148,3 @@ func imageHolds(t *testing.T, ref, s string) bool {
 	}
 	return false
 }
-
