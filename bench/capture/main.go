@@ -26,8 +26,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gpuimg/gpuimg/internal/testenv"
 )
@@ -189,6 +193,52 @@ func roundtrip(ctx context.Context, gpuimg string) error {
 		fmt.Printf("%-28s %8.2fs\n", s.name, took.Seconds())
 	}
 	fmt.Printf("%-28s %8.2fs\n", "capture → cold build → diffs", total.Seconds())
+	return sizes(ctx, root, file, ref)
+}
+
+// sizes prints what a restore carries: the source tree (what a disk
+// snapshot or docker commit keeps, less the base), the capture file with
+// its staged --copy files, and the image's compressed layers.
+func sizes(ctx context.Context, root, file, ref string) error {
+	du := func(p string) (int64, error) {
+		out, err := exec.CommandContext(ctx, "du", "-sb", p).Output()
+		if err != nil {
+			return 0, fmt.Errorf("du %s: %w", p, err)
+		}
+		var n int64
+		_, err = fmt.Sscan(string(out), &n)
+		return n, err
+	}
+	tree, err := du(root)
+	if err != nil {
+		return err
+	}
+	capFile, err := du(file)
+	if err != nil {
+		return err
+	}
+	staged, err := du(strings.TrimSuffix(file, ".yaml") + ".files")
+	if err != nil {
+		return err
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	img, err := remote.Image(r, remote.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ref, err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	var layers int64
+	for _, l := range m.Layers {
+		layers += l.Size
+	}
+	fmt.Printf("%-28s %10d bytes\n%-28s %10d bytes (+ %d staged by --copy)\n%-28s %10d bytes in %d layers\n",
+		"source tree", tree, "capture file", capFile, staged, "image (compressed)", layers, len(m.Layers))
 	return nil
 }
 
