@@ -82,6 +82,8 @@ func TestCaptureCopy(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(env, "opt/tools"), 0o755))
 	must(t, os.WriteFile(filepath.Join(env, "opt/tools/credentials"), []byte("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(env, "opt/tools/run.sh"), []byte("#!/bin/sh\nexec python -m train\n"), 0o755))
+	// A link out of the captured tree: os.Root refuses to follow it.
+	must(t, os.Symlink("/etc", filepath.Join(env, "opt/escape")))
 	ctxDir := t.TempDir()
 	file := filepath.Join(ctxDir, "env.yaml")
 	out, errOut, code := run(t, "capture", "dir:"+env, "--copy", "/opt/tools/run.sh", "--file", file)
@@ -108,6 +110,7 @@ func TestCaptureCopy(t *testing.T) {
 		{"relative", "absolute path", []string{"--copy", "opt/tools/run.sh", "--file", "F"}},
 		{"no --file", "give --file", []string{"--copy", "/opt/tools/run.sh"}},
 		{"missing", "no such file", []string{"--copy", "/opt/nope", "--file", "F"}},
+		{"link out of the tree", "escapes", []string{"--copy", "/opt/escape", "--file", "F"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
