@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -79,6 +80,11 @@ func TestCaptureRoundTrip(t *testing.T) {
 		t.Errorf("the source and its restore differ in\n %q\nwant exactly\n %q", got, want)
 	}
 
+	// --copy's file is a layer of its own: the only file of its layer.
+	if files := layerWith(t, ref, "opt/tools/run.sh"); !slices.Equal(files, []string{"opt/tools/run.sh"}) {
+		t.Errorf("the layer holding opt/tools/run.sh holds the files %q, want it alone", files)
+	}
+
 	// An image gpuimg built, captured and rebuilt: the same.
 	file2 := filepath.Join(work, "image.yaml")
 	gpuimg(0, "capture", ref, "--matrix-file", env.MatrixFile, "--file", file2)
@@ -147,4 +153,37 @@ func imageHolds(t *testing.T, ref, s string) bool {
 		}
 	}
 	return false
+}
+
+// layerWith lists the regular files of the first layer of ref that holds
+// the file p.
+func layerWith(t *testing.T, ref, p string) []string {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	must(t, err)
+	img, err := remote.Image(r, remote.WithContext(t.Context()))
+	must(t, err)
+	layers, err := img.Layers()
+	must(t, err)
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		must(t, err)
+		var files []string
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			must(t, err)
+			if h.Typeflag == tar.TypeReg {
+				files = append(files, strings.TrimPrefix(h.Name, "./"))
+			}
+		}
+		rc.Close()
+		if slices.Contains(files, p) {
+			return files
+		}
+	}
+	return nil
 }
