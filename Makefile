@@ -99,7 +99,7 @@ bench: build tools ## build-speed benchmark against a plain Dockerfile: cold, no
 bench-validate: build tools ## gpuimg validate vs skopeo copy, and validate vs sbom (validate + SBOM) sbom --attach --key (+ signing) and validate --attach --key --sbom (report + SBOM + signing), on a multi-GB image of CUDA libraries (root)
 	$(GO) run ./bench/validate -gpuimg $(BIN)
 
-bench-capture: build ## gpuimg capture and diff of the Debian fixture root with a venv of 300 distributions (root)
+bench-capture: build tools ## gpuimg capture and diff of the Debian fixture root with a venv of 300 distributions, then capture → build → diff of the hand-built environment on the test buildkitd and registry (root)
 	$(GO) run ./bench/capture -gpuimg $(BIN)
 
 bench-copy: build tools ## gpuimg images copy vs crane copy and skopeo copy of a 1 GB image (root)

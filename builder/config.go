@@ -141,6 +141,7 @@ func Merge(f Flags, env Env, file *Config) (*Settings, error) {
 	ex := Extras{
 		Pip: m.list("pip", f.Extras.Pip, file.Pip), Requirements: m.str("requirements", f.Extras.Requirements, file.Requirements),
 		Apt: m.list("apt", f.Extras.Apt, file.Apt), Copy: m.list("copy", f.Extras.Copy, file.Copy),
+		Dnf:     m.list("dnf", f.Extras.Dnf, file.Dnf),
 		Workdir: m.str("workdir", f.Extras.Workdir, file.Workdir),
 		Fabric:  m.str("fabric", f.Extras.Fabric, file.Fabric), FabricSource: m.str("fabric_source", f.Extras.FabricSource, file.FabricSource),
 	}

@@ -313,6 +313,9 @@ func newGen(d Definition) (*gen, error) {
 	if err := d.Extras.Validate(); err != nil {
 		return nil, err
 	}
+	if len(d.Extras.Dnf) > 0 && k.family != "dnf" {
+		return nil, fmt.Errorf("%w (%s), and the stack's OS %s installs with apt: set os: to rockylinux9, rockylinux8, ubi9 or ubi8 (gpuimg matrix list), or list the packages' Debian/Ubuntu names in apt: instead", ErrDnfNeedsRPMBase, strings.Join(d.Extras.Dnf, ", "), d.Stack.OS)
+	}
 	f, err := newFabric(d)
 	if err != nil {
 		return nil, err
@@ -484,8 +487,8 @@ func (g *gen) frameworks() error {
 // environment, workdir, entrypoint.
 func (g *gen) extras() {
 	d, k, s := g.d, g.k, g.d.Stack
-	if len(d.Extras.Apt) > 0 {
-		apt := slices.Sorted(slices.Values(d.Extras.Apt))
+	if pkgs := append(slices.Clone(d.Extras.Apt), d.Extras.Dnf...); len(pkgs) > 0 {
+		apt := slices.Sorted(slices.Values(pkgs))
 		g.w("\n# Extra OS packages.\n")
 		g.w("RUN%s%s \\\n    %s\n", pkgCacheMounts(k, s.OS), g.secrets, installCmd(k, apt))
 	}

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -388,5 +389,39 @@ func TestFindLinks(t *testing.T) {
 	}
 	if df, err := Dockerfile(Definition{Stack: resolve(t, matrix.Constraints{JAX: cons("0.4.30")}), Base: pinned}); err != nil || strings.Contains(df, "--find-links") {
 		t.Errorf("jax 0.4.30 (plugin wheels on PyPI) got --find-links (err %v)", err)
+	}
+}
+
+// TestDnfExtras: dnf: packages (an RPM-based capture's) are installed
+// with dnf on a Rocky Linux base, with apt:'s, and refused on an apt base
+// with ErrDnfNeedsRPMBase naming them and the fix.
+func TestDnfExtras(t *testing.T) {
+	rocky := "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	for _, tt := range []struct {
+		name, os, base string
+		extras         Extras
+		want, err      string
+	}{
+		{"rocky", "rockylinux9", rocky, Extras{Apt: []string{"git"}, Dnf: []string{"NetworkManager", "jansson"}}, "dnf install -y --setopt=install_weak_deps=False NetworkManager git jansson ", ""},
+		{"ubuntu", "", pinned, Extras{Dnf: []string{"jansson"}}, "", "dnf: lists RPM packages, which need an RPM base (jansson), and the stack's OS ubuntu22.04 installs with apt: set os: to rockylinux9"},
+		{"bad name", "rockylinux9", rocky, Extras{Dnf: []string{"jansson; rm"}}, "", `dnf: package name "jansson; rm" is not a valid RPM package name`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			def := Definition{Stack: resolve(t, matrix.Constraints{CUDA: matrix.MustConstraint("12.2"), Torch: cons("2.3"), OS: tt.os}), Base: tt.base, Extras: tt.extras}
+			df, err := Dockerfile(def)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				if tt.name == "ubuntu" && !errors.Is(err, ErrDnfNeedsRPMBase) {
+					t.Errorf("err %v does not wrap ErrDnfNeedsRPMBase", err)
+				}
+				return
+			}
+			must(t, err)
+			if !strings.Contains(df, tt.want) {
+				t.Errorf("no %q in:\n%s", tt.want, df)
+			}
+		})
 	}
 }

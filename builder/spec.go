@@ -28,6 +28,10 @@ type Extras struct {
 	Requirements string `yaml:"requirements" json:"requirements,omitempty"`
 	// Apt are extra OS packages (apt on Ubuntu, dnf on Rocky Linux and UBI).
 	Apt []string `yaml:"apt" json:"apt,omitempty"`
+	// Dnf are RPM packages by their RPM names (gpuimg capture of an
+	// RPM-based root writes them): installed with dnf on a Rocky Linux or
+	// UBI base, refused on an apt one (ErrDnfNeedsRPMBase).
+	Dnf []string `yaml:"dnf" json:"dnf,omitempty"`
 	// Copy are SRC:DST pairs (ParseCopySpec); SRC is relative to the
 	// context directory.
 	Copy []string `yaml:"copy" json:"copy,omitempty"`
@@ -204,7 +208,12 @@ var (
 	pipReqRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?\s*((==|>=|<=|~=|!=|<|>|===)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$`)
 	aptRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(=[A-Za-z0-9.+~:-]+)?$`)
 	envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	rpmRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 )
+
+// ErrDnfNeedsRPMBase is wrapped when dnf: packages meet a stack on an apt
+// base (Ubuntu), which cannot install them.
+var ErrDnfNeedsRPMBase = errors.New("dnf: lists RPM packages, which need an RPM base")
 
 // Validate checks the extras without touching the filesystem.
 func (e Extras) Validate() error {
@@ -216,6 +225,11 @@ func (e Extras) Validate() error {
 	for _, a := range e.Apt {
 		if !aptRE.MatchString(a) {
 			return fmt.Errorf("package name %q is not a valid apt/dnf package name", a)
+		}
+	}
+	for _, a := range e.Dnf {
+		if !rpmRE.MatchString(a) {
+			return fmt.Errorf("dnf: package name %q is not a valid RPM package name", a)
 		}
 	}
 	if _, err := e.CopySpecs(); err != nil {

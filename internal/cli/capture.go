@@ -30,7 +30,7 @@ func (o *CaptureOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
 	outputFlag(fs, &o.Output, "output", "yaml", "json")
 	fs.StringVar(&o.File, "file", "", "write the capture to this file (atomically) instead of stdout")
-	fs.StringSliceVar(&o.Copy, "copy", nil, "SRC:DST paths of the build context to carry into the image as a layer of their own (gpuimg.yaml copy:); the secrets check runs on them first and refuses any that holds a secret")
+	fs.StringSliceVar(&o.Copy, "copy", nil, "PATH[:DST] of the captured environment to carry into the image as a layer of their own: staged beside --file in NAME.files, named by copy:; the secrets check runs on them first and refuses any that holds a secret")
 	o.Registry.AddFlags(fs)
 }
 
@@ -56,6 +56,8 @@ docker-daemon:REF.`,
 		Example: `  gpuimg capture > env.yaml
   gpuimg capture dir:/mnt/old-root -o json --file env.json
   gpuimg capture container:trainer > env.yaml
+  gpuimg capture dir:/mnt/old-root --copy /opt/tools --file ctx/env.yaml
+  gpuimg build -f ctx/env.yaml --context ctx -t registry.example.com/ml/env:restored
   gpuimg build -f env.yaml -t registry.example.com/ml/env:restored --push
   gpuimg diff env.json registry.example.com/ml/env:restored`,
 		Args: cobra.MaximumNArgs(1),
@@ -68,9 +70,12 @@ docker-daemon:REF.`,
 			if err != nil {
 				return err
 			}
-			r, err := verbs.Capture(cmd.Context(), e, opt, reg...)
+			r, staged, err := verbs.Capture(cmd.Context(), e, opt, verbs.CaptureCopy{Paths: o.Copy, File: o.File}, reg...)
 			if err != nil {
 				return captureError(e.Source, err)
+			}
+			if err := staged.Commit(); err != nil {
+				return invalid(fmt.Errorf("capture --copy: %w", err), "check that the directory of --file is writable")
 			}
 			return o.write(cmd.OutOrStdout(), r)
 		},
@@ -91,14 +96,11 @@ func (o *CaptureOptions) parse(fs *pflag.FlagSet, args []string) (verbs.Environm
 	if err := checkFormat(fs); err != nil {
 		return e, capture.Options{}, err
 	}
-	if err := capture.CheckCopy(o.Copy); err != nil {
-		return e, capture.Options{}, invalid(err, "leave the file out of --copy, or remove the secret and pass it at run time")
-	}
 	db, err := o.Matrix.Load()
 	if err != nil {
 		return e, capture.Options{}, err
 	}
-	opt := capture.Options{DB: db, Copy: o.Copy}
+	opt := capture.Options{DB: db}
 	if e.Kind() == "host" {
 		// The driver and GPUs from NVML, when this machine has them.
 		if drv, gpus, err := gpuprobe.ProbeGPUs(); err == nil {

@@ -73,17 +73,61 @@ func TestCaptureAndDiffCommands(t *testing.T) {
 	checkSchema(t, "capture -o json", "capture.schema.json", out)
 }
 
-func TestCaptureCopyRefusesSecrets(t *testing.T) {
-	dir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(dir, "credentials"), []byte("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o600))
+// TestCaptureCopy stages --copy's paths of the captured environment
+// beside the capture file, names them in copy:, and refuses, writing
+// nothing, a path with a secret, a relative path or a --copy without
+// --file.
+func TestCaptureCopy(t *testing.T) {
 	env := smallEnv(t, "0.8.0")
-	out, errOut, code := run(t, "capture", "dir:"+env, "--copy", filepath.Join(dir, "run.sh")+":/opt/run.sh")
-	if code != 0 || !strings.Contains(out, "/opt/run.sh") {
-		t.Errorf("a clean --copy: exit %d\n%s%s", code, out, errOut)
+	must(t, os.MkdirAll(filepath.Join(env, "opt/tools"), 0o755))
+	must(t, os.WriteFile(filepath.Join(env, "opt/tools/credentials"), []byte("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(env, "opt/tools/run.sh"), []byte("#!/bin/sh\nexec python -m train\n"), 0o755))
+	// A link out of the captured tree: os.Root refuses to follow it.
+	must(t, os.Symlink("/etc", filepath.Join(env, "opt/escape")))
+	ctxDir := t.TempDir()
+	file := filepath.Join(ctxDir, "env.yaml")
+	out, errOut, code := run(t, "capture", "dir:"+env, "--copy", "/opt/tools/run.sh", "--file", file)
+	if code != 0 {
+		t.Fatalf("a clean --copy: exit %d\n%s%s", code, out, errOut)
 	}
-	out, errOut, code = run(t, "capture", "dir:"+env, "--copy", dir+":/opt/tools")
-	if code != ExitInvalid || out != "" || !strings.Contains(errOut, "credentials") || strings.Contains(errOut, "wJalrXUtnFEMI") {
-		t.Errorf("a --copy with a secret: exit %d (want 2), stdout %q, stderr %q", code, out, errOut)
+	y, err := os.ReadFile(file)
+	must(t, err)
+	if !strings.Contains(string(y), "- env.files/opt/tools/run.sh:/opt/tools/run.sh") || strings.Contains(string(y), "what: /opt/tools/run.sh") || !strings.Contains(string(y), "what: /opt/tools/credentials") {
+		t.Errorf("copy: not named, or the copied file still listed as unreproducible:\n%s", y)
+	}
+	staged, err := os.ReadFile(filepath.Join(ctxDir, "env.files/opt/tools/run.sh"))
+	if err != nil || string(staged) != "#!/bin/sh\nexec python -m train\n" {
+		t.Errorf("staged file: %q %v", staged, err)
+	}
+	if st, err := os.Stat(filepath.Join(ctxDir, "env.files/opt/tools/run.sh")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("staged file's mode: %v %v", st, err)
+	}
+	tests := []struct {
+		name, want string
+		args       []string
+	}{
+		{"a secret", "credentials", []string{"--copy", "/opt/tools", "--file", "F"}},
+		{"relative", "absolute path", []string{"--copy", "opt/tools/run.sh", "--file", "F"}},
+		{"no --file", "give --file", []string{"--copy", "/opt/tools/run.sh"}},
+		{"missing", "no such file", []string{"--copy", "/opt/nope", "--file", "F"}},
+		{"link out of the tree", "escapes", []string{"--copy", "/opt/escape", "--file", "F"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"capture", "dir:" + env}, tt.args...)
+			for i, a := range args {
+				if a == "F" {
+					args[i] = filepath.Join(dir, "env.yaml")
+				}
+			}
+			out, errOut, code := run(t, args...)
+			if code != ExitInvalid || out != "" || !strings.Contains(errOut, tt.want) || strings.Contains(errOut, "wJalrXUtnFEMI") {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want %q)", code, out, errOut, tt.want)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Errorf("half-written: %v", left)
+			}
+		})
 	}
 }

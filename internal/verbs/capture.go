@@ -115,8 +115,24 @@ func containerRoot(ctx context.Context, name string) (string, []string, error) {
 }
 
 // Capture reads the environment e and writes the gpuimg.yaml that
-// rebuilds it (capture.Capture); opt.Source defaults to e.Source.
-func Capture(ctx context.Context, e Environment, opt capture.Options, opts ...images.Option) (*capture.Result, error) {
+// rebuilds it (capture.Capture); opt.Source defaults to e.Source. With
+// --copy paths (cp), it runs the secrets check on them, then stages them
+// beside cp.File: the caller Commits the Staged once the capture file is
+// written (or Discards it), so nothing is half-written.
+func Capture(ctx context.Context, e Environment, opt capture.Options, cp CaptureCopy, opts ...images.Option) (*capture.Result, *Staged, error) {
+	staged, err := stage(ctx, e, cp, &opt)
+	if err != nil {
+		return nil, nil, &Error{Step: Opening, Err: err}
+	}
+	r, err := captureEnvironment(ctx, e, opt, opts...)
+	if err != nil {
+		staged.Discard()
+		return nil, nil, err
+	}
+	return r, staged, nil
+}
+
+func captureEnvironment(ctx context.Context, e Environment, opt capture.Options, opts ...images.Option) (*capture.Result, error) {
 	img, closeFn, err := OpenEnvironment(ctx, e, opts...)
 	if err != nil {
 		return nil, &Error{Step: Opening, Err: err}

@@ -50,7 +50,7 @@ func TestCaptureContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := verbs.Capture(ctx, verbs.Environment{Source: "container:trainer"}, capture.Options{DB: db})
+	r, _, err := verbs.Capture(ctx, verbs.Environment{Source: "container:trainer"}, capture.Options{DB: db}, verbs.CaptureCopy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestCaptureImageAndDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := verbs.Capture(ctx, verbs.Environment{Source: "oci:" + oci}, capture.Options{DB: db})
+	r, _, err := verbs.Capture(ctx, verbs.Environment{Source: "oci:" + oci}, capture.Options{DB: db}, verbs.CaptureCopy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,14 @@ type Spec struct {
 	OS         string            `json:"os,omitempty" yaml:"os,omitempty"`
 	Pip        []string          `json:"pip,omitempty" yaml:"pip,omitempty"`
 	Apt        []string          `json:"apt,omitempty" yaml:"apt,omitempty"`
+	Dnf        []string          `json:"dnf,omitempty" yaml:"dnf,omitempty"`
 	Env        map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	Copy       []string          `json:"copy,omitempty" yaml:"copy,omitempty"`
-	Capture    Record            `json:"capture" yaml:"capture"`
+	// TorchCompile is false when torch is captured from an environment
+	// with no C compiler: the build then leaves out torch.compile's gcc and
+	// Python headers, which the source did not have either.
+	TorchCompile *bool  `json:"torch_compile,omitempty" yaml:"torch_compile,omitempty"`
+	Capture      Record `json:"capture" yaml:"capture"`
 }
 
 // Record is the capture: section: where and when, on what, and what the
@@ -75,9 +80,12 @@ type Options struct {
 	// Driver and GPUs are the host's (NVML), when known.
 	Driver string
 	GPUs   []string
-	// Copy are SRC:DST pairs carried into the build as a layer; the
-	// caller has run the secrets check on them (CheckCopy).
+	// Copy are the spec's copy: entries (SRC:DST, SRC in the build
+	// context), which Stage made after CheckCopy passed; Copied are the
+	// environment's paths they carry, so no longer listed as
+	// unreproducible.
 	Copy   []string
+	Copied []string
 	Limits validate.Limits
 }
 
@@ -101,8 +109,16 @@ func Capture(ctx context.Context, img v1.Image, opt Options) (*Result, error) {
 		s.Capture.Base = stack.BaseImage
 	}
 	s.Pip, s.Capture.Unreproducible = pipPins(f, stack)
-	s.Apt = manualApt(f)
-	s.Capture.Unreproducible = append(s.Capture.Unreproducible, others(f)...)
+	s.Apt, s.Dnf = manualPackages(f)
+	if s.Torch != "" && !hasCompiler(f) {
+		off := false
+		s.TorchCompile = &off
+		s.Capture.Stack = append(s.Capture.Stack, "no C compiler (gcc) installed: torch_compile: false leaves out torch.compile's gcc and Python headers, as the source had none; remove the line to have them")
+	}
+	if len(s.Dnf) > 0 {
+		s.Capture.Stack = append(s.Capture.Stack, dnfNote(stack))
+	}
+	s.Capture.Unreproducible = append(s.Capture.Unreproducible, others(f, opt.Copied)...)
 	return &Result{Spec: s, Facts: f}, nil
 }
 
@@ -222,13 +238,39 @@ func exactness(st matrix.Stack, f *Facts) []string {
 // build installs (or its base has).
 var rePythonPkg = regexp.MustCompile(`^(lib)?python3(\.[0-9]+)?(-minimal|-venv|-dev|-distutils|-stdlib|-pip|-setuptools|-wheel)?$`)
 
-// manualApt are the OS packages installed by hand, less Python's own.
-func manualApt(f *Facts) []string {
-	var out []string
+// manualPackages are the OS packages installed by hand, less Python's
+// own: dpkg's (apt:) and the rpm database's (dnf:).
+func manualPackages(f *Facts) (apt, dnf []string) {
 	for _, p := range f.OSPackages {
-		if p.Manual && !rePythonPkg.MatchString(p.Name) {
-			out = append(out, p.Name)
+		if !p.Manual || rePythonPkg.MatchString(p.Name) {
+			continue
+		}
+		if p.Manager == "rpm" {
+			dnf = append(dnf, p.Name)
+		} else {
+			apt = append(apt, p.Name)
 		}
 	}
-	return out
+	return apt, dnf
+}
+
+// dnfNote says what dnf: needs of the stack.
+func dnfNote(stack *matrix.Stack) string {
+	const what = "dnf: are the rpm database's packages installed by hand (required by no other package); they need an RPM base (os: rockylinux9, rockylinux8, ubi9 or ubi8)"
+	if stack != nil && (strings.HasPrefix(stack.OS, "rockylinux") || strings.HasPrefix(stack.OS, "ubi")) {
+		return what + ": " + stack.OS + " installs them with dnf"
+	}
+	os := "the matrix's OS"
+	if stack != nil {
+		os = stack.OS
+	}
+	return what + ", and " + os + " is not one: gpuimg build refuses them until os: names one, or apt: lists their Debian/Ubuntu names"
+}
+
+// reGCC are the OS packages of a C compiler torch.compile can use.
+var reGCC = regexp.MustCompile(`^(gcc|gcc-[0-9]+|clang|clang-[0-9]+)$`)
+
+// hasCompiler says whether the OS packages hold a C compiler.
+func hasCompiler(f *Facts) bool {
+	return slices.ContainsFunc(f.OSPackages, func(p OSPackage) bool { return reGCC.MatchString(p.Name) })
 }

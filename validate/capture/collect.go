@@ -74,6 +74,7 @@ type collector struct {
 	runfile   map[string]bool // usr/local/cuda-X.Y
 	envRoots  []string        // venvs (pyvenv.cfg) and conda envs
 	allFiles  []entryRef      // every regular file, for --files
+	rpm       rpmFile         // the newest layer's rpm database, spooled
 	wantFiles bool
 }
 
@@ -138,6 +139,8 @@ func (c *collector) visit(e validate.Entry, r io.Reader) error {
 	case p == "etc/environment":
 		b := readMeta(r)
 		c.locked(func() { c.environ.offer(b, e.Layer) })
+	case reRPMDB.MatchString(p):
+		return c.spoolRPMDB(path.Base(p), r, e.Layer)
 	case reDpkgList.MatchString(p):
 		c.ownedPaths(readMeta(r))
 	case reVenvCfg.MatchString(p):

@@ -1,8 +1,6 @@
 package capture_test
 
 import (
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -15,27 +13,10 @@ import (
 // dpkg from the loopback apt repository's packages.
 func TestCaptureDebianRootfs(t *testing.T) {
 	testenv.Require(t, "unpacks the Debian fixture root file system and installs a package into it with dpkg --root", testenv.Slow, testenv.Root)
-	ctx := t.Context()
-	tarball, err := testenv.BaseRootfs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := testenv.AptRepoDir(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", root, "--exclude=./dev/*", "--exclude=dev/*").CombinedOutput(); err != nil {
-		t.Fatalf("unpack %s: %v\n%s", tarball, err, out)
+	if err := testenv.HandBuiltRoot(t.Context(), root); err != nil {
+		t.Fatal(err)
 	}
-	debs, err := filepath.Glob(filepath.Join(repo, "libjansson4_*.deb"))
-	if err != nil || len(debs) != 1 {
-		t.Fatalf("libjansson4 in %s: %v %v", repo, debs, err)
-	}
-	if out, err := exec.CommandContext(ctx, "dpkg", "--root="+root, "--force-script-chrootless", "-i", debs[0]).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg --root -i %s: %v\n%s", debs[0], err, out)
-	}
-	handBuilt(t, root)
 	r := captureDir(t, root)
 	s := r.Spec
 	if !slices.Equal(s.Apt, []string{"libjansson4"}) {

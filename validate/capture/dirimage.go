@@ -31,7 +31,8 @@ var skipDirNames = map[string]bool{".cache": true, ".git": true, "__pycache__": 
 
 // dataSuffixes name data files (checkpoints, data sets, archives, media)
 // whose content no capture check reads: DirImage streams them empty, so a
-// 50 GB model directory costs its names, not its bytes.
+// 50 GB model directory costs its names, not its bytes. The rpm
+// database (reRPMDB) is read, whatever its suffix.
 var dataSuffixes = []string{".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".h5", ".hdf5", ".npy", ".npz", ".parquet", ".arrow", ".tfrecord", ".tar", ".zip", ".gz", ".zst", ".xz", ".bz2", ".jpg", ".jpeg", ".png", ".mp4", ".wav", ".flac", ".sqlite", ".db", ".log", ".onnx", ".gguf", ".pack"}
 
 func dataFile(name string) bool {
@@ -165,7 +166,7 @@ func writeEntry(tw *tar.Writer, p, rel string, d fs.DirEntry) error {
 		hdr.Name += "/"
 	}
 	hdr.Uname, hdr.Gname, hdr.AccessTime, hdr.ChangeTime = "", "", hdr.ModTime, hdr.ModTime
-	if info.Mode().IsRegular() && dataFile(info.Name()) {
+	if info.Mode().IsRegular() && dataFile(info.Name()) && !reRPMDB.MatchString(rel) {
 		hdr.Size = 0
 	}
 	if !info.Mode().IsRegular() || hdr.Size == 0 {

@@ -29,8 +29,10 @@ type Facts struct {
 	CUDA string `json:"cuda,omitempty"`
 	// Frameworks are torch, tensorflow and jax as installed.
 	Frameworks map[string]Framework `json:"frameworks,omitempty"`
-	// OSPackages are dpkg's installed packages; Manual those installed by
-	// hand (not marked Auto-Installed by apt, not part of a minimal base).
+	// OSPackages are dpkg's installed packages, and the rpm database's
+	// (Manager "rpm"); Manual those installed by hand (dpkg: not marked
+	// Auto-Installed by apt, not part of a minimal base; rpm: required by
+	// no other package).
 	OSPackages []OSPackage `json:"os_packages,omitempty"`
 	// Python distributions of every environment (venvs, site-packages).
 	Dists []Dist `json:"python_dists,omitempty"`
@@ -70,6 +72,8 @@ type OSPackage struct {
 	Version  string `json:"version"`
 	Manual   bool   `json:"manual,omitempty"`
 	Priority string `json:"priority,omitempty"`
+	// Manager is "rpm" for the rpm database's packages; dpkg's have none.
+	Manager string `json:"manager,omitempty"`
 }
 
 // Dist is one Python distribution.
@@ -120,6 +124,7 @@ func Collect(ctx context.Context, img v1.Image, opt CollectOptions) (*Facts, *va
 		return nil, nil, fmt.Errorf("inspect %s: %w", opt.Name, err)
 	}
 	c := newCollector(opt.Files)
+	defer c.close()
 	w, err := validate.Walk(ctx, img, opt.Limits, c.visit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read install records of %s: %w", opt.Name, err)
@@ -137,6 +142,13 @@ func Collect(ctx context.Context, img v1.Image, opt CollectOptions) (*Facts, *va
 		}
 	}
 	f.OSPackages = osPackages(c.status.b, c.extended.b)
+	if c.rpm.tmp != "" {
+		rpms, err := rpmPackages(c.rpm.tmp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", opt.Name, err)
+		}
+		f.OSPackages = append(f.OSPackages, rpms...)
+	}
 	f.Dists = dists(c, w)
 	f.Frameworks = frameworks(rep, f.Dists)
 	for _, p := range c.conda {

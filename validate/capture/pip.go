@@ -150,15 +150,22 @@ func envOf(p string) string {
 	return root
 }
 
-// others are the runfile CUDA trees, the unowned files (grouped by their
-// top directory) and the dropped secret variables.
-func others(f *Facts) []Item {
+// others are the runfile CUDA trees and the unowned files (grouped by their
+// top directory) that --copy does not carry, and the dropped secret
+// variables.
+func others(f *Facts, carried []string) []Item {
 	var items []Item
 	for _, d := range f.RunfileCUDA {
+		if copied(d, carried) {
+			continue
+		}
 		items = append(items, Item{Kind: "cuda-runfile", What: d, Why: "a CUDA toolkit no package manager installed (NVIDIA's runfile): the stack's base image brings its own CUDA; --copy it only if something needs this one"})
 	}
 	groups := map[string][]string{}
 	for _, p := range f.Unowned {
+		if copied(p, carried) {
+			continue
+		}
 		groups[unownedGroup(p)] = append(groups[unownedGroup(p)], p)
 	}
 	for _, g := range slices.Sorted(maps.Keys(groups)) {

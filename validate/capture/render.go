@@ -16,7 +16,11 @@ const SchemaURL = "https://github.com/gpuimg/gpuimg/blob/main/docs/schemas/captu
 func (s *Spec) YAML() ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# gpuimg capture of %s, %s\n", s.Capture.Source, s.Capture.Date)
-	fmt.Fprintf(&b, "# Build it: gpuimg build -f THIS_FILE -t REF; prove it: gpuimg diff %s REF\n", s.Capture.Source)
+	build := "gpuimg build -f THIS_FILE"
+	if len(s.Copy) > 0 {
+		build += " --context THIS_FILE'S_DIRECTORY" // copy: is relative to it
+	}
+	fmt.Fprintf(&b, "# Build it: %s -t REF; prove it: gpuimg diff %s REF\n", build, s.Capture.Source)
 	if n := len(s.Capture.Unreproducible); n > 0 {
 		fmt.Fprintf(&b, "# %d item(s) cannot be reproduced from this file: see capture.unreproducible\n", n)
 	}
