@@ -45,6 +45,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Extras.Pip, "pip", nil, "extra pip requirement, NAME==VERSION (repeatable)")
 	fs.StringVar(&o.Extras.Requirements, "requirements", "", "requirements.txt to install after the frameworks")
 	fs.StringArrayVar(&o.Extras.Apt, "apt", nil, "extra OS package (apt or dnf; repeatable)")
+	fs.StringArrayVar(&o.Extras.Dnf, "dnf", nil, "extra RPM package by its RPM name, as gpuimg capture of an RPM-based root writes them; needs a Rocky Linux or UBI base (repeatable)")
 	fs.StringVar(&o.Extras.Fabric, "fabric", "", "add the user space of a multi-node fabric (efa, infiniband; gpuimg matrix list fabrics) in a layer of its own on the base; frameworks whose NCCL its plugin does not support are refused. infiniband: rdma-core's packages from the OS's repositories; efa: the EFA installer (--fabric-source)")
 	fs.StringVar(&o.Extras.FabricSource, "fabric-source", "", "installer archive of a fabric that installs from one (efa), pinned: URL#sha256=HEX; a mirror of the archive the matrix names, or another release")
 	fs.Var((*copyFlag)(&o.Extras.Copy), "copy", "copy SRC (relative to --context) to DST in the image, as SRC:DST (repeatable)")
