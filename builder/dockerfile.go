@@ -218,11 +218,13 @@ const stepStart = "gpuimg_t0=$(date +%s)"
 // Directories that held BuildKit's mount stubs (the bind and cache mount
 // targets, /etc/hosts and resolv.conf) changed before the step began, and
 // BuildKit restores their times to what they are when it removes the
-// stubs, so they are clamped by name. The mounts themselves are pruned:
-// gpuimg's bind mounts are all /tmp/gpuimg-*, read-only. Whiteouts carry
+// stubs, so they are clamped by name. The mounts themselves are pruned
+// (their times are not the layer's, and most are read-only): gpuimg's
+// bind mounts are all /tmp/gpuimg-*, its secrets are secretMounts'
+// targets or under /run/secrets. Whiteouts carry
 // time 0 (containerd v2's archive). Without SOURCE_DATE_EPOCH (the
 // Dockerfile built elsewhere) it does nothing.
-const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
+const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
 
 // clampTree clamps the times of every file and directory under root that
 // is later than SOURCE_DATE_EPOCH: for a tree the step made whole (a
