@@ -61,7 +61,7 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 	for _, r := range db.CuDNN {
 		rows[r.Version.String()] = r
 	}
-	for _, v := range []string{"9.21.0", "9.21.1", "9.23.0", "9.24.0", "9.24.1", "9.28.0", "9.28.1"} {
+	for _, v := range []string{"9.21.0", "9.21.1", "9.23.0", "9.23.1", "9.24.0", "9.24.1", "9.28.0", "9.28.1"} {
 		r, ok := rows[v]
 		if !ok {
 			t.Errorf("cuDNN %s: no cudnn: row", v)
@@ -71,6 +71,64 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
 				t.Errorf("cuDNN %s (cuda %q) on CUDA %s: %v, want %v", v, r.CUDA, cuda, got, want)
 			}
+		}
+	}
+}
+
+// TestNCCLFromWheelFiles: the NCCL releases known from NVIDIA's
+// nvidia-nccl-cu12/-cu13 wheel files have rows whose CUDA constraint takes
+// exactly the majors a wheel was seen for (a -cu12 wheel alone does not
+// make a CUDA 13 build), and the CUDA 13 builds of releases with a tag in
+// the git mirror carry its default gencode.
+func TestNCCLFromWheelFiles(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Library{}
+	for _, r := range db.NCCL {
+		rows[r.Version.String()] = r
+	}
+	for _, tt := range []struct {
+		version      string
+		cuda12, cu13 bool
+		gencode13    bool
+	}{
+		{"2.18.3", true, false, false},
+		{"2.22.3", true, false, false},
+		{"2.23.4", true, false, false},
+		{"2.25.1", true, false, false},
+		{"2.26.5", true, false, false},
+		{"2.28.3", true, true, true},
+		{"2.29.2", true, true, true},
+		{"2.30.4", true, true, true},
+		{"2.31.2", true, true, false},
+	} {
+		r, ok := rows[tt.version]
+		if !ok {
+			t.Errorf("NCCL %s: no nccl: row", tt.version)
+			continue
+		}
+		if r.Source != "nccl-pypi-wheel-files" {
+			t.Errorf("NCCL %s: source %q, want nccl-pypi-wheel-files", tt.version, r.Source)
+		}
+		for cuda, want := range map[string]bool{"12.4": tt.cuda12, "12.9": tt.cuda12, "13.0": tt.cu13, "11.8": false} {
+			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
+				t.Errorf("NCCL %s (cuda %q) on CUDA %s: %v, want %v", tt.version, r.CUDA, cuda, got, want)
+			}
+		}
+		var g13 *Gencode
+		for i := range r.Gencode {
+			if r.Gencode[i].CUDA.String() == "13" {
+				g13 = &r.Gencode[i]
+			}
+		}
+		if (g13 != nil) != tt.gencode13 {
+			t.Errorf("NCCL %s: CUDA 13 gencode %v, want %v", tt.version, g13 != nil, tt.gencode13)
+			continue
+		}
+		if g13 != nil && KernelCoverage("sm_110", g13.SASS, g13.PTX) != Native {
+			t.Errorf("NCCL %s CUDA 13 build (%s) on sm_110: %v, want native", tt.version, g13, KernelCoverage("sm_110", g13.SASS, g13.PTX))
 		}
 	}
 }
