@@ -99,6 +99,7 @@ func TestNCCLFromWheelFiles(t *testing.T) {
 		{"2.23.4", true, false, false},
 		{"2.25.1", true, false, false},
 		{"2.26.5", true, false, false},
+		{"2.27.6", true, false, false},
 		{"2.28.3", true, true, true},
 		{"2.29.2", true, true, true},
 		{"2.30.4", true, true, true},
@@ -162,6 +163,9 @@ func TestNCCLGencode(t *testing.T) {
 		{"2.30.7/13.3", "sm_110", Native},
 		{"2.27.3/12.4", "sm_100", ViaPTX}, // sm_90 PTX only
 		{"2.18.1/11.0", "sm_90", ViaPTX},
+		{"2.18.5/12.2", "sm_90", Native},
+		{"2.18.5/11.0", "sm_90", ViaPTX},
+		{"2.24.3/12.6", "sm_120", ViaPTX}, // no Blackwell SASS before the CUDA 12.8 list
 		{"2.28.9/13", "sm_89", Native},
 	} {
 		g, ok := gen[tt.build]
