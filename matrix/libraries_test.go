@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,7 +80,8 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 // nvidia-nccl-cu12/-cu13 wheel files have rows whose CUDA constraint takes
 // exactly the majors a wheel was seen for (a -cu12 wheel alone does not
 // make a CUDA 13 build), and the CUDA 13 builds of releases with a tag in
-// the git mirror carry its default gencode.
+// the git mirror carry its default gencode. 2.27.7 and 2.29.7 were rows
+// before (CUDA 13 from torch's pins); their CUDA 12 wheels widened them.
 func TestNCCLFromWheelFiles(t *testing.T) {
 	db, err := Builtin()
 	if err != nil {
@@ -93,25 +95,28 @@ func TestNCCLFromWheelFiles(t *testing.T) {
 		version      string
 		cuda12, cu13 bool
 		gencode13    bool
+		source       string // the row's own source where the wheel files only widened it
 	}{
-		{"2.18.3", true, false, false},
-		{"2.22.3", true, false, false},
-		{"2.23.4", true, false, false},
-		{"2.25.1", true, false, false},
-		{"2.26.5", true, false, false},
-		{"2.27.6", true, false, false},
-		{"2.28.3", true, true, true},
-		{"2.29.2", true, true, true},
-		{"2.30.4", true, true, true},
-		{"2.31.2", true, true, false},
+		{"2.18.3", true, false, false, ""},
+		{"2.22.3", true, false, false, ""},
+		{"2.23.4", true, false, false, ""},
+		{"2.25.1", true, false, false, ""},
+		{"2.26.5", true, false, false, ""},
+		{"2.27.6", true, false, false, ""},
+		{"2.27.7", true, true, true, "nccl-torch-pins"},
+		{"2.28.3", true, true, true, ""},
+		{"2.29.2", true, true, true, ""},
+		{"2.29.7", true, true, true, "nccl-torch-pins"},
+		{"2.30.4", true, true, true, ""},
+		{"2.31.2", true, true, false, ""},
 	} {
 		r, ok := rows[tt.version]
 		if !ok {
 			t.Errorf("NCCL %s: no nccl: row", tt.version)
 			continue
 		}
-		if r.Source != "nccl-pypi-wheel-files" {
-			t.Errorf("NCCL %s: source %q, want nccl-pypi-wheel-files", tt.version, r.Source)
+		if want := cmp.Or(tt.source, "nccl-pypi-wheel-files"); r.Source != want {
+			t.Errorf("NCCL %s: source %q, want %s", tt.version, r.Source, want)
 		}
 		for cuda, want := range map[string]bool{"12.4": tt.cuda12, "12.9": tt.cuda12, "13.0": tt.cu13, "11.8": false} {
 			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
