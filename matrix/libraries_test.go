@@ -76,6 +76,27 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 	}
 }
 
+// TestCuDNNFromSpack: cuDNN 9.2.0, known from Spack's table of NVIDIA's
+// archives (-11 and -12), takes CUDA 11 and 12 toolkits and not CUDA 13.
+func TestCuDNNFromSpack(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range db.CuDNN {
+		if r.Version.String() != "9.2.0" {
+			continue
+		}
+		for cuda, want := range map[string]bool{"11.8": true, "12.4": true, "13.0": false} {
+			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
+				t.Errorf("cuDNN 9.2.0 (cuda %q) on CUDA %s: %v, want %v", r.CUDA, cuda, got, want)
+			}
+		}
+		return
+	}
+	t.Error("cuDNN 9.2.0: no cudnn: row")
+}
+
 // TestNCCLFromWheelFiles: the NCCL releases known from NVIDIA's
 // nvidia-nccl-cu12/-cu13 wheel files have rows whose CUDA constraint takes
 // exactly the majors a wheel was seen for (a -cu12 wheel alone does not
