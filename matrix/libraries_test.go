@@ -76,25 +76,43 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 	}
 }
 
-// TestCuDNNFromSpack: cuDNN 9.2.0, known from Spack's table of NVIDIA's
-// archives (-11 and -12), takes CUDA 11 and 12 toolkits and not CUDA 13.
-func TestCuDNNFromSpack(t *testing.T) {
+// TestCuDNNFromPackaging: cuDNN releases known from Spack's table of
+// NVIDIA's archives (9.2.0: -11 and -12) or from NVIDIA's -cu12/-cu13
+// wheel files take exactly the CUDA majors a build was seen for.
+func TestCuDNNFromPackaging(t *testing.T) {
 	db, err := Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := map[string]Library{}
 	for _, r := range db.CuDNN {
-		if r.Version.String() != "9.2.0" {
+		rows[r.Version.String()] = r
+	}
+	for _, tt := range []struct {
+		version, source    string
+		cuda11, cu12, cu13 bool
+	}{
+		{"9.2.0", "cudnn-spack-package", true, true, false},
+		{"9.9.0", "cudnn-pypi-wheel-files", false, true, false},
+		{"9.13.1", "cudnn-pypi-wheel-files", false, true, true},
+		{"9.14.0", "cudnn-pypi-wheel-files", false, true, false},
+		{"9.16.0", "cudnn-pypi-wheel-files", false, true, true},
+		{"9.19.0", "cudnn-torch-pins", false, true, true}, // CUDA 12 from its -cu12 wheel
+	} {
+		r, ok := rows[tt.version]
+		if !ok {
+			t.Errorf("cuDNN %s: no cudnn: row", tt.version)
 			continue
 		}
-		for cuda, want := range map[string]bool{"11.8": true, "12.4": true, "13.0": false} {
+		if r.Source != tt.source {
+			t.Errorf("cuDNN %s: source %q, want %s", tt.version, r.Source, tt.source)
+		}
+		for cuda, want := range map[string]bool{"11.8": tt.cuda11, "12.4": tt.cu12, "13.0": tt.cu13} {
 			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
-				t.Errorf("cuDNN 9.2.0 (cuda %q) on CUDA %s: %v, want %v", r.CUDA, cuda, got, want)
+				t.Errorf("cuDNN %s (cuda %q) on CUDA %s: %v, want %v", tt.version, r.CUDA, cuda, got, want)
 			}
 		}
-		return
 	}
-	t.Error("cuDNN 9.2.0: no cudnn: row")
 }
 
 // TestNCCLFromWheelFiles: the NCCL releases known from NVIDIA's
