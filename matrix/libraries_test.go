@@ -146,6 +146,7 @@ func TestNCCLFromWheelFiles(t *testing.T) {
 		{"2.28.3", true, true, true, ""},
 		{"2.29.2", true, true, true, ""},
 		{"2.29.7", true, true, true, "nccl-torch-pins"},
+		{"2.30.3", true, true, true, ""},
 		{"2.30.4", true, true, true, ""},
 		{"2.31.2", true, true, false, ""},
 	} {
