@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,7 +62,7 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 	for _, r := range db.CuDNN {
 		rows[r.Version.String()] = r
 	}
-	for _, v := range []string{"9.21.0", "9.21.1", "9.23.0", "9.24.0", "9.24.1", "9.28.0", "9.28.1"} {
+	for _, v := range []string{"9.21.0", "9.21.1", "9.23.0", "9.23.1", "9.24.0", "9.24.1", "9.28.0", "9.28.1"} {
 		r, ok := rows[v]
 		if !ok {
 			t.Errorf("cuDNN %s: no cudnn: row", v)
@@ -71,6 +72,109 @@ func TestCuDNNFromRedistManifests(t *testing.T) {
 			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
 				t.Errorf("cuDNN %s (cuda %q) on CUDA %s: %v, want %v", v, r.CUDA, cuda, got, want)
 			}
+		}
+	}
+}
+
+// TestCuDNNFromPackaging: cuDNN releases known from Spack's table of
+// NVIDIA's archives (9.2.0: -11 and -12) or from NVIDIA's -cu12/-cu13
+// wheel files take exactly the CUDA majors a build was seen for.
+func TestCuDNNFromPackaging(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Library{}
+	for _, r := range db.CuDNN {
+		rows[r.Version.String()] = r
+	}
+	for _, tt := range []struct {
+		version, source    string
+		cuda11, cu12, cu13 bool
+	}{
+		{"9.2.0", "cudnn-spack-package", true, true, false},
+		{"9.9.0", "cudnn-pypi-wheel-files", false, true, false},
+		{"9.13.1", "cudnn-pypi-wheel-files", false, true, true},
+		{"9.14.0", "cudnn-pypi-wheel-files", false, true, false},
+		{"9.16.0", "cudnn-pypi-wheel-files", false, true, true},
+		{"9.19.0", "cudnn-torch-pins", false, true, true}, // CUDA 12 from its -cu12 wheel
+	} {
+		r, ok := rows[tt.version]
+		if !ok {
+			t.Errorf("cuDNN %s: no cudnn: row", tt.version)
+			continue
+		}
+		if r.Source != tt.source {
+			t.Errorf("cuDNN %s: source %q, want %s", tt.version, r.Source, tt.source)
+		}
+		for cuda, want := range map[string]bool{"11.8": tt.cuda11, "12.4": tt.cu12, "13.0": tt.cu13} {
+			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
+				t.Errorf("cuDNN %s (cuda %q) on CUDA %s: %v, want %v", tt.version, r.CUDA, cuda, got, want)
+			}
+		}
+	}
+}
+
+// TestNCCLFromWheelFiles: the NCCL releases known from NVIDIA's
+// nvidia-nccl-cu12/-cu13 wheel files have rows whose CUDA constraint takes
+// exactly the majors a wheel was seen for (a -cu12 wheel alone does not
+// make a CUDA 13 build), and the CUDA 13 builds of releases with a tag in
+// the git mirror carry its default gencode. 2.27.7 and 2.29.7 were rows
+// before (CUDA 13 from torch's pins); their CUDA 12 wheels widened them.
+func TestNCCLFromWheelFiles(t *testing.T) {
+	db, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Library{}
+	for _, r := range db.NCCL {
+		rows[r.Version.String()] = r
+	}
+	for _, tt := range []struct {
+		version      string
+		cuda12, cu13 bool
+		gencode13    bool
+		source       string // the row's own source where the wheel files only widened it
+	}{
+		{"2.18.3", true, false, false, ""},
+		{"2.22.3", true, false, false, ""},
+		{"2.23.4", true, false, false, ""},
+		{"2.25.1", true, false, false, ""},
+		{"2.26.5", true, false, false, ""},
+		{"2.27.6", true, false, false, ""},
+		{"2.27.7", true, true, true, "nccl-torch-pins"},
+		{"2.28.3", true, true, true, ""},
+		{"2.29.2", true, true, true, ""},
+		{"2.29.7", true, true, true, "nccl-torch-pins"},
+		{"2.30.3", true, true, true, ""},
+		{"2.30.4", true, true, true, ""},
+		{"2.31.2", true, true, false, ""},
+	} {
+		r, ok := rows[tt.version]
+		if !ok {
+			t.Errorf("NCCL %s: no nccl: row", tt.version)
+			continue
+		}
+		if want := cmp.Or(tt.source, "nccl-pypi-wheel-files"); r.Source != want {
+			t.Errorf("NCCL %s: source %q, want %s", tt.version, r.Source, want)
+		}
+		for cuda, want := range map[string]bool{"12.4": tt.cuda12, "12.9": tt.cuda12, "13.0": tt.cu13, "11.8": false} {
+			if got := r.CUDA.Check(MustVersion(cuda)); got != want {
+				t.Errorf("NCCL %s (cuda %q) on CUDA %s: %v, want %v", tt.version, r.CUDA, cuda, got, want)
+			}
+		}
+		var g13 *Gencode
+		for i := range r.Gencode {
+			if r.Gencode[i].CUDA.String() == "13" {
+				g13 = &r.Gencode[i]
+			}
+		}
+		if (g13 != nil) != tt.gencode13 {
+			t.Errorf("NCCL %s: CUDA 13 gencode %v, want %v", tt.version, g13 != nil, tt.gencode13)
+			continue
+		}
+		if g13 != nil && KernelCoverage("sm_110", g13.SASS, g13.PTX) != Native {
+			t.Errorf("NCCL %s CUDA 13 build (%s) on sm_110: %v, want native", tt.version, g13, KernelCoverage("sm_110", g13.SASS, g13.PTX))
 		}
 	}
 }
@@ -104,6 +208,9 @@ func TestNCCLGencode(t *testing.T) {
 		{"2.30.7/13.3", "sm_110", Native},
 		{"2.27.3/12.4", "sm_100", ViaPTX}, // sm_90 PTX only
 		{"2.18.1/11.0", "sm_90", ViaPTX},
+		{"2.18.5/12.2", "sm_90", Native},
+		{"2.18.5/11.0", "sm_90", ViaPTX},
+		{"2.24.3/12.6", "sm_120", ViaPTX}, // no Blackwell SASS before the CUDA 12.8 list
 		{"2.28.9/13", "sm_89", Native},
 	} {
 		g, ok := gen[tt.build]
