@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -83,15 +84,17 @@ func deepLayers(depth, files int) [][]rec {
 // TestResolveVisibleIsLinear resolves names 8 times as deep: the work
 // should grow 8 times (linear in the names' bytes), not 64 (every parent
 // hashed whole, as isHidden once did: 15 names of 400,000 directories
-// took 3 s each). The best of a few runs of each is compared, so a
-// loaded machine does not decide it.
+// took 3 s each). The best of five runs of each, each after a GC, is
+// compared, and the bound sits halfway (in powers of two) between
+// linear (8x) and quadratic (64x): at load 20 linear code measured 21x.
 func TestResolveVisibleIsLinear(t *testing.T) {
 	const files = 2000
 	timeIt := func(depth int) time.Duration {
 		best := time.Duration(1 << 62)
-		for range 3 {
+		for range 5 {
 			lists := deepLayers(depth, files)
 			w := &WalkResult{Layers: make([]LayerStats, len(lists))}
+			runtime.GC()
 			start := time.Now()
 			w.resolveVisible(lists)
 			best = min(best, time.Since(start))
@@ -103,7 +106,7 @@ func TestResolveVisibleIsLinear(t *testing.T) {
 	}
 	small, big := timeIt(256), timeIt(2048)
 	t.Logf("depth 256: %s, depth 2048: %s (%.1fx)", small, big, float64(big)/float64(small))
-	if big > 16*small {
+	if big > 32*small {
 		t.Errorf("names 8x as deep took %.1fx as long (%s vs %s): resolving visibility is not linear in the names' bytes", float64(big)/float64(small), big, small)
 	}
 }
