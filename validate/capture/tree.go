@@ -53,8 +53,9 @@ type TreeOptions struct {
 
 // TreeProgress is how far a pass over the tree has come.
 type TreeProgress struct {
-	// Pass counts the reads of the tree: the hashing pass is 1, then
-	// validate's inventory and the install records read it again.
+	// Pass counts the reads of the tree: the hashing pass is 1 (a walk),
+	// then validate's inventory and the install records read it again
+	// (its listing replayed).
 	Pass         int
 	Files, Bytes int64
 	// Dir is the directory being read, root-relative.
@@ -166,6 +167,26 @@ type tree struct {
 
 	mu     sync.Mutex
 	passes int
+	// listing is the first complete pass's entries: later passes replay
+	// it, so that a live machine's files that come and go between passes
+	// change nothing but what a replayed file holds.
+	listing []treeEntry
+	skipped []string
+}
+
+// treeEntry is one entry of a pass, as written.
+type treeEntry struct {
+	name, link string
+	typeflag   byte
+	mode       int64
+	uid, gid   int32
+	size       int64
+	mtime      time.Time
+}
+
+func (e *treeEntry) header() *tar.Header {
+	return &tar.Header{Typeflag: e.typeflag, Name: e.name, Linkname: e.link, Mode: e.mode, Uid: int(e.uid), Gid: int(e.gid),
+		Size: e.size, ModTime: e.mtime, AccessTime: e.mtime, ChangeTime: e.mtime}
 }
 
 func newTree(root string, opt TreeOptions) *tree {
@@ -196,13 +217,34 @@ type pass struct {
 // write writes the tree as a tar stream in lexical order: regular files,
 // directories and symlinks with their modes and owners; sockets, devices
 // and the directories the capture leaves out are not written. A file that
-// vanishes is skipped.
+// vanishes is skipped. The first pass walks the tree and keeps its
+// listing; the others replay it.
 func (t *tree) write(ctx context.Context, w io.Writer) error {
 	t.mu.Lock()
 	t.passes++
 	p := &pass{n: t.passes}
+	listing := t.listing
+	if listing != nil {
+		p.skip = t.skipped
+	}
 	t.mu.Unlock()
 	tw := tar.NewWriter(w)
+	var err error
+	if listing != nil {
+		err = t.replay(ctx, tw, p, listing)
+	} else {
+		err = t.walk(ctx, tw, p)
+	}
+	if err != nil {
+		return err
+	}
+	t.report(p, "", true)
+	return tw.Close()
+}
+
+// walk walks the tree, writes it and keeps its listing.
+func (t *tree) walk(ctx context.Context, tw *tar.Writer, p *pass) error {
+	var listing []treeEntry
 	err := filepath.WalkDir(t.root, func(abs string, d fs.DirEntry, err error) error {
 		if cerr := context.Cause(ctx); cerr != nil {
 			return cerr
@@ -224,16 +266,43 @@ func (t *tree) write(ctx context.Context, w io.Writer) error {
 				return fs.SkipDir
 			}
 		}
-		if err := t.bound(p, rel, d); err != nil {
+		if err := t.bound(p, rel, d.IsDir()); err != nil {
 			return err
 		}
-		return t.entry(tw, p, abs, rel, d)
+		e, ok := t.entry(abs, rel, d)
+		if !ok {
+			return nil
+		}
+		listing = append(listing, e)
+		return t.put(tw, p, abs, &e)
 	})
 	if err != nil {
 		return err
 	}
-	t.report(p, "", true)
-	return tw.Close()
+	t.mu.Lock()
+	if t.listing == nil {
+		t.listing, t.skipped = listing, p.skip
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// replay writes a listing again, each file's content read anew.
+func (t *tree) replay(ctx context.Context, tw *tar.Writer, p *pass, listing []treeEntry) error {
+	for i := range listing {
+		if cerr := context.Cause(ctx); cerr != nil {
+			return cerr
+		}
+		e := &listing[i]
+		rel := strings.TrimSuffix(e.name, "/")
+		if err := t.bound(p, rel, e.typeflag == tar.TypeDir); err != nil {
+			return err
+		}
+		if err := t.put(tw, p, filepath.Join(t.root, filepath.FromSlash(rel)), e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leaveOut says why the directory rel is left out, or "".
@@ -262,7 +331,7 @@ func (t *tree) leaveOut(abs, rel string, d fs.DirEntry) string {
 }
 
 // bound fails the pass once it passes a bound, and reports progress.
-func (t *tree) bound(p *pass, rel string, d fs.DirEntry) error {
+func (t *tree) bound(p *pass, rel string, dir bool) error {
 	p.files++
 	if p.files > int64(t.opt.MaxFiles) {
 		return fmt.Errorf("%s holds more than %d files after the directories left out (at /%s): capture dir:PATH of the part you need, or move data out of the root (docs/faults.md)", t.root, t.opt.MaxFiles, rel)
@@ -273,11 +342,11 @@ func (t *tree) bound(p *pass, rel string, d fs.DirEntry) error {
 	if el := time.Since(t.start); el > t.opt.MaxTime {
 		return fmt.Errorf("reading %s took more than %s (pass %d, %d files, at /%s): capture dir:PATH of the part you need (docs/faults.md)", t.root, t.opt.MaxTime, p.n, p.files, rel)
 	}
-	dir := rel
-	if !d.IsDir() {
-		dir = path.Dir(rel)
+	at := rel
+	if !dir {
+		at = path.Dir(rel)
 	}
-	t.report(p, dir, false)
+	t.report(p, at, false)
 	return nil
 }
 
@@ -292,59 +361,61 @@ func (t *tree) report(p *pass, dir string, done bool) {
 	}
 }
 
-func (t *tree) entry(tw *tar.Writer, p *pass, abs, rel string, d fs.DirEntry) error {
+// entry is the entry the walk writes for rel, or false for none (a
+// socket, a device, a file that vanished). A regular file whose content
+// no capture check reads is written empty.
+func (t *tree) entry(abs, rel string, d fs.DirEntry) (treeEntry, bool) {
 	info, err := d.Info()
 	if err != nil {
-		return nil //nolint:nilerr // vanished since the directory was listed
+		return treeEntry{}, false // vanished since the directory was listed
 	}
 	if !info.Mode().IsRegular() && !info.IsDir() && info.Mode()&fs.ModeSymlink == 0 {
-		return nil
+		return treeEntry{}, false
 	}
 	link := ""
 	if info.Mode()&fs.ModeSymlink != 0 {
 		if link, err = os.Readlink(abs); err != nil {
-			return nil //nolint:nilerr // vanished
+			return treeEntry{}, false // vanished
 		}
 	}
 	hdr, err := tar.FileInfoHeader(info, link)
 	if err != nil {
-		return fmt.Errorf("tar header of %s: %w", abs, err)
+		return treeEntry{}, false
 	}
-	hdr.Name = rel
+	e := treeEntry{name: rel, link: hdr.Linkname, typeflag: hdr.Typeflag, mode: hdr.Mode, uid: int32(hdr.Uid), gid: int32(hdr.Gid), mtime: hdr.ModTime} //nolint:gosec // ids fit
 	if info.IsDir() {
-		hdr.Name += "/"
+		e.name += "/"
 	}
-	hdr.Uname, hdr.Gname, hdr.AccessTime, hdr.ChangeTime = "", "", hdr.ModTime, hdr.ModTime
-	if info.Mode().IsRegular() && !readsContent(rel) {
-		hdr.Size = 0
+	if info.Mode().IsRegular() && readsContent(rel) {
+		e.size = hdr.Size
 	}
-	if !info.Mode().IsRegular() || hdr.Size == 0 {
-		return tw.WriteHeader(hdr)
-	}
-	if p.bytes+hdr.Size > t.opt.MaxBytes {
-		return fmt.Errorf("%s: the files a capture reads pass %d bytes at /%s: capture dir:PATH of the part you need (docs/faults.md)", t.root, t.opt.MaxBytes, rel)
-	}
-	return t.content(tw, p, abs, rel, hdr)
+	return e, true
 }
 
-// content writes a file the capture reads, up to the size it had when
-// listed: a file that shrank since is padded with zeros.
-func (t *tree) content(tw *tar.Writer, p *pass, abs, rel string, hdr *tar.Header) error {
-	f, err := os.Open(abs)
-	if err != nil {
-		return nil //nolint:nilerr // unreadable or vanished: left out
-	}
-	defer f.Close()
-	if err := tw.WriteHeader(hdr); err != nil {
+// put writes e, with its content read from abs up to the size it had
+// when listed: a file that shrank, or vanished, since is padded with
+// zeros.
+func (t *tree) put(tw *tar.Writer, p *pass, abs string, e *treeEntry) error {
+	if err := tw.WriteHeader(e.header()); err != nil {
 		return fmt.Errorf("tar header of %s: %w", abs, err)
 	}
-	p.open = append(p.open, rel)
-	p.bytes += hdr.Size
-	n, err := io.CopyN(tw, f, hdr.Size)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read %s: %w", abs, err)
+	if e.size == 0 {
+		return nil
 	}
-	_, err = io.CopyN(tw, zeros{}, hdr.Size-n)
+	if p.bytes+e.size > t.opt.MaxBytes {
+		return fmt.Errorf("%s: the files a capture reads pass %d bytes at /%s: capture dir:PATH of the part you need (docs/faults.md)", t.root, t.opt.MaxBytes, e.name)
+	}
+	p.open = append(p.open, e.name)
+	p.bytes += e.size
+	var n int64
+	if f, err := os.Open(abs); err == nil {
+		n, err = io.CopyN(tw, f, e.size)
+		f.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read %s: %w", abs, err)
+		}
+	}
+	_, err := io.CopyN(tw, zeros{}, e.size-n)
 	return err
 }
 

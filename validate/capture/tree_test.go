@@ -179,3 +179,34 @@ func TestOtherFSDefault(t *testing.T) {
 		t.Errorf("unescapeMount = %q", got)
 	}
 }
+
+// TestTreeLiveFiles: files created and removed between the passes, as
+// on a live machine, leave the capture as the first pass saw it, where
+// walking the tree anew would fail the diff ID check.
+func TestTreeLiveFiles(t *testing.T) {
+	db, err := matrix.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	writeFiles(t, root, treeRecords)
+	writeFiles(t, root, map[string]string{"srv/job/old.txt": "going", "opt/tool/run.sh": "#!/bin/sh\n"})
+	img, err := DirImage(t.Context(), root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, root, map[string]string{"srv/job/new.txt": "came", "opt/venv/lib/python3.11/site-packages/late-1.0.dist-info/METADATA": "Name: late\nVersion: 1.0\n"})
+	if err := os.Remove(filepath.Join(root, "srv/job/old.txt")); err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := Collect(t.Context(), img, CollectOptions{Name: "dir:" + root, DB: db})
+	if err != nil {
+		t.Fatalf("capture of a tree that changed between passes: %v", err)
+	}
+	if want := []string{"/opt/tool/run.sh", "/srv/job/old.txt", "/usr/local/lib/libhandmade.so.1"}; !slices.Equal(f.Unowned, want) {
+		t.Errorf("unowned = %q, want the first pass's %q", f.Unowned, want)
+	}
+	if len(f.Dists) != 1 || f.Dists[0].Name != "einops" {
+		t.Errorf("distributions = %+v, want einops only", f.Dists)
+	}
+}
