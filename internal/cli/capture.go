@@ -188,6 +188,8 @@ type DiffOptions struct {
 	Output   string
 	Files    bool
 	Registry RegistryOptions
+	// Progress is --progress: auto, plain or quiet.
+	Progress string
 }
 
 // AddFlags binds the options to flags.
@@ -195,6 +197,7 @@ func (o *DiffOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json")
 	fs.BoolVar(&o.Files, "files", false, "also compare the files under /opt, /usr/local and /srv that no package owns")
+	progressFlag(fs, &o.Progress)
 	o.Registry.AddFlags(fs)
 }
 
@@ -224,7 +227,14 @@ they differ, 2 when one cannot be read. See docs/capture.md.`,
 				return err
 			}
 			a, b := diffEnvironment(args[0]), diffEnvironment(args[1])
+			doneA, err := treeProgress(cmd, &a, "diff", o.Progress)
+			if err != nil {
+				return err
+			}
+			doneB, _ := treeProgress(cmd, &b, "diff", o.Progress)
 			d, err := verbs.Diff(cmd.Context(), a, b, capture.CollectOptions{DB: db}, capture.DiffOptions{Files: o.Files}, reg...)
+			doneA()
+			doneB()
 			if err != nil {
 				return invalid(fmt.Errorf("diff: %w", err), "A and B are each a capture file, an image reference, dir:PATH of a root file system, container:NAME or . for this machine")
 			}
