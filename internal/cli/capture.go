@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/gpuimg/gpuimg/internal/atomicfile"
+	"github.com/gpuimg/gpuimg/internal/progress"
 	"github.com/gpuimg/gpuimg/internal/verbs"
 	"github.com/gpuimg/gpuimg/validate/capture"
 	"github.com/gpuimg/gpuimg/validate/gpuprobe"
@@ -23,6 +25,8 @@ type CaptureOptions struct {
 	File     string
 	Copy     []string
 	Registry RegistryOptions
+	// Progress is --progress: auto, plain or quiet.
+	Progress string
 }
 
 // AddFlags binds the options to flags.
@@ -31,6 +35,7 @@ func (o *CaptureOptions) AddFlags(fs *pflag.FlagSet) {
 	outputFlag(fs, &o.Output, "output", "yaml", "json")
 	fs.StringVar(&o.File, "file", "", "write the capture to this file (atomically) instead of stdout")
 	fs.StringSliceVar(&o.Copy, "copy", nil, "PATH[:DST] of the captured environment to carry into the image as a layer of their own: staged beside --file in NAME.files, named by copy:; the secrets check runs on them first and refuses any that holds a secret")
+	progressFlag(fs, &o.Progress)
 	o.Registry.AddFlags(fs)
 }
 
@@ -70,7 +75,12 @@ docker-daemon:REF.`,
 			if err != nil {
 				return err
 			}
+			done, err := treeProgress(cmd, &e, "capture", o.Progress)
+			if err != nil {
+				return err
+			}
 			r, staged, err := verbs.Capture(cmd.Context(), e, opt, verbs.CaptureCopy{Paths: o.Copy, File: o.File}, reg...)
+			done()
 			if err != nil {
 				return captureError(e.Source, err)
 			}
@@ -135,6 +145,35 @@ func (o *CaptureOptions) write(w io.Writer, r *capture.Result) error {
 	return nil
 }
 
+// treeProgress shows on stderr (--progress) the read of e's tree: this
+// machine, dir: or a container's root; an image's read is not shown.
+// It returns the function that ends the display.
+func treeProgress(cmd *cobra.Command, e *verbs.Environment, verb, mode string) (func(), error) {
+	label := verb + " " + e.Source
+	if e.Kind() == "host" {
+		label = verb + " /"
+	}
+	d, err := newDisplay(cmd, label, mode)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var before int64 // bytes of the passes done
+	e.Tree.Progress = func(p capture.TreeProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		at := fmt.Sprintf("pass %d /%s", p.Pass, p.Dir)
+		if p.Done {
+			at = fmt.Sprintf("pass %d done", p.Pass)
+		}
+		d.Update(progress.State{Bytes: before + p.Bytes, Files: p.Files, At: at})
+		if p.Done {
+			before += p.Bytes
+		}
+	}
+	return d.Done, nil
+}
+
 // captureError names the source and the step that failed.
 func captureError(source string, err error) error {
 	if source == "" {
@@ -149,6 +188,8 @@ type DiffOptions struct {
 	Output   string
 	Files    bool
 	Registry RegistryOptions
+	// Progress is --progress: auto, plain or quiet.
+	Progress string
 }
 
 // AddFlags binds the options to flags.
@@ -156,6 +197,7 @@ func (o *DiffOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Matrix.AddFlags(fs)
 	outputFlag(fs, &o.Output, "output", "text", "json")
 	fs.BoolVar(&o.Files, "files", false, "also compare the files under /opt, /usr/local and /srv that no package owns")
+	progressFlag(fs, &o.Progress)
 	o.Registry.AddFlags(fs)
 }
 
@@ -185,7 +227,14 @@ they differ, 2 when one cannot be read. See docs/capture.md.`,
 				return err
 			}
 			a, b := diffEnvironment(args[0]), diffEnvironment(args[1])
+			doneA, err := treeProgress(cmd, &a, "diff", o.Progress)
+			if err != nil {
+				return err
+			}
+			doneB, _ := treeProgress(cmd, &b, "diff", o.Progress)
 			d, err := verbs.Diff(cmd.Context(), a, b, capture.CollectOptions{DB: db}, capture.DiffOptions{Files: o.Files}, reg...)
+			doneA()
+			doneB()
 			if err != nil {
 				return invalid(fmt.Errorf("diff: %w", err), "A and B are each a capture file, an image reference, dir:PATH of a root file system, container:NAME or . for this machine")
 			}

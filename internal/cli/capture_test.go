@@ -131,3 +131,36 @@ func TestCaptureCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestCaptureProgress: --progress plain shows each pass over the tree
+// on stderr, with its files (capture and diff); quiet and -q show nothing; a mode that is
+// not one is refused before anything is read.
+func TestCaptureProgress(t *testing.T) {
+	root := smallEnv(t, "0.8.0")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // "" wants an empty stderr
+	}{
+		{"plain", []string{"capture", "dir:" + root, "--progress", "plain"}, ExitOK, "capture dir:" + root + ": 531 B, 15 files, pass 3 done"},
+		{"quiet", []string{"capture", "dir:" + root, "--progress", "quiet"}, ExitOK, ""},
+		{"-q", []string{"capture", "dir:" + root, "-q", "--progress", "plain"}, ExitOK, ""},
+		{"bad mode", []string{"capture", "dir:" + root, "--progress", "fancy"}, ExitInvalid, `unknown progress mode "fancy"`},
+		{"diff", []string{"diff", "dir:" + root, "dir:" + root, "--progress", "plain"}, ExitOK, "diff dir:" + root + ": 531 B, 15 files, pass 3 done"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d:\n%s%s", code, tt.code, out, errOut)
+			}
+			if tt.stderr == "" && errOut != "" || tt.stderr != "" && !strings.Contains(errOut, tt.stderr) {
+				t.Errorf("stderr %q, want %q", errOut, tt.stderr)
+			}
+			if code == ExitOK && tt.args[0] == "capture" && !strings.Contains(out, "einops==0.8.0") {
+				t.Errorf("stdout lacks the capture:\n%s", out)
+			}
+		})
+	}
+}

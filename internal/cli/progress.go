@@ -35,8 +35,21 @@ func showProgress(cmd *cobra.Command, label, mode string) (images.Option, func()
 // newProgress is showProgress's display: the function that updates it
 // and the one that ends it.
 func newProgress(cmd *cobra.Command, label, mode string) (func(images.Progress), func(), error) {
-	if err := checkProgress(mode); err != nil {
+	d, err := newDisplay(cmd, label, mode)
+	if err != nil {
 		return nil, nil, err
+	}
+	update := func(p images.Progress) {
+		d.Update(progress.State{Bytes: p.Bytes, Total: p.Total, LayersDone: p.LayersDone, Layers: p.Layers})
+	}
+	return update, d.Done, nil
+}
+
+// newDisplay is the progress display of cmd's work called label on
+// stderr in mode (--progress; the global --quiet makes it quiet).
+func newDisplay(cmd *cobra.Command, label, mode string) (*progress.Display, error) {
+	if err := checkProgress(mode); err != nil {
+		return nil, err
 	}
 	m := progress.Mode(mode)
 	if quiet(cmd) {
@@ -44,8 +57,7 @@ func newProgress(cmd *cobra.Command, label, mode string) (func(images.Progress),
 	}
 	w := cmd.ErrOrStderr()
 	_, tty := isTerminal(w)
-	d := progress.New(w, label, m, tty, nil)
-	return func(p images.Progress) { d.Update(progress.State(p)) }, d.Done, nil
+	return progress.New(w, label, m, tty, nil), nil
 }
 
 // checkProgress refuses a --progress value that is not a mode.

@@ -39,10 +39,13 @@ const PlainEvery = 10 * time.Second
 const redrawEvery = 100 * time.Millisecond
 
 // State is how far the work has come: Bytes of Total (0: unknown), and
-// for layer reads LayersDone of Layers.
+// for layer reads LayersDone of Layers; for a walk of a tree, Files read
+// so far and At, where the walk is.
 type State struct {
 	Bytes, Total       int64
 	LayersDone, Layers int
+	Files              int64
+	At                 string
 }
 
 // Display shows one piece of work's progress on w. Its methods may be
@@ -131,7 +134,8 @@ func (d *Display) Done() {
 // complete says whether every byte is done.
 func (d *Display) complete() bool { return d.state.Total > 0 && d.state.Bytes >= d.state.Total }
 
-// line is "LABEL: 1.2 GiB / 3.4 GiB (35%), layers 3/12, 84.6 MiB/s, ETA 26s".
+// line is "LABEL: 1.2 GiB / 3.4 GiB (35%), layers 3/12, 84.6 MiB/s, ETA 26s",
+// or for a tree "LABEL: 80 MB, 120000 files, 4.1 MB/s, pass 1/3 /usr/lib".
 func (d *Display) line(now time.Time) string {
 	s := d.state
 	done := s.Bytes
@@ -145,6 +149,9 @@ func (d *Display) line(now time.Time) string {
 	if s.Layers > 0 {
 		parts = append(parts, fmt.Sprintf("layers %d/%d", s.LayersDone, s.Layers))
 	}
+	if s.Files > 0 {
+		parts = append(parts, fmt.Sprintf("%d files", s.Files))
+	}
 	elapsed := now.Sub(d.start).Seconds()
 	if elapsed >= 1 && done > 0 {
 		rate := float64(done) / elapsed
@@ -153,6 +160,9 @@ func (d *Display) line(now time.Time) string {
 			eta := time.Duration(float64(s.Total-done) / rate * float64(time.Second))
 			parts = append(parts, "ETA "+eta.Round(time.Second).String())
 		}
+	}
+	if s.At != "" {
+		parts = append(parts, s.At)
 	}
 	return d.label + ": " + strings.Join(parts, ", ")
 }

@@ -80,3 +80,17 @@ func TestQuiet(t *testing.T) {
 		t.Errorf("quiet wrote %q", b.String())
 	}
 }
+
+// TestTreeWalkLine: a walk of a tree shows its files and where it is.
+func TestTreeWalkLine(t *testing.T) {
+	c := &clock{time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)}
+	var b strings.Builder
+	d := New(&b, "capture /", Plain, false, c.now)
+	c.t = c.t.Add(2 * time.Second)
+	d.Update(State{Bytes: 4 << 20, Files: 120000, At: "pass 1/3 /usr/lib"})
+	d.Done()
+	want := "capture /: 4.0 MiB, 120000 files, 2.0 MiB/s, pass 1/3 /usr/lib\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -26,6 +26,9 @@ type Environment struct {
 	// HostEnv is this machine's environment (KEY=VALUE), the caller's
 	// snapshot; used only when Source is this machine.
 	HostEnv []string
+	// Tree bounds and reports the read of a directory tree (this machine,
+	// dir:, a container's root); unused for an image.
+	Tree capture.TreeOptions
 }
 
 // Kind names what an Environment's Source is.
@@ -49,17 +52,17 @@ func OpenEnvironment(ctx context.Context, e Environment, opts ...images.Option) 
 	nop := func() error { return nil }
 	switch e.Kind() {
 	case "host":
-		img, err = capture.DirImage(ctx, "/", e.HostEnv)
+		img, err = capture.DirImage(ctx, "/", e.HostEnv, e.Tree)
 		return img, nop, err
 	case "dir":
-		img, err = capture.DirImage(ctx, strings.TrimPrefix(e.Source, "dir:"), nil)
+		img, err = capture.DirImage(ctx, strings.TrimPrefix(e.Source, "dir:"), nil, e.Tree)
 		return img, nop, err
 	case "container":
 		root, env, err := containerRoot(ctx, strings.TrimPrefix(e.Source, "container:"))
 		if err != nil {
 			return nil, nil, err
 		}
-		img, err = capture.DirImage(ctx, root, env)
+		img, err = capture.DirImage(ctx, root, env, e.Tree)
 		return img, nop, err
 	}
 	ref, err := images.ParseRef(e.Source)
