@@ -58,8 +58,11 @@ func TestDockerfileTorchCompile(t *testing.T) {
 			}
 			for name, df := range map[string]string{"plain": plain, "layered": layered} {
 				steps := pythonSteps(df)
-				if len(steps) == 0 {
-					t.Fatalf("%s: no step installs the Python:\n%s", name, df)
+				if len(steps) != 1 {
+					t.Fatalf("%s: %d steps install the Python, want one (the OS stage's, whose files the venv steps copy):\n%s", name, len(steps), df)
+				}
+				if n, want := strings.Count(df, "--mount=type=bind,from="+stageOS+","), strings.Count(df, " AS "+stagePython+"\n")+strings.Count(df, "\nFROM "+tt.def.Base+" AS "+StageImage+"\n"); n != want {
+					t.Errorf("%s: %d steps copy the OS stage's files, want %d (the python stage's, and the layered image's)", name, n, want)
 				}
 				for _, step := range steps {
 					if got := installed(step); strings.Join(got, " ") != strings.Join(tt.want, " ") {
