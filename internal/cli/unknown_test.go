@@ -198,7 +198,7 @@ func TestCurrentGenerationCLI(t *testing.T) {
 		{[]string{"matrix", "list", "archs"}, 0, []string{"A FROM  F FROM  RENAMED TO", "sm_88   (no GPU named)  13.0", "sm_101  Blackwell       12.8      13.0        12.8    12.9    sm_110"}},
 		{[]string{"matrix", "list", "gpus"}, 0, []string{"FIRST LISTED", "580.94.13 (3 branches)", "570.123.01 (5 branches)"}},
 		{[]string{"matrix", "list", "cudnn"}, 0, []string{"9.28.0  12 || 13", "9.15.1  12 || 13"}},
-		{[]string{"matrix", "list", "nccl"}, 0, []string{"2.28.9   12 || 13", "2.29.7   13"}},
+		{[]string{"matrix", "list", "nccl"}, 0, []string{"2.28.9   12 || 13", "2.29.7   12 || 13"}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			out, errOut, code := run(t, tt.args...)
