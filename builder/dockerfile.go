@@ -202,6 +202,43 @@ func installCmd(k osKind, pkgs []string) string {
 	return "dnf install -y --setopt=install_weak_deps=False " + strings.Join(pkgs, " ") + clean
 }
 
+// stepStart begins a step that clamps its files' times (clampStep): it
+// records when the step began, in whole seconds, for the ctime test.
+const stepStart = "gpuimg_t0=$(date +%s)"
+
+// clampStep ends a step that writes files into the image: every file and
+// directory the step created or changed (ctime since a second before
+// stepStart, for the kernel's coarse file clock) whose mtime is later than
+// SOURCE_DATE_EPOCH gets the epoch as its mtime and atime, so that the
+// layer is the same on every build without BuildKit's rewrite-timestamp
+// (which decompresses and rescans every layer gpuimg built on every
+// export, cached or not). It is what rewrite-timestamp did to the layer's
+// tar headers, done in the step: files older than the epoch keep their
+// times (a base's files are never touched, so never copied up).
+// Directories that held BuildKit's mount stubs (the bind and cache mount
+// targets, /etc/hosts and resolv.conf) changed before the step began, and
+// BuildKit restores their times to what they are when it removes the
+// stubs, so they are clamped by name. The mounts themselves are pruned
+// (their times are not the layer's, and most are read-only): gpuimg's
+// bind mounts are all /tmp/gpuimg-*, its secrets are secretMounts'
+// targets or under /run/secrets. Whiteouts carry
+// time 0 (containerd v2's archive). Without SOURCE_DATE_EPOCH (the
+// Dockerfile built elsewhere) it does nothing.
+const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
+
+// clampTree clamps the times of every file and directory under root that
+// is later than SOURCE_DATE_EPOCH: for a tree the step made whole (a
+// layer stage's root), so no ctime test.
+func clampTree(root string) string {
+	return fmt.Sprintf(`if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find %s -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`, root)
+}
+
+// clamped is cmd (shell commands joined by &&) as a step that clamps its
+// files' times (clampStep).
+func clamped(cmd string) string {
+	return stepStart + " && " + cmd + " \\\n && " + clampStep
+}
+
 // pkgRunFiles are the files a package install writes that hold the time
 // of the run or inode numbers rather than anything about the packages:
 // the logs and histories of dpkg, apt and dnf, and ldconfig's aux-cache
@@ -379,8 +416,8 @@ func (g *gen) venvRun(mounts, venv, more string) {
 	if len(pkgs) > 0 {
 		install = fmt.Sprintf("if ! %s; then %s; fi; \\\n    ", have, installCmd(g.k, pkgs))
 	}
-	g.w("RUN%s%s%s \\\n    set -eu; \\\n    %s%s%s\n",
-		pkgCacheMounts(g.k, s.OS), g.secrets, mounts, install, venv, more)
+	g.w("RUN%s%s%s \\\n    set -eu; %s; \\\n    %s%s%s; \\\n    %s\n",
+		pkgCacheMounts(g.k, s.OS), g.secrets, mounts, stepStart, install, venv, more, clampStep)
 	g.w("ENV VIRTUAL_ENV=%s \\\n    PATH=%s/bin:$PATH\n", VenvDir, VenvDir)
 }
 
@@ -464,8 +501,9 @@ func (g *gen) frameworks() error {
 			pkgs = append(slices.Clone(pkgs), xla)
 		}
 		g.w("\n# %s %s (wheels for CUDA %s) from %s, checked after install.\n", fw.Name, fw.Version, fw.CUDA, from)
-		g.w("RUN%s --mount=type=bind,source=%s,target=/tmp/gpuimg-verify.py --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    pip install --disable-pip-version-check%s %s \\\n && python /tmp/gpuimg-verify.py%s %s %s %s \\\n && python -B /tmp/gpuimg-plan.py record %d %s\n",
-			g.pipMounts, ctxVerify, ctxPlan, index, strings.Join(quoteAll(pkgs), " "), verifyOpts, fw.Name, fw.Version, fw.CUDA, i+1, planState)
+		g.w("RUN%s --mount=type=bind,source=%s,target=/tmp/gpuimg-verify.py --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    %s\n",
+			g.pipMounts, ctxVerify, ctxPlan, clamped(fmt.Sprintf("pip install --disable-pip-version-check%s %s \\\n && python /tmp/gpuimg-verify.py%s %s %s %s \\\n && python -B /tmp/gpuimg-plan.py record %d %s",
+				index, strings.Join(quoteAll(pkgs), " "), verifyOpts, fw.Name, fw.Version, fw.CUDA, i+1, planState)))
 	}
 	g.tfCUDASteps()
 	planFrom := stageFrameworks
@@ -490,7 +528,7 @@ func (g *gen) extras() {
 	if pkgs := append(slices.Clone(d.Extras.Apt), d.Extras.Dnf...); len(pkgs) > 0 {
 		apt := slices.Sorted(slices.Values(pkgs))
 		g.w("\n# Extra OS packages.\n")
-		g.w("RUN%s%s \\\n    %s\n", pkgCacheMounts(k, s.OS), g.secrets, installCmd(k, apt))
+		g.w("RUN%s%s \\\n    %s\n", pkgCacheMounts(k, s.OS), g.secrets, clamped(installCmd(k, apt)))
 	}
 	if len(d.Extras.Pip) > 0 || d.HasRequirements {
 		args := append([]string(nil), d.Extras.Pip...)
@@ -500,7 +538,7 @@ func (g *gen) extras() {
 			args = append(args, "-r", "/tmp/gpuimg-requirements.txt")
 		}
 		g.w("\n# Extra Python packages.\n")
-		g.w("RUN%s \\\n    pip install --disable-pip-version-check %s\n", mounts, strings.Join(quoteAll(args), " "))
+		g.w("RUN%s \\\n    %s\n", mounts, clamped("pip install --disable-pip-version-check "+strings.Join(quoteAll(args), " ")))
 	}
 	if len(d.Extras.Copy) > 0 {
 		g.w("\n# Files from the context directory.\n")

@@ -76,7 +76,7 @@ func (g *gen) fabricLayer() {
 	s := g.d.Stack
 	if f.Installer == nil {
 		g.w("\n# Fabric %s: %s from %s's package repositories.\n", f.Name, strings.Join(f.Packages, ", "), s.OS)
-		g.w("RUN%s%s \\\n    %s\n", pkgCacheMounts(g.k, s.OS), g.secrets, installCmd(g.k, f.Packages))
+		g.w("RUN%s%s \\\n    %s\n", pkgCacheMounts(g.k, s.OS), g.secrets, clamped(installCmd(g.k, f.Packages)))
 	} else {
 		in := f.Installer
 		// The installer installs its packages with the OS's package
@@ -87,8 +87,9 @@ func (g *gen) fabricLayer() {
 			prep = "rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && "
 		}
 		g.w("\n# Fabric %s: %s/%s (release %s as the matrix names it) run inside the image.\n", f.Name, in.Dir, in.Script, in.Version)
-		g.w("RUN%s%s --mount=type=bind,from=%s,source=/installer.tar.gz,target=/tmp/gpuimg-fabric.tar.gz \\\n    %smkdir -p %s && tar -xzf /tmp/gpuimg-fabric.tar.gz -C %s \\\n && cd %s/%s && ./%s %s \\\n && cd / && rm -rf %s && %s\n",
-			pkgCacheMounts(g.k, s.OS), g.secrets, stageFabricArchive, prep, fabricDir, fabricDir, fabricDir, in.Dir, in.Script, strings.Join(quoteAll(in.Args), " "), fabricDir, clean)
+		g.w("RUN%s%s --mount=type=bind,from=%s,source=/installer.tar.gz,target=/tmp/gpuimg-fabric.tar.gz \\\n    %s\n",
+			pkgCacheMounts(g.k, s.OS), g.secrets, stageFabricArchive, clamped(fmt.Sprintf("%smkdir -p %s && tar -xzf /tmp/gpuimg-fabric.tar.gz -C %s \\\n && cd %s/%s && ./%s %s \\\n && cd / && rm -rf %s && %s",
+				prep, fabricDir, fabricDir, fabricDir, in.Dir, in.Script, strings.Join(quoteAll(in.Args), " "), fabricDir, clean)))
 	}
 	if len(f.LibraryPath) > 0 {
 		g.w("ENV LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n", strings.Join(f.LibraryPath, ":"))

@@ -195,8 +195,8 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 			g.w("COPY --link --from=%s %s/ /\n", names[i], layerRoot)
 		default:
 			g.w("\n# %s's other distributions (%d, %s), as its pip install put them.\n", fws[l.Step-1].Name, len(l.Dists), sizeMB(l.Size))
-			g.w("RUN --mount=type=bind,from=%s,source=%s,target=%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy %s / %s\n",
-				stageFrameworks, VenvDir, stageVenv, ctxPlan, stageVenv, strings.Join(quoteAll(l.Dists), " "))
+			g.w("RUN --mount=type=bind,from=%s,source=%s,target=%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    %s\n",
+				stageFrameworks, VenvDir, stageVenv, ctxPlan, clamped(fmt.Sprintf("python -B /tmp/gpuimg-plan.py copy %s / %s", stageVenv, strings.Join(quoteAll(l.Dists), " "))))
 		}
 	}
 	g.tfCUDASteps()
@@ -219,7 +219,8 @@ func (g *gen) layerStage(name string, l Layer) {
 	}
 	g.w("\n# %s (%s, %s), as the framework step's pip install put it.\n", strings.Join(l.Dists, " "), sizeMB(l.Size), what)
 	g.w("FROM %s AS %s\n", stageFrameworks, name)
-	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy%s %s %s %s\n", ctxPlan, shared, VenvDir, dest, strings.Join(quoteAll(l.Dists), " "))
+	g.w("ARG SOURCE_DATE_EPOCH\n")
+	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy%s %s %s %s \\\n && %s\n", ctxPlan, shared, VenvDir, dest, strings.Join(quoteAll(l.Dists), " "), clampTree(layerRoot))
 }
 
 func sizeMB(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -20,9 +20,9 @@ const (
 	// CPythonMTime is the modification time (Unix seconds) of every file
 	// and directory of a standalone Python's layer. The archive has no
 	// directory entries, so unpacking dates its directories at build
-	// time; BuildKit's rewrite-timestamp then clamps what is newer than
-	// the build's SOURCE_DATE_EPOCH, which is each base image's creation
-	// time. A time no epoch is older than gives the same layer on every
+	// time; the steps' clamp (clampStep) would then set what is newer
+	// than the build's SOURCE_DATE_EPOCH to it, which is each base
+	// image's creation time. A time no epoch is older than gives the same layer on every
 	// base. python-build-standalone's archives carry no .pyc files
 	// (cpython-unix/build-cpython.sh removes __pycache__), so no bytecode
 	// goes stale.

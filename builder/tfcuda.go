@@ -161,5 +161,5 @@ func (g *gen) tfCUDASteps() {
 		return
 	}
 	g.w("\n# TensorFlow dlopens its CUDA libraries; the loader's cache lists the venv's nvidia/*/lib (2.16.1 finds them no other way: tensorflow#63362).\n")
-	g.w("RUN %s/bin/python -c %s > %s \\\n && ldconfig && rm -f /var/cache/ldconfig/aux-cache\n", VenvDir, quoteAll([]string{tfLoaderConfScript})[0], VenvLdConf)
+	g.w("RUN %s\n", clamped(fmt.Sprintf("%s/bin/python -c %s > %s \\\n && ldconfig && rm -f /var/cache/ldconfig/aux-cache", VenvDir, quoteAll([]string{tfLoaderConfScript})[0], VenvLdConf)))
 }

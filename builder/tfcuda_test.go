@@ -56,7 +56,7 @@ func TestTFCUDASteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := strings.Count(df, "> "+VenvLdConf+" \\\n && ldconfig && rm -f /var/cache/ldconfig/aux-cache\n")
+			n := strings.Count(df, "> "+VenvLdConf+" \\\n && ldconfig && rm -f /var/cache/ldconfig/aux-cache \\\n && "+clampStep+"\n")
 			want := 0
 			if tt.conf {
 				want = 1
