@@ -9,8 +9,8 @@ import (
 
 // TestDockerfileTorchCompile: a stack whose torch brings triton gets
 // torch.compile's compiler and the headers of its Python in the step that
-// installs the stack's Python (no layer of its own), in the plain and the
-// layered Dockerfile; a stack without triton, or a build that opts out,
+// installs the stack's Python (the OS stage's one install, no layer of
+// its own), in the plain and the layered Dockerfile; a stack without triton, or a build that opts out,
 // gets none, and verify.py is told of the opt-out.
 func TestDockerfileTorchCompile(t *testing.T) {
 	const rocky9 = "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -58,8 +58,11 @@ func TestDockerfileTorchCompile(t *testing.T) {
 			}
 			for name, df := range map[string]string{"plain": plain, "layered": layered} {
 				steps := pythonSteps(df)
-				if len(steps) == 0 {
-					t.Fatalf("%s: no step installs the Python:\n%s", name, df)
+				if len(steps) != 1 {
+					t.Fatalf("%s: %d steps install the Python, want one (the OS stage's, whose files the venv steps copy):\n%s", name, len(steps), df)
+				}
+				if n, want := strings.Count(df, "--mount=type=bind,from="+stageOS+","), strings.Count(df, " AS "+stagePython+"\n")+strings.Count(df, "\nFROM "+tt.def.Base+" AS "+StageImage+"\n"); n != want {
+					t.Errorf("%s: %d steps copy the OS stage's files, want %d (the python stage's, and the layered image's)", name, n, want)
 				}
 				for _, step := range steps {
 					if got := installed(step); strings.Join(got, " ") != strings.Join(tt.want, " ") {
@@ -77,19 +80,36 @@ func TestDockerfileTorchCompile(t *testing.T) {
 			if opt != tt.def.NoTorchCompile {
 				t.Errorf("verify.py --no-torch-compile: %v, want %v", opt, tt.def.NoTorchCompile)
 			}
-			// Opting out changes the Python step's packages only: the
-			// same steps, so the same layers.
+			// Opting out changes the OS packages only: the same steps
+			// outside the stage that installs them (a standalone CPython
+			// opting out needs no OS packages, so no such stage), so the
+			// same layers.
 			other := tt.def
 			other.NoTorchCompile = !other.NoTorchCompile
 			df, err := Dockerfile(other)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a, b := strings.Count(plain, "\nRUN "), strings.Count(df, "\nRUN "); a != b {
+			if a, b := strings.Count(withoutStage(plain, stageOS), "\nRUN "), strings.Count(withoutStage(df, stageOS), "\nRUN "); a != b {
 				t.Errorf("%d RUN steps, %d with NoTorchCompile %v", a, b, other.NoTorchCompile)
 			}
 		})
 	}
+}
+
+// withoutStage is df without the stage named name (from its FROM line to
+// the next FROM).
+func withoutStage(df, name string) string {
+	i := strings.Index(df, " AS "+name+"\n")
+	if i < 0 {
+		return df
+	}
+	i = strings.LastIndex(df[:i], "\nFROM ")
+	j := strings.Index(df[i+1:], "\nFROM ")
+	if j < 0 {
+		return df[:i]
+	}
+	return df[:i] + df[i+1+j:]
 }
 
 // pythonSteps are the RUN steps of df that make the venv (python -m venv

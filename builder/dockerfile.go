@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,7 +225,12 @@ const stepStart = "gpuimg_t0=$(date +%s)"
 // targets or under /run/secrets. Whiteouts carry
 // time 0 (containerd v2's archive). Without SOURCE_DATE_EPOCH (the
 // Dockerfile built elsewhere) it does nothing.
-const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
+const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( ` + stepPrune + ` \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
+
+// stepPrune is find's test for what a step's find (clampStep, osStage)
+// leaves out: the kernel's file systems, gpuimg's bind mounts and the
+// secrets' targets.
+const stepPrune = `-path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets`
 
 // clampTree clamps the times of every file and directory under root that
 // is later than SOURCE_DATE_EPOCH: for a tree the step made whole (a
@@ -389,36 +395,86 @@ func (g *gen) from(as string) {
 		s.CUDA, dockerQuote(s.RequireCUDA))
 }
 
-// venvRun installs the stack's Python if the base lacks it and makes the
+// venvRun brings in the OS packages the stack's Python and
+// torch.compile need (osCopy: the files osStage installed) and makes the
 // virtual environment with venv (python -m venv when empty), then runs
 // more (shell commands, may be empty).
 func (g *gen) venvRun(mounts, venv, more string) {
-	s := g.d.Stack
-	py := s.Python
+	py := g.d.Stack.Python
 	if venv == "" {
 		venv = fmt.Sprintf("python%s -m venv %s", py, VenvDir)
 	}
-	// The OS packages, the Python's and torch.compile's, in this one
-	// step: no layer of their own, and none at all on a base that has
-	// them.
-	// A standalone CPython is in the image already (standaloneLayer):
-	// the OS never installs that Python.
-	var pkgs []string
+	copyOS := ""
+	if pkgs, _ := g.osPackages(); len(pkgs) > 0 {
+		mounts = fmt.Sprintf(" --mount=type=bind,from=%s,source=%s,target=%s", stageOS, layerRoot, osMount) + mounts
+		copyOS = g.osCopy() + "; \\\n    "
+	}
+	g.w("RUN%s%s \\\n    set -eu; %s; \\\n    %s%s%s; \\\n    %s\n",
+		g.secrets, mounts, stepStart, copyOS, venv, more, clampStep)
+	g.w("ENV VIRTUAL_ENV=%s \\\n    PATH=%s/bin:$PATH\n", VenvDir, VenvDir)
+}
+
+// stageOS is the stage that installs the OS packages of osPackages once
+// (osStage); the python stage and the image copy its files (osCopy).
+const stageOS = "gpuimg-os"
+
+// osMount is where a step mounts stageOS's files.
+const osMount = "/tmp/gpuimg-os"
+
+// osPackages are the OS packages the python stage and the image need, and
+// the shell test that holds when the base has them: the stack's Python
+// with venv (none for a standalone CPython, which standaloneLayer
+// brings), and torch.compile's compiler and headers (compilerPackages).
+func (g *gen) osPackages() (pkgs []string, have string) {
+	s := g.d.Stack
+	py := s.Python
 	if !g.standalone() {
 		pkgs = pythonPackages(s.OS, py)
 	}
-	have := fmt.Sprintf("python%s -c 'import ensurepip, venv' 2>/dev/null", py)
+	have = fmt.Sprintf("python%s -c 'import ensurepip, venv' 2>/dev/null", py)
 	if g.d.torchCompile() {
 		pkgs = append(pkgs, compilerPackages(s.OS, py, g.standalone())...)
 		have = "{ " + have + " && " + fmt.Sprintf(compilerCheck, py) + "; }"
 	}
-	install := ""
-	if len(pkgs) > 0 {
-		install = fmt.Sprintf("if ! %s; then %s; fi; \\\n    ", have, installCmd(g.k, pkgs))
+	return pkgs, have
+}
+
+// osStage is the stage that installs osPackages on the base as the
+// python stage and the image have it (standalone CPython, fabric), when
+// the base lacks them, and then stages what the install created or
+// changed (ctime since the step began, as clampStep reads it; files, links
+// and empty directories, each with its parents' attributes) under
+// layerRoot as hard links: the install's diff, which osCopy copies into
+// the python stage and into the image. The packages are installed once
+// per build, not once in each (9.9 s of a 1 GB cold build); the image's
+// layers stay in their order, the OS packages in the venv's layer.
+// Nothing when the stack needs no OS packages.
+func (g *gen) osStage() {
+	pkgs, have := g.osPackages()
+	if len(pkgs) == 0 {
+		return
 	}
-	g.w("RUN%s%s%s \\\n    set -eu; %s; \\\n    %s%s%s; \\\n    %s\n",
-		pkgCacheMounts(g.k, s.OS), g.secrets, mounts, stepStart, install, venv, more, clampStep)
-	g.w("ENV VIRTUAL_ENV=%s \\\n    PATH=%s/bin:$PATH\n", VenvDir, VenvDir)
+	g.w("\n# The OS packages (%s), installed once: the python stage (and a layered build's image) copy their files.\n", strings.Join(pkgs, ", "))
+	g.from(stageOS)
+	g.standaloneLayer()
+	g.fabricLayer()
+	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$((gpuimg_t0 - 1))\" \\( ! -type d -o -empty \\) -print0 | xargs -0 -r cp -al --parents -t %[1]s",
+		layerRoot, stepPrune, path.Dir(layerRoot))
+	g.w("RUN%s%s \\\n    set -eu; %s; \\\n    if ! %s; then %s; fi; \\\n    %s; \\\n    %s\n",
+		pkgCacheMounts(g.k, g.d.Stack.OS), g.secrets, stepStart, have, installCmd(g.k, pkgs), clampStep, stage)
+}
+
+// osCopy is the shell command that copies osStage's files (mounted at
+// osMount) into the stage, and removes what the install removed: apt's
+// docker-clean (installCmd) and the package managers' run files
+// (pkgRunFiles). Nothing when the base had the packages (osStage staged
+// nothing).
+func (g *gen) osCopy() string {
+	rm := "rm -rf " + strings.Join(pkgRunFiles(g.k), " ")
+	if g.k.family == "apt" {
+		rm = "rm -f /etc/apt/apt.conf.d/docker-clean; " + rm
+	}
+	return fmt.Sprintf(`if [ -n "$(ls -A %[1]s)" ]; then cp -a %[1]s/. /; %[2]s; fi`, osMount, rm)
 }
 
 // python is the stage with the stack's Python in a virtual environment.
@@ -427,6 +483,9 @@ func (g *gen) python() {
 	g.fabricStages()
 	if g.standalone() {
 		g.standaloneStages()
+	}
+	g.osStage()
+	if g.standalone() {
 		g.w("\n# Python %s from the standalone CPython, in a virtual environment at %s.\n", s.Python, VenvDir)
 	} else {
 		g.w("\n# Python %s from %s's own packages, in a virtual environment at %s.\n", s.Python, s.OS, VenvDir)
