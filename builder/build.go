@@ -25,7 +25,6 @@ import (
 	"github.com/moby/buildkit/session/secrets/secretsprovider"
 	"github.com/moby/buildkit/util/progress/progressui"
 	"github.com/tonistiigi/fsutil"
-	fstypes "github.com/tonistiigi/fsutil/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gpuimg/gpuimg/images"
@@ -412,7 +411,7 @@ func (b *run) context(context.Context) error {
 	mounts := map[string]fsutil.FS{"context": localCtx, "dockerfile": localCtx}
 	attrs := frontendAttrs(plan.SourceDateEpoch)
 	if len(req.Extras.Copy) > 0 {
-		userCtx, err := clampedContext(ctxDir, plan.SourceDateEpoch)
+		userCtx, err := fsutil.NewFS(ctxDir)
 		if err != nil {
 			return fmt.Errorf("context directory %s: %w", ctxDir, err)
 		}
@@ -588,6 +587,17 @@ func (b *run) exports(context.Context) error {
 		switch exports[i].Type {
 		case client.ExporterImage, client.ExporterOCI, client.ExporterDocker:
 			exporterCompression(exports[i].Attrs, req.Compression, exports[i].Type)
+			// The steps fix their own files' times (clampStep,
+			// fixTimes); a --copy file's COPY cannot: it keeps the
+			// context's times, and BuildKit keys a COPY by contents, not
+			// times, and creates the destination's missing parents at
+			// the build's time. So an image with --copy files is
+			// exported with rewrite-timestamp, which clamps every layer's
+			// times to SOURCE_DATE_EPOCH at the cost of reading them all
+			// again on each export.
+			if len(req.Extras.Copy) > 0 {
+				exports[i].Attrs["rewrite-timestamp"] = "true"
+			}
 		}
 	}
 	b.opt.Exports = exports
@@ -949,21 +959,4 @@ func pushFailure(err error) (registry string, transient bool) {
 		registry = ref.Context().RegistryStr()
 	}
 	return registry, transientPushRE.MatchString(msg[strings.Index(msg, m[0])+len(m[0]):])
-}
-
-// clampedContext is the context directory as the build's COPY steps see
-// it: each file's mtime later than epoch (Unix seconds) is epoch, as
-// BuildKit's rewrite-timestamp did to the copied files' layer, so a
-// checkout's file times do not reach the image. The steps clamp their
-// own files (clampStep).
-func clampedContext(dir string, epoch int64) (fsutil.FS, error) {
-	fs, err := fsutil.NewFS(dir)
-	if err != nil {
-		return nil, err
-	}
-	limit := time.Unix(epoch, 0).UnixNano()
-	return fsutil.NewFilterFS(fs, &fsutil.FilterOpt{Map: func(_ string, st *fstypes.Stat) fsutil.MapResult {
-		st.ModTime = min(st.ModTime, limit)
-		return fsutil.MapResultKeep
-	}})
 }

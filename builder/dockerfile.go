@@ -204,12 +204,21 @@ func installCmd(k osKind, pkgs []string) string {
 }
 
 // stepStart begins a step that clamps its files' times (clampStep): it
-// records when the step began, in whole seconds, for the ctime test.
-const stepStart = "gpuimg_t0=$(date +%s)"
+// records when the step began as the mtime of a marker file written on
+// the step's own file system (so at that file system's timestamp
+// granularity), in nanoseconds, and removes the marker. A pause on each
+// side keeps the files of earlier steps and of the base (unpacked just
+// before the step on a fresh daemon) strictly older, and the step's own
+// files strictly newer, on the kernel's coarse file clock; a file system
+// with whole-second times (the marker's nanoseconds are 0) gets a pause of
+// a second. Picking the step's files by ctime since a whole second before
+// the step (the first try) also picked base files unpacked in that
+// second, on some daemons and not others.
+const stepStart = `sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac`
 
 // clampStep ends a step that writes files into the image: every file and
-// directory the step created or changed (ctime since a second before
-// stepStart, for the kernel's coarse file clock) whose mtime is later than
+// directory the step created or changed (ctime after stepStart's marker)
+// whose mtime is later than
 // SOURCE_DATE_EPOCH gets the epoch as its mtime and atime, so that the
 // layer is the same on every build without BuildKit's rewrite-timestamp
 // (which decompresses and rescans every layer gpuimg built on every
@@ -225,24 +234,36 @@ const stepStart = "gpuimg_t0=$(date +%s)"
 // targets or under /run/secrets. Whiteouts carry
 // time 0 (containerd v2's archive). Without SOURCE_DATE_EPOCH (the
 // Dockerfile built elsewhere) it does nothing.
-const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( ` + stepPrune + ` \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
+const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( ` + stepPrune + ` \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`
 
 // stepPrune is find's test for what a step's find (clampStep, osStage)
 // leaves out: the kernel's file systems, gpuimg's bind mounts and the
 // secrets' targets.
 const stepPrune = `-path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets`
 
-// clampTree clamps the times of every file and directory under root that
-// is later than SOURCE_DATE_EPOCH: for a tree the step made whole (a
-// layer stage's root), so no ctime test.
-func clampTree(root string) string {
-	return fmt.Sprintf(`if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find %s -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi`, root)
+// LayerMTime is the modification time (Unix seconds) of every file and
+// directory a layer stage puts under layerRoot, whatever the build's
+// SOURCE_DATE_EPOCH (as CPythonMTime is for a standalone Python's layer).
+// A layer reaches the image by COPY --link, and BuildKit keys a COPY by
+// its files' contents, not their times: a layer whose times followed the
+// epoch (the first try) was taken from the cache of a build with another
+// epoch, so one daemon gave other digests than a fresh one. With one
+// time, a COPY's cached result is always the one a fresh daemon makes,
+// and variants on bases of different dates share these layers. The pip
+// installs ran with SOURCE_DATE_EPOCH set, so their .pyc files are
+// checked by hash, not by their sources' times.
+const LayerMTime = 0
+
+// fixTimes sets the times of every file and directory under root (a
+// tree the step made whole: a layer stage's root) to LayerMTime.
+func fixTimes(root string) string {
+	return fmt.Sprintf(`find %s -exec touch -h -d @%d {} +`, root, LayerMTime)
 }
 
 // clamped is cmd (shell commands joined by &&) as a step that clamps its
 // files' times (clampStep).
 func clamped(cmd string) string {
-	return stepStart + " && " + cmd + " \\\n && " + clampStep
+	return "{ " + stepStart + "; } && " + cmd + " \\\n && " + clampStep
 }
 
 // pkgRunFiles are the files a package install writes that hold the time
@@ -458,7 +479,7 @@ func (g *gen) osStage() {
 	g.from(stageOS)
 	g.standaloneLayer()
 	g.fabricLayer()
-	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$((gpuimg_t0 - 1))\" \\( ! -type d -o -empty \\) -print0 | xargs -0 -r cp -al --parents -t %[1]s",
+	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0 | xargs -0 -r cp -al --parents -t %[1]s",
 		layerRoot, stepPrune, path.Dir(layerRoot))
 	g.w("RUN%s%s \\\n    set -eu; %s; \\\n    if ! %s; then %s; fi; \\\n    %s; \\\n    %s\n",
 		pkgCacheMounts(g.k, g.d.Stack.OS), g.secrets, stepStart, have, installCmd(g.k, pkgs), clampStep, stage)

@@ -219,8 +219,7 @@ func (g *gen) layerStage(name string, l Layer) {
 	}
 	g.w("\n# %s (%s, %s), as the framework step's pip install put it.\n", strings.Join(l.Dists, " "), sizeMB(l.Size), what)
 	g.w("FROM %s AS %s\n", stageFrameworks, name)
-	g.w("ARG SOURCE_DATE_EPOCH\n")
-	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy%s %s %s %s \\\n && %s\n", ctxPlan, shared, VenvDir, dest, strings.Join(quoteAll(l.Dists), " "), clampTree(layerRoot))
+	g.w("RUN --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    python -B /tmp/gpuimg-plan.py copy%s %s %s %s \\\n && %s\n", ctxPlan, shared, VenvDir, dest, strings.Join(quoteAll(l.Dists), " "), fixTimes(layerRoot))
 }
 
 func sizeMB(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -10,11 +10,11 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN --mount=type=cache,id=gpuimg-dnf-rockylinux9-$TARGETARCH,target=/var/cache/dnf,sharing=locked \
-    set -eu; gpuimg_t0=$(date +%s); \
+    set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if ! python3.9 -c 'import ensurepip, venv' 2>/dev/null; then dnf install -y --setopt=install_weak_deps=False python3 && rm -rf /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/lib/dnf/history* /var/cache/ldconfig/aux-cache; fi; \
-    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
     mkdir -p /gpuimg/layer; \
-    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$((gpuimg_t0 - 1))" \( ! -type d -o -empty \) -print0 | xargs -0 -r cp -al --parents -t /gpuimg/layer
+    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$gpuimg_t0" \( ! -type d -o -empty \) -print0 | xargs -0 -r cp -al --parents -t /gpuimg/layer
 
 # Python 3.9 from rockylinux9's own packages, in a virtual environment at /opt/venv.
 FROM docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111 AS gpuimg-python
@@ -25,12 +25,12 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    set -eu; gpuimg_t0=$(date +%s); \
+    set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -rf /var/log/dnf.log /var/log/dnf.librepo.log /var/log/dnf.rpm.log /var/log/hawkey.log /var/lib/dnf/history* /var/cache/ldconfig/aux-cache; fi; \
     python3.9 -m venv /opt/venv; \
     if ! /opt/venv/bin/python -c 'import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))'; then /opt/venv/bin/python -m pip install --disable-pip-version-check pip==23.0.1; fi; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json; \
-    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
@@ -40,15 +40,15 @@ ARG TARGETARCH
 
 # tensorflow 2.15.0 (wheels for CUDA 12.2) from PyPI, checked after install.
 RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/verify.py,target=/tmp/gpuimg-verify.py --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    gpuimg_t0=$(date +%s) && pip install --disable-pip-version-check 'tensorflow[and-cuda]==2.15.0.post1' \
+    { sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; } && pip install --disable-pip-version-check 'tensorflow[and-cuda]==2.15.0.post1' \
  && python /tmp/gpuimg-verify.py tensorflow 2.15.0 12.2 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 
 # TensorFlow dlopens its CUDA libraries; the loader's cache lists the venv's nvidia/*/lib (2.16.1 finds them no other way: tensorflow#63362).
-RUN gpuimg_t0=$(date +%s) && /opt/venv/bin/python -c 'import glob, os, sysconfig; ds = {os.path.realpath(d) for d in glob.glob(os.path.join(sysconfig.get_path("purelib"), "nvidia", "*", "lib")) if any(".so" in f for f in os.listdir(d))}; print("\n".join(sorted(ds)))' > /etc/ld.so.conf.d/gpuimg-venv-nvidia.conf \
+RUN { sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; } && /opt/venv/bin/python -c 'import glob, os, sysconfig; ds = {os.path.realpath(d) for d in glob.glob(os.path.join(sysconfig.get_path("purelib"), "nvidia", "*", "lib")) if any(".so" in f for f in os.listdir(d))}; print("\n".join(sorted(ds)))' > /etc/ld.so.conf.d/gpuimg-venv-nvidia.conf \
  && ldconfig && rm -f /var/cache/ldconfig/aux-cache \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 
 # The proof, on the frameworks' environment: libraries resolve, frameworks import.
 FROM gpuimg-frameworks AS gpuimg-check-env

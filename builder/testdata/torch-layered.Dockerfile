@@ -10,11 +10,11 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/apt,sharing=locked --mount=type=cache,id=gpuimg-aptlists-ubuntu22.04-$TARGETARCH,target=/var/lib/apt/lists,sharing=locked \
-    set -eu; gpuimg_t0=$(date +%s); \
+    set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if ! { python3.10 -c 'import ensurepip, venv' 2>/dev/null && { command -v gcc || command -v clang; } >/dev/null && python3.10 -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths("posix_prefix")["include"], "Python.h")))' 2>/dev/null; }; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.10 python3.10-venv gcc libc6-dev python3.10-dev -o Dpkg::Options::=--force-unsafe-io && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
-    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
     mkdir -p /gpuimg/layer; \
-    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$((gpuimg_t0 - 1))" \( ! -type d -o -empty \) -print0 | xargs -0 -r cp -al --parents -t /gpuimg/layer
+    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$gpuimg_t0" \( ! -type d -o -empty \) -print0 | xargs -0 -r cp -al --parents -t /gpuimg/layer
 
 # Python 3.10 from ubuntu22.04's own packages, in a virtual environment at /opt/venv.
 FROM docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000 AS gpuimg-python
@@ -25,12 +25,12 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    set -eu; gpuimg_t0=$(date +%s); \
+    set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     python3.10 -m venv /opt/venv; \
     if ! /opt/venv/bin/python -c 'import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))'; then /opt/venv/bin/python -m pip install --disable-pip-version-check pip==23.0.1; fi; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json; \
-    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
@@ -40,10 +40,10 @@ ARG TARGETARCH
 
 # torch 2.3.1 (wheels for CUDA 12.1) from https://download.pytorch.org/whl/cu121, checked after install.
 RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/verify.py,target=/tmp/gpuimg-verify.py --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    gpuimg_t0=$(date +%s) && pip install --disable-pip-version-check --index-url https://download.pytorch.org/whl/cu121 torch==2.3.1 torchvision==0.18.1 torchaudio==2.3.1 \
+    { sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; } && pip install --disable-pip-version-check --index-url https://download.pytorch.org/whl/cu121 torch==2.3.1 torchvision==0.18.1 torchaudio==2.3.1 \
  && python /tmp/gpuimg-verify.py torch 2.3.1 12.1 \
  && python -B /tmp/gpuimg-plan.py record 1 /opt/venv/gpuimg-steps.json \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 
 # The proof, on the frameworks' environment: libraries resolve, frameworks import.
 FROM gpuimg-frameworks AS gpuimg-check-env
@@ -59,38 +59,33 @@ COPY --from=gpuimg-plan-files /gpuimg-plan.json /gpuimg-plan.json
 
 # nvidia-cublas-cu12==12.1.3.1 (730.0 MB, for any Python), as the framework step's pip install put it.
 FROM gpuimg-frameworks AS gpuimg-layer-1
-ARG SOURCE_DATE_EPOCH
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages nvidia-cublas-cu12==12.1.3.1 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find /gpuimg/layer -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && find /gpuimg/layer -exec touch -h -d @0 {} +
 
 # nvidia-cudnn-cu12==8.9.2.26 (880.0 MB, for any Python), as the framework step's pip install put it.
 FROM gpuimg-frameworks AS gpuimg-layer-2
-ARG SOURCE_DATE_EPOCH
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages nvidia-cudnn-cu12==8.9.2.26 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find /gpuimg/layer -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && find /gpuimg/layer -exec touch -h -d @0 {} +
 
 # filelock==3.15.4 nvidia-nvtx-cu12==12.1.105 (0.3 MB, for any Python), as the framework step's pip install put it.
 FROM gpuimg-frameworks AS gpuimg-layer-3
-ARG SOURCE_DATE_EPOCH
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py copy --shared /opt/venv /gpuimg/layer/opt/venv/lib/gpuimg-shared/site-packages filelock==3.15.4 nvidia-nvtx-cu12==12.1.105 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find /gpuimg/layer -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && find /gpuimg/layer -exec touch -h -d @0 {} +
 
 # torch==2.3.1+cu121 (2300.0 MB, for this Python), as the framework step's pip install put it.
 FROM gpuimg-frameworks AS gpuimg-layer-4
-ARG SOURCE_DATE_EPOCH
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py copy /opt/venv /gpuimg/layer torch==2.3.1+cu121 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find /gpuimg/layer -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && find /gpuimg/layer -exec touch -h -d @0 {} +
 
 # triton==2.3.1 (450.0 MB, for this Python), as the framework step's pip install put it.
 FROM gpuimg-frameworks AS gpuimg-layer-5
-ARG SOURCE_DATE_EPOCH
 RUN --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     python -B /tmp/gpuimg-plan.py copy /opt/venv /gpuimg/layer triton==2.3.1 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find /gpuimg/layer -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+ && find /gpuimg/layer -exec touch -h -d @0 {} +
 
 # The image: the Python environment in 6 layers, most shared first, then what you add.
 FROM docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000 AS gpuimg-image
@@ -104,7 +99,7 @@ COPY --link --from=gpuimg-layer-1 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-2 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-3 /gpuimg/layer/ /
 RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=bind,from=gpuimg-plan,source=/gpuimg-plan.json,target=/tmp/gpuimg-plan.json --mount=type=bind,from=gpuimg-python,source=/opt/venv,target=/tmp/gpuimg-venv --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    set -eu; gpuimg_t0=$(date +%s); \
+    set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     mkdir -p /opt/venv; cp -a /tmp/gpuimg-venv/. /opt/venv/; rm /opt/venv/gpuimg-steps.json; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py prune /opt/venv /tmp/gpuimg-plan.json; \
@@ -112,7 +107,7 @@ RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os 
     echo /opt/venv/lib/gpuimg-shared/site-packages > "$site/gpuimg-shared.pth"; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py link /opt/venv/lib/gpuimg-shared/site-packages /tmp/gpuimg-plan.json; \
     if [ -d /opt/venv/lib/gpuimg-shared/site-packages ]; then /opt/venv/bin/python -m compileall -q /opt/venv/lib/gpuimg-shared/site-packages; fi; \
-    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 COPY --link --from=gpuimg-layer-4 /gpuimg/layer/ /
@@ -120,13 +115,13 @@ COPY --link --from=gpuimg-layer-5 /gpuimg/layer/ /
 
 # torch's other distributions (3, 45.1 MB), as its pip install put them.
 RUN --mount=type=bind,from=gpuimg-frameworks,source=/opt/venv,target=/tmp/gpuimg-venv --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
-    gpuimg_t0=$(date +%s) && python -B /tmp/gpuimg-plan.py copy /tmp/gpuimg-venv / MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+    { sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; } && python -B /tmp/gpuimg-plan.py copy /tmp/gpuimg-venv / MarkupSafe==2.1.5 sympy==1.13.0 torchvision==0.18.1+cu121 \
+ && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 
 # Extra Python packages.
 RUN --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip \
-    gpuimg_t0=$(date +%s) && pip install --disable-pip-version-check numpy==1.26.4 \
- && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$((gpuimg_t0 - 1))" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
+    { sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; } && pip install --disable-pip-version-check numpy==1.26.4 \
+ && if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 
 # Files from the context directory.
 COPY --link --from=user "app" "/app"

@@ -245,6 +245,31 @@ os:
 				t.Errorf("configs differ:\n%s\n%s", ca, co)
 			}
 		}
+		// Another epoch: the first daemon holds every step and COPY of
+		// the default epoch's build, and BuildKit keys a COPY by its
+		// files' contents, not their times. Its build must still be the
+		// one a daemon that never saw the default epoch makes (with the
+		// layers' times following the epoch, it took the cached COPYs,
+		// whose times were the other epoch's).
+		const epoch = "1600000000"
+		refE, resE := build(t, env.BuildKit.Address(), py1, "1.0", "epoch", "--source-date-epoch", epoch)
+		refEO, resEO := build(t, other.Address(), py1, "1.0", "epoch-other", "--source-date-epoch", epoch)
+		t.Logf("epoch %s: first builder %s, other %s", epoch, resE.Digest, resEO.Digest)
+		if resE.Digest == resA.Digest {
+			t.Errorf("epoch %s gave the default epoch's digest %s", epoch, resA.Digest)
+		}
+		if resE.Digest != resEO.Digest {
+			t.Errorf("epoch %s: the first builder (holding the default epoch's cache) gave %s, the other %s", epoch, resE.Digest, resEO.Digest)
+			e, o := layerEntries(t, remoteImage(t, refE)), layerEntries(t, remoteImage(t, refEO))
+			for i := range min(len(e), len(o)) {
+				for n, x := range e[i] {
+					if o[i][n] != x {
+						t.Errorf("layer %d: %s: %s on the first builder, %s on the other", i, n, x, o[i][n])
+						break
+					}
+				}
+			}
+		}
 	})
 
 	t.Run("zstd layers by default, gzip with --compression gzip", func(t *testing.T) {
