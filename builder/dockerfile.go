@@ -212,7 +212,7 @@ func installCmd(k osKind, pkgs []string) string {
 // files strictly newer, on the kernel's coarse file clock; a file system
 // with whole-second times (the marker's nanoseconds are 0) gets a pause of
 // a second. Picking the step's files by ctime since a whole second before
-// the step (the first try) also picked base files unpacked in that
+// the step (the first try) could also pick base files unpacked in that
 // second, on some daemons and not others.
 const stepStart = `sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac`
 
@@ -245,9 +245,10 @@ const stepPrune = `-path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg
 // directory a layer stage puts under layerRoot, whatever the build's
 // SOURCE_DATE_EPOCH (as CPythonMTime is for a standalone Python's layer).
 // A layer reaches the image by COPY --link, and BuildKit keys a COPY by
-// its files' contents, not their times: a layer whose times followed the
-// epoch (the first try) was taken from the cache of a build with another
-// epoch, so one daemon gave other digests than a fresh one. With one
+// its files' contents, not their times, and merges equal steps of builds
+// that run at once: a layer whose times followed the epoch (the first
+// try) was taken from a build with another epoch, so one daemon gave
+// other digests than a fresh one (TestBuildLayerSharing). With one
 // time, a COPY's cached result is always the one a fresh daemon makes,
 // and variants on bases of different dates share these layers. The pip
 // installs ran with SOURCE_DATE_EPOCH set, so their .pyc files are
