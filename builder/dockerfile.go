@@ -242,8 +242,9 @@ const clampStep = `if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( ` + 
 const stepPrune = `-path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets`
 
 // LayerMTime is the modification time (Unix seconds) of every file and
-// directory a layer stage puts under layerRoot, whatever the build's
-// SOURCE_DATE_EPOCH (as CPythonMTime is for a standalone Python's layer).
+// directory a layer stage puts under layerRoot, and of a standalone
+// CPython's layer (standaloneStages), whatever the build's
+// SOURCE_DATE_EPOCH.
 // A layer reaches the image by COPY --link, and BuildKit keys a COPY by
 // its files' contents, not their times, and merges equal steps of builds
 // that run at once: a layer whose times followed the epoch (the first

@@ -17,16 +17,6 @@ const (
 	// cpythonRoot is the image's root in stageCPython: the Python is at
 	// cpythonRoot + matrix.StandalonePrefix.
 	cpythonRoot = "/gpuimg/cpython"
-	// CPythonMTime is the modification time (Unix seconds) of every file
-	// and directory of a standalone Python's layer. The archive has no
-	// directory entries, so unpacking dates its directories at build
-	// time; the steps' clamp (clampStep) would then set what is newer
-	// than the build's SOURCE_DATE_EPOCH to it, which is each base
-	// image's creation time. A time no epoch is older than gives the same layer on every
-	// base. python-build-standalone's archives carry no .pyc files
-	// (cpython-unix/build-cpython.sh removes __pycache__), so no bytecode
-	// goes stale.
-	CPythonMTime = 0
 )
 
 // CheckPythonMirror checks a --python-mirror URL: http or https (file://
@@ -54,8 +44,13 @@ func (g *gen) standalone() bool {
 
 // standaloneStages writes the stages that fetch the stack's standalone
 // CPython for the target's architecture (ADD checks the archive's sha256
-// and unpacks it) and fix its files' times (CPythonMTime) under
-// cpythonRoot, with the CPython itself on the base (it needs a libc).
+// and unpacks it) and copy it under cpythonRoot with every file's and
+// directory's time set to LayerMTime (fixTimes), as a layer stage's. The
+// archive has no directory entries, so unpacking dates its directories at
+// build time; with one time, every base (and every SOURCE_DATE_EPOCH)
+// gets the same layer. python-build-standalone's archives carry no .pyc
+// files (cpython-unix/build-cpython.sh removes __pycache__), so no
+// bytecode goes stale.
 func (g *gen) standaloneStages() {
 	s := g.d.Stack
 	ps := s.PythonSource
@@ -74,10 +69,9 @@ func (g *gen) standaloneStages() {
 	}
 	g.w("FROM %s-${TARGETARCH} AS %s-archive\n", stageCPython, stageCPython)
 	g.w("FROM %s AS %s\n", g.d.Base, stageCPython)
-	fix := fmt.Sprintf(`import os, sys; [os.utime(p, (%[1]d, %[1]d), follow_symlinks=False) for d, ds, fs in os.walk(sys.argv[1]) for p in [d] + [os.path.join(d, n) for n in ds + fs]]`, CPythonMTime)
 	dest := cpythonRoot + matrix.StandalonePrefix
-	g.w("RUN --mount=type=bind,from=%s-archive,source=/python,target=/tmp/gpuimg-cpython \\\n    mkdir -p %s && cp -a /tmp/gpuimg-cpython %s \\\n && %s/bin/python%s -I -B -c %s %s\n",
-		stageCPython, path.Dir(dest), dest, dest, s.Python, quoteAll([]string{fix})[0], cpythonRoot)
+	g.w("RUN --mount=type=bind,from=%s-archive,source=/python,target=/tmp/gpuimg-cpython \\\n    mkdir -p %s && cp -a /tmp/gpuimg-cpython %s \\\n && %s\n",
+		stageCPython, path.Dir(dest), dest, fixTimes(cpythonRoot))
 }
 
 // standaloneLayer adds the standalone CPython to the current stage as a

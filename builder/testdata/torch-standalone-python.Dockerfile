@@ -10,7 +10,7 @@ FROM gpuimg-cpython-${TARGETARCH} AS gpuimg-cpython-archive
 FROM docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04@sha256:3333333333333333333333333333333333333333333333333333333333333333 AS gpuimg-cpython
 RUN --mount=type=bind,from=gpuimg-cpython-archive,source=/python,target=/tmp/gpuimg-cpython \
     mkdir -p /gpuimg/cpython/opt/gpuimg && cp -a /tmp/gpuimg-cpython /gpuimg/cpython/opt/gpuimg/python \
- && /gpuimg/cpython/opt/gpuimg/python/bin/python3.13 -I -B -c 'import os, sys; [os.utime(p, (0, 0), follow_symlinks=False) for d, ds, fs in os.walk(sys.argv[1]) for p in [d] + [os.path.join(d, n) for n in ds + fs]]' /gpuimg/cpython
+ && find /gpuimg/cpython -exec touch -h -d @0 {} +
 
 # The OS packages (gcc, libc6-dev), installed once: the python stage (and a layered build's image) copy their files.
 FROM docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04@sha256:3333333333333333333333333333333333333333333333333333333333333333 AS gpuimg-os
