@@ -468,7 +468,12 @@ func (g *gen) osPackages() (pkgs []string, have string) {
 // changed (ctime since the step began, as clampStep reads it; files, links
 // and empty directories, each with its parents' attributes) under
 // layerRoot as hard links: the install's diff, which osCopy copies into
-// the python stage and into the image. The packages are installed once
+// the python stage and into the image. Before staging, the OS Python's
+// stale standard-library .pyc files are recompiled (plan.py pycs): the
+// clamp gives what the install brought the epoch as its time, and a base
+// built with clamped times has them stale already, so Python would
+// compile those modules again at every start (0.3 s of each pip step's
+// start in the test environment's base). The packages are installed once
 // per build, not once in each (9.9 s of a 1 GB cold build); the image's
 // layers stay in their order, the OS packages in the venv's layer.
 // Nothing when the stack needs no OS packages.
@@ -483,8 +488,14 @@ func (g *gen) osStage() {
 	g.fabricLayer()
 	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0 | xargs -0 -r cp -al --parents -t %[1]s",
 		layerRoot, stepPrune, path.Dir(layerRoot))
-	g.w("RUN%s%s \\\n    set -eu; %s; \\\n    if ! %s; then %s; fi; \\\n    %s; \\\n    %s\n",
-		pkgCacheMounts(g.k, g.d.Stack.OS), g.secrets, stepStart, have, installCmd(g.k, pkgs), clampStep, stage)
+	pycs := ""
+	if !g.standalone() {
+		// After the clamp, which may have changed the stdlib's times, and
+		// clamped again: the .pyc files it rewrote are new.
+		pycs = fmt.Sprintf("if command -v python%[1]s >/dev/null; then PYTHONHASHSEED=0 python%[1]s -B /tmp/gpuimg-plan.py pycs; fi; \\\n    %[2]s; \\\n    ", g.d.Stack.Python, clampStep)
+	}
+	g.w("RUN%s%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py \\\n    set -eu; %s; \\\n    if ! %s; then %s; fi; \\\n    %s; \\\n    %s%s\n",
+		pkgCacheMounts(g.k, g.d.Stack.OS), g.secrets, ctxPlan, stepStart, have, installCmd(g.k, pkgs), clampStep, pycs, stage)
 }
 
 // osCopy is the shell command that copies osStage's files (mounted at

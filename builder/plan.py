@@ -24,6 +24,18 @@ Usage:
                                         another version, as pip uninstall
                                         would: a framework step upgraded it,
                                         and its layer brings the new one
+  python -B plan.py pycs [DIR...]       recompile each stale timestamp .pyc
+                                        under each DIR (default: this
+                                        Python's standard library)
+
+A .pyc checked by timestamp records its source's mtime and size; when a
+step clamps the source's time (the base's own build, or this build's
+clamp of what the OS packages installed), Python finds the .pyc stale and
+compiles the module again at every start, and pip's first import in each
+pip step does so for a hundred modules. pycs rewrites only the .pyc files
+that exist and are stale, as timestamp .pyc files of the source's times
+as they are now, with PYTHONHASHSEED 0 (set by the caller) so that sets
+are written in one order.
 
 The state file maps each distribution to the step that installed its
 current version; a later step that replaces a version takes it over, one
@@ -280,6 +292,47 @@ def prune(venv, plan_file):
         print("plan.py: removed %s %s from %s (the framework steps installed %s)" % (p["name"], version, venv, p["version"]))
 
 
+def pycs(dirs):
+    """Recompile each stale timestamp .pyc under dirs (this Python's
+    standard library directories when none are given); print how many."""
+    import importlib.util
+    import py_compile
+
+    roots = sorted({os.path.realpath(d) for d in dirs or [sysconfig.get_path(k) for k in ("stdlib", "platstdlib")]})
+    fresh = 0
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            if os.path.basename(dirpath) != "__pycache__":
+                continue
+            for f in sorted(files):
+                cfile = os.path.join(dirpath, f)
+                if stale(cfile, importlib.util.MAGIC_NUMBER):
+                    opt = re.search(r"\.opt-([12])\.pyc$", f)
+                    src = importlib.util.source_from_cache(cfile)
+                    py_compile.compile(src, cfile=cfile, optimize=int(opt.group(1)) if opt else 0,
+                                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+                    fresh += 1
+    print("plan.py: recompiled %d stale .pyc files under %s (Python %s)" % (fresh, ", ".join(roots), sysconfig.get_python_version()))
+
+
+def stale(cfile, magic):
+    """Whether cfile is a timestamp .pyc of this Python whose source exists
+    and no longer has the mtime and size it records."""
+    import importlib.util
+
+    try:
+        src = importlib.util.source_from_cache(cfile)
+        with open(cfile, "rb") as f:
+            head = f.read(16)
+        st = os.stat(src)
+    except (OSError, ValueError):
+        return False
+    if len(head) < 16 or head[:4] != magic or int.from_bytes(head[4:8], "little") != 0:
+        return False  # another Python's, or checked by hash
+    mtime, size = int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")
+    return mtime != int(st.st_mtime) & 0xFFFFFFFF or size != st.st_size & 0xFFFFFFFF
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "record":
         record(int(argv[2]), argv[3])
@@ -293,8 +346,10 @@ def main(argv):
         link(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "prune":
         prune(argv[2], argv[3])
+    elif len(argv) >= 2 and argv[1] == "pycs":
+        pycs(argv[2:])
     else:
-        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | link SITE PLAN | prune VENV PLAN", file=sys.stderr)
+        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | link SITE PLAN | prune VENV PLAN | pycs [DIR...]", file=sys.stderr)
         sys.exit(2)
 
 

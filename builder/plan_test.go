@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeWheel writes a wheel of dist==version (tag py3-none-any) holding
@@ -255,5 +257,78 @@ func TestPlanPyCopy(t *testing.T) {
 		if err == nil || !strings.Contains(out, tt.msg) {
 			t.Errorf("plan.py %s: err %v, output %q (want an error with %q)", strings.Join(tt.args, " "), err, out, tt.msg)
 		}
+	}
+}
+
+// TestPlanPyPycs gives plan.py pycs a directory with a timestamp .pyc
+// whose source's time changed after it was written (as the clamp changes
+// it), a fresh one, one checked by hash and one of another Python: only
+// the stale one is rewritten, and it then records the source's time and
+// size; a second run rewrites nothing.
+func TestPlanPyPycs(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "plan.py")
+	must(t, os.WriteFile(script, planPy, 0o644))
+	lib := filepath.Join(dir, "lib")
+	must(t, os.MkdirAll(lib, 0o755))
+	for _, m := range []string{"stale", "fresh", "hashed", "other"} {
+		must(t, os.WriteFile(filepath.Join(lib, m+".py"), []byte("X = {'a', 'b', '"+m+"'}\n"), 0o644))
+	}
+	compile := `import py_compile, sys, importlib.util as u
+for m in ("stale", "fresh", "other"):
+    py_compile.compile(sys.argv[1] + "/" + m + ".py", invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+py_compile.compile(sys.argv[1] + "/hashed.py", invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+c = u.cache_from_source(sys.argv[1] + "/other.py")
+b = open(c, "rb").read()
+open(c, "wb").write(b"\x00\x00\r\n" + b[4:])
+print(u.cache_from_source(sys.argv[1] + "/x.py").rsplit("/", 1)[1].split(".", 1)[1])`
+	out, err := exec.Command(py, "-c", compile, lib).CombinedOutput()
+	if err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	suffix := strings.TrimSpace(string(out)) // cpython-311.pyc
+	pyc := func(m string) string { return filepath.Join(lib, "__pycache__", m+"."+suffix) }
+	read := func(m string) []byte {
+		b, err := os.ReadFile(pyc(m))
+		must(t, err)
+		return b
+	}
+	before := map[string][]byte{}
+	for _, m := range []string{"stale", "fresh", "hashed", "other"} {
+		before[m] = read(m)
+	}
+	for _, m := range []string{"stale", "hashed", "other"} {
+		must(t, os.Chtimes(filepath.Join(lib, m+".py"), time.Unix(1700000000, 0), time.Unix(1700000000, 0)))
+	}
+	runPycs := func() string {
+		cmd := exec.Command(py, "-B", script, "pycs", lib)
+		cmd.Env = append(os.Environ(), "PYTHONHASHSEED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("plan.py pycs: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := runPycs(); !strings.Contains(out, "recompiled 1 stale .pyc files under "+lib) {
+		t.Errorf("first run: %s", out)
+	}
+	after := read("stale")
+	if mtime := binary.LittleEndian.Uint32(after[8:12]); mtime != 1700000000 {
+		t.Errorf("stale.pyc records mtime %d after pycs, want the source's 1700000000", mtime)
+	}
+	if string(after[16:]) != string(before["stale"][16:]) {
+		t.Errorf("stale.pyc's code changed: only its header should")
+	}
+	for _, m := range []string{"fresh", "hashed", "other"} {
+		if string(read(m)) != string(before[m]) {
+			t.Errorf("%s.pyc was rewritten; only stale timestamp .pyc files of this Python are", m)
+		}
+	}
+	if out := runPycs(); !strings.Contains(out, "recompiled 0 stale") {
+		t.Errorf("second run: %s", out)
 	}
 }

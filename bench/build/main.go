@@ -72,7 +72,9 @@ type bench struct {
 	dominant map[string][]string
 	// sizes are the pushed images' compressed sizes in bytes, by side.
 	sizes map[string]int64
-	// coldSteps are the longest steps of each side's last cold build.
+	// coldSteps are the longest steps of each side's last cold build
+	// ("gpuimg", "plain") and last one-package change ("one-pip",
+	// "plain-one-pip").
 	coldSteps map[string][]step
 }
 
@@ -260,6 +262,8 @@ func (b *bench) each(ctx context.Context, scs []scenario) error {
 			b.coldSteps["gpuimg"] = steps
 		case sc.name == "plain-cold":
 			b.coldSteps["plain"] = steps
+		case sc.name == "one-pip" || sc.name == "plain-one-pip":
+			b.coldSteps[sc.name] = steps
 		case strings.Contains(sc.name, "noop"):
 			if strings.Contains(progress, "already holds") {
 				b.dominant[sc.name] = append(b.dominant[sc.name], "no solve (the tag holds these inputs)")
@@ -305,9 +309,9 @@ func (b *bench) report(loadStart, loadEnd string) {
 	for _, name := range []string{"noop-new-tag", "noop", "plain-noop"} {
 		fmt.Printf("longest step of %s: %s\n", name, strings.Join(b.dominant[name], "; "))
 	}
-	for _, side := range []string{"gpuimg", "plain"} {
-		fmt.Printf("longest steps of the last %s cold build:\n", side)
-		for _, s := range b.coldSteps[side][:min(8, len(b.coldSteps[side]))] {
+	for _, side := range []struct{ key, name string }{{"gpuimg", "gpuimg cold build"}, {"plain", "plain cold build"}, {"one-pip", "gpuimg one-package change"}, {"plain-one-pip", "plain one-package change"}} {
+		fmt.Printf("longest steps of the last %s:\n", side.name)
+		for _, s := range b.coldSteps[side.key][:min(8, len(b.coldSteps[side.key]))] {
 			fmt.Printf("  %7.2fs %s\n", s.d.Seconds(), short(s.name))
 		}
 	}

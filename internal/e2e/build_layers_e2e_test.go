@@ -169,6 +169,27 @@ os:
 		t.Logf("import torch in the image:\n%s", lastLines(string(out), 6))
 	})
 
+	t.Run("the standard library has no stale .pyc: Python compiles nothing at start", func(t *testing.T) {
+		// The fixture base's standard library has timestamp .pyc files
+		// whose sources' times were clamped after they were written (651
+		// of 667, as a base built with SOURCE_DATE_EPOCH has them, and as
+		// the build's own clamp makes what the OS packages install): the
+		// os stage recompiles them (plan.py pycs), else every python
+		// start in the image, each pip step's included, compiles those
+		// modules again (480 stale in the image before).
+		dir := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(dir, "stale.py"), []byte(stalePycs), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+refA+"\n"+
+			"RUN --mount=type=bind,source=stale.py,target=/tmp/stale.py python -B /tmp/stale.py\n"), 0o644))
+		cmd := exec.CommandContext(ctx, env.Tools.Buildctl, "--addr", env.BuildKit.Address(), "build", "--frontend", "dockerfile.v0",
+			"--local", "context="+dir, "--local", "dockerfile="+dir, "--progress", "plain", "--no-cache")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("stale .pyc files in the image: %v\n%s", err, lastLines(string(out), 12))
+		}
+		t.Logf("%s", lastLines(string(out), 3))
+	})
+
 	t.Run("validate finds no CUDA library installed twice", func(t *testing.T) {
 		out, errOut, code := run(t, "validate", refA, "-o", "json")
 		if code > 1 {
@@ -362,3 +383,27 @@ func layerEntries(t *testing.T, img v1.Image) []map[string]string {
 	})
 	return out
 }
+
+// stalePycs lists the timestamp .pyc files of the image's Python's
+// standard library whose sources no longer have the mtime and size they
+// record (Python compiles those modules again at each start), and exits
+// 1 when there is one.
+const stalePycs = `import importlib.util, os, sys, sysconfig
+stale, total = [], 0
+for dirpath, _, files in os.walk(sysconfig.get_path("stdlib")):
+    for f in files:
+        if not f.endswith(".pyc"):
+            continue
+        total += 1
+        c = os.path.join(dirpath, f)
+        try:
+            st = os.stat(importlib.util.source_from_cache(c))
+            with open(c, "rb") as fh:
+                h = fh.read(16)
+        except (OSError, ValueError):
+            continue
+        if int.from_bytes(h[4:8], "little") == 0 and (int.from_bytes(h[8:12], "little"), int.from_bytes(h[12:16], "little")) != (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF):
+            stale.append(c)
+print("%d stale .pyc files of %d" % (len(stale), total), *stale[:5], sep="\n")
+sys.exit(1 if stale else 0)
+`
