@@ -8,7 +8,9 @@
 // nvidia-* wheels, triton) at that many GB installed, their bulk
 // compressing about 2:1 as real CUDA libraries do; -size 0 keeps the
 // small fixture wheels. The cold build and the no-op rebuild are also run
-// with --no-checks (-nochk), so the build's proof is measured by itself.
+// with --no-checks (-nochk), so the build's proof is measured by itself,
+// and the cold build with --torch-compile=false (-nocompile), so is the
+// cost of the compiler packages every default image carries.
 //
 // Run it with `make bench` (as root on Debian 12). Goals: a no-op rebuild
 // under 0.5 s at every size; a one-package change at most 1.5x the plain
@@ -40,6 +42,10 @@ type config struct {
 	size float64
 	// nochk also runs the cold and no-op builds with --no-checks.
 	nochk bool
+	// nocompile also runs the cold build with --torch-compile=false, so
+	// the cost of torch.compile's compiler and headers (the OS packages
+	// every default image carries) is measured by itself.
+	nocompile bool
 }
 
 func main() {
@@ -48,6 +54,7 @@ func main() {
 	flag.StringVar(&cfg.gpuimg, "gpuimg", "bin/gpuimg", "gpuimg binary")
 	flag.Float64Var(&cfg.size, "size", 0, "framework wheels' installed size in GB, in a torch CUDA stack's proportions (0.1, 1, 3); 0: the small fixture wheels")
 	flag.BoolVar(&cfg.nochk, "nochk", true, "also build cold and no-op with --no-checks, to measure the proof")
+	flag.BoolVar(&cfg.nocompile, "nocompile", true, "also build cold with --torch-compile=false, to measure torch.compile's compiler packages")
 	flag.Parse()
 	if cfg.runs < 1 || cfg.size < 0 || cfg.size > 10 {
 		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1 and -size from 0 to 10 (GB): give -runs 3 -size 1")
@@ -200,6 +207,9 @@ func (b *bench) measure(ctx context.Context) error {
 		if b.cfg.nochk {
 			cold = append(cold, scenario{"cold-nochk", g("1.0", tag+"-nochk", "--no-checks"), true})
 		}
+		if b.cfg.nocompile {
+			cold = append(cold, scenario{"cold-nocompile", g("1.0", tag+"-nocompile", "--torch-compile=false"), true})
+		}
 		if err := b.each(ctx, cold); err != nil {
 			return err
 		}
@@ -229,8 +239,12 @@ func (b *bench) measure(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, side := range []string{"gpuimg", "plain"} {
-		n, err := b.imageSize(ctx, b.ref(side, "1.0"))
+	sides := map[string]string{"gpuimg": b.ref("gpuimg", "1.0"), "plain": b.ref("plain", "1.0")}
+	if b.cfg.nocompile {
+		sides["gpuimg-nocompile"] = b.ref("gpuimg", "1.0-cold-0-nocompile")
+	}
+	for side, ref := range sides {
+		n, err := b.imageSize(ctx, ref)
 		if err != nil {
 			return err
 		}
@@ -287,7 +301,7 @@ func (b *bench) report(loadStart, loadEnd string) {
 	fmt.Printf("gpuimg build --cuda 12.2 --torch 2.3 --push vs a plain Dockerfile, wheels %s, %d runs each, on %s; load average %s at the start, %s at the end\n",
 		b.sizeName(), b.cfg.runs, hostInfo(), loadStart, loadEnd)
 	fmt.Printf("%-16s %10s %10s %10s\n", "scenario", "median", "min", "max")
-	for _, name := range []string{"cold", "cold-nochk", "proof-steps", "plain-cold", "plain-cold-gzip", "noop-new-tag", "noop", "noop-nochk", "plain-noop", "one-pip", "plain-one-pip"} {
+	for _, name := range []string{"cold", "cold-nochk", "cold-nocompile", "proof-steps", "plain-cold", "plain-cold-gzip", "noop-new-tag", "noop", "noop-nochk", "plain-noop", "one-pip", "plain-one-pip"} {
 		r := b.results[name]
 		if len(r) == 0 {
 			continue
@@ -306,6 +320,10 @@ func (b *bench) report(loadStart, loadEnd string) {
 		}
 	}
 	fmt.Printf("image size (compressed): gpuimg %.1f MB, plain (zstd) %.1f MB\n", float64(b.sizes["gpuimg"])/1e6, float64(b.sizes["plain"])/1e6)
+	if b.cfg.nocompile {
+		fmt.Printf("torch.compile's compiler packages: cold %+.2fs (cold minus cold-nocompile, medians), image %+.1f MB\n",
+			(median(b.results["cold"]) - median(b.results["cold-nocompile"])).Seconds(), float64(b.sizes["gpuimg"]-b.sizes["gpuimg-nocompile"])/1e6)
+	}
 	for _, name := range []string{"noop-new-tag", "noop", "plain-noop"} {
 		fmt.Printf("longest step of %s: %s\n", name, strings.Join(b.dominant[name], "; "))
 	}
