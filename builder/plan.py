@@ -294,25 +294,35 @@ def prune(venv, plan_file):
 
 def pycs(dirs):
     """Recompile each stale timestamp .pyc under dirs (this Python's
-    standard library directories when none are given); print how many."""
+    standard library directories when none are given), one process per
+    CPU; print how many."""
+    import concurrent.futures
+    import importlib.util
+
+    roots = sorted({os.path.realpath(d) for d in dirs or [sysconfig.get_path(k) for k in ("stdlib", "platstdlib")]})
+    todo = []
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            if os.path.basename(dirpath) == "__pycache__":
+                todo += [os.path.join(dirpath, f) for f in sorted(files) if stale(os.path.join(dirpath, f), importlib.util.MAGIC_NUMBER)]
+    if len(todo) > 16 and (os.cpu_count() or 1) > 1:
+        with concurrent.futures.ProcessPoolExecutor() as pool:
+            list(pool.map(recompile, todo, chunksize=16))
+    else:
+        for cfile in todo:
+            recompile(cfile)
+    print("plan.py: recompiled %d stale .pyc files under %s (Python %s)" % (len(todo), ", ".join(roots), sysconfig.get_python_version()))
+
+
+def recompile(cfile):
+    """Write cfile again from its source, as a timestamp .pyc of the
+    source's time now, at the optimization level its name gives."""
     import importlib.util
     import py_compile
 
-    roots = sorted({os.path.realpath(d) for d in dirs or [sysconfig.get_path(k) for k in ("stdlib", "platstdlib")]})
-    fresh = 0
-    for root in roots:
-        for dirpath, _, files in os.walk(root):
-            if os.path.basename(dirpath) != "__pycache__":
-                continue
-            for f in sorted(files):
-                cfile = os.path.join(dirpath, f)
-                if stale(cfile, importlib.util.MAGIC_NUMBER):
-                    opt = re.search(r"\.opt-([12])\.pyc$", f)
-                    src = importlib.util.source_from_cache(cfile)
-                    py_compile.compile(src, cfile=cfile, optimize=int(opt.group(1)) if opt else 0,
-                                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
-                    fresh += 1
-    print("plan.py: recompiled %d stale .pyc files under %s (Python %s)" % (fresh, ", ".join(roots), sysconfig.get_python_version()))
+    opt = re.search(r"\.opt-([12])\.pyc$", cfile)
+    py_compile.compile(importlib.util.source_from_cache(cfile), cfile=cfile, optimize=int(opt.group(1)) if opt else 0,
+                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
 
 
 def stale(cfile, magic):

@@ -537,13 +537,26 @@ type baseSizes struct {
 	Kept, Dropped, Compressed int64
 }
 
-// pushBases pushes the two fixture bases under NVIDIA's tag names: base is
+// sidPackages are what the gpuimg builds of the bench install with apt on
+// its sid base (builder's compilerPackages for each of its Pythons:
+// torch.compile's compiler and headers, which every default image
+// carries), from a loopback repository of Debian sid (AptRepoDirOf).
+func sidPackages() []string {
+	pkgs := []string{"gcc", "libc6-dev"}
+	for _, py := range testenv.TwoPythons {
+		pkgs = append(pkgs, "python"+py, "python"+py+"-venv", "python"+py+"-dev")
+	}
+	return pkgs
+}
+
+// pushBases pushes the two fixture bases under NVIDIA's tag names, with
+// repo as their apt source: base is
 // the Debian sid root filesystem with two Pythons (without stripped),
 // runtime adds Debian's
 // real CUDA 11.8 libraries (runtimeLibs) where NVIDIA's runtime image has
 // its CUDA libraries. It returns the runtime tag's extra bytes
 // (uncompressed, compressed).
-func pushBases(ctx context.Context, dir, host string, scale float64) (raw, compressed int64, bs baseSizes, err error) {
+func pushBases(ctx context.Context, dir, host string, scale float64, repo *testenv.AptRepo) (raw, compressed int64, bs baseSizes, err error) {
 	full, err := testenv.TwoPythonsRootfs(ctx)
 	if err != nil {
 		return 0, 0, bs, err
@@ -555,7 +568,7 @@ func pushBases(ctx context.Context, dir, host string, scale float64) (raw, compr
 	// PushImage puts NVIDIA's PATH first.
 	env := []string{"CUDA_VERSION=" + cudaImage, "NVIDIA_REQUIRE_CUDA=cuda>=12.6", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"}
 	baseRef := host + "/nvidia/cuda:" + cudaImage + "-base-" + osName
-	if _, err := testenv.PushImage(ctx, rootfs, baseRef, env, nil); err != nil {
+	if _, err := testenv.PushImageAptRepo(ctx, rootfs, baseRef, env, repo); err != nil {
 		return 0, 0, bs, err
 	}
 	root, err := testenv.DebianCUDA(ctx)

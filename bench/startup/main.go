@@ -39,6 +39,7 @@ func main() {
 	flag.BoolVar(&o.stargz, "stargz", true, "also measure eStargz on stargz-snapshotter, when it can run here")
 	flag.StringVar(&o.keep, "keep", "", "keep the trace and the report in this directory")
 	flag.BoolVar(&o.traceOnly, "trace-only", false, "build gpuimg variant A only, trace its start and stop")
+	flag.BoolVar(&o.noCompile, "no-torch-compile", false, "build gpuimg's images with --torch-compile=false (without torch.compile's compiler and headers, 239 MB installed, not scaled), as the figures before 2026-12-07 were; the default is what users get")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	for sc := range strings.SplitSeq(o.scenarios, ",") {
@@ -68,6 +69,10 @@ type options struct {
 	stargz    bool
 	keep      string
 	traceOnly bool
+	// noCompile builds gpuimg's images with --torch-compile=false, as
+	// the figures before 2026-12-07 were (without torch.compile's
+	// compiler and headers, which every default image carries).
+	noCompile bool
 }
 
 // wants says whether scenario sc is to be measured.

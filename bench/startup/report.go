@@ -27,6 +27,11 @@ type report struct {
 	Stargz       bool
 	Plan         []string // the gpuimg Dockerfile of variant A
 	Took         time.Duration
+	// NoCompile says gpuimg's images were built with --torch-compile=false;
+	// else NoCompileSize is variant A's compressed size built so, beside
+	// the default.
+	NoCompile     bool
+	NoCompileSize int64
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
@@ -69,6 +74,16 @@ func (r *report) print(w io.Writer) {
 			naive = k.size
 		}
 		fmt.Fprintf(w, "  %-16s %10s  %.2f of naive\n", k.Name, mb(k.size), float64(k.size)/float64(naive))
+	}
+	for _, k := range r.Kinds {
+		switch {
+		case k.Name != "gpuimg":
+		case r.NoCompile:
+			fmt.Fprintln(w, "  (gpuimg's images without torch.compile's compiler and headers: --torch-compile=false)")
+		case r.NoCompileSize > 0:
+			fmt.Fprintf(w, "  (torch.compile's compiler and headers, real size, not scaled: %s of gpuimg's %s, %.0f%%; without them gpuimg is %s, %.2f of naive)\n",
+				mb(k.size-r.NoCompileSize), mb(k.size), 100*float64(k.size-r.NoCompileSize)/float64(k.size), mb(r.NoCompileSize), float64(r.NoCompileSize)/float64(naive))
+		}
 	}
 	fmt.Fprintf(w, "  (the runtime flavor adds %s to base in this fixture, %s uncompressed: Debian's CUDA 11.8 libraries for NVIDIA's %.1f GB / %g)\n",
 		mb(r.RuntimeExtra), mb(r.RuntimeRaw), runtimeGB, r.Scale)

@@ -74,7 +74,16 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	runtimeRaw, runtimeExtra, base, err := pushBases(ctx, dir, host, o.scale)
+	aptDir, err := testenv.AptRepoDirOf(ctx, "sid", sidPackages())
+	if err != nil {
+		return err
+	}
+	repo, err := testenv.ServeAptRepo(aptDir)
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	runtimeRaw, runtimeExtra, base, err := pushBases(ctx, dir, host, o.scale, repo)
 	if err != nil {
 		return err
 	}
@@ -113,7 +122,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		naive.refs[v.Name] = ref
 		ref = "bench/gpuimg:" + v.Name
-		plan, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale, "")
+		plan, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale, "", o.noCompile)
 		if err != nil {
 			return err
 		}
@@ -125,7 +134,7 @@ func run(ctx context.Context, o options) (err error) {
 			continue
 		}
 		ref = "bench/gpuimg-gzip:" + v.Name
-		if _, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale, "gzip"); err != nil {
+		if _, err := buildGpuimg(ctx, env, db, ctxDir, v, host+"/"+ref, o.scale, "gzip", o.noCompile); err != nil {
 			return err
 		}
 		gz.refs[v.Name] = ref
@@ -143,6 +152,19 @@ func run(ctx context.Context, o options) (err error) {
 	kinds := []*kind{naive, gpu, gz}
 	for _, k := range kinds {
 		if k.size, k.base, err = imageSizes(ctx, host+"/"+k.refs[varA.Name]); err != nil {
+			return err
+		}
+	}
+	// The compiler's share: variant A again without torch.compile's
+	// compiler and headers, for its size only.
+	var noCompileSize int64
+	if !o.noCompile {
+		progress("building variant A with --torch-compile=false, for the size of torch.compile's compiler and headers")
+		ref := host + "/bench/gpuimg-no-torch-compile:" + varA.Name
+		if _, err := buildGpuimg(ctx, env, db, filepath.Join(dir, "ctx-"+varA.Name), varA, ref, o.scale, "", true); err != nil {
+			return err
+		}
+		if noCompileSize, err = imageSize(ctx, ref); err != nil {
 			return err
 		}
 	}
@@ -207,7 +229,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		proxy.Close()
 	}
-	rep := report{Results: results, Kinds: kinds, Trace: tr, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads, Unpacks: o.unpacks, Runs: o.runs,
+	rep := report{Results: results, Kinds: kinds, Trace: tr, NoCompileSize: noCompileSize, NoCompile: o.noCompile, RuntimeExtra: runtimeExtra, RuntimeRaw: runtimeRaw, Base: base, Wheels: wheels, Scale: o.scale, Downloads: o.downloads, Unpacks: o.unpacks, Runs: o.runs,
 		Stargz: stargzOK, Plan: plans, Took: time.Since(start)}
 	if o.keep != "" {
 		if err := rep.save(o.keep); err != nil {
@@ -250,12 +272,13 @@ ENV PATH=/opt/venv/bin:$PATH
 
 // buildGpuimg builds variant v through the builder package, as gpuimg
 // build does (same resolver, same plan: the layer plan is the builder's),
-// with the layer compression given ("": gpuimg's default), and pushes it
+// with the layer compression given ("": gpuimg's default) and
+// torch.compile's compiler unless noCompile, and pushes it
 // to ref. The builder's large-wheel threshold is a size
 // like the others, so it is divided by scale too: the fixture's wheels
 // get the layers the real wheels would get. It returns the generated
 // Dockerfile.
-func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64, compression matrix.Compression) (string, error) {
+func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir string, v variant, ref string, scale float64, compression matrix.Compression, noCompile bool) (string, error) {
 	cuda, err := matrix.ParseConstraint("12.6")
 	if err != nil {
 		return "", err
@@ -283,10 +306,10 @@ func buildGpuimg(ctx context.Context, env *testenv.Env, db *matrix.DB, ctxDir st
 		Progress:    io.Discard,
 		LargeWheel:  int64(float64(builder.DefaultLargeWheel) / scale),
 		Compression: compression,
-		// The sid base has no gcc, and the test environment's loopback apt
-		// repository holds Debian 12's packages, not sid's: the startup
-		// figures are about the frameworks' layers, not torch.compile's.
-		NoTorchCompile: true,
+		// torch.compile's compiler and headers, as every default image
+		// has them: apt installs them from the loopback sid repository
+		// (sidPackages). They are real size, not scaled.
+		NoTorchCompile: noCompile,
 	}
 	plan, err := builder.Prepare(ctx, req)
 	if err != nil {

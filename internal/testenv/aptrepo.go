@@ -51,9 +51,19 @@ func AptRepoPackages() []string {
 // binutils 2.40-2, python3-pip-whl 23.0.1+dfsg-1 and
 // python3-setuptools-whl 66.1.1-1+deb12u2.
 func AptRepoDir(ctx context.Context) (string, error) {
-	pkgs := AptRepoPackages()
-	sum := sha256.Sum256([]byte("bookworm main amd64 closure " + strings.Join(pkgs, ",")))
-	dir := filepath.Join(CacheDir(), fmt.Sprintf("apt-bookworm-%x", sum[:6]))
+	return AptRepoDirOf(ctx, "bookworm", AptRepoPackages())
+}
+
+// AptRepoDirOf is AptRepoDir for another suite of Debian's archive (main,
+// amd64) and packages: the same closure, made the same way and cached by
+// suite and packages. bench/startup's sid base gets torch.compile's
+// compiler and its two Pythons' headers from one made of sid; a sid
+// repository is as of the day it is made, as the sid root filesystem
+// is (TwoPythonsRootfs), so one made on another day may carry newer
+// versions of what the base has (apt then upgrades them in the build).
+func AptRepoDirOf(ctx context.Context, suite string, pkgs []string) (string, error) {
+	sum := sha256.Sum256([]byte(suite + " main amd64 closure " + strings.Join(pkgs, ",")))
+	dir := filepath.Join(CacheDir(), fmt.Sprintf("apt-%s-%x", suite, sum[:6]))
 	repo := filepath.Join(dir, "repo")
 	done := filepath.Join(dir, ".done")
 	if _, err := os.Stat(done); err == nil {
@@ -68,7 +78,7 @@ func AptRepoDir(ctx context.Context) (string, error) {
 		return repo, nil // made by another test meanwhile
 	}
 	finish := startStep(ctx, "making a local apt repository of "+strings.Join(pkgs, ", "),
-		fmt.Sprintf("the host's apt downloads them and their dependencies from Debian 12, once (about 80 MB; cached in %s)", dir))
+		fmt.Sprintf("the host's apt downloads them and their dependencies from Debian's %s, once (about 80 MB; cached in %s)", suite, dir))
 	defer finish()
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
@@ -82,8 +92,8 @@ func AptRepoDir(ctx context.Context) (string, error) {
 	if err := os.WriteFile(status, nil, 0o644); err != nil {
 		return "", err
 	}
-	opts, err := privateApt(ctx, dir, "Debian 12 for the local apt repository",
-		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "+DebianMirror+" bookworm main",
+	opts, err := privateApt(ctx, dir, "Debian "+suite+" for the local apt repository",
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "+DebianMirror+" "+suite+" main",
 		"-o", "Dir::Etc::Preferences=/dev/null", "-o", "Dir::Etc::PreferencesParts=/dev/null",
 		"-o", "Dir::State="+state, "-o", "Dir::State::status="+status,
 		"-o", "Dir::Cache="+cache, "-o", "Dir::Cache::Archives="+repo,
@@ -139,7 +149,7 @@ func writeAptIndex(ctx context.Context, dir string) error {
 		return err
 	}
 	p := idx.Bytes()
-	release := fmt.Sprintf("Origin: gpuimg-testenv\nLabel: Debian 12 (bookworm main, amd64) subset for test builds\nArchitectures: amd64\nDate: Mon, 01 Jan 2024 00:00:00 UTC\nMD5Sum:\n %x %d Packages\nSHA256:\n %x %d Packages\n",
+	release := fmt.Sprintf("Origin: gpuimg-testenv\nLabel: Debian (main, amd64) subset for test builds\nArchitectures: amd64\nDate: Mon, 01 Jan 2024 00:00:00 UTC\nMD5Sum:\n %x %d Packages\nSHA256:\n %x %d Packages\n",
 		md5.Sum(p), len(p), sha256.Sum256(p), len(p)) //nolint:gosec // see the import
 	return os.WriteFile(filepath.Join(dir, "Release"), []byte(release), 0o644)
 }

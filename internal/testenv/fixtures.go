@@ -123,6 +123,12 @@ func PushImage(ctx context.Context, rootfsTar, ref string, env []string, labels 
 	return pushImage(ctx, rootfsTar, ref, env, labels, nil)
 }
 
+// PushImageAptRepo is PushImage with repo's sources.list in the image:
+// apt in a build on it installs from that loopback repository alone.
+func PushImageAptRepo(ctx context.Context, rootfsTar, ref string, env []string, repo *AptRepo) (string, error) {
+	return pushImage(ctx, rootfsTar, ref, env, nil, repo)
+}
+
 // pushImage is PushImage with repo's sources.list in the image
 // (fixtureImage; none changed for a nil repo).
 func pushImage(ctx context.Context, rootfsTar, ref string, env []string, labels map[string]string, repo *AptRepo) (string, error) {
