@@ -179,7 +179,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	if shared {
 		more += fmt.Sprintf("; \\\n    %s/bin/python -B /tmp/gpuimg-plan.py link %s /tmp/%s", VenvDir, SharedSite, PlanFile)
 	}
-	more += fmt.Sprintf("; \\\n    if [ -d %[1]s ]; then %[2]s/bin/python -m compileall -q -j0 %[1]s; fi", SharedSite, VenvDir)
+	more += fmt.Sprintf("; \\\n    if [ -d %[1]s ]; then %[2]s/bin/python -m compileall -q %[1]s; fi", SharedSite, VenvDir)
 	// The venv is the one the python stage made (its pip included),
 	// copied. The plan stage is mounted so that this build's graph (and
 	// its cache export) holds the steps the plan came from.

@@ -108,7 +108,7 @@ RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os 
     site=$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
     echo /opt/venv/lib/gpuimg-shared/site-packages > "$site/gpuimg-shared.pth"; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py link /opt/venv/lib/gpuimg-shared/site-packages /tmp/gpuimg-plan.json; \
-    if [ -d /opt/venv/lib/gpuimg-shared/site-packages ]; then /opt/venv/bin/python -m compileall -q -j0 /opt/venv/lib/gpuimg-shared/site-packages; fi; \
+    if [ -d /opt/venv/lib/gpuimg-shared/site-packages ]; then /opt/venv/bin/python -m compileall -q /opt/venv/lib/gpuimg-shared/site-packages; fi; \
     if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
