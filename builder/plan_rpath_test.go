@@ -25,17 +25,11 @@ import (
 // torch/lib/../..; before it runs, `import torch` fails as it would in the
 // image.
 func TestPlanPyLinkCusparseLt(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not on PATH")
-	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc not on PATH (the test builds real shared objects)")
 	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "plan.py")
-	must(t, os.WriteFile(script, planPy, 0o644))
+	py, dir, script := planPyIn(t)
 	run := func(t *testing.T, name string, args ...string) (string, error) {
 		t.Helper()
 		cmd := exec.Command(name, args...)

@@ -19,6 +19,21 @@ import (
 	"time"
 )
 
+// planPyIn writes plan.py into a new temporary directory and returns
+// python3's path, the directory and the script; without python3 the test
+// is skipped.
+func planPyIn(t *testing.T) (py, dir, script string) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	dir = t.TempDir()
+	script = filepath.Join(dir, "plan.py")
+	must(t, os.WriteFile(script, planPy, 0o644))
+	return py, dir, script
+}
+
 // writeWheel writes a wheel of dist==version (tag py3-none-any) holding
 // files (path → content; a path ending in "*" is written executable,
 // without the "*") and an entry_points.txt when scripts is set.
@@ -114,13 +129,7 @@ func tree(t *testing.T, dir string) map[string]string {
 // .pyc files included, and is refused as shared; a version the venv does
 // not hold is an error.
 func TestPlanPyCopy(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not on PATH")
-	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "plan.py")
-	must(t, os.WriteFile(script, planPy, 0o644))
+	py, dir, script := planPyIn(t)
 	venv := filepath.Join(dir, "venv")
 	runPy := func(t *testing.T, name string, args ...string) (string, error) {
 		t.Helper()
@@ -266,13 +275,7 @@ func TestPlanPyCopy(t *testing.T) {
 // the stale one is rewritten, and it then records the source's time and
 // size; a second run rewrites nothing.
 func TestPlanPyPycs(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not on PATH")
-	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "plan.py")
-	must(t, os.WriteFile(script, planPy, 0o644))
+	py, dir, script := planPyIn(t)
 	lib := filepath.Join(dir, "lib")
 	must(t, os.MkdirAll(lib, 0o755))
 	for _, m := range []string{"stale", "fresh", "hashed", "other"} {
