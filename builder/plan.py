@@ -45,6 +45,7 @@ sequence of pip installs left in the environment.
 
 import csv
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -297,14 +298,13 @@ def pycs(dirs):
     standard library directories when none are given), one process per
     CPU; print how many."""
     import concurrent.futures
-    import importlib.util
 
     roots = sorted({os.path.realpath(d) for d in dirs or [sysconfig.get_path(k) for k in ("stdlib", "platstdlib")]})
     todo = []
     for root in roots:
         for dirpath, _, files in os.walk(root):
             if os.path.basename(dirpath) == "__pycache__":
-                todo += [os.path.join(dirpath, f) for f in sorted(files) if stale(os.path.join(dirpath, f), importlib.util.MAGIC_NUMBER)]
+                todo += [c for c in (os.path.join(dirpath, f) for f in sorted(files)) if stale(c)]
     if len(todo) > 16 and (os.cpu_count() or 1) > 1:
         with concurrent.futures.ProcessPoolExecutor() as pool:
             list(pool.map(recompile, todo, chunksize=16))
@@ -317,7 +317,6 @@ def pycs(dirs):
 def recompile(cfile):
     """Write cfile again from its source, as a timestamp .pyc of the
     source's time now, at the optimization level its name gives."""
-    import importlib.util
     import py_compile
 
     opt = re.search(r"\.opt-([12])\.pyc$", cfile)
@@ -325,11 +324,9 @@ def recompile(cfile):
                        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
 
 
-def stale(cfile, magic):
+def stale(cfile):
     """Whether cfile is a timestamp .pyc of this Python whose source exists
     and no longer has the mtime and size it records."""
-    import importlib.util
-
     try:
         src = importlib.util.source_from_cache(cfile)
         with open(cfile, "rb") as f:
@@ -337,7 +334,7 @@ def stale(cfile, magic):
         st = os.stat(src)
     except (OSError, ValueError):
         return False
-    if len(head) < 16 or head[:4] != magic or int.from_bytes(head[4:8], "little") != 0:
+    if len(head) < 16 or head[:4] != importlib.util.MAGIC_NUMBER or int.from_bytes(head[4:8], "little") != 0:
         return False  # another Python's, or checked by hash
     mtime, size = int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")
     return mtime != int(st.st_mtime) & 0xFFFFFFFF or size != st.st_size & 0xFFFFFFFF
