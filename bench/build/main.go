@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -35,8 +36,11 @@ import (
 
 // config is the benchmark's flags.
 type config struct {
-	runs   int
-	gpuimg string
+	runs int
+	// changes is how many one-package changes are measured (-runs when 0):
+	// more samples of the scenario with the smallest times.
+	changes int
+	gpuimg  string
 	// size is the framework wheels' installed size in GB; 0 is the small
 	// fixture wheels (testenv.Env.TorchWheels).
 	size float64
@@ -46,19 +50,34 @@ type config struct {
 	// the cost of torch.compile's compiler and headers (the OS packages
 	// every default image carries) is measured by itself.
 	nocompile bool
+	// progress, when set, is a directory each build's progress is
+	// written to (SCENARIO-RUN.log), every line with the seconds since
+	// the build's command started.
+	progress string
 }
 
 func main() {
 	var cfg config
 	flag.IntVar(&cfg.runs, "runs", 5, "runs per scenario")
+	flag.IntVar(&cfg.changes, "changes", 0, "one-package changes to measure (0: -runs)")
 	flag.StringVar(&cfg.gpuimg, "gpuimg", "bin/gpuimg", "gpuimg binary")
 	flag.Float64Var(&cfg.size, "size", 0, "framework wheels' installed size in GB, in a torch CUDA stack's proportions (0.1, 1, 3); 0: the small fixture wheels")
 	flag.BoolVar(&cfg.nochk, "nochk", true, "also build cold and no-op with --no-checks, to measure the proof")
 	flag.BoolVar(&cfg.nocompile, "nocompile", true, "also build cold with --torch-compile=false, to measure torch.compile's compiler packages")
+	flag.StringVar(&cfg.progress, "progress", "", "write each build's progress to `DIR`/SCENARIO-RUN.log, each line with the seconds since the build started (where its time went)")
 	flag.Parse()
-	if cfg.runs < 1 || cfg.size < 0 || cfg.size > 10 {
-		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1 and -size from 0 to 10 (GB): give -runs 3 -size 1")
+	if cfg.runs < 1 || cfg.changes < 0 || cfg.size < 0 || cfg.size > 10 {
+		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1, -changes at least 0 and -size from 0 to 10 (GB): give -runs 3 -size 1")
 		os.Exit(2)
+	}
+	if cfg.changes == 0 {
+		cfg.changes = cfg.runs
+	}
+	if cfg.progress != "" {
+		if err := os.MkdirAll(cfg.progress, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -progress:", err)
+			os.Exit(2)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, cfg)
@@ -83,6 +102,8 @@ type bench struct {
 	// ("gpuimg", "plain") and last one-package change ("one-pip",
 	// "plain-one-pip").
 	coldSteps map[string][]step
+	// stamped is the last build's progress with each line's time (-progress).
+	stamped string
 }
 
 func run(ctx context.Context, cfg config) (err error) {
@@ -126,7 +147,7 @@ func (b *bench) fixtures(ctx context.Context) error {
 	} else if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {
 		return err
 	}
-	for i := range b.cfg.runs + 1 {
+	for i := range b.cfg.changes + 1 {
 		v := fmt.Sprintf("1.%d", i)
 		if _, err := testenv.Wheel(env.WheelDir, "gpuimg-extra", v, "py3-none-any", map[string]string{"gpuimg_extra/__init__.py": "VERSION = '" + v + "'\n"}); err != nil {
 			return err
@@ -151,7 +172,7 @@ func (b *bench) gpuimgBuild(ctx context.Context, extra, tag string, more ...stri
 		// layers are the real stack's.
 		args = append(args, "--large-wheel", fmt.Sprintf("%dB", max(int64(50e6*b.scale()), 1)))
 	}
-	return timed(exec.CommandContext(ctx, b.cfg.gpuimg, append(args, more...)...))
+	return b.timed(exec.CommandContext(ctx, b.cfg.gpuimg, append(args, more...)...))
 }
 
 // ref is the tag a side pushes for extra.
@@ -160,17 +181,43 @@ func (b *bench) ref(side, extra string) string {
 }
 
 // timed runs cmd and returns its wall time and its stderr (the
-// progress).
-func timed(cmd *exec.Cmd) (time.Duration, string, error) {
-	var progress strings.Builder
-	cmd.Stderr = &progress
+// progress). With -progress, b.stamped is that stderr with each line's
+// arrival, in seconds since the start.
+func (b *bench) timed(cmd *exec.Cmd) (time.Duration, string, error) {
 	start := time.Now()
+	progress := &stampWriter{start: start, stamp: b.cfg.progress != ""}
+	cmd.Stderr = progress
 	err := cmd.Run()
 	d := time.Since(start)
+	b.stamped = progress.stamped.String()
 	if err != nil {
-		return d, progress.String(), fmt.Errorf("%s: %w: %s", cmd.Args[0], err, lastLines(progress.String(), 30))
+		return d, progress.raw.String(), fmt.Errorf("%s: %w: %s", cmd.Args[0], err, lastLines(progress.raw.String(), 30))
 	}
-	return d, progress.String(), nil
+	return d, progress.raw.String(), nil
+}
+
+// stampWriter keeps what is written, and with stamp also each complete
+// line prefixed with the seconds since start when its end arrived.
+type stampWriter struct {
+	start        time.Time
+	stamp        bool
+	raw, stamped strings.Builder
+	line         []byte
+}
+
+func (w *stampWriter) Write(p []byte) (int, error) {
+	w.raw.Write(p)
+	if !w.stamp {
+		return len(p), nil
+	}
+	for _, c := range p {
+		w.line = append(w.line, c)
+		if c == '\n' {
+			fmt.Fprintf(&w.stamped, "%7.3f %s", time.Since(w.start).Seconds(), w.line)
+			w.line = w.line[:0]
+		}
+	}
+	return len(p), nil
 }
 
 func (b *bench) prune(ctx context.Context) error {
@@ -189,8 +236,9 @@ type scenario struct {
 	cold bool
 }
 
-// measure runs every scenario cfg.runs times: the cold builds (each from
-// an empty cache), then the no-op rebuilds and the one-package changes,
+// measure runs every scenario cfg.runs times (the one-package changes
+// cfg.changes times): the cold builds (each from an empty cache), then
+// the no-op rebuilds and the one-package changes,
 // gpuimg's and the plain Dockerfile's alternately.
 func (b *bench) measure(ctx context.Context) error {
 	g := func(extra, tag string, more ...string) func() (time.Duration, string, error) {
@@ -236,7 +284,7 @@ func (b *bench) measure(ctx context.Context) error {
 			return err
 		}
 	}
-	for i := range b.cfg.runs {
+	for i := range b.cfg.changes {
 		v := fmt.Sprintf("1.%d", i+1)
 		if err := b.each(ctx, []scenario{{"one-pip", g(v, v), false}, {"plain-one-pip", p(v, "zstd"), false}}); err != nil {
 			return err
@@ -269,6 +317,12 @@ func (b *bench) each(ctx context.Context, scs []scenario) error {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		b.results[sc.name] = append(b.results[sc.name], d)
+		if b.cfg.progress != "" {
+			name := filepath.Join(b.cfg.progress, fmt.Sprintf("%s-%d.log", sc.name, len(b.results[sc.name])))
+			if err := os.WriteFile(name, []byte(b.stamped), 0o644); err != nil {
+				return fmt.Errorf("keep the progress: %w", err)
+			}
+		}
 		steps := steps(progress)
 		switch {
 		case sc.name == "cold":
@@ -301,8 +355,8 @@ func (b *bench) each(ctx context.Context, scs []scenario) error {
 // against the plain Dockerfile, the image sizes, what dominated each
 // no-op, and the cold builds' longest steps.
 func (b *bench) report(loadStart, loadEnd string) {
-	fmt.Printf("gpuimg build --cuda 12.2 --torch 2.3 --push vs a plain Dockerfile, wheels %s, %d runs each, on %s; load average %s at the start, %s at the end\n",
-		b.sizeName(), b.cfg.runs, hostInfo(), loadStart, loadEnd)
+	fmt.Printf("gpuimg build --cuda 12.2 --torch 2.3 --push vs a plain Dockerfile, wheels %s, %d runs each (%d one-package changes), on %s; load average %s at the start, %s at the end\n",
+		b.sizeName(), b.cfg.runs, b.cfg.changes, hostInfo(), loadStart, loadEnd)
 	fmt.Printf("%-16s %10s %10s %10s\n", "scenario", "median", "min", "max")
 	for _, name := range []string{"cold", "cold-nochk", "cold-nocompile", "proof-steps", "plain-cold", "plain-cold-gzip", "noop-new-tag", "noop", "noop-nochk", "plain-noop", "one-pip", "plain-one-pip"} {
 		r := b.results[name]

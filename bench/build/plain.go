@@ -38,7 +38,7 @@ func (b *bench) plainBuild(ctx context.Context, extra, comp string) (time.Durati
 		return 0, "", err
 	}
 	out := fmt.Sprintf("type=image,name=%s,push=true,registry.insecure=true,compression=%s,force-compression=true", b.ref("plain", extra), comp)
-	return timed(exec.CommandContext(ctx, b.env.Tools.Buildctl, "--addr", b.env.BuildKit.Address(), "build", "--frontend", "dockerfile.v0",
+	return b.timed(exec.CommandContext(ctx, b.env.Tools.Buildctl, "--addr", b.env.BuildKit.Address(), "build", "--frontend", "dockerfile.v0",
 		"--local", "context="+dir, "--local", "dockerfile="+dir, "--output", out, "--progress", "plain"))
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +47,29 @@ func TestSteps(t *testing.T) {
 	}
 	if d := proofSteps(progress); d != 700*time.Millisecond {
 		t.Errorf("proofSteps = %s, want 700ms", d)
+	}
+}
+
+func TestStampWriter(t *testing.T) {
+	w := &stampWriter{start: time.Now().Add(-1500 * time.Millisecond), stamp: true}
+	for _, s := range []string{"#1 [inter", "nal] load\n#1 DONE 0.0s\n", "#2 part"} {
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := w.raw.String(), "#1 [internal] load\n#1 DONE 0.0s\n#2 part"; got != want {
+		t.Errorf("raw = %q, want %q", got, want)
+	}
+	lines := strings.Split(strings.TrimSuffix(w.stamped.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], " #1 [internal] load") || !strings.HasSuffix(lines[1], " #1 DONE 0.0s") {
+		t.Fatalf("stamped = %q: want two complete lines, each after its time", w.stamped.String())
+	}
+	if !strings.HasPrefix(strings.TrimSpace(lines[0]), "1.5") {
+		t.Errorf("stamped line %q: want the seconds since the start (1.5…) first", lines[0])
+	}
+	quiet := &stampWriter{start: time.Now()}
+	_, _ = quiet.Write([]byte("a\n"))
+	if quiet.stamped.Len() != 0 {
+		t.Errorf("without stamp, stamped = %q, want nothing", quiet.stamped.String())
 	}
 }
