@@ -774,9 +774,21 @@ func planDists(opt client.SolveOpt, solve func(client.SolveOpt) (*client.SolveRe
 	if _, err := solve(opt); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
+	b, err := bound.ReadFile(filepath.Join(dir, PlanFile), "the build's plan", maxPlanBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read the build's plan: %w", err)
+	}
+	return parsePlan(b)
+}
+
+// maxPlanBytes bounds the plan a build reads back (PlanFile: one entry
+// per installed distribution, a few hundred bytes each).
+const maxPlanBytes = 16 << 20
+
+// parsePlan reads the plan stage's PlanFile.
+func parsePlan(b []byte) ([]PlannedDist, error) {
+	if len(b) > maxPlanBytes {
+		return nil, fmt.Errorf("read the build's plan %s: larger than %d bytes", PlanFile, maxPlanBytes)
 	}
 	var dists []PlannedDist
 	if err := json.Unmarshal(b, &dists); err != nil {

@@ -96,3 +96,19 @@ func TestLayeredDockerfile(t *testing.T) {
 		t.Error("a plan step the stack lacks was accepted")
 	}
 }
+
+// TestParsePlan reads the plan stage's file as planDists does: a plan,
+// bad JSON named, and a plan over maxPlanBytes refused.
+func TestParsePlan(t *testing.T) {
+	dists, err := parsePlan([]byte(`[{"name":"torch","version":"2.3.1","step":1,"size":2300000000}]`))
+	if err != nil || len(dists) != 1 || dists[0].Name != "torch" || dists[0].Step != 1 {
+		t.Fatalf("parsePlan = %+v, %v; want torch from step 1", dists, err)
+	}
+	if _, err := parsePlan([]byte(`{"name":`)); err == nil || !strings.Contains(err.Error(), PlanFile) {
+		t.Errorf("bad JSON: err = %v, want one naming %s", err, PlanFile)
+	}
+	big := make([]byte, maxPlanBytes+1)
+	if _, err := parsePlan(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a plan of %d bytes: err = %v, want refused as larger than the bound", len(big), err)
+	}
+}

@@ -10,8 +10,9 @@ matrix.HostLibsJSON: the NVIDIA driver's libraries, by name, and optional
 plugins), the same list `gpuimg validate` uses. VENV is the virtual
 environment (every ELF file under it is checked); the directories under
 /usr/local/cuda* named lib, lib64 or compat (not the link stubs, not
-Nsight's) are checked too. Each MODULE is then imported, in a fresh
-interpreter, without a GPU.
+Nsight's) are checked too. Each MODULE is imported, in a fresh
+interpreter, without a GPU, while the closure is checked (one process per
+module, started first).
 
 The search for a needed library is ld.so's (glibc elf/dl-load.c): DT_RPATH
 of the object and of the objects that load it, unless the object has
@@ -464,19 +465,29 @@ def xla_toolkit(venv, rel):
     return problems
 
 
-def imports(modules):
-    """Import each module in a fresh interpreter; return the number that
+def start_imports(modules):
+    """Start importing each module in a fresh interpreter, all at once,
+    so that the imports run while the closure is checked; finish_imports
+    reads the results."""
+    started = []
+    for m in modules:
+        p = subprocess.Popen([sys.executable, "-B", "-c", "import " + m], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        started.append((m, time.monotonic(), p))
+    return started
+
+
+def finish_imports(started):
+    """Wait for the imports start_imports began; return the number that
     failed."""
     failed = 0
-    for m in modules:
-        start = time.monotonic()
-        r = subprocess.run([sys.executable, "-B", "-c", "import " + m], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for m, start, p in started:
+        out, _ = p.communicate()
         took = time.monotonic() - start
-        if r.returncode == 0:
+        if p.returncode == 0:
             say("import %s ok (%.2f s)" % (m, took))
             continue
-        lines = [line for line in r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
-        say("import %s failed (exit %d): %s" % (m, r.returncode, lines[-1] if lines else "no output"))
+        lines = [line for line in out.decode("utf-8", "replace").splitlines() if line.strip()]
+        say("import %s failed (exit %d): %s" % (m, p.returncode, lines[-1] if lines else "no output"))
         for line in lines[-20:-1]:
             print("    " + line, file=sys.stderr)
         failed += 1
@@ -491,11 +502,12 @@ def main(argv):
         sys.exit(2)
     with open(argv[1], encoding="utf-8") as f:
         host = json.load(f)
+    started = start_imports(modules)
     problems = closure(host, argv[2])
     for o in opts:
         key, _, val = o[2:].partition("=")
         problems += dlopens(host, argv[2], val) if key == "dlopen" else xla_toolkit(argv[2], val)
-    problems += imports(modules)
+    problems += finish_imports(started)
     if problems:
         say("%d problem(s): the image would not work as built; nothing is tagged" % problems)
         sys.exit(1)

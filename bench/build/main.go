@@ -41,6 +41,10 @@ type config struct {
 	// more samples of the scenario with the smallest times.
 	changes int
 	gpuimg  string
+	// other, when set, is a second gpuimg binary: each one-package change
+	// is also made with it, right after the first binary's and the plain
+	// one (one-pip-other), so two builds of gpuimg compare in one run.
+	other string
 	// size is the framework wheels' installed size in GB; 0 is the small
 	// fixture wheels (testenv.Env.TorchWheels).
 	size float64
@@ -61,6 +65,7 @@ func main() {
 	flag.IntVar(&cfg.runs, "runs", 5, "runs per scenario")
 	flag.IntVar(&cfg.changes, "changes", 0, "one-package changes to measure (0: -runs)")
 	flag.StringVar(&cfg.gpuimg, "gpuimg", "bin/gpuimg", "gpuimg binary")
+	flag.StringVar(&cfg.other, "other", "", "a second gpuimg `binary`: each one-package change is also made with it (one-pip-other), to compare two builds of gpuimg in one run")
 	flag.Float64Var(&cfg.size, "size", 0, "framework wheels' installed size in GB, in a torch CUDA stack's proportions (0.1, 1, 3); 0: the small fixture wheels")
 	flag.BoolVar(&cfg.nochk, "nochk", true, "also build cold and no-op with --no-checks, to measure the proof")
 	flag.BoolVar(&cfg.nocompile, "nocompile", true, "also build cold with --torch-compile=false, to measure torch.compile's compiler packages")
@@ -147,13 +152,23 @@ func (b *bench) fixtures(ctx context.Context) error {
 	} else if err := env.TorchWheels("2.3.1", "0.18.1", "2.3.1", "12.1"); err != nil {
 		return err
 	}
-	for i := range b.cfg.changes + 1 {
+	for i := range b.versions() {
 		v := fmt.Sprintf("1.%d", i)
 		if _, err := testenv.Wheel(env.WheelDir, "gpuimg-extra", v, "py3-none-any", map[string]string{"gpuimg_extra/__init__.py": "VERSION = '" + v + "'\n"}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// versions is how many gpuimg-extra versions the scenarios use: 1.0 for
+// the cold and no-op builds, one for each one-package change (two with
+// -other).
+func (b *bench) versions() int {
+	if b.cfg.other != "" {
+		return 2*b.cfg.changes + 1
+	}
+	return b.cfg.changes + 1
 }
 
 // scale is the twin wheels' size against the real ones (-size in GB
@@ -163,6 +178,11 @@ func (b *bench) scale() float64 { return b.cfg.size * 1000 / testenv.StackMB() }
 // gpuimgBuild builds the stack with gpuimg, with extra as the one --pip
 // package, and pushes it as tag.
 func (b *bench) gpuimgBuild(ctx context.Context, extra, tag string, more ...string) (time.Duration, string, error) {
+	return b.gpuimgBuildWith(ctx, b.cfg.gpuimg, extra, tag, more...)
+}
+
+// gpuimgBuildWith is gpuimgBuild with the gpuimg binary bin.
+func (b *bench) gpuimgBuildWith(ctx context.Context, bin, extra, tag string, more ...string) (time.Duration, string, error) {
 	env := b.env
 	args := []string{"build", "--cuda", "12.2", "--torch", "2.3", "--matrix-file", env.MatrixFile,
 		"--registry-mirror", env.Mirror(), "--pip-index-url", env.Index.URL, "--builder", env.BuildKit.Address(),
@@ -172,7 +192,7 @@ func (b *bench) gpuimgBuild(ctx context.Context, extra, tag string, more ...stri
 		// layers are the real stack's.
 		args = append(args, "--large-wheel", fmt.Sprintf("%dB", max(int64(50e6*b.scale()), 1)))
 	}
-	return b.timed(exec.CommandContext(ctx, b.cfg.gpuimg, append(args, more...)...))
+	return b.timed(exec.CommandContext(ctx, bin, append(args, more...)...))
 }
 
 // ref is the tag a side pushes for extra.
@@ -286,7 +306,13 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	for i := range b.cfg.changes {
 		v := fmt.Sprintf("1.%d", i+1)
-		if err := b.each(ctx, []scenario{{"one-pip", g(v, v), false}, {"plain-one-pip", p(v, "zstd"), false}}); err != nil {
+		scs := []scenario{{"one-pip", g(v, v), false}, {"plain-one-pip", p(v, "zstd"), false}}
+		if b.cfg.other != "" {
+			v, o := fmt.Sprintf("1.%d", 2*i+1), fmt.Sprintf("1.%d", 2*i+2)
+			scs[0].build, scs[1].build = g(v, v), p(v, "zstd")
+			scs = append(scs, scenario{"one-pip-other", func() (time.Duration, string, error) { return b.gpuimgBuildWith(ctx, b.cfg.other, o, o) }, false})
+		}
+		if err := b.each(ctx, scs); err != nil {
 			return err
 		}
 	}
@@ -333,7 +359,7 @@ func (b *bench) each(ctx context.Context, scs []scenario) error {
 			b.coldSteps["gpuimg"] = steps
 		case sc.name == "plain-cold":
 			b.coldSteps["plain"] = steps
-		case sc.name == "one-pip" || sc.name == "plain-one-pip":
+		case sc.name == "one-pip" || sc.name == "plain-one-pip" || sc.name == "one-pip-other":
 			b.coldSteps[sc.name] = steps
 		case strings.Contains(sc.name, "noop"):
 			if strings.Contains(progress, "already holds") {
@@ -358,7 +384,7 @@ func (b *bench) report(loadStart, loadEnd string) {
 	fmt.Printf("gpuimg build --cuda 12.2 --torch 2.3 --push vs a plain Dockerfile, wheels %s, %d runs each (%d one-package changes), on %s; load average %s at the start, %s at the end\n",
 		b.sizeName(), b.cfg.runs, b.cfg.changes, hostInfo(), loadStart, loadEnd)
 	fmt.Printf("%-16s %10s %10s %10s\n", "scenario", "median", "min", "max")
-	for _, name := range []string{"cold", "cold-nochk", "cold-nocompile", "proof-steps", "plain-cold", "plain-cold-gzip", "noop-new-tag", "noop", "noop-nochk", "plain-noop", "one-pip", "plain-one-pip"} {
+	for _, name := range []string{"cold", "cold-nochk", "cold-nocompile", "proof-steps", "plain-cold", "plain-cold-gzip", "noop-new-tag", "noop", "noop-nochk", "plain-noop", "one-pip", "plain-one-pip", "one-pip-other"} {
 		r := b.results[name]
 		if len(r) == 0 {
 			continue
@@ -384,7 +410,10 @@ func (b *bench) report(loadStart, loadEnd string) {
 	for _, name := range []string{"noop-new-tag", "noop", "plain-noop"} {
 		fmt.Printf("longest step of %s: %s\n", name, strings.Join(b.dominant[name], "; "))
 	}
-	for _, side := range []struct{ key, name string }{{"gpuimg", "gpuimg cold build"}, {"plain", "plain cold build"}, {"one-pip", "gpuimg one-package change"}, {"plain-one-pip", "plain one-package change"}} {
+	for _, side := range []struct{ key, name string }{{"gpuimg", "gpuimg cold build"}, {"plain", "plain cold build"}, {"one-pip", "gpuimg one-package change"}, {"plain-one-pip", "plain one-package change"}, {"one-pip-other", "-other's one-package change"}} {
+		if len(b.coldSteps[side.key]) == 0 {
+			continue
+		}
 		fmt.Printf("longest steps of the last %s:\n", side.name)
 		for _, s := range b.coldSteps[side.key][:min(8, len(b.coldSteps[side.key]))] {
 			fmt.Printf("  %7.2fs %s\n", s.d.Seconds(), short(s.name))
@@ -393,6 +422,9 @@ func (b *bench) report(loadStart, loadEnd string) {
 	ratio := func(a, p string) float64 { return median(b.results[a]).Seconds() / median(b.results[p]).Seconds() }
 	fmt.Printf("build %s: noop %.2fs (goal ≤ 0.5 s), one-pip %.2fx plain (goal ≤ 1.5), cold %.2fx plain zstd (goal ≤ 1.2), %.2fx plain gzip\n",
 		b.sizeName(), median(b.results["noop"]).Seconds(), ratio("one-pip", "plain-one-pip"), ratio("cold", "plain-cold"), ratio("cold", "plain-cold-gzip"))
+	if b.cfg.other != "" {
+		fmt.Printf("one-pip with -other %s: %.2fx plain, %.2fx -gpuimg's (medians)\n", b.cfg.other, ratio("one-pip-other", "plain-one-pip"), ratio("one-pip-other", "one-pip"))
+	}
 }
 
 // short is a step's name cut to 120 characters (a RUN's is its whole
