@@ -9,8 +9,9 @@ import (
 
 // TestDockerfileTorchCompile: a stack whose torch brings triton gets
 // torch.compile's compiler and the headers of its Python in the step that
-// installs the stack's Python (the OS stage's one install, no layer of
-// its own), in the plain and the layered Dockerfile; a stack without triton, or a build that opts out,
+// installs the stack's Python (the OS stage's one install), in the plain
+// and the layered Dockerfile; on apt the layered image has the files of
+// the packages any Python shares (the compiler's) in a layer of its own; a stack without triton, or a build that opts out,
 // gets none, and verify.py is told of the opt-out.
 func TestDockerfileTorchCompile(t *testing.T) {
 	const rocky9 = "docker.io/nvidia/cuda:12.2.2-runtime-rockylinux9@sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -61,8 +62,22 @@ func TestDockerfileTorchCompile(t *testing.T) {
 				if len(steps) != 1 {
 					t.Fatalf("%s: %d steps install the Python, want one (the OS stage's, whose files the venv steps copy):\n%s", name, len(steps), df)
 				}
-				if n, want := strings.Count(df, "--mount=type=bind,from="+stageOS+","), strings.Count(df, " AS "+stagePython+"\n")+strings.Count(df, "\nFROM "+tt.def.Base+" AS "+StageImage+"\n"); n != want {
+				if n, want := strings.Count(df, "--mount=type=bind,from="+stageOS+",source="+layerRoot+","), strings.Count(df, " AS "+stagePython+"\n")+strings.Count(df, "\nFROM "+tt.def.Base+" AS "+StageImage+"\n"); n != want {
 					t.Errorf("%s: %d steps copy the OS stage's files, want %d (the python stage's, and the layered image's)", name, n, want)
+				}
+				// On apt, what any Python shares goes to a layer of its own
+				// in the layered image, and to the python stage by a copy.
+				split := !strings.Contains(tt.def.Stack.OS, "rocky")
+				wantShared := map[bool]int{true: 1, false: 0}[split]
+				if n := strings.Count(df, "--mount=type=bind,from="+stageOS+",source="+osSharedRoot+","); n != wantShared {
+					t.Errorf("%s: %d steps copy the OS stage's shared files, want %d (the python stage's)", name, n, wantShared)
+				}
+				wantLayer := 0
+				if name == "layered" && split {
+					wantLayer = 1
+				}
+				if n := strings.Count(df, "COPY --link --from="+stageOS+" "+osSharedRoot+"/ /\n"); n != wantLayer {
+					t.Errorf("%s: %d layers of the OS stage's shared files, want %d", name, n, wantLayer)
 				}
 				for _, step := range steps {
 					if got := installed(step); strings.Join(got, " ") != strings.Join(tt.want, " ") {

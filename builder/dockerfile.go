@@ -419,10 +419,12 @@ func (g *gen) from(as string) {
 }
 
 // venvRun brings in the OS packages the stack's Python and
-// torch.compile need (osCopy: the files osStage installed) and makes the
-// virtual environment with venv (python -m venv when empty), then runs
-// more (shell commands, may be empty).
-func (g *gen) venvRun(mounts, venv, more string) {
+// torch.compile need (osCopy: the files osStage installed; withShared,
+// also those any Python shares, osSharedRoot, which a layered image has
+// in a layer of their own below) and makes the virtual environment with
+// venv (python -m venv when empty), then runs more (shell commands, may
+// be empty).
+func (g *gen) venvRun(withShared bool, mounts, venv, more string) {
 	py := g.d.Stack.Python
 	if venv == "" {
 		venv = fmt.Sprintf("python%s -m venv %s", py, VenvDir)
@@ -431,6 +433,10 @@ func (g *gen) venvRun(mounts, venv, more string) {
 	if pkgs, _ := g.osPackages(); len(pkgs) > 0 {
 		mounts = fmt.Sprintf(" --mount=type=bind,from=%s,source=%s,target=%s", stageOS, layerRoot, osMount) + mounts
 		copyOS = g.osCopy() + "; \\\n    "
+		if withShared && g.osSplit() {
+			mounts = fmt.Sprintf(" --mount=type=bind,from=%s,source=%s,target=%s", stageOS, osSharedRoot, osSharedMount) + mounts
+			copyOS = fmt.Sprintf(`if [ -n "$(ls -A %[1]s)" ]; then cp -a %[1]s/. /; fi; `, osSharedMount) + copyOS
+		}
 	}
 	g.w("RUN%s%s \\\n    set -eu; %s; \\\n    %s%s%s; \\\n    %s\n",
 		g.secrets, mounts, stepStart, copyOS, venv, more, clampStep)
@@ -443,6 +449,27 @@ const stageOS = "gpuimg-os"
 
 // osMount is where a step mounts stageOS's files.
 const osMount = "/tmp/gpuimg-os"
+
+// osSharedRoot is where stageOS stages the files of the OS packages it
+// installed that are not Python's (osSplit), and osSharedMount where the
+// python stage mounts them.
+const (
+	osSharedRoot  = "/gpuimg/os-shared"
+	osSharedMount = "/tmp/gpuimg-os-shared"
+)
+
+// osSplit says stageOS splits what it installed by package (plan.py
+// ossplit, on dpkg's lists): the files of packages any Python shares
+// (torch.compile's compiler and the C library's headers, the libraries a
+// Python pulls in) go to osSharedRoot, which a layered image copies as a
+// layer of its own below the venv's, so variants on one base that differ
+// in Python share it (a node that has one pulls only the other's Python
+// packages); Python's own packages and dpkg's database stay in the
+// venv's layer. apt only (an rpm system stages everything as before).
+func (g *gen) osSplit() bool {
+	pkgs, _ := g.osPackages()
+	return len(pkgs) > 0 && g.k.family == "apt"
+}
 
 // osPackages are the OS packages the python stage and the image need, and
 // the shell test that holds when the base has them: the stack's Python
@@ -488,6 +515,13 @@ func (g *gen) osStage() {
 	g.fabricLayer()
 	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0 | xargs -0 -r cp -al --parents -t %[1]s",
 		layerRoot, stepPrune, path.Dir(layerRoot))
+	if g.osSplit() {
+		// The paths the install changed, split by package (plan.py
+		// ossplit): what any Python shares to osSharedRoot, with one
+		// time (LayerMTime: it reaches the image by COPY --link).
+		stage = fmt.Sprintf("mkdir -p %[1]s %[4]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0 | python%[5]s -B /tmp/gpuimg-plan.py ossplit \"$gpuimg_t0\" /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; \\\n    xargs -0 -r cp -al --parents -t %[1]s < /tmp/gpuimg-own.list; xargs -0 -r cp -al --parents -t %[4]s < /tmp/gpuimg-shared.list; rm -f /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; %[6]s",
+			layerRoot, stepPrune, path.Dir(layerRoot), osSharedRoot, g.d.Stack.Python, fixTimes(osSharedRoot))
+	}
 	pycs := ""
 	if !g.standalone() {
 		// After the clamp, which may have changed the stdlib's times, and
@@ -527,7 +561,7 @@ func (g *gen) python() {
 	g.from(stagePython)
 	g.standaloneLayer()
 	g.fabricLayer()
-	g.venvRun(fmt.Sprintf(" --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan), "",
+	g.venvRun(true, fmt.Sprintf(" --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", ctxPlan), "",
 		fmt.Sprintf("; \\\n    if ! %[1]s/bin/python -c %[2]s; then %[1]s/bin/python -m pip install --disable-pip-version-check %[3]s; fi; \\\n    %[1]s/bin/python -B /tmp/gpuimg-plan.py record 0 %[4]s",
 			VenvDir, quoteAll([]string{pipFloorCheck})[0], PipUpgrade, planState))
 }

@@ -175,6 +175,9 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 			g.w("COPY --link --from=%s %s/ /\n", names[i], layerRoot)
 		}
 	}
+	if g.osSplit() {
+		g.w("COPY --link --from=%s %s/ /\n", stageOS, osSharedRoot)
+	}
 	more := fmt.Sprintf("; \\\n    site=$(%[1]s/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'); \\\n    echo %[2]s > \"$site/gpuimg-shared.pth\"", VenvDir, SharedSite)
 	if shared {
 		more += fmt.Sprintf("; \\\n    %s/bin/python -B /tmp/gpuimg-plan.py link %s /tmp/%s", VenvDir, SharedSite, PlanFile)
@@ -186,7 +189,7 @@ func LayeredDockerfile(d Definition, plan []PlannedDist, large int64) (string, e
 	// Each distribution the framework steps upgraded (pip, setuptools) is
 	// removed from the copy first (plan.py prune), as pip uninstall would:
 	// its layer brings the new version, and the image holds one.
-	g.venvRun(fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s --mount=type=bind,from=%s,source=%s,target=%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", StagePlan, PlanFile, PlanFile, stagePython, VenvDir, stageVenv, ctxPlan),
+	g.venvRun(false, fmt.Sprintf(" --mount=type=bind,from=%s,source=/%s,target=/tmp/%s --mount=type=bind,from=%s,source=%s,target=%s --mount=type=bind,source=%s,target=/tmp/gpuimg-plan.py", StagePlan, PlanFile, PlanFile, stagePython, VenvDir, stageVenv, ctxPlan),
 		fmt.Sprintf("mkdir -p %[2]s; cp -a %[1]s/. %[2]s/; rm %[3]s; \\\n    %[2]s/bin/python -B /tmp/gpuimg-plan.py prune %[2]s /tmp/%[4]s", stageVenv, VenvDir, planState, PlanFile), more)
 	for i, l := range layers {
 		switch {

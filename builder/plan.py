@@ -27,6 +27,14 @@ Usage:
   python -B plan.py pycs [DIR...]       recompile each stale timestamp .pyc
                                         under each DIR (default: this
                                         Python's standard library)
+  python -B plan.py ossplit T0 OWN SHARED [ROOT]
+                                        split the paths an OS package step
+                                        changed (NUL-separated on stdin)
+                                        into OWN and SHARED (NUL-separated
+                                        lists): SHARED has the files of the
+                                        packages the step installed (dpkg's
+                                        lists newer than T0) that are not
+                                        Python's, OWN everything else
 
 A .pyc checked by timestamp records its source's mtime and size; when a
 step clamps the source's time (the base's own build, or this build's
@@ -340,6 +348,55 @@ def stale(cfile):
     return mtime != int(st.st_mtime) & 0xFFFFFFFF or size != st.st_size & 0xFFFFFFFF
 
 
+# PYTHON_PACKAGE names the Debian packages that belong to one Python
+# version: python3.11, python3.11-minimal, python3.11-venv, python3.11-dev,
+# libpython3.11-stdlib, libpython3.11-dev, python3-pip-whl.
+PYTHON_PACKAGE = re.compile(r"^(lib)?python3")
+
+
+def ossplit(t0, own_out, shared_out, root="/"):
+    """Split the paths on stdin (NUL-separated, under root) into the files
+    of packages the step installed that are not Python's (shared_out: the
+    compiler, the C library's headers, what a Python pulls in that any
+    Python could use) and the rest (own_out: Python's packages, dpkg's
+    database, files no package owns); print how many of each."""
+    info = os.path.join(root, "var/lib/dpkg/info")
+    shared = set()
+    try:
+        names = sorted(os.listdir(info))
+    except OSError:
+        names = []  # not a dpkg system: everything is the step's own
+    for n in names:
+        if not n.endswith(".list") or PYTHON_PACKAGE.match(n):
+            continue
+        lst = os.path.join(info, n)
+        if os.stat(lst).st_ctime <= t0:
+            continue  # the base's, not installed by this step
+        with open(lst, encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                p = line.rstrip("\n")
+                if p.startswith("/") and p != "/":
+                    shared.add(canonical(root, p))
+    data = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    own, sh = [], []
+    for p in (x for x in data.split("\0") if x):
+        rel = "/" + os.path.relpath(p, root)
+        (sh if canonical(root, rel) in shared else own).append(p)
+    for out, paths in ((own_out, own), (shared_out, sh)):
+        with open(out, "wb") as f:
+            f.write("".join(x + "\0" for x in paths).encode("utf-8", "surrogateescape"))
+    print("plan.py: %d paths the OS packages changed: %d of packages any Python shares, %d of this Python's or unowned" % (len(own) + len(sh), len(sh), len(own)))
+
+
+def canonical(root, rel):
+    """rel (a path inside root, as dpkg lists it) with its directory's
+    links resolved inside root: dpkg lists /lib/x86_64-linux-gnu/libc.so.6
+    where a merged /usr has /usr/lib/x86_64-linux-gnu/libc.so.6."""
+    d, base = os.path.split(rel)
+    real = os.path.realpath(os.path.join(root, d.lstrip("/")))
+    return "/" + os.path.relpath(os.path.join(real, base), os.path.realpath(root))
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "record":
         record(int(argv[2]), argv[3])
@@ -355,8 +412,10 @@ def main(argv):
         prune(argv[2], argv[3])
     elif len(argv) >= 2 and argv[1] == "pycs":
         pycs(argv[2:])
+    elif len(argv) in (5, 6) and argv[1] == "ossplit":
+        ossplit(float(argv[2]), argv[3], argv[4], *argv[5:])
     else:
-        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | link SITE PLAN | prune VENV PLAN | pycs [DIR...]", file=sys.stderr)
+        print("usage: plan.py record STEP STATE | finish STATE OUT | copy [--shared] VENV DEST NAME==VERSION... | link SITE PLAN | prune VENV PLAN | pycs [DIR...] | ossplit T0 OWN SHARED [ROOT]", file=sys.stderr)
         sys.exit(2)
 
 

@@ -335,3 +335,57 @@ print(u.cache_from_source(sys.argv[1] + "/x.py").rsplit("/", 1)[1].split(".", 1)
 		t.Errorf("second run: %s", out)
 	}
 }
+
+// TestPlanPyOSSplit splits what an OS package step changed by dpkg's
+// lists, in a tree shaped as a merged-/usr Debian: the files of packages
+// the step installed that are not Python's (gcc-16's, and libc6-dev's
+// listed under /lib, a link to usr/lib) are shared; python3.13-dev's,
+// dpkg's database, a file no package owns and those of a package the
+// base had already (its list older than the step) are the step's own.
+func TestPlanPyOSSplit(t *testing.T) {
+	py, dir, script := planPyIn(t)
+	root := filepath.Join(dir, "root")
+	for _, d := range []string{"usr/bin", "usr/lib/x86_64-linux-gnu", "usr/include/python3.13", "var/lib/dpkg/info", "etc"} {
+		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	must(t, os.Symlink("usr/lib", filepath.Join(root, "lib")))
+	files := []string{"usr/bin/gcc-16", "usr/lib/x86_64-linux-gnu/crt1.o", "usr/include/python3.13/Python.h", "etc/ld.so.cache", "usr/bin/old-tool", "var/lib/dpkg/status"}
+	for _, f := range files {
+		must(t, os.WriteFile(filepath.Join(root, f), []byte(f), 0o644))
+	}
+	list := func(pkg string, paths ...string) {
+		must(t, os.WriteFile(filepath.Join(root, "var/lib/dpkg/info", pkg+".list"), []byte("/.\n"+strings.Join(paths, "\n")+"\n"), 0o644))
+	}
+	list("old-tool", "/usr/bin/old-tool")
+	time.Sleep(20 * time.Millisecond)
+	t0 := float64(time.Now().UnixNano()) / 1e9
+	time.Sleep(20 * time.Millisecond)
+	list("gcc-16", "/usr/bin", "/usr/bin/gcc-16")
+	list("libc6-dev:amd64", "/lib/x86_64-linux-gnu/crt1.o")
+	list("python3.13-dev", "/usr/include/python3.13/Python.h")
+	var in strings.Builder
+	for _, f := range files {
+		in.WriteString(filepath.Join(root, f) + "\x00")
+	}
+	own, shared := filepath.Join(dir, "own"), filepath.Join(dir, "shared")
+	cmd := exec.Command(py, "-B", script, "ossplit", fmt.Sprintf("%.9f", t0), own, shared, root)
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "2 of packages any Python shares, 4 of this Python's or unowned") {
+		t.Fatalf("ossplit: %v\n%s", err, out)
+	}
+	read := func(p string) []string {
+		b, err := os.ReadFile(p)
+		must(t, err)
+		var out []string
+		for s := range strings.SplitSeq(strings.TrimSuffix(string(b), "\x00"), "\x00") {
+			out = append(out, strings.TrimPrefix(s, root+"/"))
+		}
+		return out
+	}
+	if got, want := read(shared), []string{"usr/bin/gcc-16", "usr/lib/x86_64-linux-gnu/crt1.o"}; !slices.Equal(got, want) {
+		t.Errorf("shared = %q, want %q", got, want)
+	}
+	if got, want := read(own), []string{"usr/include/python3.13/Python.h", "etc/ld.so.cache", "usr/bin/old-tool", "var/lib/dpkg/status"}; !slices.Equal(got, want) {
+		t.Errorf("own = %q, want %q", got, want)
+	}
+}

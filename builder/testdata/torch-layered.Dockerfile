@@ -15,8 +15,9 @@ RUN --mount=type=cache,id=gpuimg-apt-ubuntu22.04-$TARGETARCH,target=/var/cache/a
     if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
     if command -v python3.10 >/dev/null; then PYTHONHASHSEED=0 python3.10 -B /tmp/gpuimg-plan.py pycs; fi; \
     if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
-    mkdir -p /gpuimg/layer; \
-    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$gpuimg_t0" \( ! -type d -o -empty \) -print0 | xargs -0 -r cp -al --parents -t /gpuimg/layer
+    mkdir -p /gpuimg/layer /gpuimg/os-shared; \
+    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$gpuimg_t0" \( ! -type d -o -empty \) -print0 | python3.10 -B /tmp/gpuimg-plan.py ossplit "$gpuimg_t0" /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; \
+    xargs -0 -r cp -al --parents -t /gpuimg/layer < /tmp/gpuimg-own.list; xargs -0 -r cp -al --parents -t /gpuimg/os-shared < /tmp/gpuimg-shared.list; rm -f /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; find /gpuimg/os-shared -exec touch -h -d @0 {} +
 
 # Python 3.10 from ubuntu22.04's own packages, in a virtual environment at /opt/venv.
 FROM docker.io/nvidia/cuda:12.2.2-base-ubuntu22.04@sha256:0000000000000000000000000000000000000000000000000000000000000000 AS gpuimg-python
@@ -26,9 +27,9 @@ ENV CUDA_VERSION=12.2.2 \
     NVIDIA_REQUIRE_CUDA="cuda>=12.2" \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
-RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/os-shared,target=/tmp/gpuimg-os-shared --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
-    if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
+    if [ -n "$(ls -A /tmp/gpuimg-os-shared)" ]; then cp -a /tmp/gpuimg-os-shared/. /; fi; if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     python3.10 -m venv /opt/venv; \
     if ! /opt/venv/bin/python -c 'import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))'; then /opt/venv/bin/python -m pip install --disable-pip-version-check pip==23.0.1; fi; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json; \
@@ -100,6 +101,7 @@ ENV CUDA_VERSION=12.2.2 \
 COPY --link --from=gpuimg-layer-1 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-2 /gpuimg/layer/ /
 COPY --link --from=gpuimg-layer-3 /gpuimg/layer/ /
+COPY --link --from=gpuimg-os /gpuimg/os-shared/ /
 RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=bind,from=gpuimg-plan,source=/gpuimg-plan.json,target=/tmp/gpuimg-plan.json --mount=type=bind,from=gpuimg-python,source=/opt/venv,target=/tmp/gpuimg-venv --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \

@@ -26,8 +26,9 @@ RUN --mount=type=cache,id=gpuimg-apt-ubuntu24.04-$TARGETARCH,target=/var/cache/a
     set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
     if ! { python3.13 -c 'import ensurepip, venv' 2>/dev/null && { command -v gcc || command -v clang; } >/dev/null && python3.13 -c 'import os, sysconfig, sys; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths("posix_prefix")["include"], "Python.h")))' 2>/dev/null; }; then rm -f /etc/apt/apt.conf.d/docker-clean && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev -o Dpkg::Options::=--force-unsafe-io && rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets \) -prune -o -newermt "@$SOURCE_DATE_EPOCH" \( -newerct "@$gpuimg_t0" -o -path / -o -path /tmp -o -path /etc -o -path /root -o -path /root/.cache -o -path /root/.config -o -path /root/.config/pip -o -path /run -o -path /var -o -path /var/cache -o -path /var/lib -o -path /var/lib/apt \) -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; fi; \
-    mkdir -p /gpuimg/layer; \
-    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$gpuimg_t0" \( ! -type d -o -empty \) -print0 | xargs -0 -r cp -al --parents -t /gpuimg/layer
+    mkdir -p /gpuimg/layer /gpuimg/os-shared; \
+    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path '/tmp/gpuimg-*' -o -path /etc/resolv.conf -o -path /etc/hosts -o -path /etc/hostname -o -path /etc/pip.conf -o -path /root/.netrc -o -path /root/.config/pip/pip.conf -o -path /run/secrets -o -path /gpuimg \) -prune -o -newerct "@$gpuimg_t0" \( ! -type d -o -empty \) -print0 | python3.13 -B /tmp/gpuimg-plan.py ossplit "$gpuimg_t0" /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; \
+    xargs -0 -r cp -al --parents -t /gpuimg/layer < /tmp/gpuimg-own.list; xargs -0 -r cp -al --parents -t /gpuimg/os-shared < /tmp/gpuimg-shared.list; rm -f /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; find /gpuimg/os-shared -exec touch -h -d @0 {} +
 
 # Python 3.13 from the standalone CPython, in a virtual environment at /opt/venv.
 FROM docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04@sha256:3333333333333333333333333333333333333333333333333333333333333333 AS gpuimg-python
@@ -39,9 +40,9 @@ ENV CUDA_VERSION=12.6.3 \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 COPY --link --from=gpuimg-cpython /gpuimg/cpython/ /
 ENV PATH=/opt/gpuimg/python/bin:$PATH
-RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
+RUN --mount=type=bind,from=gpuimg-os,source=/gpuimg/os-shared,target=/tmp/gpuimg-os-shared --mount=type=bind,from=gpuimg-os,source=/gpuimg/layer,target=/tmp/gpuimg-os --mount=type=cache,id=gpuimg-pip,target=/root/.cache/pip --mount=type=bind,source=gpuimg/plan.py,target=/tmp/gpuimg-plan.py \
     set -eu; sleep 0.02; : > /tmp/.gpuimg-t0; gpuimg_t0=$(date -r /tmp/.gpuimg-t0 +%s.%N); rm -f /tmp/.gpuimg-t0; case $gpuimg_t0 in *.000000000) sleep 1;; *) sleep 0.02;; esac; \
-    if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
+    if [ -n "$(ls -A /tmp/gpuimg-os-shared)" ]; then cp -a /tmp/gpuimg-os-shared/. /; fi; if [ -n "$(ls -A /tmp/gpuimg-os)" ]; then cp -a /tmp/gpuimg-os/. /; rm -f /etc/apt/apt.conf.d/docker-clean; rm -rf /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/* /var/cache/ldconfig/aux-cache; fi; \
     python3.13 -m venv /opt/venv; \
     if ! /opt/venv/bin/python -c 'import sys, pip; sys.exit(tuple(int(x) for x in pip.__version__.split(".")[:2]) < (20, 3))'; then /opt/venv/bin/python -m pip install --disable-pip-version-check pip==23.0.1; fi; \
     /opt/venv/bin/python -B /tmp/gpuimg-plan.py record 0 /opt/venv/gpuimg-steps.json; \
