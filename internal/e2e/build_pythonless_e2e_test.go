@@ -84,14 +84,41 @@ func TestBuildPythonlessReproducible(t *testing.T) {
 
 	// What the apt branch installed, above a base that has none of it.
 	inBase, inImage := map[string]bool{}, map[string]bool{}
-	eachEntry(t, imgA, func(layer int, h *tar.Header, _ io.Reader) {
+	layerOf := map[string]int{} // the last layer that has each path
+	var status []byte           // dpkg's status, as the last layer has it
+	layers := map[int][]string{}
+	eachEntry(t, imgA, func(layer int, h *tar.Header, r io.Reader) {
 		n := strings.TrimPrefix(h.Name, "./")
 		if layer == 0 {
 			inBase[n] = true
 		} else {
 			inImage[n] = true
 		}
+		layerOf[n] = layer
+		layers[layer] = append(layers[layer], n)
+		if n == "var/lib/dpkg/status" {
+			b, err := io.ReadAll(r)
+			must(t, err)
+			status = b
+		}
 	})
+	// On apt the packages that are not Python's are a layer of their own
+	// below the venv's (builder's osSplit), which holds Python's
+	// packages and dpkg's database, whose status lists every package.
+	cc, hdr := layerOf["usr/bin/gcc"], layerOf["usr/include/python3.11/Python.h"]
+	if cc == 0 || cc >= hdr {
+		t.Errorf("gcc is in layer %d and Python.h in layer %d: want the compiler in a layer of its own below the Python headers'", cc, hdr)
+	}
+	for _, n := range layers[cc] {
+		if strings.Contains(n, "python3.11") || strings.HasPrefix(n, "var/lib/dpkg/") || strings.HasPrefix(n, "opt/venv/") {
+			t.Errorf("the compiler's layer %d has %s: want only the files of packages any Python shares", cc, n)
+		}
+	}
+	for _, pkg := range []string{"gcc", "libc6-dev", "python3.11-dev", "python3.11-venv"} {
+		if !strings.Contains(string(status), "\nPackage: "+pkg+"\n") && !strings.HasPrefix(string(status), "Package: "+pkg+"\n") {
+			t.Errorf("the image's dpkg status (layer %d) does not list %s", layerOf["var/lib/dpkg/status"], pkg)
+		}
+	}
 	for _, p := range []string{"usr/bin/python3.11", "usr/bin/gcc", "usr/include/python3.11/Python.h"} {
 		if inBase[p] {
 			t.Errorf("the Python-less base has %s", p)
