@@ -785,11 +785,8 @@ func planDists(opt client.SolveOpt, solve func(client.SolveOpt) (*client.SolveRe
 // per installed distribution, a few hundred bytes each).
 const maxPlanBytes = 16 << 20
 
-// parsePlan reads the plan stage's PlanFile.
+// parsePlan reads the plan stage's PlanFile (planDists bounds its size).
 func parsePlan(b []byte) ([]PlannedDist, error) {
-	if len(b) > maxPlanBytes {
-		return nil, fmt.Errorf("read the build's plan %s: larger than %d bytes", PlanFile, maxPlanBytes)
-	}
 	var dists []PlannedDist
 	if err := json.Unmarshal(b, &dists); err != nil {
 		return nil, fmt.Errorf("read the build's plan %s: %w", PlanFile, err)

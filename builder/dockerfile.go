@@ -513,14 +513,16 @@ func (g *gen) osStage() {
 	g.from(stageOS)
 	g.standaloneLayer()
 	g.fabricLayer()
-	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0 | xargs -0 -r cp -al --parents -t %[1]s",
-		layerRoot, stepPrune, path.Dir(layerRoot))
+	// What the install created or changed: files, links and empty
+	// directories, since the step began.
+	changed := fmt.Sprintf("find / -xdev \\( %s -o -path %s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0", stepPrune, path.Dir(layerRoot))
+	stage := fmt.Sprintf("mkdir -p %[1]s; \\\n    %[2]s | xargs -0 -r cp -al --parents -t %[1]s", layerRoot, changed)
 	if g.osSplit() {
 		// The paths the install changed, split by package (plan.py
 		// ossplit): what any Python shares to osSharedRoot, with one
 		// time (LayerMTime: it reaches the image by COPY --link).
-		stage = fmt.Sprintf("mkdir -p %[1]s %[4]s; \\\n    find / -xdev \\( %[2]s -o -path %[3]s \\) -prune -o -newerct \"@$gpuimg_t0\" \\( ! -type d -o -empty \\) -print0 | python%[5]s -B /tmp/gpuimg-plan.py ossplit \"$gpuimg_t0\" /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; \\\n    xargs -0 -r cp -al --parents -t %[1]s < /tmp/gpuimg-own.list; xargs -0 -r cp -al --parents -t %[4]s < /tmp/gpuimg-shared.list; rm -f /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; %[6]s",
-			layerRoot, stepPrune, path.Dir(layerRoot), osSharedRoot, g.d.Stack.Python, fixTimes(osSharedRoot))
+		stage = fmt.Sprintf("mkdir -p %[1]s %[3]s; \\\n    %[2]s | python%[4]s -B /tmp/gpuimg-plan.py ossplit \"$gpuimg_t0\" /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; \\\n    xargs -0 -r cp -al --parents -t %[1]s < /tmp/gpuimg-own.list; xargs -0 -r cp -al --parents -t %[3]s < /tmp/gpuimg-shared.list; rm -f /tmp/gpuimg-own.list /tmp/gpuimg-shared.list; %[5]s",
+			layerRoot, changed, osSharedRoot, g.d.Stack.Python, fixTimes(osSharedRoot))
 	}
 	pycs := ""
 	if !g.standalone() {

@@ -1,11 +1,15 @@
 package builder
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/moby/buildkit/client"
+
+	"github.com/gpuimg/gpuimg/internal/bound"
 	"github.com/gpuimg/gpuimg/matrix"
 )
 
@@ -97,18 +101,33 @@ func TestLayeredDockerfile(t *testing.T) {
 	}
 }
 
-// TestParsePlan reads the plan stage's file as planDists does: a plan,
-// bad JSON named, and a plan over maxPlanBytes refused.
-func TestParsePlan(t *testing.T) {
-	dists, err := parsePlan([]byte(`[{"name":"torch","version":"2.3.1","step":1,"size":2300000000}]`))
-	if err != nil || len(dists) != 1 || dists[0].Name != "torch" || dists[0].Step != 1 {
-		t.Fatalf("parsePlan = %+v, %v; want torch from step 1", dists, err)
+// TestPlanDists reads the plan stage's file as the layered build's
+// first pass exports it: a plan, bad JSON named, and a plan over
+// maxPlanBytes refused without being read (a sparse file).
+func TestPlanDists(t *testing.T) {
+	read := func(write func(path string) error) ([]PlannedDist, error) {
+		return planDists(client.SolveOpt{FrontendAttrs: map[string]string{}}, func(opt client.SolveOpt) (*client.SolveResponse, error) {
+			return nil, write(filepath.Join(opt.Exports[0].OutputDir, PlanFile))
+		})
 	}
-	if _, err := parsePlan([]byte(`{"name":`)); err == nil || !strings.Contains(err.Error(), PlanFile) {
+	dists, err := read(func(p string) error {
+		return os.WriteFile(p, []byte(`[{"name":"torch","version":"2.3.1","step":1,"size":2300000000}]`), 0o644)
+	})
+	if err != nil || len(dists) != 1 || dists[0].Name != "torch" || dists[0].Step != 1 {
+		t.Fatalf("planDists = %+v, %v; want torch from step 1", dists, err)
+	}
+	if _, err := read(func(p string) error { return os.WriteFile(p, []byte(`{"name":`), 0o644) }); err == nil || !strings.Contains(err.Error(), PlanFile) {
 		t.Errorf("bad JSON: err = %v, want one naming %s", err, PlanFile)
 	}
-	big := make([]byte, maxPlanBytes+1)
-	if _, err := parsePlan(big); err == nil || !strings.Contains(err.Error(), "larger than") {
-		t.Errorf("a plan of %d bytes: err = %v, want refused as larger than the bound", len(big), err)
+	_, err = read(func(p string) error {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Truncate(maxPlanBytes + 1)
+	})
+	if !errors.Is(err, bound.ErrBound) {
+		t.Errorf("a plan of %d bytes: err = %v, want refused as larger than the bound", maxPlanBytes+1, err)
 	}
 }

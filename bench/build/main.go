@@ -306,10 +306,12 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	for i := range b.cfg.changes {
 		v := fmt.Sprintf("1.%d", i+1)
+		if b.cfg.other != "" {
+			v = fmt.Sprintf("1.%d", 2*i+1) // and 2*i+2 for -other's
+		}
 		scs := []scenario{{"one-pip", g(v, v), false}, {"plain-one-pip", p(v, "zstd"), false}}
 		if b.cfg.other != "" {
-			v, o := fmt.Sprintf("1.%d", 2*i+1), fmt.Sprintf("1.%d", 2*i+2)
-			scs[0].build, scs[1].build = g(v, v), p(v, "zstd")
+			o := fmt.Sprintf("1.%d", 2*i+2)
 			scs = append(scs, scenario{"one-pip-other", func() (time.Duration, string, error) { return b.gpuimgBuildWith(ctx, b.cfg.other, o, o) }, false})
 		}
 		if err := b.each(ctx, scs); err != nil {
